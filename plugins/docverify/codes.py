@@ -1,0 +1,121 @@
+"""The catalogue of issue codes: one row per stable machine code.
+
+Every verifier creates issues through :func:`make_issue`, so a code's severity, auto-fix flag
+and IG code live here and nowhere else. A test checks that every auto-fixable code has a fixer
+registered in :mod:`docverify.autofix`.
+
+IG codes group the checks by the integrity guideline they protect:
+IG-0 input (the document or the classification could not be read), IG-1 segment count,
+IG-2 page ranges, IG-3 shares, IG-4 confidences, IG-5 completeness of the five types,
+IG-6 evidence presence and quality, IG-7 clinical traps, IG-8 header/footer evidence,
+IG-9 evidence grounding (hallucination), IG-10 label/text consistency, IG-11 verification
+could not be completed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from docverify.models import Issue, Severity
+
+
+@dataclass(frozen=True)
+class CodeSpec:
+    code: str
+    agent: str
+    severity: Severity
+    auto_fixable: bool
+    ig_code: str
+    title: str
+
+
+_B, _M, _m = Severity.BLOCKER, Severity.MAJOR, Severity.MINOR
+
+CATALOGUE: dict[str, CodeSpec] = {
+    c.code: c
+    for c in (
+        # V1 — schema & completeness (spec slide 4, six checks)
+        CodeSpec("SCHEMA_INVALID", "V1", _B, False, "IG-0", "Classification does not match the schema"),
+        CodeSpec("SEGMENT_COUNT_MISMATCH", "V1", _B, True, "IG-1", "number_of_segments differs from the segments array"),
+        CodeSpec("PAGE_OUT_OF_BOUNDS", "V1", _B, False, "IG-2", "Segment page outside 1..total_pages"),
+        CodeSpec("PAGE_RANGE_INVERTED", "V1", _B, False, "IG-2", "Segment page_start > page_end"),
+        CodeSpec("SEGMENT_PAGE_COUNT_WRONG", "V1", _M, True, "IG-2", "segment_page_count is not end - start + 1"),
+        CodeSpec("CONFIDENCE_OUT_OF_RANGE", "V1", _B, False, "IG-4", "Confidence outside [0, 1]"),
+        CodeSpec("DOC_TYPE_MISSING", "V1", _B, True, "IG-5", "A document type is missing from a segment or the mixture"),
+        CodeSpec("DOC_TYPE_DUPLICATE", "V1", _B, False, "IG-5", "A document type appears twice in a segment or the mixture"),
+        CodeSpec("EVIDENCE_MISSING", "V1", _m, False, "IG-6", "No evidence for a type that is not NO_EVIDENCE"),
+        # V2 — internal consistency
+        CodeSpec("SEGMENT_SHARE_SUM", "V2", _M, True, "IG-3", "Segment shares do not sum to 1.0"),
+        CodeSpec("MIXTURE_SHARE_SUM", "V2", _M, True, "IG-3", "Mixture shares do not sum to 1.0"),
+        CodeSpec("PAGE_OVERLAP", "V2", _B, False, "IG-2", "Two segments share a page"),
+        CodeSpec("LABEL_TEXT_MISMATCH", "V2", _M, False, "IG-10", "Page text does not support the label"),
+        # V3 — clinical traps
+        CodeSpec("TRAP_ROUTINE_LAB_GENOMIC", "V3", _B, False, "IG-7", "Routine-lab vendor with Genomic Report PRIMARY"),
+        CodeSpec("TRAP_ADMIN_DOCUMENT", "V3", _B, False, "IG-7", "Administrative document classified as a report"),
+        CodeSpec("TRAP_HEADER_FOOTER_EVIDENCE", "V3", _m, False, "IG-8", "Header/footer text used as evidence"),
+        CodeSpec("TRAP_CONTEXT", "V3", _M, False, "IG-7", "Context suggests a classification trap"),
+        # V4 — evidence against the page text
+        CodeSpec("EVIDENCE_FABRICATED", "V4", _B, False, "IG-9", "Evidence snippet found nowhere in the document"),
+        CodeSpec("EVIDENCE_WRONG_PAGE", "V4", _M, True, "IG-9", "Evidence snippet found on another page of its segment"),
+        CodeSpec("EVIDENCE_OUTSIDE_SEGMENT", "V4", _M, False, "IG-9", "Evidence snippet found only outside its segment"),
+        CodeSpec("ANCHOR_NOT_ON_PAGE", "V4", _M, False, "IG-9", "Anchor absent from its claimed page"),
+        CodeSpec("EVIDENCE_WEAK", "V4", _M, False, "IG-6", "Evidence is generic or too short to support the label"),
+        # Any judgment phase
+        CodeSpec("VERIFICATION_INCOMPLETE", "ANY", _M, False, "IG-11", "A judgment could not be completed"),
+        # Pipeline — the document itself
+        CodeSpec("DOCUMENT_UNREADABLE", "PIPELINE", _B, False, "IG-0", "The PDF could not be turned into page text"),
+        CodeSpec("CLASSIFICATION_FAILED", "PIPELINE", _B, False, "IG-0", "No classification could be produced"),
+    )
+}
+
+AUTO_FIXABLE_CODES: frozenset[str] = frozenset(c.code for c in CATALOGUE.values() if c.auto_fixable)
+
+
+def make_issue(
+    code: str,
+    message: str,
+    *,
+    agent: str | None = None,
+    location: str = "",
+    suggested_fix: str = "",
+    severity: Severity | str | None = None,
+    auto_fixable: bool | None = None,
+    details: dict[str, Any] | None = None,
+) -> Issue:
+    """An issue with the catalogue's severity/fix flag/IG code. ``issue_id`` is assigned later
+    by :func:`number_issues`; ``severity`` may only be raised above the catalogue's, never
+    lowered, and ``auto_fixable`` may only be switched off."""
+    spec = CATALOGUE[code]
+    sev = Severity(severity) if severity is not None else spec.severity
+    from docverify.models import SEVERITY_ORDER
+
+    if SEVERITY_ORDER[sev] > SEVERITY_ORDER[spec.severity]:
+        raise ValueError(f"{code}: severity {sev.value} is below the catalogue's {spec.severity.value}")
+    fixable = spec.auto_fixable if auto_fixable is None else (spec.auto_fixable and auto_fixable)
+    ag = agent or spec.agent
+    if ag in ("ANY",):
+        raise ValueError(f"{code}: give the agent explicitly")
+    return Issue(
+        issue_id="",
+        agent=ag,
+        severity=sev,
+        message=message,
+        location=location,
+        auto_fixable=fixable,
+        code=code,
+        ig_code=spec.ig_code,
+        suggested_fix=suggested_fix,
+        details=details or {},
+    )
+
+
+def number_issues(issues: list[Issue]) -> list[Issue]:
+    """Assign ``V1-0001``… per agent, in order of appearance."""
+    counters: dict[str, int] = {}
+    out = []
+    for issue in issues:
+        n = counters.get(issue.agent, 0) + 1
+        counters[issue.agent] = n
+        out.append(issue.model_copy(update={"issue_id": f"{issue.agent}-{n:04d}"}))
+    return out

@@ -1,0 +1,120 @@
+"""The judgment phases behind one interface.
+
+A *judge* produces the classification and the judgment phases of V2, V3 and V4. There are two
+implementations:
+
+* :class:`OfflineJudge` (the embedded default) — deterministic lexicon/layout algorithms; real,
+  weaker verifiers that need no network and no credentials;
+* ``LLMJudge`` in :mod:`docverify.llm` — pydantic-ai agents with structured output on a given
+  model (Gemini in production, ``FunctionModel``/``TestModel`` in tests).
+
+Every result names the implementation that produced it, so a report never presents an offline
+verdict as an LLM one. The methods are ``async`` so that a shard can run its documents
+concurrently; the offline implementation simply does its CPU work inline.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from docverify.models import ClassificationOutput, DocumentBundle, Issue
+
+#: V3's judgment phase reads only the start of the document (spec slide 5).
+V3_CONTEXT_CHARS = 4000
+
+
+@dataclass
+class Usage:
+    llm_calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.llm_calls += other.llm_calls
+        self.cache_hits += other.cache_hits
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+
+
+@dataclass
+class JudgmentResult:
+    """Issues found by one judgment phase (``issue_id`` not yet assigned)."""
+
+    issues: list[Issue]
+    implementation: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class ClassifyResult:
+    classification: ClassificationOutput
+    implementation: str
+    usage: Usage = field(default_factory=Usage)
+
+
+class Judge(ABC):
+    """Classifier + judgment phases of V2, V3 and V4."""
+
+    #: Stable id of the implementation, written into every report (e.g. ``offline-v1``).
+    name: str
+
+    @abstractmethod
+    async def classify(self, bundle: DocumentBundle) -> ClassifyResult: ...
+
+    @abstractmethod
+    async def judge_consistency(
+        self, bundle: DocumentBundle, classification: ClassificationOutput
+    ) -> JudgmentResult:
+        """V2 judgment: does each segment's page text support its labels?"""
+
+    @abstractmethod
+    async def judge_context(
+        self, bundle: DocumentBundle, classification: ClassificationOutput
+    ) -> JudgmentResult:
+        """V3 judgment: traps visible in the first :data:`V3_CONTEXT_CHARS` characters."""
+
+    @abstractmethod
+    async def judge_evidence(
+        self, bundle: DocumentBundle, classification: ClassificationOutput
+    ) -> JudgmentResult:
+        """V4 judgment: quality of the evidence (specific, relevant, sized)."""
+
+
+class OfflineJudge(Judge):
+    """The embedded default: no LLM, no network. See ``classify/offline.py`` and the
+    ``offline_judgment`` functions of ``verify/v2_consistency.py``, ``verify/v3_traps.py`` and
+    ``verify/v4_evidence.py``."""
+
+    name = "offline-v1"
+
+    async def classify(self, bundle: DocumentBundle) -> ClassifyResult:
+        from docverify.classify.offline import IMPLEMENTATION, classify_offline
+
+        return ClassifyResult(classify_offline(bundle), IMPLEMENTATION)
+
+    async def judge_consistency(self, bundle, classification) -> JudgmentResult:
+        from docverify.verify import v2_consistency
+
+        return JudgmentResult(
+            v2_consistency.offline_judgment(bundle, classification),
+            v2_consistency.OFFLINE_IMPLEMENTATION,
+        )
+
+    async def judge_context(self, bundle, classification) -> JudgmentResult:
+        from docverify.verify import v3_traps
+
+        return JudgmentResult(
+            v3_traps.offline_judgment(bundle, classification), v3_traps.OFFLINE_IMPLEMENTATION
+        )
+
+    async def judge_evidence(self, bundle, classification) -> JudgmentResult:
+        from docverify.verify import v4_evidence
+
+        return JudgmentResult(
+            v4_evidence.offline_judgment(bundle, classification),
+            v4_evidence.OFFLINE_IMPLEMENTATION,
+        )

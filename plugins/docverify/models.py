@@ -1,0 +1,299 @@
+"""Pydantic models of the pipeline. Field names follow the specification and DESIGN.md.
+
+The classification models are deliberately lenient about *values* (a confidence of 1.7 or a
+page number of 0 still parses): reporting such values is V1's job, and V1 can only report what
+it can read. Only the *shape* (types, enum members) is enforced by pydantic; a classification
+whose shape is wrong becomes a V1 ``SCHEMA_INVALID`` BLOCKER, never an exception in the batch.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DocType(str, Enum):
+    CLINICAL_NOTE = "Clinical Note"
+    PATHOLOGY_REPORT = "Pathology Report"
+    GENOMIC_REPORT = "Genomic Report"
+    RADIOLOGY_REPORT = "Radiology Report"
+    OTHER = "Other"
+
+
+DOC_TYPES: tuple[str, ...] = tuple(t.value for t in DocType)
+REPORT_TYPES: tuple[str, ...] = (
+    DocType.PATHOLOGY_REPORT.value,
+    DocType.GENOMIC_REPORT.value,
+    DocType.RADIOLOGY_REPORT.value,
+)
+
+
+class PresenceLevel(str, Enum):
+    PRIMARY = "PRIMARY"
+    EMBEDDED_RAW = "EMBEDDED_RAW"
+    MENTION_ONLY = "MENTION_ONLY"
+    NO_EVIDENCE = "NO_EVIDENCE"
+
+
+class Severity(str, Enum):
+    BLOCKER = "BLOCKER"
+    MAJOR = "MAJOR"
+    MINOR = "MINOR"
+
+
+SEVERITY_ORDER = {Severity.BLOCKER: 0, Severity.MAJOR: 1, Severity.MINOR: 2}
+
+
+class Decision(str, Enum):
+    AUTO_ACCEPT = "AUTO_ACCEPT"
+    AUTO_RETRY = "AUTO_RETRY"
+    ESCALATE_TO_SME = "ESCALATE_TO_SME"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(use_enum_values=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- DocumentBundle
+
+
+class LayoutMetadata(_Model):
+    block_types: list[str] = Field(default_factory=list)
+    has_tables: bool = False
+
+
+class Page(_Model):
+    page_num: int = Field(ge=1)
+    text: str
+    paragraphs: list[str] = Field(default_factory=list)
+    layout_metadata: LayoutMetadata = Field(default_factory=LayoutMetadata)
+
+
+class DocumentBundle(_Model):
+    """One per PDF: the single source of truth for page text."""
+
+    doc_id: str
+    file_path: str
+    sha256: str = ""
+    total_pages: int = Field(ge=0)
+    processing_timestamp: str = ""
+    parser: str = ""
+    pages: list[Page] = Field(default_factory=list)
+
+    def page_text(self, page_num: int) -> str | None:
+        for p in self.pages:
+            if p.page_num == page_num:
+                return p.text
+        return None
+
+    def full_text(self) -> str:
+        return "\n\n".join(p.text for p in self.pages)
+
+
+# --------------------------------------------------------------------------- Classification
+
+
+class Evidence(_Model):
+    snippet: str
+    page: int
+    anchors_found: list[str] = Field(default_factory=list)
+
+
+class TypeClassification(_Model):
+    doc_type: DocType
+    presence_level: PresenceLevel
+    confidence: float
+    segment_share: float
+    top_evidence: list[Evidence] = Field(default_factory=list)
+
+
+class Segment(_Model):
+    segment_index: int
+    page_start: int
+    page_end: int
+    segment_page_count: int
+    dominant_type: DocType
+    reasoning: str = ""
+    classifications: list[TypeClassification]
+
+
+class MixtureEntry(_Model):
+    doc_type: DocType
+    presence_level: PresenceLevel
+    overall_share: float
+
+
+class SelfEvaluation(_Model):
+    confidence: float = 0.0
+    notes: str = ""
+
+
+class ClassificationOutput(_Model):
+    """The classifier's claims about one document."""
+
+    doc_id: str
+    dominant_type_overall: DocType
+    number_of_segments: int
+    segments: list[Segment]
+    document_mixture: list[MixtureEntry]
+    vendor_signals: list[str] = Field(default_factory=list)
+    self_evaluation: SelfEvaluation = Field(default_factory=SelfEvaluation)
+    classifier: str = Field(
+        default="external",
+        description="Which implementation produced this classification "
+        "(e.g. 'offline-lexicon-v1', 'gemini:<model>', 'external').",
+    )
+
+
+# --------------------------------------------------------------------------- Verification
+
+
+class Issue(_Model):
+    issue_id: str
+    agent: Literal["V1", "V2", "V3", "V4", "PIPELINE"]
+    severity: Severity
+    message: str
+    location: str = ""
+    auto_fixable: bool = False
+    code: str
+    ig_code: str = ""
+    suggested_fix: str = ""
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Machine-readable facts behind the message (e.g. the page a snippet "
+        "was really found on). Never used by the arbiter.",
+    )
+
+
+class VerifierRun(_Model):
+    """What one verifier phase did: which implementation ran, or why it was skipped."""
+
+    agent: Literal["V1", "V2", "V3", "V4"]
+    phase: Literal["rules", "judgment"]
+    implementation: str
+    skipped: bool = False
+    skip_reason: str = ""
+    issue_count: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0
+
+
+class VerificationReport(_Model):
+    """Issues of V1–V4 for one attempt on one document."""
+
+    doc_id: str
+    attempt: int
+    fingerprint: str
+    issues: list[Issue]
+    runs: list[VerifierRun] = Field(default_factory=list)
+    quality_score: float = Field(
+        description="V4 score: 1.0 - 0.30/BLOCKER - 0.15/MAJOR - 0.05/MINOR over V4's issues, "
+        "floored at 0."
+    )
+
+
+class ArbiterDecision(_Model):
+    decision: Decision
+    rule: int = Field(ge=1, le=8)
+    reason: str
+    issues_analyzed: int
+    blocker_count: int
+    major_count: int
+    minor_count: int
+    fixable_count: int
+    major_fixable: int = 0
+    major_non_fixable: int = 0
+
+
+class FixApplied(_Model):
+    attempt: int = Field(description="The attempt whose issues this fix answered.")
+    fixer: str
+    issue_ids: list[str]
+    codes: list[str]
+    description: str
+
+
+class AttemptRecord(_Model):
+    attempt: int
+    issues: list[Issue]
+    decision: ArbiterDecision
+    fingerprint: str
+    quality_score: float
+    runs: list[VerifierRun] = Field(default_factory=list)
+
+
+class VerificationResult(_Model):
+    """The outcome of the retry loop for one document (what ``verify`` prints)."""
+
+    doc_id: str
+    final_decision: Literal["AUTO_ACCEPT", "ESCALATE_TO_SME"]
+    final_rule: int
+    escalation_reason: str = ""
+    attempts: list[AttemptRecord]
+    fixes_applied: list[FixApplied] = Field(default_factory=list)
+    final_classification: dict[str, Any] = Field(
+        description="The classification after the fixes (raw JSON when it did not parse)."
+    )
+
+
+# --------------------------------------------------------------------------- SME and ground truth
+
+
+class SMEIssueSummary(_Model):
+    issue_id: str
+    severity: Severity
+    agent: str
+    code: str
+    message: str
+    location: str = ""
+    suggested_fix: str = ""
+    formatted: str = ""
+
+
+class SMEPacket(_Model):
+    doc_id: str
+    pdf_filename: str
+    pdf_path: str
+    total_pages: int
+    bundle_path: str
+    v5_decision: Literal["ESCALATE_TO_SME"] = "ESCALATE_TO_SME"
+    v5_rule: int
+    v5_reason: str
+    total_issues: int
+    issues_summary: list[SMEIssueSummary]
+    primary_classification: dict[str, Any] | None
+    production_classification: dict[str, Any] | None = None
+    production_differs: bool | None = None
+    error: dict[str, Any] | None = Field(
+        default=None, description="Set when the document could not be parsed or classified."
+    )
+    review_status: Literal["pending", "reviewed"] = "pending"
+    created_at: str
+    run_id: str = ""
+
+
+class GroundTruthRecord(_Model):
+    doc_id: str
+    ground_truth_source: Literal["SME_VALIDATED", "SME_CORRECTED"]
+    ground_truth_classification: dict[str, Any]
+    corrected_dominant_type: DocType | None = None
+    correction_notes: str = ""
+    reviewer: str
+    reviewed_at: str
+    version: int = 1
+    packet_path: str = ""
+
+
+EXPORTED_MODELS: tuple[type[BaseModel], ...] = (
+    DocumentBundle,
+    ClassificationOutput,
+    Evidence,
+    Issue,
+    VerificationReport,
+    ArbiterDecision,
+    VerificationResult,
+    SMEPacket,
+    GroundTruthRecord,
+)

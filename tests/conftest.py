@@ -1,0 +1,35 @@
+"""Shared fixtures. The real corpora live outside the repository (../shared/corpora, or
+DOCVERIFY_CORPORA); tests that need them fail loudly when they are missing, unless
+DOCVERIFY_SKIP_CORPORA=1 is set on purpose."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _corpora() -> pathlib.Path:
+    env = os.environ.get("DOCVERIFY_CORPORA")
+    return pathlib.Path(env) if env else (REPO.parent / "shared" / "corpora")
+
+
+@pytest.fixture(scope="session")
+def corpora_dir() -> pathlib.Path:
+    path = _corpora()
+    if not path.is_dir():
+        if os.environ.get("DOCVERIFY_SKIP_CORPORA") == "1":
+            pytest.skip(f"corpora not found at {path} (DOCVERIFY_SKIP_CORPORA=1)")
+        pytest.fail(
+            f"the shared corpora are missing at {path}: set DOCVERIFY_CORPORA to their folder, "
+            f"or DOCVERIFY_SKIP_CORPORA=1 to skip the corpus tests deliberately"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def repo_dir() -> pathlib.Path:
+    return REPO
