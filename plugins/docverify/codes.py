@@ -42,6 +42,7 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("PAGE_RANGE_INVERTED", "V1", _B, False, "IG-2", "Segment page_start > page_end"),
         CodeSpec("SEGMENT_PAGE_COUNT_WRONG", "V1", _M, True, "IG-2", "segment_page_count is not end - start + 1"),
         CodeSpec("CONFIDENCE_OUT_OF_RANGE", "V1", _B, False, "IG-4", "Confidence outside [0, 1]"),
+        CodeSpec("SHARE_OUT_OF_RANGE", "V1", _B, False, "IG-3", "A share is negative, above 1 or not a number"),
         CodeSpec("DOC_TYPE_MISSING", "V1", _B, True, "IG-5", "A document type is missing from a segment or the mixture"),
         CodeSpec("DOC_TYPE_DUPLICATE", "V1", _B, False, "IG-5", "A document type appears twice in a segment or the mixture"),
         CodeSpec("EVIDENCE_MISSING", "V1", _m, False, "IG-6", "No evidence for a type that is not NO_EVIDENCE"),

@@ -229,7 +229,12 @@ class VerificationResult(_Model):
 
     doc_id: str
     final_decision: Literal["AUTO_ACCEPT", "ESCALATE_TO_SME"]
-    final_rule: int
+    final_rule: int = Field(description="The V5 rule of the last attempt's decision.")
+    stop_reason: Literal["arbiter", "max_retries", "cycle", "schema"] = Field(
+        description="arbiter: V5 decided; max_retries: still AUTO_RETRY after the last allowed "
+        "attempt; cycle: a fix left the fingerprint unchanged or repeated an earlier one; "
+        "schema: the classification could not be read, so nothing could be fixed."
+    )
     escalation_reason: str = ""
     attempts: list[AttemptRecord]
     fixes_applied: list[FixApplied] = Field(default_factory=list)
