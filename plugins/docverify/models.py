@@ -178,6 +178,8 @@ class VerifierRun(_Model):
     issue_count: int = 0
     llm_calls: int = 0
     cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 class VerificationReport(_Model):

@@ -1,0 +1,119 @@
+"""``verify_document()`` — the one function the DAG, the retry loop and the CLI call.
+
+One attempt runs V1 (rules), then V2, V3 and V4 (each a rule phase and a judgment phase), and
+numbers the issues ``V1-0001``…. The DAG runs the same agent functions as separate tasks
+(:func:`run_v1`, :func:`run_agent`), so every path computes the same thing.
+
+Skips, as the specification orders them:
+* a classification that does not match the schema stops after V1 (nothing else can be read);
+* V2's judgment phase is skipped when any rule phase (V1–V4) found a BLOCKER.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from docverify.codes import number_issues
+from docverify.judges import Judge, JudgmentResult, Usage
+from docverify.models import (
+    ClassificationOutput,
+    DocumentBundle,
+    Issue,
+    Severity,
+    VerificationReport,
+    VerificationResult,
+    VerifierRun,
+)
+from docverify.retry import MAX_RETRIES, fingerprint, run_loop
+from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
+
+AGENTS = ("V2", "V3", "V4")
+_RULES = {
+    "V2": lambda b, c: v2_consistency.rule_phase(c),
+    "V3": v3_traps.rule_phase,
+    "V4": v4_evidence.rule_phase,
+}
+
+
+@dataclass
+class AgentOutcome:
+    issues: list[Issue]
+    runs: list[VerifierRun]
+    usage: Usage = field(default_factory=Usage)
+
+
+def run_v1(bundle: DocumentBundle, raw: Any) -> tuple[ClassificationOutput | None, AgentOutcome]:
+    cls, issues = v1_schema.parse(raw)
+    if cls is not None:
+        issues = v1_schema.check(bundle, cls)
+    run = VerifierRun(agent="V1", phase="rules", implementation=v1_schema.IMPLEMENTATION, issue_count=len(issues))
+    return cls, AgentOutcome(issues, [run])
+
+
+def rule_blocker(bundle: DocumentBundle, cls: ClassificationOutput) -> bool:
+    """Did any rule phase (V1–V4) find a BLOCKER? Rule phases are cheap and pure, so a task
+    that needs the answer (V2's judgment) recomputes it instead of waiting for the others."""
+    issues = v1_schema.check(bundle, cls) + [i for a in AGENTS for i in _RULES[a](bundle, cls)]
+    return any(i.severity == Severity.BLOCKER.value for i in issues)
+
+
+async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutput, judge: Judge,
+                    *, any_rule_blocker: bool | None = None) -> AgentOutcome:
+    """Rule phase + judgment phase of V2, V3 or V4."""
+    rules = _RULES[agent](bundle, cls)
+    runs = [VerifierRun(agent=agent, phase="rules", implementation="rules-v1", issue_count=len(rules))]
+    if agent == "V2":
+        if any_rule_blocker is None:
+            any_rule_blocker = rule_blocker(bundle, cls)
+        if any_rule_blocker:
+            runs.append(VerifierRun(agent="V2", phase="judgment", implementation=judge.name, skipped=True,
+                                    skip_reason="a rule phase found a BLOCKER (spec: no LLM on broken structure)"))
+            return AgentOutcome(rules, runs)
+    method = {"V2": judge.judge_consistency, "V3": judge.judge_context, "V4": judge.judge_evidence}[agent]
+    result: JudgmentResult = await method(bundle, cls)
+    u = result.usage
+    runs.append(VerifierRun(agent=agent, phase="judgment", implementation=result.implementation,
+                            issue_count=len(result.issues), llm_calls=u.llm_calls, cache_hits=u.cache_hits,
+                            input_tokens=u.input_tokens, output_tokens=u.output_tokens))
+    return AgentOutcome(rules + result.issues, runs, u)
+
+
+def assemble(doc_id: str, attempt: int, cls: ClassificationOutput | Any,
+             outcomes: list[AgentOutcome]) -> VerificationReport:
+    """One attempt's report from the agents' outcomes (V1 first, then V2, V3, V4)."""
+    issues = number_issues([i for o in outcomes for i in o.issues])
+    return VerificationReport(
+        doc_id=doc_id, attempt=attempt, fingerprint=fingerprint(cls), issues=issues,
+        runs=[r for o in outcomes for r in o.runs], quality_score=v4_evidence.quality_score(issues),
+    )
+
+
+async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Judge, attempt: int = 0,
+                         usage: Usage | None = None) -> VerificationReport:
+    cls, v1 = run_v1(bundle, classification)
+    if cls is None:
+        return assemble(bundle.doc_id, attempt, classification, [v1])
+    blocker = any(i.severity == Severity.BLOCKER.value for i in v1.issues) or rule_blocker(bundle, cls)
+    outcomes = await asyncio.gather(*(run_agent(a, bundle, cls, judge, any_rule_blocker=blocker) for a in AGENTS))
+    if usage is not None:
+        for o in outcomes:
+            usage.add(o.usage)
+    return assemble(bundle.doc_id, attempt, cls, [v1, *outcomes])
+
+
+async def verify_document(bundle: DocumentBundle, classification: Any, judge: Judge, *,
+                          max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
+                          usage: Usage | None = None) -> VerificationResult:
+    """Verify, fix and re-verify one document until V5 accepts or escalates."""
+
+    async def attempt_fn(cls, n):
+        return await verify_attempt(bundle, cls, judge, n, usage)
+
+    return await run_loop(bundle.doc_id, classification, attempt_fn,
+                          first_report=first_report, max_retries=max_retries)
+
+
+def verify_document_sync(bundle: DocumentBundle, classification: Any, judge: Judge, **kw) -> VerificationResult:
+    return asyncio.run(verify_document(bundle, classification, judge, **kw))

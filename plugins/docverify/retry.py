@@ -1,0 +1,117 @@
+"""The retry orchestrator (spec slide 8): fix → verify again, at most ``MAX_RETRIES`` times.
+
+Attempts 0, 1 and 2: an AUTO_RETRY after attempt 2 escalates. Before each re-verification the
+MD5 fingerprint of the fixed classification is compared with every earlier one: a fix that
+changed nothing (or brought back an earlier state) escalates at once instead of spending another
+verification. Every attempt's issues and decision are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from docverify.arbiter import decide
+from docverify.autofix import apply_fixes
+from docverify.models import (
+    AttemptRecord,
+    ClassificationOutput,
+    Decision,
+    FixApplied,
+    VerificationReport,
+    VerificationResult,
+)
+
+MAX_RETRIES = 2
+
+
+def fingerprint(cls: ClassificationOutput | dict | Any) -> str:
+    """MD5 over segment boundaries, dominant types, all shares and every field a fixer can
+    change (number_of_segments, segment_page_count, the set of type entries, evidence pages).
+    Free text (reasoning, notes) is left out: a fixer never writes it."""
+    if not isinstance(cls, ClassificationOutput):
+        blob = json.dumps(cls, sort_keys=True, default=str)
+        return hashlib.md5(blob.encode()).hexdigest()
+    view = {
+        "number_of_segments": cls.number_of_segments,
+        "dominant_type_overall": cls.dominant_type_overall,
+        "segments": [
+            {
+                "i": s.segment_index, "start": s.page_start, "end": s.page_end,
+                "count": s.segment_page_count, "dominant": s.dominant_type,
+                "types": [
+                    [tc.doc_type, tc.presence_level, repr(tc.segment_share), repr(tc.confidence),
+                     [[e.page, e.snippet, e.anchors_found] for e in tc.top_evidence]]
+                    for tc in s.classifications
+                ],
+            }
+            for s in cls.segments
+        ],
+        "mixture": [[m.doc_type, m.presence_level, repr(m.overall_share)] for m in cls.document_mixture],
+        "vendors": cls.vendor_signals,
+    }
+    return hashlib.md5(json.dumps(view, sort_keys=True).encode()).hexdigest()
+
+
+AttemptFn = Callable[[ClassificationOutput, int], Awaitable[VerificationReport]]
+
+
+def _record(report: VerificationReport) -> AttemptRecord:
+    return AttemptRecord(attempt=report.attempt, issues=report.issues, decision=decide(report.issues),
+                         fingerprint=report.fingerprint, quality_score=report.quality_score, runs=report.runs)
+
+
+async def run_loop(
+    doc_id: str,
+    classification: ClassificationOutput | dict,
+    verify_attempt: AttemptFn,
+    *,
+    first_report: VerificationReport | None = None,
+    max_retries: int = MAX_RETRIES,
+) -> VerificationResult:
+    """Verify ``classification`` and retry with fixes until V5 accepts or escalates.
+
+    ``first_report`` lets the nightly DAG hand over attempt 0, which its V1–V4 tasks already
+    computed; the loop then starts with the fix.
+    """
+    from docverify.verify.v1_schema import parse
+
+    cls, schema_issues = parse(classification)
+    attempts: list[AttemptRecord] = []
+    fixes: list[FixApplied] = []
+    report = first_report or await verify_attempt(cls if cls is not None else classification, 0)
+    seen = {report.fingerprint}
+    while True:
+        rec = _record(report)
+        attempts.append(rec)
+        decision = rec.decision.decision
+        if decision != Decision.AUTO_RETRY.value or cls is None:
+            stop = "schema" if cls is None else "arbiter"
+            return _result(doc_id, attempts, fixes, cls, classification, stop, "")
+        if rec.attempt >= max_retries:
+            return _result(doc_id, attempts, fixes, cls, classification, "max_retries",
+                           f"Still AUTO_RETRY after attempt {rec.attempt} (MAX_RETRIES = {max_retries})")
+        cls, applied = apply_fixes(cls, rec.issues, rec.attempt)
+        fixes += applied
+        fp = fingerprint(cls)
+        if fp in seen:
+            return _result(doc_id, attempts, fixes, cls, classification, "cycle",
+                           f"The fixes after attempt {rec.attempt} left the classification's fingerprint "
+                           f"unchanged or repeated an earlier one ({fp}): nothing more to fix automatically")
+        seen.add(fp)
+        report = await verify_attempt(cls, rec.attempt + 1)
+
+
+def _result(doc_id, attempts, fixes, cls, raw, stop, why) -> VerificationResult:
+    last = attempts[-1].decision
+    final = "AUTO_ACCEPT" if (stop == "arbiter" and last.decision == Decision.AUTO_ACCEPT.value) else "ESCALATE_TO_SME"
+    if final == "ESCALATE_TO_SME" and not why:
+        why = last.reason
+    return VerificationResult(
+        doc_id=doc_id, final_decision=final, final_rule=last.rule, stop_reason=stop,
+        escalation_reason=why if final == "ESCALATE_TO_SME" else "",
+        attempts=attempts, fixes_applied=fixes,
+        final_classification=cls.model_dump(mode="json") if cls is not None else raw,
+    )

@@ -1,0 +1,147 @@
+"""V1 — schema & completeness (spec slide 4). Pure rules, no LLM.
+
+The six checks of the spec, plus the two that make them total: a classification that does not
+match the schema at all (``SCHEMA_INVALID``), and shares outside [0, 1] (``SHARE_OUT_OF_RANGE``,
+which share normalisation could not repair).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from docverify.codes import make_issue
+from docverify.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
+from docverify.verify.common import is_number, seg_loc, type_loc
+
+IMPLEMENTATION = "rules-v1"
+
+
+def parse(raw: Any) -> tuple[ClassificationOutput | None, list[Issue]]:
+    """Parse a raw classification. A shape error becomes one ``SCHEMA_INVALID`` BLOCKER that
+    lists the first problems (field paths only, never values)."""
+    if isinstance(raw, ClassificationOutput):
+        return raw, []
+    try:
+        return ClassificationOutput.model_validate(raw), []
+    except ValidationError as exc:
+        errs = exc.errors()
+        where = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errs[:5]
+        )
+        more = f" (and {len(errs) - 5} more)" if len(errs) > 5 else ""
+        return None, [
+            make_issue(
+                "SCHEMA_INVALID",
+                f"The classification does not match the ClassificationOutput schema: {where}{more}",
+                location="<root>",
+                suggested_fix="Re-run the classifier; check it against include/schemas/ClassificationOutput.json",
+                details={"error_count": len(errs)},
+            )
+        ]
+
+
+def check(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    issues: list[Issue] = []
+    total = bundle.total_pages
+
+    # 1 — number_of_segments matches the array
+    if not cls.segments:
+        issues.append(make_issue("SCHEMA_INVALID", "The segments array is empty: no page is classified",
+                                 location="segments", suggested_fix="Re-run the classifier"))
+    if cls.number_of_segments != len(cls.segments):
+        issues.append(make_issue(
+            "SEGMENT_COUNT_MISMATCH",
+            f"number_of_segments is {cls.number_of_segments} but segments array has {len(cls.segments)} items",
+            location="number_of_segments",
+            suggested_fix=f"Set number_of_segments to {len(cls.segments)}",
+        ))
+
+    for seg in cls.segments:
+        # 2 — page bounds and start ≤ end
+        bad = [p for p in (seg.page_start, seg.page_end) if not 1 <= p <= total]
+        if bad:
+            issues.append(make_issue(
+                "PAGE_OUT_OF_BOUNDS",
+                f"Segment {seg.segment_index} spans pages {seg.page_start}–{seg.page_end} but the document has pages 1–{total}",
+                location=seg_loc(seg), suggested_fix="Re-run the classifier with the document's real page count",
+            ))
+        if seg.page_start > seg.page_end:
+            issues.append(make_issue(
+                "PAGE_RANGE_INVERTED",
+                f"Segment {seg.segment_index} starts on page {seg.page_start} after it ends on page {seg.page_end}",
+                location=seg_loc(seg), suggested_fix="Re-run the classifier",
+            ))
+        # 3 — segment_page_count
+        expected = seg.page_end - seg.page_start + 1
+        if seg.page_start <= seg.page_end and seg.segment_page_count != expected:
+            issues.append(make_issue(
+                "SEGMENT_PAGE_COUNT_WRONG",
+                f"Segment {seg.segment_index} has segment_page_count {seg.segment_page_count} but spans {expected} pages",
+                location=f"{seg_loc(seg)}.segment_page_count", suggested_fix=f"Set segment_page_count to {expected}",
+                details={"segment_index": seg.segment_index, "expected": expected},
+            ))
+        # 4 — confidences in [0, 1]; shares in [0, 1]
+        for tc in seg.classifications:
+            if not (is_number(tc.confidence) and 0.0 <= tc.confidence <= 1.0):
+                issues.append(make_issue(
+                    "CONFIDENCE_OUT_OF_RANGE",
+                    f"Segment {seg.segment_index}, {tc.doc_type}: confidence {tc.confidence} is outside [0.0, 1.0]",
+                    location=f"{type_loc(seg, tc)}.confidence", suggested_fix="Re-run the classifier",
+                ))
+            if not (is_number(tc.segment_share) and 0.0 <= tc.segment_share <= 1.0):
+                issues.append(make_issue(
+                    "SHARE_OUT_OF_RANGE",
+                    f"Segment {seg.segment_index}, {tc.doc_type}: segment_share {tc.segment_share} is outside [0.0, 1.0]",
+                    location=f"{type_loc(seg, tc)}.segment_share", suggested_fix="Re-run the classifier",
+                ))
+        # 5 — all five types in the segment
+        issues += _completeness([tc.doc_type for tc in seg.classifications], f"Segment {seg.segment_index}",
+                                seg_loc(seg), {"segment_index": seg.segment_index})
+        # 6 — evidence for every type that is not NO_EVIDENCE
+        for tc in seg.classifications:
+            if tc.presence_level != "NO_EVIDENCE" and not tc.top_evidence:
+                issues.append(make_issue(
+                    "EVIDENCE_MISSING",
+                    f"{tc.doc_type} is {tc.presence_level} in segment {seg.segment_index} but has no evidence snippets",
+                    location=f"{type_loc(seg, tc)}.top_evidence",
+                    suggested_fix="Cite at least one snippet from the page text, or mark the type NO_EVIDENCE",
+                ))
+
+    issues += _completeness([m.doc_type for m in cls.document_mixture], "The document mixture",
+                            "document_mixture", {"mixture": True})
+    for m in cls.document_mixture:
+        if not (is_number(m.overall_share) and 0.0 <= m.overall_share <= 1.0):
+            issues.append(make_issue(
+                "SHARE_OUT_OF_RANGE",
+                f"Document mixture, {m.doc_type}: overall_share {m.overall_share} is outside [0.0, 1.0]",
+                location=f"document_mixture → {m.doc_type}", suggested_fix="Re-run the classifier",
+            ))
+    if not (is_number(cls.self_evaluation.confidence) and 0.0 <= cls.self_evaluation.confidence <= 1.0):
+        issues.append(make_issue(
+            "CONFIDENCE_OUT_OF_RANGE",
+            f"self_evaluation.confidence {cls.self_evaluation.confidence} is outside [0.0, 1.0]",
+            location="self_evaluation.confidence", suggested_fix="Re-run the classifier",
+        ))
+    return issues
+
+
+def _completeness(types: list[str], what: str, location: str, details: dict) -> list[Issue]:
+    out = []
+    missing = [t for t in DOC_TYPES if t not in types]
+    if missing:
+        out.append(make_issue(
+            "DOC_TYPE_MISSING",
+            f"{what} lacks {', '.join(missing)} (all five document types must be present)",
+            location=location, suggested_fix="Add the missing types as NO_EVIDENCE with confidence 0 and share 0",
+            details={**details, "missing": missing},
+        ))
+    dupes = sorted({t for t in types if types.count(t) > 1})
+    if dupes:
+        out.append(make_issue(
+            "DOC_TYPE_DUPLICATE",
+            f"{what} lists {', '.join(dupes)} more than once",
+            location=location, suggested_fix="Re-run the classifier",
+        ))
+    return out
