@@ -8,7 +8,7 @@ from docverify.autofix import FIXERS, apply_fixes, normalise_shares
 from docverify.codes import AUTO_FIXABLE_CODES, CATALOGUE
 from docverify.models import ClassificationOutput
 from docverify.verify import v1_schema, v2_consistency, v4_evidence
-from tests.builders import genomic_then_note, mutate
+from docverify.examples import genomic_then_note, mutate
 
 
 def test_every_auto_fixable_code_has_a_fixer():

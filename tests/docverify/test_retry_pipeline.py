@@ -14,11 +14,7 @@ from docverify.judges import ClassifyResult, Judge, JudgmentResult
 from docverify.models import VerificationReport
 from docverify.pipeline import verify_document
 from docverify.retry import MAX_RETRIES, fingerprint, run_loop
-from tests.builders import genomic_then_note, mutate
-
-SPEC_SHARES = {"Genomic Report": 0.50, "Clinical Note": 0.30, "Pathology Report": 0.10,
-               "Radiology Report": 0.08, "Other": 0.08}
-
+from docverify.examples import genomic_then_note, mutate, spec_auto_retry
 
 class RulesOnlyJudge(Judge):
     name = "test-rules-only"
@@ -36,25 +32,14 @@ def run(b, c, **kw):
     return asyncio.run(verify_document(b, c, RulesOnlyJudge(), **kw))
 
 
-def spec_retry_case():
-    b, c = genomic_then_note()
-
-    def break_it(c):
-        for tc in c["segments"][0]["classifications"]:
-            tc["segment_share"] = SPEC_SHARES[tc["doc_type"]]
-        for m in c["document_mixture"]:
-            m["overall_share"] *= 0.97
-        c["segments"][1]["classifications"][0]["top_evidence"] = []  # MINOR: Clinical Note PRIMARY w/o evidence
-    return b, mutate(c, break_it)
-
-
 def test_spec_auto_retry_example():
-    b, c = spec_retry_case()
+    b, c = spec_auto_retry()
     r = run(b, c)
     a0, a1 = r.attempts
     assert sorted((i.severity, i.auto_fixable) for i in a0.issues) == [("MAJOR", True), ("MAJOR", True), ("MINOR", False)]
     assert (a0.decision.decision, a0.decision.rule) == ("AUTO_RETRY", 5)
     assert [i.code for i in a1.issues] == ["EVIDENCE_MISSING"]
+    assert a1.issues[0].message == "Genomic Report is MENTION_ONLY in segment 2 but has no evidence snippets"
     assert (a1.decision.decision, a1.decision.rule) == ("AUTO_ACCEPT", 6)
     assert (r.final_decision, r.stop_reason) == ("AUTO_ACCEPT", "arbiter")
     assert {f.codes[0] for f in r.fixes_applied} == {"SEGMENT_SHARE_SUM", "MIXTURE_SHARE_SUM"}

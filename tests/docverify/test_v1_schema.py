@@ -4,7 +4,7 @@ import pytest
 
 from docverify.models import ClassificationOutput
 from docverify.verify import v1_schema
-from tests.builders import genomic_then_note, mutate
+from docverify.examples import genomic_then_note, mutate
 
 
 def v1(bundle, raw):

@@ -4,7 +4,7 @@ import pytest
 
 from docverify.models import ClassificationOutput
 from docverify.verify import v4_evidence
-from tests.builders import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
+from docverify.examples import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
 
 
 def rule(b, c):

@@ -1,4 +1,6 @@
-"""Builders of valid bundles and classifications for tests; each test breaks one thing."""
+"""The specification's worked examples as data, and builders of valid bundles and
+classifications (tests break one thing at a time; scripts/make_examples.py writes the examples
+to include/examples/ for the CLI). All texts here are written for this project: no patient data."""
 
 from __future__ import annotations
 
@@ -69,3 +71,51 @@ def mutate(c: dict, fn) -> dict:
     c = copy.deepcopy(c)
     fn(c)
     return c
+
+
+CBC_QUEST = ("Quest Diagnostics\nCBC WITH DIFFERENTIAL\nWBC 8.2 x10E3/uL  Reference range 3.4-10.8\n"
+             "RBC 4.61  Hemoglobin 13.4 g/dL  Hematocrit 40.1 %\nPLT 250 x10E3/uL")
+
+
+def spec_auto_retry() -> tuple[DocumentBundle, dict]:
+    """Slide 7/8: two fixable MAJOR (segment 1 shares sum to 1.06, mixture sums to 0.97) and one
+    MINOR (Genomic Report MENTION_ONLY without evidence) → AUTO_RETRY → normalised → AUTO_ACCEPT."""
+    b, c = genomic_then_note()
+    shares = {"Genomic Report": 0.92, "Clinical Note": 0.06, "Pathology Report": 0.04,
+              "Radiology Report": 0.02, "Other": 0.02}  # sum 1.06
+
+    def shape(c):
+        for tc in c["segments"][0]["classifications"]:
+            tc["segment_share"] = shares[tc["doc_type"]]
+        seg2 = {tc["doc_type"]: tc for tc in c["segments"][1]["classifications"]}
+        seg2["Genomic Report"].update(presence_level="MENTION_ONLY", confidence=0.3, segment_share=0.1)
+        seg2["Clinical Note"].update(segment_share=0.9)
+        mixture = {"Genomic Report": 0.62, "Clinical Note": 0.35, "Pathology Report": 0.0,
+                   "Radiology Report": 0.0, "Other": 0.0}  # sum 0.97
+        for m in c["document_mixture"]:
+            m["overall_share"] = mixture[m["doc_type"]]
+    return b, mutate(c, shape)
+
+
+def spec_escalate() -> tuple[DocumentBundle, dict]:
+    """Slide 5/7: a routine Quest CBC panel classified as Genomic Report PRIMARY → rule 1."""
+    b = bundle([CBC_QUEST], "quest_cbc")
+    c = classification([(1, 1, "Genomic Report", {"snippet": "CBC WITH DIFFERENTIAL", "page": 1,
+                                                  "anchors_found": ["WBC", "RBC", "PLT"]})],
+                       "quest_cbc", vendors=["Quest Diagnostics"])
+    c["segments"][0]["classifications"][2]["confidence"] = 0.78
+    return b, c
+
+
+def spec_fabricated() -> tuple[DocumentBundle, dict]:
+    """Slide 6: a snippet that is not on its page, nor anywhere → EVIDENCE_FABRICATED BLOCKER."""
+    b = bundle([GENOMIC_P1, GENOMIC_P2, "Patient history reviewed. No prior genetic testing.\n"
+                "Family history: mother with breast cancer age 52."], "fabricated")
+    c = classification([(1, 3, "Genomic Report", {"snippet": "BRCA1 pathogenic variant c.5266dupC detected",
+                                                  "page": 3, "anchors_found": ["Variant Classification"]})],
+                       "fabricated")
+    return b, c
+
+
+WORKED_EXAMPLES = {"spec_auto_retry": spec_auto_retry, "spec_escalate": spec_escalate,
+                   "spec_fabricated": spec_fabricated}

@@ -1,0 +1,5 @@
+import sys
+
+from docverify.cli import main
+
+sys.exit(main())

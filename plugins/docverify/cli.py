@@ -1,0 +1,172 @@
+"""``python -m docverify`` — the domain core from the command line.
+
+    parse FILE.pdf                         → DocumentBundle JSON (errors: JSON + exit code 2)
+    classify BUNDLE.json                   → ClassificationOutput (offline unless --model is given)
+    verify --bundle B --classification C   → {"final_decision", "attempts", "fixes_applied", …}
+    arbiter ISSUES.json                    → ArbiterDecision
+
+Every failure prints one JSON object ``{"error": CODE, "message": …, "file": …}`` on stdout and
+exits with 2: never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pathlib
+import sys
+from typing import Any
+
+EXIT_INPUT_ERROR = 2
+
+
+class CLIError(Exception):
+    def __init__(self, code: str, message: str, file: str = ""):
+        super().__init__(message)
+        self.code, self.message, self.file = code, message, file
+
+    def to_dict(self) -> dict:
+        return {"error": self.code, "message": self.message, "file": self.file}
+
+
+def _emit(obj: Any) -> None:
+    from docverify.store import to_jsonable
+
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+
+
+def _read_json(path: str, what: str) -> Any:
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise CLIError("FILE_NOT_FOUND", f"{what} file {path} does not exist", path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CLIError("INVALID_JSON", f"{what} file {path} is not valid JSON: {exc}", path) from exc
+
+
+def _load_bundle(path: str):
+    from pydantic import ValidationError
+
+    from docverify.models import DocumentBundle
+
+    raw = _read_json(path, "bundle")
+    try:
+        return DocumentBundle.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise CLIError("INVALID_BUNDLE", f"{path} is not a DocumentBundle ({where}: {first['msg']}); "
+                       f"produce one with `python -m docverify parse FILE.pdf`", path) from exc
+
+
+def make_judge(model: str | None):
+    """The offline judge, or the LLM judge on a pydantic-ai model name
+    (e.g. ``google-gla:gemini-2.5-flash``; credentials from the model provider's environment)."""
+    model = model or os.environ.get("DOCVERIFY_MODEL")
+    if not model:
+        from docverify.judges import OfflineJudge
+
+        return OfflineJudge()
+    from docverify.llm import LLMJudge
+
+    return LLMJudge(model, model_id=model)
+
+
+def cmd_parse(args) -> int:
+    from docverify.layout.errors import ParseError
+    from docverify.layout.local_pdf import parse_pdf_bounded
+
+    path = pathlib.Path(args.file)
+    if not path.exists():
+        raise CLIError("FILE_NOT_FOUND", f"{args.file} does not exist", args.file)
+    try:
+        bundle = parse_pdf_bounded(path, timeout_s=args.timeout)
+    except ParseError as exc:
+        _emit(exc.to_dict())
+        return EXIT_INPUT_ERROR
+    _emit(bundle)
+    return 0
+
+
+def cmd_classify(args) -> int:
+    bundle = _load_bundle(args.bundle)
+    judge = make_judge(args.model)
+    result = asyncio.run(judge.classify(bundle))
+    _emit(result.classification)
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from docverify.pipeline import verify_document
+
+    bundle = _load_bundle(args.bundle)
+    classification = _read_json(args.classification, "classification")
+    judge = make_judge(args.model)
+    result = asyncio.run(verify_document(bundle, classification, judge))
+    if args.out:
+        from docverify.outputs import write_outcome
+        from docverify.store import ArtifactStore
+
+        store = ArtifactStore(args.out)
+        run_dir = ArtifactStore.run_dir(args.ds, bundle.doc_id)
+        store.write_json(f"{run_dir}/bundle.json", bundle)
+        store.write_json(f"{run_dir}/classification.json", classification)
+        outputs = write_outcome(store, args.ds, bundle, result, provenance={"judge": judge.name})
+        sys.stderr.write("wrote: " + json.dumps(outputs) + "\n")
+    _emit(result)
+    return 0
+
+
+def cmd_arbiter(args) -> int:
+    from pydantic import TypeAdapter, ValidationError
+
+    from docverify.arbiter import decide
+    from docverify.models import Issue
+
+    raw = _read_json(args.issues, "issues")
+    if isinstance(raw, dict) and "issues" in raw:
+        raw = raw["issues"]  # a report.json works too
+    try:
+        issues = TypeAdapter(list[Issue]).validate_python(raw)
+    except ValidationError as exc:
+        raise CLIError("INVALID_ISSUES", f"{args.issues} is not a JSON list of issues: {exc.errors()[0]['msg']}",
+                       args.issues) from exc
+    _emit(decide(issues))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m docverify", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    sp = sub.add_parser("parse", help="PDF → DocumentBundle JSON")
+    sp.add_argument("file")
+    sp.add_argument("--timeout", type=float, default=60.0, help="seconds before TIMEOUT (default 60)")
+    sp.set_defaults(fn=cmd_parse)
+    sc = sub.add_parser("classify", help="DocumentBundle → ClassificationOutput")
+    sc.add_argument("bundle")
+    sc.add_argument("--model", help="pydantic-ai model name (default: $DOCVERIFY_MODEL, else offline)")
+    sc.set_defaults(fn=cmd_classify)
+    sv = sub.add_parser("verify", help="V1–V4 + V5 with the retry loop")
+    sv.add_argument("--bundle", required=True)
+    sv.add_argument("--classification", required=True)
+    sv.add_argument("--model", help="pydantic-ai model name for the judgment phases (default: offline)")
+    sv.add_argument("--out", help="artifact store root: writes the per-document artifacts like the DAG")
+    sv.add_argument("--ds", default="adhoc", help="date partition used under --out (default: adhoc)")
+    sv.set_defaults(fn=cmd_verify)
+    sa = sub.add_parser("arbiter", help="a JSON list of issues → ArbiterDecision")
+    sa.add_argument("issues")
+    sa.set_defaults(fn=cmd_arbiter)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except CLIError as exc:
+        _emit(exc.to_dict())
+        return EXIT_INPUT_ERROR

@@ -1,0 +1,69 @@
+"""Why a PDF could not be turned into a :class:`~docverify.models.DocumentBundle`.
+
+Every failure of the local parser is a :class:`ParseError` with one stable machine ``code``
+(see :data:`PARSE_ERROR_CODES`) and a human ``message`` that names the file and says what to
+do about it. ``to_dict()`` is the JSON form that crosses process boundaries and ends up in SME
+packets (``SMEPacket.error``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EMPTY_FILE = "EMPTY_FILE"
+NOT_A_PDF = "NOT_A_PDF"
+CORRUPT = "CORRUPT"
+ENCRYPTED = "ENCRYPTED"
+ZERO_PAGES = "ZERO_PAGES"
+NO_TEXT_LAYER = "NO_TEXT_LAYER"
+TOO_LARGE = "TOO_LARGE"
+TIMEOUT = "TIMEOUT"
+UNSUPPORTED = "UNSUPPORTED"
+
+PARSE_ERROR_CODES: tuple[str, ...] = (
+    EMPTY_FILE,  # the file has 0 bytes
+    NOT_A_PDF,  # no "%PDF" header within the first 1024 bytes
+    CORRUPT,  # the PDF structure cannot be read (or a page cannot be loaded, or the parser crashed)
+    ENCRYPTED,  # a user password is required to open it
+    ZERO_PAGES,  # a readable PDF whose page tree holds no page
+    NO_TEXT_LAYER,  # pages without extractable text (a scan): needs OCR / Document AI
+    TOO_LARGE,  # over the byte or page limit
+    TIMEOUT,  # parsing took longer than the time limit (child process killed)
+    UNSUPPORTED,  # a feature the parser cannot handle (unknown security handler, unreadable path)
+)
+"""The stable machine codes of :class:`ParseError`, in a fixed order."""
+
+
+class ParseError(Exception):
+    """A PDF that cannot become a DocumentBundle.
+
+    Attributes:
+        code: one of :data:`PARSE_ERROR_CODES`.
+        message: one sentence naming the file, the problem and what to do.
+        file: the file name (or path) the error is about.
+    """
+
+    def __init__(self, code: str, message: str, file: str = "") -> None:
+        if code not in PARSE_ERROR_CODES:
+            raise ValueError(f"unknown parse error code {code!r}; expected one of {PARSE_ERROR_CODES}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.file = file
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, "file": self.file}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ParseError:
+        """Inverse of :meth:`to_dict` (used when the error comes back from a child process)."""
+        return cls(str(data["error"]), str(data.get("message", "")), str(data.get("file", "")))
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"ParseError({self.code!r}, {self.message!r}, file={self.file!r})"
+
+    def __reduce__(self):  # picklable despite the custom __init__ signature
+        return (type(self), (self.code, self.message, self.file))
