@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from docverify.models import DocumentBundle, VerificationResult
@@ -9,30 +10,41 @@ from docverify.sme import build_packet, now_iso, write_packet
 from docverify.store import ArtifactStore
 
 
-def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult) -> list[str]:
-    """``runs/<ds>/<doc>/attempt_<n>/report.json`` and ``v5_arbiter_decision.json`` per attempt."""
+JsonWriter = Callable[[str, Any], Any]
+
+
+def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
+                   write_json: JsonWriter | None = None) -> list[str]:
+    """``runs/<ds>/<doc>/attempt_<n>/report.json`` and ``v5_arbiter_decision.json`` per attempt,
+    and the whole result as ``runs/<ds>/<doc>/verification.json``. ``write_json`` replaces
+    ``store.write_json`` (the DAG passes a writer that skips unchanged content)."""
+    write_json = write_json or store.write_json
     uris = []
     for a in result.attempts:
         base = ArtifactStore.attempt_dir(ds, result.doc_id, a.attempt)
-        store.write_json(f"{base}/report.json", {
+        write_json(f"{base}/report.json", {
             "doc_id": result.doc_id, "attempt": a.attempt, "fingerprint": a.fingerprint,
             "quality_score": a.quality_score, "issues": [i.model_dump(mode="json") for i in a.issues],
             "runs": [r.model_dump(mode="json") for r in a.runs],
         })
-        store.write_json(f"{base}/v5_arbiter_decision.json", a.decision)
+        write_json(f"{base}/v5_arbiter_decision.json", a.decision)
         uris.append(store.uri(base))
-    store.write_json(f"{ArtifactStore.run_dir(ds, result.doc_id)}/verification.json", result)
+    write_json(f"{ArtifactStore.run_dir(ds, result.doc_id)}/verification.json", result)
     return uris
 
 
 def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result: VerificationResult,
-                  *, provenance: dict[str, Any] | None = None, run_id: str = "") -> dict[str, str]:
-    """The attempts, then the accepted record or the SME packet. Returns the output URIs."""
-    out = {"attempts": ", ".join(write_attempts(store, ds, result))}
+                  *, provenance: dict[str, Any] | None = None, run_id: str = "",
+                  write_json: JsonWriter | None = None) -> dict[str, str]:
+    """The attempts, then the accepted record or the SME packet. Returns the output URIs.
+    Timestamps and run ids are volatile: with a writer that skips unchanged content, a re-run
+    leaves the files as they were."""
+    write_json = write_json or store.write_json
+    out = {"attempts": ", ".join(write_attempts(store, ds, result, write_json))}
     bundle_rel = f"{ArtifactStore.run_dir(ds, bundle.doc_id)}/bundle.json"
     if result.final_decision == "AUTO_ACCEPT":
         rel = f"accepted/{ds}/{bundle.doc_id}.json"
-        store.write_json(rel, {
+        write_json(rel, {
             "doc_id": bundle.doc_id, "accepted_at": now_iso(), "run_id": run_id,
             "decision": {"final_decision": result.final_decision, "rule": result.final_rule,
                          "attempts": len(result.attempts), "fixes_applied": [f.description for f in result.fixes_applied]},
@@ -44,7 +56,7 @@ def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result:
     else:
         packet = build_packet(doc_id=bundle.doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
                               bundle_path=store.uri(bundle_rel), result=result, run_id=run_id)
-        uri, outcome = write_packet(store, packet)
+        uri, outcome = write_packet(store, packet, write_json=write_json)
         out["sme_packet"] = uri
         out["sme_packet_outcome"] = outcome
     return out

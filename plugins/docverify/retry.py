@@ -58,7 +58,7 @@ def fingerprint(cls: ClassificationOutput | dict | Any) -> str:
 AttemptFn = Callable[[ClassificationOutput, int], Awaitable[VerificationReport]]
 
 
-def _record(report: VerificationReport) -> AttemptRecord:
+def attempt_record(report: VerificationReport) -> AttemptRecord:
     return AttemptRecord(attempt=report.attempt, issues=report.issues, decision=decide(report.issues),
                          fingerprint=report.fingerprint, quality_score=report.quality_score, runs=report.runs)
 
@@ -84,27 +84,27 @@ async def run_loop(
     report = first_report or await verify_attempt(cls if cls is not None else classification, 0)
     seen = {report.fingerprint}
     while True:
-        rec = _record(report)
+        rec = attempt_record(report)
         attempts.append(rec)
         decision = rec.decision.decision
         if decision != Decision.AUTO_RETRY.value or cls is None:
             stop = "schema" if cls is None else "arbiter"
-            return _result(doc_id, attempts, fixes, cls, classification, stop, "")
+            return make_result(doc_id, attempts, fixes, cls, classification, stop, "")
         if rec.attempt >= max_retries:
-            return _result(doc_id, attempts, fixes, cls, classification, "max_retries",
+            return make_result(doc_id, attempts, fixes, cls, classification, "max_retries",
                            f"Still AUTO_RETRY after attempt {rec.attempt} (MAX_RETRIES = {max_retries})")
         cls, applied = apply_fixes(cls, rec.issues, rec.attempt)
         fixes += applied
         fp = fingerprint(cls)
         if fp in seen:
-            return _result(doc_id, attempts, fixes, cls, classification, "cycle",
+            return make_result(doc_id, attempts, fixes, cls, classification, "cycle",
                            f"The fixes after attempt {rec.attempt} left the classification's fingerprint "
                            f"unchanged or repeated an earlier one ({fp}): nothing more to fix automatically")
         seen.add(fp)
         report = await verify_attempt(cls, rec.attempt + 1)
 
 
-def _result(doc_id, attempts, fixes, cls, raw, stop, why) -> VerificationResult:
+def make_result(doc_id, attempts, fixes, cls, raw, stop, why) -> VerificationResult:
     last = attempts[-1].decision
     final = "AUTO_ACCEPT" if (stop == "arbiter" and last.decision == Decision.AUTO_ACCEPT.value) else "ESCALATE_TO_SME"
     if final == "ESCALATE_TO_SME" and not why:

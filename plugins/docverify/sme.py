@@ -56,13 +56,13 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
     )
 
 
-def write_packet(store: ArtifactStore, packet: SMEPacket) -> tuple[str, str]:
+def write_packet(store: ArtifactStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:
     """Write the packet unless an SME already reviewed it. Returns (uri, outcome) with outcome
-    ``written`` | ``kept_reviewed``."""
+    ``written`` | ``kept_reviewed``. ``write_json`` replaces ``store.write_json``."""
     rel = ArtifactStore.packet_rel(packet.doc_id)
     if store.exists(rel):
         current = store.read_json(rel)
         if current.get("review_status", "pending") != "pending":
             return store.uri(rel), "kept_reviewed"
-    store.write_json(rel, packet)
+    (write_json or store.write_json)(rel, packet)
     return store.uri(rel), "written"

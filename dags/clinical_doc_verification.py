@@ -1,0 +1,134 @@
+"""The nightly DAG: verify AI classifications of one night's clinical PDFs.
+
+Wiring only: every task body lives in ``plugins/docverify_airflow/tasks.py`` and calls the
+domain core (``plugins/docverify``). Heavy imports (PDF parsing, LLM clients) happen inside the
+task bodies, never at parse time.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import Asset, Param, dag, get_current_context, task
+
+SME_PACKETS = Asset(name="docverify_sme_packets", uri="docverify://sme_packets")
+ACCEPTED = Asset(name="docverify_accepted", uri="docverify://accepted")
+
+DOC_MD = """
+# clinical_doc_verification
+
+One run = one batch = the date partition `<storage_root>/incoming/{{ ds }}/` (or the
+`batch_prefix` param). Each PDF is parsed to a DocumentBundle (local parser on the embedded
+default), classified, checked by V1–V4 and routed by the V5 arbiter:
+
+* **accept** → `accepted/<ds>/<doc>.json`
+* **auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
+* **write_sme_packets** → `sme_packets/sme_packet_<doc>.json` (also for PDFs that could not be parsed)
+
+`batch_report` writes `reports/<ds>/batch_report.{json,md,html}`. Re-runs are idempotent and
+reuse unchanged bundles and classifications (`reuse_cached`). Storage root: Variable
+`docverify_storage_root` (default `file://<repo>/data`). Page text never goes to the logs: the
+`lineage` lines carry ids, hashes, codes and decisions only.
+"""
+
+DEFAULT_ARGS = {
+    "owner": "docverify",
+    "retries": 2,
+    "retry_delay": timedelta(minutes=2),
+    "retry_exponential_backoff": True,
+    "execution_timeout": timedelta(minutes=60),
+}
+LLM = {"pool": "llm"}  # tasks that may call an LLM take slots from the llm pool
+
+
+@dag(
+    dag_id="clinical_doc_verification",
+    schedule=os.environ.get("DOCVERIFY_SCHEDULE", "0 2 * * *"),
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    doc_md=DOC_MD,
+    tags=["docverify", "clinical", "verification"],
+    params={
+        "batch_prefix": Param("", type="string",
+                              description="Ad-hoc batch: a prefix under the storage root instead of incoming/<ds>"),
+        "shard_size": Param(25, type="integer", minimum=1, maximum=500, description="Documents per mapped task"),
+        "max_documents": Param(0, type="integer", minimum=0, description="Stop after this many PDFs (0 = all)"),
+        "reuse_cached": Param(True, type="boolean",
+                              description="Reuse unchanged bundles and classifications from an earlier run"),
+        "concurrency": Param(8, type="integer", minimum=1, maximum=64,
+                             description="Documents processed concurrently inside one shard"),
+        "parse_workers": Param(2, type="integer", minimum=1, maximum=16, description="Parser child processes"),
+        "parse_timeout_s": Param(60, type="number", minimum=1, description="Seconds per PDF before TIMEOUT"),
+    },
+)
+def clinical_doc_verification():
+    from docverify_airflow import tasks as T
+
+    @task
+    def discover() -> dict:
+        return T.discover(get_current_context())
+
+    @task
+    def layout(_discovered: dict) -> dict:
+        return T.layout(get_current_context())
+
+    @task
+    def plan_shards(_layout: dict) -> list[list[str]]:
+        return T.plan_shards(get_current_context())
+
+    @task(**LLM)
+    def classify(shard: list[str]) -> list[str]:
+        return T.classify(get_current_context(), shard)
+
+    @task
+    def v1_schema(shard: list[str]) -> list[str]:
+        return T.v1(get_current_context(), shard)
+
+    @task(**LLM)
+    def v2_consistency(shard: list[str]) -> list[str]:
+        return T.agent(get_current_context(), "V2", shard)
+
+    @task(**LLM)
+    def v3_traps(shard: list[str]) -> list[str]:
+        return T.agent(get_current_context(), "V3", shard)
+
+    @task(**LLM)
+    def v4_evidence(shard: list[str]) -> list[str]:
+        return T.agent(get_current_context(), "V4", shard)
+
+    @task.branch(trigger_rule="none_failed")
+    def v5_arbiter() -> list[str]:
+        return T.v5_arbiter(get_current_context())
+
+    @task(**LLM)
+    def auto_fix_retry(shard: list[str]) -> dict:
+        return T.auto_fix_retry(get_current_context(), shard)
+
+    @task(trigger_rule="none_failed_min_one_success", outlets=[ACCEPTED])
+    def accept() -> dict:
+        return T.accept(get_current_context())
+
+    @task(trigger_rule="none_failed_min_one_success", outlets=[SME_PACKETS])
+    def write_sme_packets() -> dict:
+        return T.write_sme_packets(get_current_context())
+
+    @task(trigger_rule="all_done", retries=0)
+    def batch_report() -> dict:
+        return T.batch_report(get_current_context())
+
+    shards = plan_shards(layout(discover()))
+    checked = v1_schema.expand(shard=classify.expand(shard=shards))
+    arbiter = v5_arbiter()
+    [v2_consistency.expand(shard=checked), v3_traps.expand(shard=checked), v4_evidence.expand(shard=checked)] >> arbiter
+    retry = auto_fix_retry.expand(shard=arbiter["retry_shards"])
+    routes = [accept(), write_sme_packets()]
+    arbiter >> routes
+    retry >> routes
+    routes >> batch_report()
+
+
+clinical_doc_verification()

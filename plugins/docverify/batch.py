@@ -1,0 +1,592 @@
+"""One night's batch, stage by stage — the bodies of the nightly DAG's tasks, without Airflow.
+
+Every stage reads its inputs from the artifact store and writes its outputs there; what it
+returns is small (references, ids, counts) and is all that crosses XCom. Stages are idempotent:
+a second run of the same date reuses what is unchanged (a bundle whose PDF has the same sha256,
+a classification made by the same implementation from the same bundle) and rewrites an output
+only when its content changed, so a re-run produces the same files and no duplicates. A
+reviewed SME packet and a ground-truth record are never overwritten.
+
+Lineage: every stage logs one line per document on the ``docverify.lineage`` logger:
+``lineage {"task": …, "doc_id": …, …}`` — ids, URIs, hashes, implementations, issue codes,
+decisions and rules; never page text, snippets or issue messages (they may hold PHI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from docverify.arbiter import decide
+from docverify.codes import make_issue
+from docverify.judges import Judge, Usage
+from docverify.models import DocumentBundle, Issue, VerificationResult
+from docverify.outputs import write_outcome
+from docverify.pipeline import AGENTS, AgentOutcome, assemble, run_agent, run_v1, verify_document
+from docverify.resources import sha256_bytes
+from docverify.sme import build_packet, write_packet
+from docverify.store import ArtifactStore, dumps
+
+log = logging.getLogger("docverify.batch")
+lineage_log = logging.getLogger("docverify.lineage")
+
+ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
+#: Top-level keys that change on every run and do not make an output different.
+VOLATILE = ("accepted_at", "created_at", "run_id")
+_SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def lineage(task: str, doc_id: str, **fields: Any) -> None:
+    """One structured line per document per task. Callers pass ids, URIs, hashes, codes — never
+    text from the document."""
+    lineage_log.info("lineage %s", json.dumps({"task": task, "doc_id": doc_id, **fields}, sort_keys=True))
+
+
+@dataclass
+class Batch:
+    """What every stage needs: where the artifacts live and which date partition this is."""
+
+    store: ArtifactStore
+    ds: str
+    run_id: str = ""
+    prefix: str = ""  # incoming prefix relative to the root; default incoming/<ds>
+    reuse: bool = True
+    concurrency: int = 8
+
+    @property
+    def incoming(self) -> str:
+        return self.prefix.strip("/") or f"incoming/{self.ds}"
+
+    def run_rel(self, doc_id: str, name: str = "") -> str:
+        base = ArtifactStore.run_dir(self.ds, doc_id)
+        return f"{base}/{name}" if name else base
+
+    @property
+    def manifest_rel(self) -> str:
+        return f"runs/{self.ds}/_manifest.json"
+
+    @property
+    def routes_rel(self) -> str:
+        return f"runs/{self.ds}/_routes.json"
+
+    def stage_rel(self, stage: str) -> str:
+        return f"runs/{self.ds}/_stages/{stage}.json"
+
+    def manifest(self) -> dict:
+        return self.store.read_json(self.manifest_rel)
+
+    def write_if_changed(self, rel: str, obj: Any, volatile: Iterable[str] = VOLATILE) -> bool:
+        """Write unless the stored JSON is equal apart from ``volatile`` top-level keys
+        (timestamps, run ids): a re-run leaves unchanged outputs byte for byte."""
+        data = json.loads(dumps(obj))
+        if self.store.exists(rel):
+            old = self.store.read_json(rel)
+            strip = set(volatile)
+            if {k: v for k, v in old.items() if k not in strip} == {k: v for k, v in data.items() if k not in strip}:
+                return False
+        self.store.write_json(rel, data)
+        return True
+
+
+@dataclass
+class StageStats:
+    stage: str
+    docs: int = 0
+    errors: int = 0
+    cache_hits: int = 0
+    usage: Usage = field(default_factory=Usage)
+    started: float = field(default_factory=time.perf_counter)
+
+    def save(self, batch: Batch, key: str | None = None, **extra: Any) -> dict:
+        out = {"stage": self.stage, "docs": self.docs, "errors": self.errors, "cache_hits": self.cache_hits,
+               "seconds": round(time.perf_counter() - self.started, 3),
+               "llm": {"calls": self.usage.llm_calls, "cache_hits": self.usage.cache_hits,
+                       "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
+                       "cached_tokens": self.usage.cached_tokens}, **extra}
+        batch.store.write_json(batch.stage_rel(key or self.stage), out)
+        log.info("stage %s: %d document(s), %d error(s), %d reused, %.2fs, %d LLM call(s)", self.stage,
+                 self.docs, self.errors, self.cache_hits, out["seconds"], self.usage.llm_calls)
+        return out
+
+
+async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
+    """Run coroutine factories concurrently, at most ``limit`` at a time, in input order."""
+    sem = asyncio.Semaphore(max(1, limit))
+
+    async def one(f):
+        async with sem:
+            return await f()
+
+    return await asyncio.gather(*(one(f) for f in factories))
+
+
+def doc_id_for(name: str) -> str:
+    stem = name.rsplit("/", 1)[-1]
+    stem = stem[: -len(".pdf")] if stem.lower().endswith(".pdf") else stem
+    return _SAFE_ID.sub("_", stem).strip("_") or "document"
+
+
+# =========================================================================== discover
+
+
+def discover(batch: Batch, max_documents: int = 0) -> dict:
+    """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json``) into the
+    manifest. Inputs are never modified."""
+    stats = StageStats("discover")
+    names = batch.store.list(batch.incoming)
+    pdfs = [n for n in names if n.lower().endswith(".pdf")]
+    skipped = len(pdfs) - max_documents if max_documents and len(pdfs) > max_documents else 0
+    if skipped:
+        pdfs = pdfs[:max_documents]
+    docs, seen = [], set()
+    for name in pdfs:
+        doc_id = doc_id_for(name)
+        if doc_id in seen:  # two names that sanitise alike: keep both, distinctly
+            doc_id = f"{doc_id}_{sha256_bytes(name.encode())[:8]}"
+        seen.add(doc_id)
+        rel = f"{batch.incoming}/{name}"
+        data = batch.store.read_bytes(rel)
+        companion = f"{name[:-4]}.classification.json"
+        entry = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": batch.store.uri(rel), "sha256": sha256_bytes(data),
+                 "bytes": len(data),
+                 "classification_rel": f"{batch.incoming}/{companion}" if companion in names else None}
+        docs.append(entry)
+        lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=len(data),
+                provided_classification=entry["classification_rel"] is not None)
+    stats.docs = len(docs)
+    manifest = {"ds": batch.ds, "incoming": batch.store.uri(batch.incoming), "documents": docs,
+                "skipped_over_max_documents": skipped}
+    batch.write_if_changed(batch.manifest_rel, manifest)
+    stats.save(batch, max_documents=max_documents, skipped_over_max_documents=skipped)
+    if not docs:
+        log.warning("no PDF under %s: nothing to verify (put files there, or set the batch_prefix param)",
+                    batch.store.uri(batch.incoming))
+    return {"manifest": batch.store.uri(batch.manifest_rel), "documents": len(docs)}
+
+
+# =========================================================================== layout
+
+
+def _error_record(doc: dict, code: str, message: str, stage: str) -> dict:
+    return {"doc_id": doc["doc_id"], "stage": stage, "error": code, "message": message, "file": doc["pdf_uri"]}
+
+
+def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0) -> dict:
+    """The embedded default's layout: the local PDF parser, each file in a bounded child
+    process. A file that fails gets ``runs/<ds>/<doc>/error.json`` and goes to the SME queue."""
+    from docverify.layout.errors import ParseError
+    from docverify.layout.local_pdf import PARSER_ID, parse_many_bounded
+
+    stats = StageStats("layout")
+    docs = batch.manifest()["documents"]
+    todo = []
+    for doc in docs:
+        if batch.reuse and _bundle_reusable(batch, doc, PARSER_ID):
+            stats.cache_hits += 1
+            lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
+                    cache="hit", output_uri=batch.store.uri(batch.run_rel(doc["doc_id"], "bundle.json")))
+        else:
+            todo.append(doc)
+    with tempfile.TemporaryDirectory(prefix="docverify-layout-") as tmp:
+        local = {}
+        for doc in todo:
+            local[_local_file(batch, doc, tmp)] = doc
+        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s):
+            doc = local[path]
+            _record_layout(batch, doc, result, PARSER_ID, ParseError, stats)
+    stats.docs = len(docs)
+    return stats.save(batch, parser=PARSER_ID)
+
+
+def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
+    from docverify.store import _local_path
+
+    p = _local_path(batch.store.path(doc["pdf_rel"]))
+    if p is not None:
+        return str(p)
+    target = f"{tmp}/{doc['doc_id']}.pdf"
+    with open(target, "wb") as fh:
+        fh.write(batch.store.read_bytes(doc["pdf_rel"]))
+    return target
+
+
+def _bundle_reusable(batch: Batch, doc: dict, parser: str) -> bool:
+    rel = batch.run_rel(doc["doc_id"], "bundle.json")
+    if not batch.store.exists(rel):
+        return False
+    head = batch.store.read_json(rel)
+    if head.get("sha256") == doc["sha256"] and head.get("parser") == parser:
+        err = batch.run_rel(doc["doc_id"], "error.json")
+        if batch.store.exists(err):
+            batch.store.path(err).unlink()
+        return True
+    return False
+
+
+def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats) -> None:
+    doc_id = doc["doc_id"]
+    bundle_rel, err_rel = batch.run_rel(doc_id, "bundle.json"), batch.run_rel(doc_id, "error.json")
+    if isinstance(result, error_type):
+        stats.errors += 1
+        batch.write_if_changed(err_rel, _error_record(doc, result.code, result.message, "layout"))
+        lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
+                error=result.code, output_uri=batch.store.uri(err_rel))
+        return
+    bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})
+    batch.store.write_json(bundle_rel, bundle)
+    if batch.store.exists(err_rel):
+        batch.store.path(err_rel).unlink()
+    lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
+            pages=bundle.total_pages, has_tables=any(p.layout_metadata.has_tables for p in bundle.pages),
+            output_uri=batch.store.uri(bundle_rel))
+
+
+# =========================================================================== shards
+
+
+def failed_documents(batch: Batch) -> list[str]:
+    return [d["doc_id"] for d in batch.manifest()["documents"]
+            if batch.store.exists(batch.run_rel(d["doc_id"], "error.json"))]
+
+
+def plan_shards(batch: Batch, shard_size: int = 25) -> list[list[str]]:
+    """Documents with a bundle, in shards of ``shard_size`` (a shard is one mapped task)."""
+    ok = [d["doc_id"] for d in batch.manifest()["documents"]
+          if batch.store.exists(batch.run_rel(d["doc_id"], "bundle.json"))
+          and not batch.store.exists(batch.run_rel(d["doc_id"], "error.json"))]
+    size = max(1, int(shard_size))
+    shards = [ok[i:i + size] for i in range(0, len(ok), size)]
+    log.info("planned %d shard(s) of at most %d for %d document(s); %d document(s) failed layout",
+             len(shards), size, len(ok), len(failed_documents(batch)))
+    return shards
+
+
+def _bundle(batch: Batch, doc_id: str) -> DocumentBundle:
+    return DocumentBundle.model_validate(batch.store.read_json(batch.run_rel(doc_id, "bundle.json")))
+
+
+# =========================================================================== classify
+
+
+async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats) -> None:
+    doc_id = doc["doc_id"]
+    rel, meta_rel = batch.run_rel(doc_id, "classification.json"), batch.run_rel(doc_id, "classification_meta.json")
+    bundle = _bundle(batch, doc_id)
+    if doc.get("classification_rel"):
+        raw = batch.store.read_json(doc["classification_rel"])
+        batch.write_if_changed(rel, raw)
+        meta = {"source": "provided", "uri": batch.store.uri(doc["classification_rel"]), "implementation": "provided",
+                "bundle_sha256": bundle.sha256}
+        batch.write_if_changed(meta_rel, meta)
+        lineage("classify", doc_id, source="provided", input_uri=meta["uri"], output_uri=batch.store.uri(rel))
+        return
+    if batch.reuse and batch.store.exists(meta_rel) and batch.store.exists(rel):
+        meta = batch.store.read_json(meta_rel)
+        if meta.get("source") == "classifier" and meta.get("judge") == judge.name and meta.get("bundle_sha256") == bundle.sha256:
+            stats.cache_hits += 1
+            lineage("classify", doc_id, source="classifier", implementation=meta.get("implementation"), cache="hit",
+                    output_uri=batch.store.uri(rel))
+            return
+    try:
+        result = await judge.classify(bundle)
+    except Exception as exc:  # a classifier fault becomes a document error, never a failed batch
+        stats.errors += 1
+        err = {"doc_id": doc_id, "stage": "classify", "error": "CLASSIFICATION_FAILED",
+               "message": f"The classifier {judge.name} failed: {type(exc).__name__}", "file": doc["pdf_uri"]}
+        batch.write_if_changed(batch.run_rel(doc_id, "error.json"), err)
+        lineage("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED", exception=type(exc).__name__)
+        return
+    stats.usage.add(result.usage)
+    batch.write_if_changed(rel, result.classification)
+    batch.write_if_changed(meta_rel, {"source": "classifier", "judge": judge.name, "implementation": result.implementation,
+                                      "bundle_sha256": bundle.sha256})
+    lineage("classify", doc_id, source="classifier", implementation=result.implementation, cache="miss",
+            llm_calls=result.usage.llm_calls, dominant_type=result.classification.dominant_type_overall,
+            segments=result.classification.number_of_segments, output_uri=batch.store.uri(rel))
+
+
+def classify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
+    stats = StageStats("classify")
+    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
+    asyncio.run(gather_bounded([lambda d=by_id[i]: _classify_one(batch, d, judge, stats) for i in shard],
+                               batch.concurrency))
+    stats.docs = len(shard)
+    return stats.save(batch, f"classify_{shard_key}" if shard_key else None, shard=shard)
+
+
+# =========================================================================== V1–V4 (attempt 0)
+
+
+def _classification(batch: Batch, doc_id: str) -> Any:
+    rel = batch.run_rel(doc_id, "classification.json")
+    return batch.store.read_json(rel) if batch.store.exists(rel) else None
+
+
+def _agent_rel(batch: Batch, doc_id: str, agent: str) -> str:
+    return f"{ArtifactStore.attempt_dir(batch.ds, doc_id, 0)}/{agent}.json"
+
+
+def _save_outcome(batch: Batch, doc_id: str, agent: str, outcome: AgentOutcome) -> None:
+    batch.write_if_changed(_agent_rel(batch, doc_id, agent), {
+        "agent": agent, "issues": [i.model_dump(mode="json") for i in outcome.issues],
+        "runs": [r.model_dump(mode="json") for r in outcome.runs]})
+
+
+def _load_outcome(batch: Batch, doc_id: str, agent: str) -> AgentOutcome | None:
+    from docverify.models import VerifierRun
+
+    rel = _agent_rel(batch, doc_id, agent)
+    if not batch.store.exists(rel):
+        return None
+    data = batch.store.read_json(rel)
+    return AgentOutcome([Issue.model_validate(i) for i in data["issues"]],
+                        [VerifierRun.model_validate(r) for r in data["runs"]])
+
+
+def v1_shard(batch: Batch, shard: list[str], shard_key: str = "") -> dict:
+    stats = StageStats("V1")
+    for doc_id in shard:
+        raw = _classification(batch, doc_id)
+        if raw is None:  # classification failed: recorded as a document error
+            continue
+        _, outcome = run_v1(_bundle(batch, doc_id), raw)
+        _save_outcome(batch, doc_id, "V1", outcome)
+        stats.docs += 1
+        lineage("V1", doc_id, implementation="rules-v1", issue_codes=sorted(i.code for i in outcome.issues))
+    return stats.save(batch, f"V1_{shard_key}" if shard_key else None)
+
+
+def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
+    """V2, V3 or V4 (rule phase + judgment phase) for every document of a shard."""
+    stats = StageStats(agent)
+
+    async def one(doc_id: str) -> None:
+        raw = _classification(batch, doc_id)
+        if raw is None:
+            return
+        bundle = _bundle(batch, doc_id)
+        from docverify.verify.v1_schema import parse
+
+        cls, _ = parse(raw)
+        if cls is None:  # SCHEMA_INVALID: V1 already reported it; nothing else can be read
+            _save_outcome(batch, doc_id, agent, AgentOutcome([], []))
+            return
+        outcome = await run_agent(agent, bundle, cls, judge)
+        stats.usage.add(outcome.usage)
+        stats.docs += 1
+        _save_outcome(batch, doc_id, agent, outcome)
+        judgment = [r for r in outcome.runs if r.phase == "judgment"]
+        lineage(agent, doc_id, implementation=[r.implementation for r in outcome.runs],
+                judgment_skipped=bool(judgment and judgment[0].skipped),
+                llm_calls=outcome.usage.llm_calls, cache_hits=outcome.usage.cache_hits,
+                issue_codes=sorted(i.code for i in outcome.issues))
+
+    asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
+    return stats.save(batch, f"{agent}_{shard_key}" if shard_key else None)
+
+
+# =========================================================================== V5 arbiter
+
+
+def arbiter(batch: Batch, retry_shard_size: int = 25) -> dict:
+    """Assemble attempt 0 of every document, decide, and split the documents by route.
+
+    Returns ``{"routes": [...task ids to follow...], "retry_shards": [[doc ids]…], "counts": …}``.
+    ``accept`` and ``write_sme_packets`` are followed whenever documents may reach them — also
+    from the retry, whose outcomes they read from the store.
+    """
+    stats = StageStats("v5_arbiter")
+    routes: dict[str, list[str]] = {"accept": [], "auto_fix_retry": [], "write_sme_packets": []}
+    decisions = {}
+    for doc in batch.manifest()["documents"]:
+        doc_id = doc["doc_id"]
+        stats.docs += 1
+        if batch.store.exists(batch.run_rel(doc_id, "error.json")):
+            routes["write_sme_packets"].append(doc_id)
+            err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
+            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": 1, "error": err["error"]}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"])
+            continue
+        raw = _classification(batch, doc_id)
+        outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
+        missing = [a for a, o in zip(("V1", *AGENTS), outcomes, strict=True) if o is None]
+        if missing:  # a verifier task failed for this document: never accept silently
+            outcomes = [o or AgentOutcome([], []) for o in outcomes]
+            outcomes.append(AgentOutcome([make_issue(
+                "VERIFICATION_INCOMPLETE", f"No result from {', '.join(missing)} for this document",
+                agent=missing[0] if missing[0] != "V1" else "V1")], []))
+        from docverify.verify.v1_schema import parse
+
+        cls, _ = parse(raw)
+        report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
+        decision = decide(report.issues)
+        base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
+        batch.write_if_changed(f"{base}/report.json", report)
+        batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
+        route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
+            decision.decision]
+        routes[route].append(doc_id)
+        decisions[doc_id] = {"decision": decision.decision, "rule": decision.rule}
+        lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
+                issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
+                output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"))
+    batch.write_if_changed(batch.routes_rel, {"ds": batch.ds, "routes": routes, "attempt_0": decisions})
+    size = max(1, int(retry_shard_size))
+    retry = routes["auto_fix_retry"]
+    follow = [r for r in ROUTES if routes[r]]
+    if retry:  # documents from the retry end in accept or write_sme_packets
+        follow = sorted(set(follow) | {"accept", "write_sme_packets"}, key=ROUTES.index)
+    counts = {k: len(v) for k, v in routes.items()}
+    stats.save(batch, counts=counts)
+    log.info("V5 routes: %s; following %s", counts, follow)
+    return {"routes": follow, "retry_shards": [retry[i:i + size] for i in range(0, len(retry), size)],
+            "counts": counts}
+
+
+# =========================================================================== routes
+
+
+def _final_rel(batch: Batch, doc_id: str) -> str:
+    return batch.run_rel(doc_id, "verification.json")
+
+
+def _attempt0(batch: Batch, doc_id: str):
+    from docverify.models import VerificationReport
+
+    return VerificationReport.model_validate(
+        batch.store.read_json(f"{ArtifactStore.attempt_dir(batch.ds, doc_id, 0)}/report.json"))
+
+
+def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
+    """Fix → verify again (same V1–V5) for documents routed AUTO_RETRY, from attempt 0."""
+    stats = StageStats("auto_fix_retry")
+
+    async def one(doc_id: str) -> None:
+        bundle = _bundle(batch, doc_id)
+        usage = Usage()
+        result = await verify_document(bundle, _classification(batch, doc_id), judge,
+                                       first_report=_attempt0(batch, doc_id), usage=usage)
+        stats.usage.add(usage)
+        stats.docs += 1
+        _write_result(batch, result)
+        lineage("auto_fix_retry", doc_id, attempts=len(result.attempts), final_decision=result.final_decision,
+                rule=result.final_rule, stop_reason=result.stop_reason, llm_calls=usage.llm_calls,
+                fixes=[f.fixer for f in result.fixes_applied],
+                issue_codes=[sorted(i.code for i in a.issues) for a in result.attempts])
+
+    asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
+    return stats.save(batch, f"auto_fix_retry_{shard_key}" if shard_key else None)
+
+
+def _write_result(batch: Batch, result: VerificationResult) -> None:
+    from docverify.outputs import write_attempts
+
+    write_attempts(batch.store, batch.ds, result, batch.write_if_changed)
+
+
+def _single_attempt_result(batch: Batch, doc_id: str) -> VerificationResult:
+    """The final result of a document decided on attempt 0 (no retry)."""
+    from docverify.retry import attempt_record, make_result
+
+    report = _attempt0(batch, doc_id)
+    rec = attempt_record(report)
+    raw = _classification(batch, doc_id)
+    from docverify.verify.v1_schema import parse
+
+    cls, _ = parse(raw)
+    return make_result(doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", "")
+
+
+def _final_results(batch: Batch) -> dict[str, VerificationResult]:
+    routes = batch.store.read_json(batch.routes_rel)["routes"]
+    out = {}
+    for doc_id in routes["accept"] + routes["write_sme_packets"]:
+        if doc_id in _errors(batch):
+            continue
+        res = _single_attempt_result(batch, doc_id)
+        batch.write_if_changed(_final_rel(batch, doc_id), res)
+        out[doc_id] = res
+    for doc_id in routes["auto_fix_retry"]:
+        if batch.store.exists(_final_rel(batch, doc_id)):
+            res = VerificationResult.model_validate(batch.store.read_json(_final_rel(batch, doc_id)))
+            if len(res.attempts) > 1 or res.stop_reason != "arbiter":
+                out[doc_id] = res
+    return out
+
+
+def _errors(batch: Batch) -> dict[str, dict]:
+    out = {}
+    for d in batch.manifest()["documents"]:
+        rel = batch.run_rel(d["doc_id"], "error.json")
+        if batch.store.exists(rel):
+            out[d["doc_id"]] = batch.store.read_json(rel)
+    return out
+
+
+def accept(batch: Batch) -> dict:
+    """Write ``accepted/<ds>/<doc>.json`` for every document whose final decision is
+    AUTO_ACCEPT (directly, or after the retry)."""
+    stats = StageStats("accept")
+    written = []
+    for doc_id, result in _final_results(batch).items():
+        if result.final_decision != "AUTO_ACCEPT":
+            continue
+        outputs = _write_final(batch, doc_id, result)
+        written.append(doc_id)
+        lineage("accept", doc_id, decision="AUTO_ACCEPT", rule=result.final_rule, attempts=len(result.attempts),
+                output_uri=outputs.get("accepted"))
+    stats.docs = len(written)
+    stats.save(batch, documents=written)
+    return {"accepted": written, "uri": batch.store.uri(f"accepted/{batch.ds}")}
+
+
+def _write_final(batch: Batch, doc_id: str, result: VerificationResult) -> dict:
+    """Accepted record or SME packet, rewritten only when its content changed."""
+    bundle = _bundle(batch, doc_id)
+    meta_rel = batch.run_rel(doc_id, "classification_meta.json")
+    meta = batch.store.read_json(meta_rel) if batch.store.exists(meta_rel) else {}
+    return write_outcome(batch.store, batch.ds, bundle, result, run_id=batch.run_id,
+                         provenance={"classification_source": meta.get("source"),
+                                     "classifier": meta.get("implementation")},
+                         write_json=batch.write_if_changed)
+
+
+def write_sme_packets(batch: Batch) -> dict:
+    """One packet per escalated document (after V5 or after the retry), and per document that
+    could not be parsed or classified. A packet an SME already reviewed is kept."""
+    stats = StageStats("write_sme_packets")
+    written, kept = [], []
+    for doc_id, result in _final_results(batch).items():
+        if result.final_decision != "ESCALATE_TO_SME":
+            continue
+        outputs = _write_final(batch, doc_id, result)
+        (kept if outputs.get("sme_packet_outcome") == "kept_reviewed" else written).append(doc_id)
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=result.final_rule,
+                stop_reason=result.stop_reason, output_uri=outputs.get("sme_packet"),
+                packet=outputs.get("sme_packet_outcome"))
+    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
+    for doc_id, err in _errors(batch).items():
+        bundle_rel = batch.run_rel(doc_id, "bundle.json")
+        total = batch.store.read_json(bundle_rel)["total_pages"] if batch.store.exists(bundle_rel) else 0
+        packet = build_packet(doc_id=doc_id, pdf_path=by_id[doc_id]["pdf_uri"], total_pages=total,
+                              bundle_path=batch.store.uri(bundle_rel) if total else "", result=None,
+                              error=err, run_id=batch.run_id)
+        uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
+        (kept if outcome == "kept_reviewed" else written).append(doc_id)
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"],
+                output_uri=uri, packet=outcome)
+    stats.docs = len(written) + len(kept)
+    stats.save(batch, written=written, kept_reviewed=kept)
+    return {"packets": written, "kept_reviewed": kept, "uri": batch.store.uri("sme_packets")}
+
+
+def load_stage_stats(batch: Batch) -> list[dict]:
+    rel = f"runs/{batch.ds}/_stages"
+    return [batch.store.read_json(f"{rel}/{n}") for n in batch.store.list(rel, ".json")]

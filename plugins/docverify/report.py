@@ -1,0 +1,205 @@
+"""The batch report: ``reports/<ds>/batch_report.json``, ``.md`` and a self-contained ``.html``.
+
+Per-route counts (final, after the retry), per-rule counts, issues by code, per-document errors,
+LLM calls and tokens (zero offline), per-stage timings, and a lineage index (document → its
+outputs). No page text and no issue messages: the report is safe to mail around.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any
+
+from docverify.batch import Batch, lineage, load_stage_stats
+from docverify.models import VerificationResult
+
+
+def _sorted(c: Counter) -> dict:
+    return {str(k): v for k, v in sorted(c.items(), key=lambda kv: (-kv[1], str(kv[0])))}
+
+
+def build(batch: Batch) -> dict[str, Any]:
+    manifest = batch.manifest()
+    routes_doc = batch.store.read_json(batch.routes_rel) if batch.store.exists(batch.routes_rel) else {"routes": {}}
+    routes0 = routes_doc.get("routes", {})
+    docs, final_routes, rules, codes, codes_final = [], Counter(), Counter(), Counter(), Counter()
+    errors = []
+    for d in manifest["documents"]:
+        doc_id = d["doc_id"]
+        entry: dict[str, Any] = {"doc_id": doc_id, "input_uri": d["pdf_uri"], "sha256": d["sha256"]}
+        err_rel = batch.run_rel(doc_id, "error.json")
+        ver_rel = batch.run_rel(doc_id, "verification.json")
+        if batch.store.exists(err_rel):
+            err = batch.store.read_json(err_rel)
+            errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"], "message": err["message"]})
+            entry.update(final_decision="ESCALATE_TO_SME", rule=1, error=err["error"], attempts=0,
+                         route="write_sme_packets")
+            final_routes["ESCALATE_TO_SME"] += 1
+            rules["error"] += 1
+        elif batch.store.exists(ver_rel):
+            res = VerificationResult.model_validate(batch.store.read_json(ver_rel))
+            went_retry = doc_id in routes0.get("auto_fix_retry", [])
+            entry.update(final_decision=res.final_decision, rule=res.final_rule, attempts=len(res.attempts),
+                         stop_reason=res.stop_reason, route="auto_fix_retry" if went_retry else (
+                             "accept" if res.final_decision == "AUTO_ACCEPT" else "write_sme_packets"),
+                         issue_codes=sorted(i.code for i in res.attempts[0].issues),
+                         quality_score=res.attempts[-1].quality_score,
+                         fixes=[f.fixer for f in res.fixes_applied])
+            key = res.final_decision if not went_retry else f"AUTO_RETRY→{res.final_decision}"
+            final_routes[key] += 1
+            rules[f"rule {res.final_rule}" + (f" ({res.stop_reason})" if res.stop_reason not in ("arbiter",) else "")] += 1
+            codes.update(i.code for i in res.attempts[0].issues)
+            codes_final.update(i.code for i in res.attempts[-1].issues)
+        else:
+            entry.update(final_decision="UNKNOWN", error="NOT_VERIFIED")
+            errors.append({"doc_id": doc_id, "stage": "verify", "error": "NOT_VERIFIED",
+                           "message": "no verification result: a task failed for this document (see its log)"})
+            final_routes["UNKNOWN"] += 1
+        out = {}
+        if batch.store.exists(f"accepted/{batch.ds}/{doc_id}.json"):
+            out["accepted"] = batch.store.uri(f"accepted/{batch.ds}/{doc_id}.json")
+        if batch.store.exists(f"sme_packets/sme_packet_{doc_id}.json"):
+            out["sme_packet"] = batch.store.uri(f"sme_packets/sme_packet_{doc_id}.json")
+        out["run_dir"] = batch.store.uri(batch.run_rel(doc_id))
+        entry["outputs"] = out
+        docs.append(entry)
+
+    stages = load_stage_stats(batch)
+    llm = Counter()
+    timings: dict[str, dict] = {}
+    implementations = set()
+    for s in stages:
+        name = s["stage"]
+        t = timings.setdefault(name, {"seconds": 0.0, "tasks": 0, "docs": 0})
+        t["seconds"] = round(t["seconds"] + s["seconds"], 3)
+        t["tasks"] += 1
+        t["docs"] += s["docs"]
+        for k, v in s.get("llm", {}).items():
+            llm[k] += v
+        if s.get("parser"):
+            implementations.add(s["parser"])
+    for d in manifest["documents"]:
+        meta_rel = batch.run_rel(d["doc_id"], "classification_meta.json")
+        if batch.store.exists(meta_rel):
+            implementations.add(f"classifier:{batch.store.read_json(meta_rel).get('implementation')}")
+        rep_rel = f"runs/{batch.ds}/{d['doc_id']}/attempt_0/report.json"
+        if batch.store.exists(rep_rel):
+            for r in batch.store.read_json(rep_rel).get("runs", []):
+                if not r.get("skipped"):
+                    implementations.add(f"{r['agent']}-{r['phase']}:{r['implementation']}")
+    n = len(docs)
+    return {
+        "ds": batch.ds, "run_id": batch.run_id, "documents": n,
+        "routes_attempt_0": {k: len(v) for k, v in routes0.items()},
+        "final_routes": _sorted(final_routes),
+        "rules": _sorted(rules),
+        "issues_by_code_attempt_0": _sorted(codes),
+        "issues_by_code_final": _sorted(codes_final),
+        "errors": errors,
+        "llm": {"calls": llm["calls"], "cache_hits": llm["cache_hits"], "input_tokens": llm["input_tokens"],
+                "output_tokens": llm["output_tokens"], "cached_tokens": llm["cached_tokens"],
+                "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0},
+        "implementations": sorted(implementations),
+        "stage_timings": timings,
+        "per_document": docs,
+    }
+
+
+def summary_line(rep: dict) -> str:
+    routes = ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()) or "none"
+    return (f"batch {rep['ds']}: {rep['documents']} document(s); routes: {routes}; "
+            f"errors: {len(rep['errors'])}; LLM calls: {rep['llm']['calls']}")
+
+
+def to_markdown(rep: dict) -> str:
+    lines = [f"# docverify batch report — {rep['ds']}", "", summary_line(rep), "",
+             "## Final routes", "", "| route | documents |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rep["final_routes"].items()]
+    lines += ["", "## V5 rules that decided", "", "| rule | documents |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rep["rules"].items()]
+    lines += ["", "## Issues by code (attempt 0)", "", "| code | count |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rep["issues_by_code_attempt_0"].items()] or ["| — | 0 |"]
+    lines += ["", "## Documents", "", "| document | route | final decision | rule | attempts | issue codes (attempt 0) |",
+              "|---|---|---|---|---|---|"]
+    for d in rep["per_document"]:
+        codes = ", ".join(d.get("issue_codes", [])) or d.get("error", "")
+        lines.append(f"| {d['doc_id']} | {d.get('route', '')} | {d['final_decision']} | {d.get('rule', '')} | "
+                     f"{d.get('attempts', '')} | {codes} |")
+    lines += ["", "## Errors", ""]
+    lines += [f"- **{e['doc_id']}** ({e['stage']}): `{e['error']}` — {e['message']}" for e in rep["errors"]] or ["none"]
+    llm = rep["llm"]
+    lines += ["", "## LLM usage", "", f"calls {llm['calls']} ({llm['calls_per_document']} per document), "
+              f"cache hits {llm['cache_hits']}, input tokens {llm['input_tokens']}, output tokens "
+              f"{llm['output_tokens']}, cached tokens {llm['cached_tokens']}", "",
+              "## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
+    lines += ["", "## Stage timings", "", "| stage | tasks | documents | seconds |", "|---|---|---|---|"]
+    lines += [f"| {k} | {v['tasks']} | {v['docs']} | {v['seconds']} |" for k, v in rep["stage_timings"].items()]
+    return "\n".join(lines) + "\n"
+
+
+_COLOURS = {"AUTO_ACCEPT": "#2e7d32", "ESCALATE_TO_SME": "#c62828", "UNKNOWN": "#757575"}
+
+
+def _bars(title: str, data: dict[str, int]) -> str:
+    if not data:
+        return f"<h2>{html.escape(title)}</h2><p>none</p>"
+    width, bar_h, label_w = 640, 24, 260
+    top = max(data.values()) or 1
+    rows = []
+    for i, (k, v) in enumerate(data.items()):
+        w = int((width - label_w - 40) * v / top)
+        colour = _COLOURS.get(k.split("→")[-1], "#f9a825" if "RETRY" in k else "#1565c0")
+        y = i * (bar_h + 6)
+        rows.append(f'<text x="0" y="{y + 17}" font-size="13">{html.escape(k)}</text>'
+                    f'<rect x="{label_w}" y="{y}" width="{max(w, 2)}" height="{bar_h}" fill="{colour}"/>'
+                    f'<text x="{label_w + max(w, 2) + 6}" y="{y + 17}" font-size="13">{v}</text>')
+    h = len(data) * (bar_h + 6)
+    return (f"<h2>{html.escape(title)}</h2><svg role='img' aria-label='{html.escape(title)}' width='{width}' "
+            f"height='{h}' xmlns='http://www.w3.org/2000/svg'>{''.join(rows)}</svg>")
+
+
+def to_html(rep: dict) -> str:
+    esc = html.escape
+    docs = "".join(
+        f"<tr><td>{esc(d['doc_id'])}</td><td>{esc(str(d.get('route', '')))}</td><td>{esc(d['final_decision'])}</td>"
+        f"<td>{esc(str(d.get('rule', '')))}</td><td>{esc(str(d.get('attempts', '')))}</td>"
+        f"<td>{esc(', '.join(d.get('issue_codes', [])) or d.get('error', ''))}</td></tr>" for d in rep["per_document"])
+    errors = "".join(f"<li><b>{esc(e['doc_id'])}</b> ({esc(e['stage'])}): <code>{esc(e['error'])}</code> — "
+                     f"{esc(e['message'])}</li>" for e in rep["errors"]) or "<li>none</li>"
+    stages = "".join(f"<tr><td>{esc(k)}</td><td>{v['tasks']}</td><td>{v['docs']}</td><td>{v['seconds']}</td></tr>"
+                     for k, v in rep["stage_timings"].items())
+    llm = rep["llm"]
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>docverify batch report {esc(rep['ds'])}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1000px}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f3f3}}code{{background:#f6f6f6}}</style>
+</head><body>
+<h1>docverify batch report — {esc(rep['ds'])}</h1>
+<p>{esc(summary_line(rep))}</p>
+{_bars("Final routes", rep["final_routes"])}
+{_bars("V5 rules that decided", rep["rules"])}
+{_bars("Issues by code (attempt 0)", rep["issues_by_code_attempt_0"])}
+<h2>Documents</h2>
+<table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th></tr>{docs}</table>
+<h2>Errors</h2><ul>{errors}</ul>
+<h2>LLM usage</h2><p>calls {llm['calls']} ({llm['calls_per_document']} per document), cache hits {llm['cache_hits']},
+input tokens {llm['input_tokens']}, output tokens {llm['output_tokens']}, cached tokens {llm['cached_tokens']}</p>
+<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
+<h2>Stage timings</h2><table><tr><th>stage</th><th>tasks</th><th>documents</th><th>seconds</th></tr>{stages}</table>
+</body></html>
+"""
+
+
+def write(batch: Batch) -> dict:
+    rep = build(batch)
+    base = f"reports/{batch.ds}/batch_report"
+    batch.write_if_changed(f"{base}.json", rep, volatile=("run_id", "stage_timings"))
+    batch.store.write_text(f"{base}.md", to_markdown(rep))
+    batch.store.write_text(f"{base}.html", to_html(rep))
+    for d in rep["per_document"]:
+        lineage("batch_report", d["doc_id"], final_decision=d["final_decision"], rule=d.get("rule"),
+                outputs=d["outputs"])
+    return {"summary": summary_line(rep), "json": batch.store.uri(f"{base}.json"),
+            "markdown": batch.store.uri(f"{base}.md"), "html": batch.store.uri(f"{base}.html"),
+            "final_routes": rep["final_routes"], "errors": len(rep["errors"])}

@@ -1,0 +1,96 @@
+"""Task bodies of the nightly DAG: Airflow context in, domain calls (``docverify.batch``) out.
+
+The DAG file only wires these; each returns references and counts (XCom-sized), never
+documents.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from docverify import batch as B
+from docverify_airflow import config
+
+log = logging.getLogger(__name__)
+
+
+def make_batch(context: dict[str, Any]) -> B.Batch:
+    params = context["params"]
+    store = B.ArtifactStore(config.storage_root())
+    return B.Batch(store=store, ds=context["ds"], run_id=str(context.get("run_id", "")),
+                   prefix=params.get("batch_prefix") or "", reuse=bool(params.get("reuse_cached", True)),
+                   concurrency=int(params.get("concurrency", 8)))
+
+
+def discover(context) -> dict:
+    batch = make_batch(context)
+    out = B.discover(batch, int(context["params"].get("max_documents", 0)))
+    log.info("discovered %d PDF(s) under %s", out["documents"], batch.store.uri(batch.incoming))
+    return out
+
+
+def layout(context) -> dict:
+    return B.layout_local(make_batch(context), workers=int(context["params"].get("parse_workers", 2)),
+                          timeout_s=float(context["params"].get("parse_timeout_s", 60)))
+
+
+def plan_shards(context) -> list[list[str]]:
+    return B.plan_shards(make_batch(context), int(context["params"].get("shard_size", 25)))
+
+
+def _key(context) -> str:
+    return str(context["ti"].map_index)
+
+
+def classify(context, shard: list[str]) -> list[str]:
+    B.classify_shard(make_batch(context), shard, config.judge(), _key(context))
+    return shard
+
+
+def v1(context, shard: list[str]) -> list[str]:
+    B.v1_shard(make_batch(context), shard, _key(context))
+    return shard
+
+
+def agent(context, name: str, shard: list[str]) -> list[str]:
+    B.agent_shard(make_batch(context), name, shard, config.judge(), _key(context))
+    return shard
+
+
+def v5_arbiter(context) -> list[str]:
+    result = B.arbiter(make_batch(context), int(context["params"].get("shard_size", 25)))
+    context["ti"].xcom_push(key="retry_shards", value=result["retry_shards"])
+    context["ti"].xcom_push(key="counts", value=result["counts"])
+    return result["routes"]
+
+
+def auto_fix_retry(context, shard: list[str]) -> dict:
+    return B.auto_fix_retry_shard(make_batch(context), shard, config.judge(), _key(context))
+
+
+def accept(context) -> dict:
+    out = B.accept(make_batch(context))
+    if not out["accepted"]:
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        raise AirflowSkipException("no document reached accept in this run")
+    return {"accepted": len(out["accepted"]), "uri": out["uri"]}
+
+
+def write_sme_packets(context) -> dict:
+    out = B.write_sme_packets(make_batch(context))
+    if not out["packets"] and not out["kept_reviewed"]:
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        raise AirflowSkipException("no document was escalated in this run")
+    return {"packets": len(out["packets"]), "kept_reviewed": len(out["kept_reviewed"]), "uri": out["uri"]}
+
+
+def batch_report(context) -> dict:
+    from docverify import report
+
+    out = report.write(make_batch(context))
+    log.info("%s", out["summary"])
+    log.info("report: %s | %s | %s", out["json"], out["markdown"], out["html"])
+    return out
