@@ -24,7 +24,7 @@ One run = one batch = the date partition `<storage_root>/incoming/{{ ds }}/` (or
 default), classified, checked by V1–V4 and routed by the V5 arbiter:
 
 * **accept** → `accepted/<ds>/<doc>.json`
-* **auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
+* **plan_retry_shards → auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
 * **write_sme_packets** → `sme_packets/sme_packet_<doc>.json` (also for PDFs that could not be parsed)
 
 `batch_report` writes `reports/<ds>/batch_report.{json,md,html}`. Re-runs are idempotent and
@@ -104,6 +104,10 @@ def clinical_doc_verification():
     def v5_arbiter() -> list[str]:
         return T.v5_arbiter(get_current_context())
 
+    @task
+    def plan_retry_shards() -> list[list[str]]:
+        return T.plan_retry_shards(get_current_context())
+
     @task(**LLM)
     def auto_fix_retry(shard: list[str]) -> dict:
         return T.auto_fix_retry(get_current_context(), shard)
@@ -124,9 +128,10 @@ def clinical_doc_verification():
     checked = v1_schema.expand(shard=classify.expand(shard=shards))
     arbiter = v5_arbiter()
     [v2_consistency.expand(shard=checked), v3_traps.expand(shard=checked), v4_evidence.expand(shard=checked)] >> arbiter
-    retry = auto_fix_retry.expand(shard=arbiter["retry_shards"])
+    retry_shards = plan_retry_shards()
+    retry = auto_fix_retry.expand(shard=retry_shards)
     routes = [accept(), write_sme_packets()]
-    arbiter >> routes
+    arbiter >> [retry_shards, *routes]
     retry >> routes
     routes >> batch_report()
 

@@ -38,6 +38,8 @@ log = logging.getLogger("docverify.batch")
 lineage_log = logging.getLogger("docverify.lineage")
 
 ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
+#: The task the branch follows for each route (the retry route starts by planning its shards).
+ROUTE_TASKS = {"accept": "accept", "auto_fix_retry": "plan_retry_shards", "write_sme_packets": "write_sme_packets"}
 #: Top-level keys that change on every run and do not make an output different.
 VOLATILE = ("accepted_at", "created_at", "run_id")
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
@@ -395,10 +397,11 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
 # =========================================================================== V5 arbiter
 
 
-def arbiter(batch: Batch, retry_shard_size: int = 25) -> dict:
-    """Assemble attempt 0 of every document, decide, and split the documents by route.
+def arbiter(batch: Batch) -> dict:
+    """Assemble attempt 0 of every document, decide, and split the documents by route
+    (``runs/<ds>/_routes.json``).
 
-    Returns ``{"routes": [...task ids to follow...], "retry_shards": [[doc ids]…], "counts": …}``.
+    Returns ``{"routes": [...task ids to follow...], "counts": …}``.
     ``accept`` and ``write_sme_packets`` are followed whenever documents may reach them — also
     from the retry, whose outcomes they read from the store.
     """
@@ -438,16 +441,19 @@ def arbiter(batch: Batch, retry_shard_size: int = 25) -> dict:
                 issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
                 output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"))
     batch.write_if_changed(batch.routes_rel, {"ds": batch.ds, "routes": routes, "attempt_0": decisions})
-    size = max(1, int(retry_shard_size))
-    retry = routes["auto_fix_retry"]
     follow = [r for r in ROUTES if routes[r]]
-    if retry:  # documents from the retry end in accept or write_sme_packets
-        follow = sorted(set(follow) | {"accept", "write_sme_packets"}, key=ROUTES.index)
+    if routes["auto_fix_retry"]:  # documents from the retry end in accept or write_sme_packets
+        follow = list(ROUTES)
     counts = {k: len(v) for k, v in routes.items()}
     stats.save(batch, counts=counts)
     log.info("V5 routes: %s; following %s", counts, follow)
-    return {"routes": follow, "retry_shards": [retry[i:i + size] for i in range(0, len(retry), size)],
-            "counts": counts}
+    return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
+
+
+def retry_shards(batch: Batch, shard_size: int = 25) -> list[list[str]]:
+    retry = batch.store.read_json(batch.routes_rel)["routes"]["auto_fix_retry"]
+    size = max(1, int(shard_size))
+    return [retry[i:i + size] for i in range(0, len(retry), size)]
 
 
 # =========================================================================== routes

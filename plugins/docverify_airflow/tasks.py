@@ -59,10 +59,13 @@ def agent(context, name: str, shard: list[str]) -> list[str]:
 
 
 def v5_arbiter(context) -> list[str]:
-    result = B.arbiter(make_batch(context), int(context["params"].get("shard_size", 25)))
-    context["ti"].xcom_push(key="retry_shards", value=result["retry_shards"])
-    context["ti"].xcom_push(key="counts", value=result["counts"])
+    """The branch: the task ids of the routes that have documents."""
+    result = B.arbiter(make_batch(context))
     return result["routes"]
+
+
+def plan_retry_shards(context) -> list[list[str]]:
+    return B.retry_shards(make_batch(context), int(context["params"].get("shard_size", 25)))
 
 
 def auto_fix_retry(context, shard: list[str]) -> dict:
