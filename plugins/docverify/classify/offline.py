@@ -1,0 +1,462 @@
+"""The offline classifier: the embedded default's "judgment" without an LLM.
+
+A real, deterministic algorithm over the lexicon of :mod:`docverify.classify.lexicon` — weaker
+than Gemini, never a canned answer. It produces a complete :class:`ClassificationOutput` that
+passes V1 and V2's rule checks by construction: all five types in every segment and in the
+mixture, shares summing to 1, pages in bounds, no overlaps, confidences in [0, 1], evidence for
+every type that is not NO_EVIDENCE (taken verbatim from the page it names).
+
+1. **Pages.** Every page 1..N is scored (:func:`~docverify.classify.lexicon.analyse`): one
+   length-normalised score per type. N is ``max(total_pages, highest page_num)``; a page missing
+   from the bundle counts as a page without text.
+2. **Segmentation** — a Viterbi pass over the pages. Labelling page *p* with type *t* costs
+   ``max_t' S[p][t'] - S[p][t]`` (what the page's own best type would have scored more), and
+   every change of type between neighbouring pages costs :data:`SWITCH_PENALTY`. The cheapest
+   labelling gives contiguous runs of pages = segments. Consequences: a page without text (or
+   without any cue) costs nothing under any label, so it joins its neighbours; a page with weak
+   evidence joins its neighbours too; a 1-page segment survives only when its evidence beats
+   its neighbours' type by more than 2 x SWITCH_PENALTY (1 x at either end of the document).
+   Ties prefer the type with the larger total over the whole document, then "Other".
+3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
+   The dominant type is the type with the largest total among those with at least one evidence
+   unit in the segment; when no type has any (no text, or no cue at all) the dominant type is
+   "Other" with a low confidence (:data:`FALLBACK_CONFIDENCE`). Neighbouring segments that end up
+   with the same dominant type are merged. The other types get, with ``ratio = total[t] /
+   total[dominant]``:
+
+   ============  ============================================================================
+   EMBEDDED_RAW  ratio >= :data:`EMBEDDED_RATIO` and peak >= :data:`EMBEDDED_MIN_PEAK`: a
+                 substantial body of that type's content inside the segment
+   MENTION_ONLY  ratio >= :data:`MENTION_RATIO` and peak >= :data:`MENTION_MIN_PEAK`: the type's
+                 vocabulary is there, but only in passing
+   NO_EVIDENCE   otherwise, and always when no evidence unit holds one of the type's cues
+   ============  ============================================================================
+
+   Shares: PRIMARY weighs ``total[dominant]``, EMBEDDED_RAW ``0.6 * total[t]``, MENTION_ONLY
+   ``0.15 * total[t]``, NO_EVIDENCE 0; normalised, rounded to 4 decimals, the rounding remainder
+   on the dominant type (sum == 1 within 1e-9). Confidence of the dominant type grows with its
+   evidence (``1 - exp(-mean page score / 6)``) and its margin over the runner-up, between 0.25
+   and 0.95; the others get ``min(ratio, 0.9) * (1 - exp(-peak / 6))``; NO_EVIDENCE gets 0.
+4. **Evidence.** 1–3 items per type that is not NO_EVIDENCE: the units (verbatim lines or
+   sentences of 25–200 characters, never a header/footer line or a generic phrase) holding the
+   most weight of that type's cues; ``anchors_found`` are that type's cues on that page, exactly
+   as they appear in the page text (those inside the snippet first).
+5. **Document.** The mixture is the page-weighted average of the segment shares (rounded the
+   same way); its presence level is the highest across segments; the dominant type overall is
+   the type with the largest overall share. ``vendor_signals`` come from
+   :func:`~docverify.classify.lexicon.find_vendors` over the whole text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from docverify.classify.lexicon import (
+    SNIPPET_MAX,
+    SNIPPET_MIN,
+    TextAnalysis,
+    Unit,
+    analyse,
+    find_vendors,
+    get_lexicon,
+)
+from docverify.models import (
+    DOC_TYPES,
+    ClassificationOutput,
+    DocType,
+    DocumentBundle,
+    Evidence,
+    MixtureEntry,
+    PresenceLevel,
+    Segment,
+    SelfEvaluation,
+    TypeClassification,
+)
+
+IMPLEMENTATION = "offline-lexicon-v1"
+
+OTHER = DocType.OTHER.value
+PRIMARY = PresenceLevel.PRIMARY.value
+EMBEDDED_RAW = PresenceLevel.EMBEDDED_RAW.value
+MENTION_ONLY = PresenceLevel.MENTION_ONLY.value
+NO_EVIDENCE = PresenceLevel.NO_EVIDENCE.value
+_LEVEL_RANK = {PRIMARY: 3, EMBEDDED_RAW: 2, MENTION_ONLY: 1, NO_EVIDENCE: 0}
+
+#: Cost of a change of type between two neighbouring pages (in page-score points).
+SWITCH_PENALTY = 5.0
+#: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
+#: scores at least EMBEDDED_MIN_PEAK for it.
+EMBEDDED_RATIO = 0.45
+EMBEDDED_MIN_PEAK = 4.0
+#: MENTION_ONLY: at least this fraction of the dominant's total, and one page at least
+#: MENTION_MIN_PEAK (one strong cue or a few weak ones).
+MENTION_RATIO = 0.05
+MENTION_MIN_PEAK = 1.5
+#: Share weight of each presence level, relative to the type's total score.
+SHARE_WEIGHT = {PRIMARY: 1.0, EMBEDDED_RAW: 0.6, MENTION_ONLY: 0.15, NO_EVIDENCE: 0.0}
+#: Smallest share of a type that is present (so that "present" never means a share of 0).
+MIN_PRESENT_SHARE = 0.0001
+#: Confidence of the "Other" fallback (no cue at all), with and without page text.
+FALLBACK_CONFIDENCE = 0.1
+NO_TEXT_CONFIDENCE = 0.05
+MAX_EVIDENCE = 3
+MAX_ANCHORS = 5
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.lower().split())
+
+
+@dataclass
+class _Page:
+    num: int
+    text: str
+    analysis: TextAnalysis
+    _norm_text: str | None = None
+
+    @property
+    def norm_text(self) -> str:
+        if self._norm_text is None:
+            self._norm_text = _norm(self.text)
+        return self._norm_text
+
+    def score(self, doc_type: str) -> float:
+        return self.analysis.scores[doc_type]
+
+
+@dataclass
+class _Seg:
+    pages: list[_Page]
+
+    @property
+    def start(self) -> int:
+        return self.pages[0].num
+
+    @property
+    def end(self) -> int:
+        return self.pages[-1].num
+
+    def total(self, t: str) -> float:
+        return sum(p.score(t) for p in self.pages)
+
+    def peak(self, t: str) -> float:
+        return max(p.score(t) for p in self.pages)
+
+    def has_evidence(self, t: str) -> bool:
+        return any(u.scores.get(t, 0.0) > 0 for p in self.pages for u in p.analysis.units)
+
+    def dominant(self) -> str:
+        candidates = [t for t in DOC_TYPES if self.total(t) > 0 and self.has_evidence(t)]
+        if not candidates:
+            return OTHER
+        return max(candidates, key=lambda t: (self.total(t), -DOC_TYPES.index(t)))
+
+
+# --------------------------------------------------------------------------- segmentation
+
+
+def _preference(pages: list[_Page]) -> list[str]:
+    totals = {t: sum(p.score(t) for p in pages) for t in DOC_TYPES}
+    return sorted(DOC_TYPES, key=lambda t: (-totals[t], 0 if t == OTHER else 1, DOC_TYPES.index(t)))
+
+
+def _viterbi(pages: list[_Page]) -> list[str]:
+    """The cheapest type per page: emission ``best - score``, SWITCH_PENALTY per change."""
+    pref = _preference(pages)
+    rank = {t: i for i, t in enumerate(pref)}
+    n = len(pages)
+    emit = []
+    for p in pages:
+        best = max(p.score(t) for t in DOC_TYPES)
+        emit.append({t: best - p.score(t) for t in DOC_TYPES})
+    cost = [dict(emit[0])]
+    back: list[dict[str, str]] = [{}]
+    for i in range(1, n):
+        row: dict[str, float] = {}
+        ptr: dict[str, str] = {}
+        for t in DOC_TYPES:
+            # stay in t unless a switch is strictly cheaper; among switches, the preferred type
+            best_u, best_c = t, cost[i - 1][t]
+            for u in pref:
+                if u == t:
+                    continue
+                c = cost[i - 1][u] + SWITCH_PENALTY
+                if c < best_c - 1e-12:
+                    best_u, best_c = u, c
+            row[t] = best_c + emit[i][t]
+            ptr[t] = best_u
+        cost.append(row)
+        back.append(ptr)
+    last = min(DOC_TYPES, key=lambda t: (round(cost[-1][t], 9), rank[t]))
+    states = [last]
+    for i in range(n - 1, 0, -1):
+        states.append(back[i][states[-1]])
+    states.reverse()
+    return states
+
+
+def _segments(pages: list[_Page]) -> list[tuple[_Seg, str]]:
+    """Runs of pages with the same Viterbi type, with their dominant types; neighbours whose
+    dominant types coincide (the dominant type needs evidence) are merged until stable."""
+    states = _viterbi(pages)
+    segs: list[_Seg] = []
+    for i, page in enumerate(pages):
+        if i > 0 and states[i] == states[i - 1]:
+            segs[-1].pages.append(page)
+        else:
+            segs.append(_Seg([page]))
+    merged = [(seg, seg.dominant()) for seg in segs]
+    changed = True
+    while changed:
+        changed = False
+        out: list[tuple[_Seg, str]] = []
+        for seg, dom in merged:
+            if out and out[-1][1] == dom:
+                combined = _Seg(out[-1][0].pages + seg.pages)
+                out[-1] = (combined, combined.dominant())
+                changed = True
+            else:
+                out.append((seg, dom))
+        merged = out
+    return merged
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+def _anchors(page: _Page, doc_type: str, unit: Unit | None) -> list[str]:
+    hits = page.analysis.hits.get(doc_type, [])
+    inside = [h for h in hits if unit is not None and unit.start <= h.start and h.end <= unit.end]
+    rest = [h for h in hits if h not in inside]
+    ordered = sorted(inside, key=lambda h: (-h.weight, h.start)) + sorted(
+        rest, key=lambda h: (-h.weight, h.start)
+    )
+    out: list[str] = []
+    seen: set[str] = set()
+    for h in ordered:
+        key = _norm(h.text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(h.text)
+            if len(out) >= MAX_ANCHORS:
+                break
+    return out
+
+
+def _verbatim(page: _Page, snippet: str) -> bool:
+    return (
+        SNIPPET_MIN <= len(snippet) <= SNIPPET_MAX
+        and snippet in page.text
+        and _norm(snippet) in page.norm_text
+    )
+
+
+def _evidence(seg: _Seg, doc_type: str, fallback: bool = False) -> list[Evidence]:
+    """1–3 evidence items for ``doc_type``: the units holding the most weight of its cues.
+    With ``fallback`` (the "Other" fallback without cues) the first usable units instead."""
+    ranked: list[tuple[tuple, _Page, Unit]] = []
+    for page in seg.pages:
+        page_score = page.score(doc_type)
+        for unit in page.analysis.units:
+            w = unit.scores.get(doc_type, 0.0)
+            if w > 0:
+                ranked.append(((-w, -page_score, page.num, unit.start), page, unit))
+            elif fallback:
+                ranked.append(((0.0, 0.0, page.num, unit.start), page, unit))
+    ranked.sort(key=lambda r: r[0])
+    chosen: list[tuple[_Page, Unit]] = []
+    for _, page, unit in ranked:
+        if any(p is page and not (unit.end <= u.start or unit.start >= u.end) for p, u in chosen):
+            continue
+        if not _verbatim(page, unit.text):
+            continue
+        chosen.append((page, unit))
+        if len(chosen) >= MAX_EVIDENCE:
+            break
+    return [
+        Evidence(snippet=unit.text, page=page.num, anchors_found=_anchors(page, doc_type, unit))
+        for page, unit in chosen
+    ]
+
+
+# --------------------------------------------------------------------------- shares
+
+
+def _round_shares(raw: dict[str, float], dominant: str, present: set[str]) -> dict[str, float]:
+    """Round to 4 decimals; every present type keeps at least MIN_PRESENT_SHARE; the remainder
+    goes to the dominant type so that the sum is 1 within float precision."""
+    total = sum(raw.values())
+    if total <= 0:
+        return {t: (1.0 if t == dominant else 0.0) for t in DOC_TYPES}
+    out: dict[str, float] = {}
+    for t in DOC_TYPES:
+        if t == dominant:
+            continue
+        share = round(raw[t] / total, 4)
+        if t in present:
+            share = max(share, MIN_PRESENT_SHARE)
+        out[t] = share
+    out[dominant] = round(1.0 - sum(out.values()), 4)
+    return {t: out[t] for t in DOC_TYPES}
+
+
+# --------------------------------------------------------------------------- classifier
+
+
+@dataclass
+class _SegResult:
+    segment: Segment
+    shares: dict[str, float]
+    levels: dict[str, str]
+    confidence: float
+
+
+def _classify_segment(index: int, seg: _Seg, dom: str) -> _SegResult:
+    totals = {t: seg.total(t) for t in DOC_TYPES}
+    peaks = {t: seg.peak(t) for t in DOC_TYPES}
+    dom_total = totals[dom]
+    has_cues = dom_total > 0 and seg.has_evidence(dom)
+
+    levels: dict[str, str] = {}
+    ratios: dict[str, float] = {}
+    for t in DOC_TYPES:
+        if t == dom:
+            levels[t] = PRIMARY
+            continue
+        ratio = totals[t] / dom_total if dom_total > 0 else 0.0
+        ratios[t] = ratio
+        if not has_cues or totals[t] <= 0 or not seg.has_evidence(t):
+            levels[t] = NO_EVIDENCE
+        elif ratio >= EMBEDDED_RATIO and peaks[t] >= EMBEDDED_MIN_PEAK:
+            levels[t] = EMBEDDED_RAW
+        elif ratio >= MENTION_RATIO and peaks[t] >= MENTION_MIN_PEAK:
+            levels[t] = MENTION_ONLY
+        else:
+            levels[t] = NO_EVIDENCE
+
+    evidence: dict[str, list[Evidence]] = {}
+    for t in DOC_TYPES:
+        if levels[t] == NO_EVIDENCE:
+            evidence[t] = []
+        else:
+            evidence[t] = _evidence(seg, t, fallback=(t == dom and not has_cues))
+            if not evidence[t] and t != dom:
+                levels[t] = NO_EVIDENCE  # cannot be backed by a verbatim snippet
+
+    present = {t for t in DOC_TYPES if levels[t] != NO_EVIDENCE}
+    raw = {t: SHARE_WEIGHT[levels[t]] * totals[t] for t in DOC_TYPES}
+    shares = _round_shares(raw, dom, present - {dom})
+
+    text_pages = [p for p in seg.pages if p.analysis.has_text]
+    if has_cues:
+        mean = dom_total / max(1, len(text_pages))
+        runner_up = max((totals[t] for t in DOC_TYPES if t != dom), default=0.0)
+        margin = max(0.0, (dom_total - runner_up) / dom_total)
+        strength = 1.0 - math.exp(-mean / 6.0)
+        dom_conf = 0.25 + 0.7 * strength * (0.35 + 0.65 * margin)
+    else:
+        dom_conf = FALLBACK_CONFIDENCE if text_pages else NO_TEXT_CONFIDENCE
+
+    classifications: list[TypeClassification] = []
+    for t in DOC_TYPES:
+        if t == dom:
+            conf = dom_conf
+        elif levels[t] == NO_EVIDENCE:
+            conf = 0.0
+        else:
+            conf = max(0.01, min(ratios[t], 0.9) * (1.0 - math.exp(-peaks[t] / 6.0)))
+        classifications.append(
+            TypeClassification(
+                doc_type=t,
+                presence_level=levels[t],
+                confidence=round(min(1.0, max(0.0, conf)), 4),
+                segment_share=shares[t] if levels[t] != NO_EVIDENCE else 0.0,
+                top_evidence=evidence[t],
+            )
+        )
+    segment = Segment(
+        segment_index=index,
+        page_start=seg.start,
+        page_end=seg.end,
+        segment_page_count=seg.end - seg.start + 1,
+        dominant_type=dom,
+        reasoning=_reasoning(seg, dom, has_cues, levels, ratios),
+        classifications=classifications,
+    )
+    return _SegResult(segment, shares, levels, round(min(1.0, max(0.0, dom_conf)), 4))
+
+
+def _cue_labels(seg: _Seg, t: str, limit: int = 5) -> list[str]:
+    """The lexicon labels of t's strongest cues in the segment (vocabulary, no patient data)."""
+    weights: dict[str, float] = {}
+    for p in seg.pages:
+        for h in p.analysis.hits.get(t, []):
+            weights[h.entry.label] = max(weights.get(h.entry.label, 0.0), h.weight)
+    return [k for k, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))][:limit]
+
+
+def _reasoning(seg: _Seg, dom: str, has_cues: bool, levels: dict[str, str],
+               ratios: dict[str, float]) -> str:
+    pages = f"page {seg.start}" if seg.start == seg.end else f"pages {seg.start}-{seg.end}"
+    if not has_cues:
+        if not any(p.analysis.has_text for p in seg.pages):
+            return f"No text on {pages}: defaulted to Other with low confidence."
+        return f"No lexicon cue of any type on {pages}: defaulted to Other with low confidence."
+    text = f"{dom} cues on {pages}: {', '.join(_cue_labels(seg, dom))}."
+    others = sorted((t for t in DOC_TYPES if t != dom and levels[t] != NO_EVIDENCE),
+                    key=lambda t: -ratios[t])
+    if others:
+        t = others[0]
+        text += (f" Also {t} ({levels[t]}, score ratio {ratios[t]:.2f}): "
+                 f"{', '.join(_cue_labels(seg, t, 3))}.")
+    return text
+
+
+def _pages(bundle: DocumentBundle) -> list[_Page]:
+    by_num: dict[int, str] = {}
+    for p in bundle.pages:
+        by_num.setdefault(p.page_num, p.text or "")  # first one wins, like bundle.page_text()
+    n = max([bundle.total_pages, 1, *by_num.keys()])
+    return [_Page(i, by_num.get(i, ""), analyse(by_num.get(i, ""))) for i in range(1, n + 1)]
+
+
+def classify_offline(bundle: DocumentBundle) -> ClassificationOutput:
+    """Classify one document without an LLM (see the module docstring for the algorithm)."""
+    pages = _pages(bundle)
+    n_pages = len(pages)
+    results = [_classify_segment(i, seg, dom) for i, (seg, dom) in enumerate(_segments(pages), 1)]
+
+    weights = {t: sum(r.shares[t] * r.segment.segment_page_count for r in results) / n_pages
+               for t in DOC_TYPES}
+    overall_levels = {
+        t: max((r.levels[t] for r in results), key=lambda lv: _LEVEL_RANK[lv]) for t in DOC_TYPES
+    }
+    doc_totals = {t: sum(p.score(t) for p in pages) for t in DOC_TYPES}
+    dominant = max(DOC_TYPES, key=lambda t: (weights[t], doc_totals[t], -DOC_TYPES.index(t)))
+    present = {t for t in DOC_TYPES if overall_levels[t] != NO_EVIDENCE and t != dominant}
+    overall = _round_shares(weights, dominant, present)
+    mixture = [
+        MixtureEntry(doc_type=t, presence_level=overall_levels[t],
+                     overall_share=overall[t] if overall_levels[t] != NO_EVIDENCE else 0.0)
+        for t in DOC_TYPES
+    ]
+
+    confidence = sum(r.confidence * r.segment.segment_page_count for r in results) / n_pages
+    empty = sum(1 for p in pages if not p.analysis.has_text)
+    notes = (
+        f"{IMPLEMENTATION}: deterministic lexicon/layout classifier (no LLM; lexicon "
+        f"{get_lexicon().version}); {len(results)} segment(s) over {n_pages} page(s)"
+        + (f"; {empty} page(s) without text" if empty else "")
+        + ". Weaker than an LLM classifier: read its confidence accordingly."
+    )
+    return ClassificationOutput(
+        doc_id=bundle.doc_id,
+        dominant_type_overall=dominant,
+        number_of_segments=len(results),
+        segments=[r.segment for r in results],
+        document_mixture=mixture,
+        vendor_signals=find_vendors(bundle.full_text()),
+        self_evaluation=SelfEvaluation(confidence=round(confidence, 4), notes=notes),
+        classifier=IMPLEMENTATION,
+    )

@@ -1,0 +1,227 @@
+"""Benchmark the offline classifier on the labelled real texts.
+
+Each record of ``<corpora>/text_labeled/combined_sample.jsonl`` ({id, corpus, proposed_doc_type,
+labels, text}) becomes a DocumentBundle (its text cut into pages of about 3,000 characters on
+paragraph boundaries); ``classify_offline`` classifies it and its ``dominant_type_overall`` is
+compared with ``proposed_doc_type``. Reports overall and per-corpus accuracy, per-type
+precision/recall/F1, the 5x5 confusion matrix and the throughput.
+
+    python scripts/bench_classifier.py [--corpora DIR] [--json] [--out FILE] [--no-write]
+
+The corpora folder comes from ``--corpora``, else ``DOCVERIFY_CORPORA``, else
+``<repo>/../shared/corpora``. Markdown goes to stdout and to ``docs/benchmarks/classifier.md``
+(``--json`` prints the figures as JSON instead). The report names records by id only: the
+corpus texts are not redistributable and never enter the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import pathlib
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
+    sys.path.insert(0, str(REPO / "plugins"))
+
+from docverify.classify.lexicon import get_lexicon  # noqa: E402
+from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
+from docverify.models import DOC_TYPES, DocumentBundle, Page  # noqa: E402
+
+SAMPLE = pathlib.Path("text_labeled") / "combined_sample.jsonl"
+PAGE_CHARS = 3000
+DEFAULT_OUT = REPO / "docs" / "benchmarks" / "classifier.md"
+
+
+def default_corpora() -> pathlib.Path:
+    env = os.environ.get("DOCVERIFY_CORPORA")
+    return pathlib.Path(env) if env else REPO.parent / "shared" / "corpora"
+
+
+def load_records(corpora: pathlib.Path) -> list[dict[str, Any]]:
+    path = corpora / SAMPLE
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def split_pages(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
+    """Cut ``text`` into pages of about ``page_chars`` characters: at the last paragraph break
+    (blank line) of the window, else the last line break, else the last sentence end, else the
+    last space (in the window's second half); a text without any becomes one empty page."""
+    pages: list[str] = []
+    start, n = 0, len(text)
+    while start < n:
+        if n - start <= page_chars:
+            cut = n
+        else:
+            lo, hi = start + page_chars // 2, start + page_chars
+            cut = -1
+            for sep in ("\n\n", "\n", ". ", " "):
+                i = text.rfind(sep, lo, hi)
+                if i > 0:
+                    cut = i + len(sep)
+                    break
+            if cut <= start:
+                cut = hi
+        page = text[start:cut].strip()
+        if page:
+            pages.append(page)
+        start = cut
+    return pages or [""]
+
+
+def to_bundle(record: dict[str, Any], page_chars: int = PAGE_CHARS) -> DocumentBundle:
+    texts = split_pages(record.get("text") or "", page_chars)
+    return DocumentBundle(
+        doc_id=str(record["id"]),
+        file_path=f"corpus://{record.get('corpus', '')}/{record['id']}",
+        total_pages=len(texts),
+        parser="bench:text-split",
+        pages=[Page(page_num=i, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
+               for i, t in enumerate(texts, 1)],
+    )
+
+
+def evaluate(records: Iterable[dict[str, Any]], page_chars: int = PAGE_CHARS) -> dict[str, Any]:
+    """Classify every record; return accuracy, per-corpus accuracy, per-type precision/recall,
+    the confusion matrix (``confusion[expected][predicted]``), throughput and the errors."""
+    records = list(records)
+    bundles = [to_bundle(r, page_chars) for r in records]
+    get_lexicon()  # compile outside the timing
+    t0 = time.perf_counter()
+    predictions = [classify_offline(b) for b in bundles]
+    seconds = time.perf_counter() - t0
+
+    confusion = {t: dict.fromkeys(DOC_TYPES, 0) for t in DOC_TYPES}
+    corpus_n: Counter[str] = Counter()
+    corpus_ok: Counter[str] = Counter()
+    errors: list[dict[str, Any]] = []
+    segments: Counter[int] = Counter()
+    for rec, out in zip(records, predictions, strict=True):
+        expected, predicted = rec["proposed_doc_type"], out.dominant_type_overall
+        confusion[expected][predicted] += 1
+        corpus_n[rec["corpus"]] += 1
+        segments[out.number_of_segments] += 1
+        if expected == predicted:
+            corpus_ok[rec["corpus"]] += 1
+        else:
+            errors.append({"id": rec["id"], "corpus": rec["corpus"], "expected": expected,
+                           "predicted": predicted, "confidence": out.self_evaluation.confidence})
+    n = len(records)
+    correct = sum(confusion[t][t] for t in DOC_TYPES)
+    per_type: dict[str, dict[str, Any]] = {}
+    for t in DOC_TYPES:
+        support = sum(confusion[t].values())
+        predicted_n = sum(confusion[e][t] for e in DOC_TYPES)
+        tp = confusion[t][t]
+        precision = tp / predicted_n if predicted_n else None
+        recall = tp / support if support else None
+        f1 = (2 * precision * recall / (precision + recall)
+              if precision and recall else (0.0 if support and predicted_n else None))
+        per_type[t] = {"support": support, "predicted": predicted_n, "precision": precision,
+                       "recall": recall, "f1": f1}
+    return {
+        "implementation": IMPLEMENTATION,
+        "lexicon_version": get_lexicon().version,
+        "date": _dt.date.today().isoformat(),
+        "documents": n,
+        "pages": sum(len(b.pages) for b in bundles),
+        "page_chars": page_chars,
+        "correct": correct,
+        "accuracy": correct / n if n else None,
+        "per_corpus": {c: {"documents": corpus_n[c], "correct": corpus_ok[c],
+                           "accuracy": corpus_ok[c] / corpus_n[c]} for c in sorted(corpus_n)},
+        "per_type": per_type,
+        "confusion": confusion,
+        "segments_per_document": {str(k): v for k, v in sorted(segments.items())},
+        "seconds": seconds,
+        "docs_per_second": n / seconds if seconds > 0 else None,
+        "errors": errors,
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def to_markdown(res: dict[str, Any], source: str = "") -> str:
+    short = {"Clinical Note": "Clinical", "Pathology Report": "Pathology",
+             "Genomic Report": "Genomic", "Radiology Report": "Radiology", "Other": "Other"}
+    lines = [
+        "# Offline classifier benchmark",
+        "",
+        f"- date: {res['date']}",
+        f"- implementation: `{res['implementation']}` (lexicon `{res['lexicon_version']}`)",
+        f"- data: {source or 'combined_sample.jsonl'} — {res['documents']} labelled real texts, "
+        f"cut into {res['pages']} pages of ~{res['page_chars']} characters",
+        "- metric: `dominant_type_overall` against `proposed_doc_type`",
+        f"- throughput: {res['docs_per_second']:.1f} documents/s "
+        f"({res['seconds']:.2f} s, one process)",
+        "",
+        f"**Overall accuracy: {_pct(res['accuracy'])}** ({res['correct']}/{res['documents']})",
+        "",
+        "## Per corpus",
+        "",
+        "| corpus | documents | correct | accuracy |",
+        "|---|---:|---:|---:|",
+    ]
+    for c, v in res["per_corpus"].items():
+        lines.append(f"| {c} | {v['documents']} | {v['correct']} | {_pct(v['accuracy'])} |")
+    lines += ["", "## Per type", "", "| type | support | predicted | precision | recall | F1 |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for t, v in res["per_type"].items():
+        lines.append(f"| {t} | {v['support']} | {v['predicted']} | {_pct(v['precision'])} | "
+                     f"{_pct(v['recall'])} | {_pct(v['f1'])} |")
+    lines += ["", "## Confusion matrix (rows: expected, columns: predicted)", "",
+              "| expected \\ predicted | " + " | ".join(short[t] for t in DOC_TYPES) + " |",
+              "|---|" + "---:|" * len(DOC_TYPES)]
+    for e in DOC_TYPES:
+        lines.append(f"| {short[e]} | " + " | ".join(str(res["confusion"][e][p]) for p in DOC_TYPES)
+                     + " |")
+    seg = ", ".join(f"{k}: {v}" for k, v in res["segments_per_document"].items())
+    lines += ["", f"Segments per document (count: documents): {seg}", "",
+              "## Misclassified records", ""]
+    if res["errors"]:
+        lines += ["| id | corpus | expected | predicted | confidence |", "|---|---|---|---|---:|"]
+        lines += [f"| {e['id']} | {e['corpus']} | {e['expected']} | {e['predicted']} | "
+                  f"{e['confidence']:.2f} |" for e in res["errors"]]
+    else:
+        lines.append("None.")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpora", type=pathlib.Path, default=None,
+                    help="corpora folder (default: $DOCVERIFY_CORPORA or <repo>/../shared/corpora)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
+                    help=f"Markdown report to write (default: {DEFAULT_OUT.relative_to(REPO)})")
+    ap.add_argument("--no-write", action="store_true", help="do not write the Markdown report")
+    ap.add_argument("--page-chars", type=int, default=PAGE_CHARS)
+    args = ap.parse_args(argv)
+
+    corpora = args.corpora or default_corpora()
+    if not (corpora / SAMPLE).is_file():
+        print(f"error: {corpora / SAMPLE} not found (use --corpora or DOCVERIFY_CORPORA)",
+              file=sys.stderr)
+        return 2
+    res = evaluate(load_records(corpora), args.page_chars)
+    md = to_markdown(res, source=f"`{SAMPLE.as_posix()}`")
+    if not args.no_write:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(md, encoding="utf-8")
+    print(json.dumps(res, indent=2) if args.json else md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
