@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.dags.conftest import AIRFLOW_ENV, REPO
+from tests.dags.airflow_env import AIRFLOW_ENV, REPO
 
 DAG_ID = "clinical_doc_verification"
 

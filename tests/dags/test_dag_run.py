@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from tests.dags.conftest import REPO, airflow_cmd
+from tests.dags.airflow_env import REPO, airflow_cmd
 
 DS = "2026-11-20"
 SAMPLES = REPO / "include" / "samples"
