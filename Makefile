@@ -27,8 +27,14 @@ $(STAMP): requirements.txt
 	$(UV) pip install --quiet --python $(PY) -r requirements.txt
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP)  ## lint, then the whole suite (pytest exits non-zero when it collects nothing)
+	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q
+
+bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput
+	$(PY) scripts/bench_parse.py
+	$(PY) scripts/bench_classifier.py
+	$(PY) scripts/bench_pipeline.py
 
 # ------------------------------------------------------------------ the nightly DAG, locally
 $(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml

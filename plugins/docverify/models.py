@@ -8,13 +8,13 @@ whose shape is wrong becomes a V1 ``SCHEMA_INVALID`` BLOCKER, never an exception
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class DocType(str, Enum):
+class DocType(StrEnum):
     CLINICAL_NOTE = "Clinical Note"
     PATHOLOGY_REPORT = "Pathology Report"
     GENOMIC_REPORT = "Genomic Report"
@@ -30,14 +30,14 @@ REPORT_TYPES: tuple[str, ...] = (
 )
 
 
-class PresenceLevel(str, Enum):
+class PresenceLevel(StrEnum):
     PRIMARY = "PRIMARY"
     EMBEDDED_RAW = "EMBEDDED_RAW"
     MENTION_ONLY = "MENTION_ONLY"
     NO_EVIDENCE = "NO_EVIDENCE"
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     BLOCKER = "BLOCKER"
     MAJOR = "MAJOR"
     MINOR = "MINOR"
@@ -46,7 +46,7 @@ class Severity(str, Enum):
 SEVERITY_ORDER = {Severity.BLOCKER: 0, Severity.MAJOR: 1, Severity.MINOR: 2}
 
 
-class Decision(str, Enum):
+class Decision(StrEnum):
     AUTO_ACCEPT = "AUTO_ACCEPT"
     AUTO_RETRY = "AUTO_RETRY"
     ESCALATE_TO_SME = "ESCALATE_TO_SME"

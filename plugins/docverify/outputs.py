@@ -9,7 +9,6 @@ from docverify.models import DocumentBundle, VerificationResult
 from docverify.sme import build_packet, now_iso, write_packet
 from docverify.store import ArtifactStore
 
-
 JsonWriter = Callable[[str, Any], Any]
 
 

@@ -21,7 +21,7 @@ def include_dir() -> pathlib.Path:
     return pathlib.Path(__file__).resolve().parents[2] / "include"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_rule(name: str) -> Any:
     """``include/rules/<name>.json``, parsed (cached: rules are read-only data)."""
     path = include_dir() / "rules" / f"{name}.json"

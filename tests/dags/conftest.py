@@ -7,7 +7,6 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-
 from tests.dags.airflow_env import _HOME, airflow_cmd
 
 

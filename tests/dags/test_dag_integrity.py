@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tests.dags.airflow_env import AIRFLOW_ENV, REPO
 
 DAG_ID = "clinical_doc_verification"

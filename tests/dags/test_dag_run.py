@@ -10,7 +10,6 @@ import re
 import shutil
 
 import pytest
-
 from tests.dags.airflow_env import REPO, airflow_cmd
 
 DS = "2026-11-20"

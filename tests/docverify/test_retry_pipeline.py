@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docverify.codes import make_issue
-from docverify.judges import ClassifyResult, Judge, JudgmentResult
+from docverify.examples import genomic_then_note, mutate, spec_auto_retry
+from docverify.judges import Judge, JudgmentResult
 from docverify.models import VerificationReport
 from docverify.pipeline import verify_document
 from docverify.retry import MAX_RETRIES, fingerprint, run_loop
-from docverify.examples import genomic_then_note, mutate, spec_auto_retry
+
 
 class RulesOnlyJudge(Judge):
     name = "test-rules-only"

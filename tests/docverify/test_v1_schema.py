@@ -2,9 +2,9 @@
 
 import pytest
 
+from docverify.examples import genomic_then_note, mutate
 from docverify.models import ClassificationOutput
 from docverify.verify import v1_schema
-from docverify.examples import genomic_then_note, mutate
 
 
 def v1(bundle, raw):

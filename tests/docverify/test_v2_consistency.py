@@ -2,9 +2,9 @@
 
 import pytest
 
+from docverify.examples import genomic_then_note, mutate
 from docverify.models import ClassificationOutput
 from docverify.verify import v2_consistency
-from docverify.examples import genomic_then_note, mutate
 
 SPEC_SHARES = {"Genomic Report": 0.50, "Clinical Note": 0.30, "Pathology Report": 0.10,
                "Radiology Report": 0.08, "Other": 0.08}

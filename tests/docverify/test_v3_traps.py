@@ -2,9 +2,9 @@
 
 import pytest
 
+from docverify.examples import bundle, classification, genomic_then_note, mutate
 from docverify.models import ClassificationOutput
 from docverify.verify import v3_traps
-from docverify.examples import bundle, classification, genomic_then_note, mutate
 
 CBC = ("Quest Diagnostics\nCBC WITH DIFFERENTIAL\nWBC 8.2 x10E3/uL  Reference range 3.4-10.8\n"
        "RBC 4.61  Hemoglobin 13.4 g/dL  Hematocrit 40.1 %\nPLT 250")

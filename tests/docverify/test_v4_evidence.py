@@ -2,9 +2,9 @@
 
 import pytest
 
+from docverify.examples import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
 from docverify.models import ClassificationOutput
 from docverify.verify import v4_evidence
-from docverify.examples import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
 
 
 def rule(b, c):
