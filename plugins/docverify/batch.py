@@ -33,6 +33,7 @@ from docverify.pipeline import AGENTS, AgentOutcome, assemble, run_agent, run_v1
 from docverify.resources import sha256_bytes
 from docverify.sme import build_packet, write_packet
 from docverify.store import ArtifactStore, dumps
+from docverify.verify.v1_schema import parse
 
 log = logging.getLogger("docverify.batch")
 lineage_log = logging.getLogger("docverify.lineage")
@@ -225,11 +226,17 @@ def _bundle_reusable(batch: Batch, doc: dict, parser: str) -> bool:
         return False
     head = batch.store.read_json(rel)
     if head.get("sha256") == doc["sha256"] and head.get("parser") == parser:
-        err = batch.run_rel(doc["doc_id"], "error.json")
-        if batch.store.exists(err):
-            batch.store.path(err).unlink()
+        _clear_error(batch, doc["doc_id"])
         return True
     return False
+
+
+def _clear_error(batch: Batch, doc_id: str) -> None:
+    """Forget an earlier run's error for a document that now gets through (a re-run after a
+    transient fault)."""
+    err = batch.run_rel(doc_id, "error.json")
+    if batch.store.exists(err):
+        batch.store.path(err).unlink()
 
 
 def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats) -> None:
@@ -243,8 +250,7 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
         return
     bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})
     batch.store.write_json(bundle_rel, bundle)
-    if batch.store.exists(err_rel):
-        batch.store.path(err_rel).unlink()
+    _clear_error(batch, doc_id)
     lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
             pages=bundle.total_pages, has_tables=any(p.layout_metadata.has_tables for p in bundle.pages),
             output_uri=batch.store.uri(bundle_rel))
@@ -306,6 +312,7 @@ async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats
         lineage("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED", exception=type(exc).__name__)
         return
     stats.usage.add(result.usage)
+    _clear_error(batch, doc_id)
     batch.write_if_changed(rel, result.classification)
     batch.write_if_changed(meta_rel, {"source": "classifier", "judge": judge.name, "implementation": result.implementation,
                                       "bundle_sha256": bundle.sha256})
@@ -374,8 +381,6 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
         if raw is None:
             return
         bundle = _bundle(batch, doc_id)
-        from docverify.verify.v1_schema import parse
-
         cls, _ = parse(raw)
         if cls is None:  # SCHEMA_INVALID: V1 already reported it; nothing else can be read
             _save_outcome(batch, doc_id, agent, AgentOutcome([], []))
@@ -424,9 +429,7 @@ def arbiter(batch: Batch) -> dict:
             outcomes = [o or AgentOutcome([], []) for o in outcomes]
             outcomes.append(AgentOutcome([make_issue(
                 "VERIFICATION_INCOMPLETE", f"No result from {', '.join(missing)} for this document",
-                agent=missing[0] if missing[0] != "V1" else "V1")], []))
-        from docverify.verify.v1_schema import parse
-
+                agent=missing[0])], []))
         cls, _ = parse(raw)
         report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
         decision = decide(report.issues)
@@ -504,8 +507,6 @@ def _single_attempt_result(batch: Batch, doc_id: str) -> VerificationResult:
     report = _attempt0(batch, doc_id)
     rec = attempt_record(report)
     raw = _classification(batch, doc_id)
-    from docverify.verify.v1_schema import parse
-
     cls, _ = parse(raw)
     return make_result(doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", "")
 

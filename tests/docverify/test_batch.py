@@ -1,0 +1,102 @@
+"""The DAG's stages as plain functions (no Airflow): faults end in a decision, never in a
+failed batch or a silent accept; re-runs are idempotent."""
+
+import json
+import shutil
+
+import pytest
+
+from docverify import batch as B
+from docverify import report
+from docverify.judges import OfflineJudge
+from docverify.store import ArtifactStore
+
+DS = "2026-11-20"
+
+
+class ExplodingClassifier(OfflineJudge):
+    """The offline judge whose classifier fails, as a broken LLM endpoint would."""
+
+    name = "test-exploding-classifier"
+
+    async def classify(self, bundle):
+        raise ConnectionError("endpoint down")
+
+
+def make_batch(tmp_path, repo_dir, names):
+    incoming = tmp_path / "incoming" / DS
+    incoming.mkdir(parents=True)
+    for n in names:
+        for f in (repo_dir / "include" / "samples").glob(f"{n}*"):
+            shutil.copy(f, incoming / f.name)
+    return B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="test")
+
+
+def run_all(b, judge):
+    B.discover(b)
+    B.layout_local(b, workers=1, timeout_s=60)
+    for i, shard in enumerate(B.plan_shards(b, shard_size=2)):
+        B.classify_shard(b, shard, judge, str(i))
+        B.v1_shard(b, shard, str(i))
+        for agent in ("V2", "V3", "V4"):
+            B.agent_shard(b, agent, shard, judge, str(i))
+    routes = B.arbiter(b)
+    for i, shard in enumerate(B.retry_shards(b)):
+        B.auto_fix_retry_shard(b, shard, judge, str(i))
+    B.accept(b)
+    B.write_sme_packets(b)
+    return routes, report.write(b)
+
+
+def test_classifier_fault_escalates_the_document_not_the_batch(tmp_path, repo_dir):
+    b = make_batch(tmp_path, repo_dir, ["genomic_brca_ngs", "retry_shares"])
+    routes, out = run_all(b, ExplodingClassifier())
+    rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
+    by_id = {d["doc_id"]: d for d in rep["per_document"]}
+    assert by_id["genomic_brca_ngs"]["final_decision"] == "ESCALATE_TO_SME"
+    assert by_id["genomic_brca_ngs"]["error"] == "CLASSIFICATION_FAILED"
+    packet = json.loads((tmp_path / "sme_packets" / "sme_packet_genomic_brca_ngs.json").read_text())
+    assert packet["error"]["error"] == "CLASSIFICATION_FAILED" and "endpoint down" not in json.dumps(packet)
+    # the document with a provided classification is unaffected by the classifier's fault
+    assert by_id["retry_shares"]["final_decision"] == "AUTO_ACCEPT"
+
+
+def test_missing_verifier_result_is_never_a_silent_accept(tmp_path, repo_dir):
+    b = make_batch(tmp_path, repo_dir, ["genomic_brca_ngs"])
+    B.discover(b)
+    B.layout_local(b, workers=1)
+    [shard] = B.plan_shards(b)
+    judge = OfflineJudge()
+    B.classify_shard(b, shard, judge)
+    B.v1_shard(b, shard)
+    B.agent_shard(b, "V2", shard, judge)
+    B.agent_shard(b, "V3", shard, judge)  # V4's task "failed": no result
+    routes = B.arbiter(b)
+    assert routes["counts"]["write_sme_packets"] == 1
+    rep = b.store.read_json(f"runs/{DS}/genomic_brca_ngs/attempt_0/report.json")
+    assert [i["code"] for i in rep["issues"]] == ["VERIFICATION_INCOMPLETE"]
+
+
+def test_rerun_is_idempotent_and_reuses(tmp_path, repo_dir):
+    b = make_batch(tmp_path, repo_dir, ["note_mts_19", "retry_shares", "corrupt_truncated"])
+    run_all(b, OfflineJudge())
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.json") if "_stages" not in p.parts and "reports" not in p.parts}
+    stats = B.layout_local(b, workers=1)
+    assert stats["cache_hits"] == 2  # the corrupt file is parsed again (its error may be transient)
+    run_all(b, OfflineJudge())
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*.json") if "_stages" not in p.parts and "reports" not in p.parts}
+    assert after == before
+
+
+@pytest.mark.parametrize("max_documents,expected", [(0, 3), (2, 2)])
+def test_discover_limits_and_counts(tmp_path, repo_dir, max_documents, expected):
+    b = make_batch(tmp_path, repo_dir, ["note_mts_19", "retry_shares", "corrupt_truncated"])
+    out = B.discover(b, max_documents)
+    assert out["documents"] == expected
+    manifest = b.manifest()
+    assert manifest["skipped_over_max_documents"] == 3 - expected
+    assert {d["doc_id"] for d in manifest["documents"] if d["classification_rel"]} <= {"retry_shares"}
+
+
+def test_doc_ids_are_safe_names():
+    assert B.doc_id_for("incoming/x/Report 7 (final).PDF") == "Report_7_final"
