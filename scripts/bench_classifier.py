@@ -42,7 +42,11 @@ DEFAULT_OUT = REPO / "docs" / "benchmarks" / "classifier.md"
 
 def default_corpora() -> pathlib.Path:
     env = os.environ.get("DOCVERIFY_CORPORA")
-    return pathlib.Path(env) if env else REPO.parent / "shared" / "corpora"
+    if env:
+        return pathlib.Path(env)
+    from docverify.resources import default_corpora_dir
+
+    return default_corpora_dir()
 
 
 def load_records(corpora: pathlib.Path) -> list[dict[str, Any]]:

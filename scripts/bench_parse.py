@@ -234,7 +234,9 @@ def _versions() -> dict[str, str]:
 
 
 def _corpora(arg: str | None) -> pathlib.Path:
-    base = pathlib.Path(arg or os.environ.get("DOCVERIFY_CORPORA") or (REPO.parent / "shared" / "corpora"))
+    from docverify.resources import default_corpora_dir
+
+    base = pathlib.Path(arg) if arg else default_corpora_dir()
     return base / "pdfs" if (base / "pdfs").is_dir() else base
 
 

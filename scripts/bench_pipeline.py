@@ -32,7 +32,9 @@ from docverify.pipeline import verify_document  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--corpora", default=os.environ.get("DOCVERIFY_CORPORA", str(ROOT.parent / "shared" / "corpora")))
+    from docverify.resources import default_corpora_dir
+
+    ap.add_argument("--corpora", default=str(default_corpora_dir()))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()

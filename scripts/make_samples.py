@@ -219,7 +219,11 @@ def corpora_dir(arg: str | None) -> pathlib.Path:
     if arg:
         return pathlib.Path(arg)
     env = os.environ.get("DOCVERIFY_CORPORA")
-    return pathlib.Path(env) if env else ROOT.parent / "shared" / "corpora"
+    if env:
+        return pathlib.Path(env)
+    from docverify.resources import default_corpora_dir
+
+    return default_corpora_dir()
 
 
 def load_records(corpora: pathlib.Path) -> dict[str, dict]:

@@ -13,8 +13,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _corpora() -> pathlib.Path:
-    env = os.environ.get("DOCVERIFY_CORPORA")
-    return pathlib.Path(env) if env else (REPO.parent / "shared" / "corpora")
+    from docverify.resources import default_corpora_dir
+
+    return default_corpora_dir()
 
 
 @pytest.fixture(scope="session")
