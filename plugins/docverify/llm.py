@@ -59,7 +59,7 @@ from docverify.models import (
     PresenceLevel,
     Severity,
 )
-from docverify.resources import include_dir, sha256_bytes
+from docverify.resources import include_dir, read_include, sha256_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -99,14 +99,7 @@ def prompt_path(name: str):
 
 
 def _prompt_bytes(name: str) -> bytes:
-    path = prompt_path(name)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(
-            f"prompt file {path} is missing: prompts ship with the repository under include/prompts/ "
-            f"(set DOCVERIFY_INCLUDE_DIR if include/ lives elsewhere)"
-        ) from exc
+    return read_include(f"prompts/{prompt_path(name).name}")
 
 
 def prompt_hash(name: str) -> str:

@@ -21,17 +21,23 @@ def include_dir() -> pathlib.Path:
     return pathlib.Path(__file__).resolve().parents[2] / "include"
 
 
+def read_include(rel: str) -> bytes:
+    """The bytes of ``include/<rel>``; a missing file is an error that says where it belongs."""
+    path = include_dir() / rel
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
+        raise FileNotFoundError(
+            f"{path} is missing: it ships with the repository under include/{folder} "
+            f"(set DOCVERIFY_INCLUDE_DIR if include/ lives elsewhere)"
+        ) from exc
+
+
 @functools.cache
 def load_rule(name: str) -> Any:
     """``include/rules/<name>.json``, parsed (cached: rules are read-only data)."""
-    path = include_dir() / "rules" / f"{name}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(
-            f"rule file {path} is missing: it ships with the repository under include/rules/ "
-            f"(set DOCVERIFY_INCLUDE_DIR if include/ lives elsewhere)"
-        ) from exc
+    return json.loads(read_include(f"rules/{name}.json").decode("utf-8"))
 
 
 def sha256_bytes(data: bytes) -> str:
