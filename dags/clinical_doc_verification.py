@@ -124,16 +124,32 @@ def clinical_doc_verification():
     def batch_report() -> dict:
         return T.batch_report(get_current_context())
 
-    shards = plan_shards(layout(discover()))
-    checked = v1_schema.expand(shard=classify.expand(shard=shards))
+    @task(trigger_rule="one_failed", retries=0)
+    def fail_run_if_a_task_failed() -> None:
+        """batch_report runs whatever happened (all_done), so as the only leaf it would mark a
+        run with a failed task successful. This leaf runs only when a task failed, and fails."""
+        T.fail_run(get_current_context())
+
+    found = discover()
+    laid_out = layout(found)
+    shards = plan_shards(laid_out)
+    classified = classify.expand(shard=shards)
+    checked = v1_schema.expand(shard=classified)
+    verifiers = [v2_consistency.expand(shard=checked), v3_traps.expand(shard=checked),
+                 v4_evidence.expand(shard=checked)]
     arbiter = v5_arbiter()
-    [v2_consistency.expand(shard=checked), v3_traps.expand(shard=checked), v4_evidence.expand(shard=checked)] >> arbiter
+    verifiers >> arbiter
     retry_shards = plan_retry_shards()
     retry = auto_fix_retry.expand(shard=retry_shards)
     routes = [accept(), write_sme_packets()]
     arbiter >> [retry_shards, *routes]
     retry >> routes
-    routes >> batch_report()
+    report = batch_report()
+    routes >> report
+    # not downstream of the branch itself: a branch skips every direct downstream it does not
+    # follow; a failure of v5_arbiter still reaches the watcher as upstream_failed of its routes
+    [found, laid_out, shards, classified, checked, *verifiers, retry_shards, retry, *routes, report] \
+        >> fail_run_if_a_task_failed()
 
 
 clinical_doc_verification()

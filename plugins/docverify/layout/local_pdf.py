@@ -16,10 +16,11 @@ Three entry points:
 * :func:`parse_many_bounded` — a shard of files over a few long-lived child processes, each file
   still time-bounded; this is what the nightly DAG's layout task calls.
 
-Children are started with the ``forkserver`` context where available, else ``spawn`` — never
-``fork``: Airflow task processes are threaded. Results cross the process boundary as JSON.
-Note that workers forked from the fork server see the environment and working directory of the
-fork server's start, plus the caller's ``sys.path`` and cwd at each worker start.
+Children are fresh interpreters (``python -m docverify.layout.worker``, the caller's
+``sys.path`` and environment) speaking one JSON message per line over stdin/stdout — not
+multiprocessing, whose spawn/forkserver children re-import the parent's ``__main__`` file (inside
+an Airflow task, the ``airflow`` entry script, which fails there) and never ``fork`` (Airflow task
+processes are threaded).
 
 Page text. PDFium's text of a page is split into its lines; every line is normalised (no NUL or
 other control characters, ``\\t`` → space, PDFium's U+FFFE line-break hyphen → ``-``,
@@ -65,13 +66,14 @@ import datetime as _dt
 import hashlib
 import importlib
 import json
-import multiprocessing
 import multiprocessing.connection
 import os
 import pathlib
 import re
 import signal
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import unicodedata
@@ -243,19 +245,18 @@ def parse_many_bounded(
     def job_bytes(path: str) -> bytes:
         return json.dumps({"path": path, "kw": {**kw, **per_file.get(path, {})}}).encode()
 
-    ctx = _mp_context()
     n_workers = max(1, min(int(workers), len(pending)))
     pool: list[_Worker] = []
     try:
         while pending or any(w.job is not None for w in pool):
             while len(pool) < n_workers and pending:
-                w = _Worker(ctx, spec, startup_timeout_s)
+                w = _Worker(spec, startup_timeout_s)
                 w.job = pending.popleft()  # sent once the worker reports ready
                 pool.append(w)
             waitables: list[Any] = []
             for w in pool:
                 if w.job is not None:
-                    waitables += [w.conn, w.proc.sentinel]
+                    waitables += [w.conn] + ([w.proc.sentinel] if w.proc.sentinel >= 0 else [])
             now = time.monotonic()
             wait_s = max(0.0, min(w.deadline for w in pool if w.job is not None) - now)
             ready = multiprocessing.connection.wait(waitables, timeout=wait_s)
@@ -341,39 +342,10 @@ def _send_job(w: _Worker, path: str, job_bytes, timeout_s: float, pool: list, pe
         w.kill()
 
 
-_PRELOAD_DONE = False
-
-
-def _mp_context() -> multiprocessing.context.BaseContext:
-    """forkserver where available (Linux, macOS), else spawn. Never fork (threaded parents).
-
-    The fork server (started once per process, single-threaded) is asked to preload this module
-    in addition to whatever it preloads already, so a new worker costs a fork instead of a fresh
-    import of pypdfium2 and pydantic (~0.6 s). This only takes effect if the server has not been
-    started yet; workers are correct either way.
-    """
-    global _PRELOAD_DONE
-    methods = multiprocessing.get_all_start_methods()
-    if "forkserver" not in methods:
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    if not _PRELOAD_DONE:
-        _PRELOAD_DONE = True
-        try:
-            from multiprocessing import forkserver as _fs
-
-            current = list(getattr(_fs._forkserver, "_preload_modules", ["__main__"]))
-            if __name__ not in current:
-                ctx.set_forkserver_preload([*current, __name__])
-        except Exception:  # pragma: no cover - private layout changed: no preload, still correct
-            pass
-    return ctx
-
-
-def _poll(conn: multiprocessing.connection.Connection) -> bool:
+def _poll(conn: _PipeConn) -> bool:
     try:
         return conn.poll()
-    except (EOFError, OSError):
+    except (EOFError, OSError, ValueError):
         return False
 
 
@@ -388,9 +360,96 @@ def _describe_exit(code: int | None) -> str:
     return str(code)
 
 
+#: pids of the parse workers alive in this process (tests check none is left behind).
+_LIVE: set[int] = set()
+
+
+def live_worker_pids() -> set[int]:
+    return {pid for pid in _LIVE if _alive(pid)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover
+        return True
+    return True
+
+
+class _PipeConn:
+    """One JSON message per line over the worker's stdin/stdout."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self._in, self._out = proc.stdin, proc.stdout
+
+    def fileno(self) -> int:
+        return self._out.fileno()
+
+    def poll(self) -> bool:
+        import select
+
+        return bool(select.select([self._out], [], [], 0)[0])
+
+    def send_bytes(self, data: bytes) -> None:
+        self._in.write(data + b"\n")
+        self._in.flush()
+
+    def recv_bytes(self) -> bytes:
+        line = self._out.readline()
+        if not line.endswith(b"\n"):
+            raise EOFError("parse worker closed its output")
+        return line
+
+    def close(self) -> None:
+        for f in (self._in, self._out):
+            with contextlib.suppress(OSError, ValueError):
+                f.close()
+
+
+class _ProcHandle:
+    """The small part of ``multiprocessing.Process`` the pool loop uses, on a Popen."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self._p = proc
+        self._pidfd = None
+        with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: readable when the child exits
+            self._pidfd = os.pidfd_open(proc.pid)
+        self.sentinel = self._pidfd if self._pidfd is not None else -1
+
+    def is_alive(self) -> bool:
+        return self._p.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._p.wait(timeout)
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._p.poll()
+
+    def kill(self) -> None:
+        self._p.kill()
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+        if self._p.poll() is not None:
+            _LIVE.discard(self._p.pid)
+
+
 @dataclass
 class _Worker:
-    ctx: Any
+    """A parse worker: a fresh interpreter running ``python -m docverify.layout.worker``.
+
+    Not multiprocessing: its spawn and forkserver children re-import the parent's ``__main__``
+    file, which inside an Airflow task is the ``airflow`` entry script — that import fails in the
+    task runner (seen in a real scheduler run; ``airflow dags test`` hides it). A subprocess
+    starts clean, with the parent's ``sys.path``."""
+
     spec: str
     startup_timeout_s: float
     job: str | None = None
@@ -400,13 +459,14 @@ class _Worker:
     conn: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        parent_conn, child_conn = self.ctx.Pipe(duplex=True)
-        self.proc = self.ctx.Process(
-            target=_worker_main, args=(child_conn, self.spec), name="docverify-parse", daemon=True
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "docverify.layout.worker", self.spec],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
         )
-        self.proc.start()
-        child_conn.close()
-        self.conn = parent_conn
+        _LIVE.add(popen.pid)
+        self.proc = _ProcHandle(popen)
+        self.conn = _PipeConn(popen)
         self.deadline = time.monotonic() + self.startup_timeout_s
 
     def kill(self) -> None:
@@ -428,10 +488,8 @@ class _Worker:
             self.close()
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.conn.close()
-        with contextlib.suppress(ValueError):  # still running (join timed out)
-            self.proc.close()
+        self.conn.close()
+        self.proc.close()
 
 
 def _resolve_parse_fn(spec: str):
@@ -441,24 +499,31 @@ def _resolve_parse_fn(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
-def _worker_main(conn: multiprocessing.connection.Connection, spec: str) -> None:
-    """Child loop: report ready, then answer one JSON job at a time until told to stop."""
+def worker_main(spec: str) -> None:
+    """Child loop (``python -m docverify.layout.worker SPEC``): report ready, then answer one
+    JSON job per line until told to stop. stdout carries only the protocol: anything a library
+    prints goes to stderr."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+
+    def send(obj: Any) -> None:
+        out.write(json.dumps(obj).encode() + b"\n")
+        out.flush()
+
     try:
         fn = _resolve_parse_fn(spec)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
-        conn.send_bytes(json.dumps({"startup_error": f"{spec}: {type(exc).__name__}: {exc}"}).encode())
+        send({"startup_error": f"{spec}: {type(exc).__name__}: {exc}"})
         return
-    conn.send_bytes(b'{"ready": true}')
-    while True:
-        try:
-            job = json.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return  # parent gone
+    send({"ready": True})
+    for line in sys.stdin.buffer:
+        job = json.loads(line)
         if job is None:
             return
-        conn.send_bytes(json.dumps(_run_job(fn, job["path"], job["kw"])).encode())
+        send(_run_job(fn, job["path"], job["kw"]))
 
 
 def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:

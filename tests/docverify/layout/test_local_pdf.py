@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import csv
 import hashlib
-import multiprocessing
 import os
 import pathlib
 import pickle
@@ -19,6 +18,7 @@ import time
 
 import pytest
 
+from docverify.layout import local_pdf
 from docverify.layout.errors import PARSE_ERROR_CODES, ParseError
 from docverify.layout.local_pdf import (
     PARSER_ID,
@@ -205,7 +205,7 @@ def test_parse_many_bounded_over_the_corpus(corpora_dir):
     assert time.monotonic() - t0 < 120
     assert set(seen) == {str(p) for p in paths}
     assert {pathlib.Path(p).name: _outcome(r) for p, r in seen.items()} == EXPECTED
-    assert not [p for p in multiprocessing.active_children() if p.name == "docverify-parse"]
+    assert not local_pdf.live_worker_pids()
 
 
 def test_empty_user_password_files_open_with_text(corpora_dir):
@@ -332,7 +332,7 @@ def test_timeout_kills_the_child(corpora_dir, tmp_path):
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped
-    assert not [p for p in multiprocessing.active_children() if p.name == "docverify-parse"]
+    assert not local_pdf.live_worker_pids()
 
 
 def test_crash_of_the_child_is_corrupt(corpora_dir):
@@ -377,7 +377,7 @@ def test_closing_the_generator_stops_the_workers(corpora_dir):
     gen = parse_many_bounded(sorted(_pdfs(corpora_dir).glob("*.pdf")), workers=2, timeout_s=TIMEOUT_S)
     next(gen)
     gen.close()
-    assert not [p for p in multiprocessing.active_children() if p.name == "docverify-parse"]
+    assert not local_pdf.live_worker_pids()
 
 
 def test_truncated_pdfs_never_raise_anything_else(tmp_path, prose_pdf):
