@@ -24,13 +24,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from docverify.arbiter import decide
 from docverify.codes import make_issue
 from docverify.judges import Judge, Usage
 from docverify.models import DocumentBundle, Issue, VerificationResult
 from docverify.outputs import write_outcome
 from docverify.pipeline import AGENTS, AgentOutcome, assemble, run_agent, run_v1, verify_document
 from docverify.resources import sha256_bytes
+from docverify.retry import attempt_record, make_result
 from docverify.sme import build_packet, write_packet
 from docverify.store import ArtifactStore, dumps
 from docverify.verify.v1_schema import parse
@@ -432,10 +432,14 @@ def arbiter(batch: Batch) -> dict:
                 agent=missing[0])], []))
         cls, _ = parse(raw)
         report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
-        decision = decide(report.issues)
+        rec = attempt_record(report)
+        decision = rec.decision
         base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
         batch.write_if_changed(f"{base}/report.json", report)
         batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
+        if decision.decision != "AUTO_RETRY":  # decided on attempt 0: this is the final result
+            batch.write_if_changed(_final_rel(batch, doc_id), make_result(
+                doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
         route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
             decision.decision]
         routes[route].append(doc_id)
@@ -500,31 +504,21 @@ def _write_result(batch: Batch, result: VerificationResult) -> None:
     write_attempts(batch.store, batch.ds, result, batch.write_if_changed)
 
 
-def _single_attempt_result(batch: Batch, doc_id: str) -> VerificationResult:
-    """The final result of a document decided on attempt 0 (no retry)."""
-    from docverify.retry import attempt_record, make_result
-
-    report = _attempt0(batch, doc_id)
-    rec = attempt_record(report)
-    raw = _classification(batch, doc_id)
-    cls, _ = parse(raw)
-    return make_result(doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", "")
-
-
 def _final_results(batch: Batch) -> dict[str, VerificationResult]:
+    """The final result of every verified document: written by the arbiter for documents it
+    decided on attempt 0, by the retry for the others."""
     routes = batch.store.read_json(batch.routes_rel)["routes"]
+    errors = _errors(batch)
+    retried = set(routes["auto_fix_retry"])
     out = {}
-    for doc_id in routes["accept"] + routes["write_sme_packets"]:
-        if doc_id in _errors(batch):
+    for doc_id in routes["accept"] + routes["write_sme_packets"] + routes["auto_fix_retry"]:
+        rel = _final_rel(batch, doc_id)
+        if doc_id in errors or not batch.store.exists(rel):
             continue
-        res = _single_attempt_result(batch, doc_id)
-        batch.write_if_changed(_final_rel(batch, doc_id), res)
+        res = VerificationResult.model_validate(batch.store.read_json(rel))
+        if doc_id in retried and len(res.attempts) == 1 and res.stop_reason == "arbiter":
+            continue  # an earlier run's attempt-0 result: the retry has not run for it
         out[doc_id] = res
-    for doc_id in routes["auto_fix_retry"]:
-        if batch.store.exists(_final_rel(batch, doc_id)):
-            res = VerificationResult.model_validate(batch.store.read_json(_final_rel(batch, doc_id)))
-            if len(res.attempts) > 1 or res.stop_reason != "arbiter":
-                out[doc_id] = res
     return out
 
 

@@ -52,25 +52,33 @@ def run_v1(bundle: DocumentBundle, raw: Any) -> tuple[ClassificationOutput | Non
     return cls, AgentOutcome(issues, [run])
 
 
-def rule_blocker(bundle: DocumentBundle, cls: ClassificationOutput) -> bool:
-    """Did any rule phase (V1–V4) find a BLOCKER? Rule phases are cheap and pure, so a task
-    that needs the answer (V2's judgment) recomputes it instead of waiting for the others."""
-    issues = v1_schema.check(bundle, cls) + [i for a in AGENTS for i in _RULES[a](bundle, cls)]
-    return any(i.severity == Severity.BLOCKER.value for i in issues)
+def rule_phases(bundle: DocumentBundle, cls: ClassificationOutput,
+                v1_issues: list[Issue] | None = None) -> dict[str, list[Issue]]:
+    """The rule-phase issues of V1–V4 (pure, milliseconds to a little more for V4's lookups)."""
+    phases = {"V1": v1_schema.check(bundle, cls) if v1_issues is None else v1_issues}
+    phases.update({a: _RULES[a](bundle, cls) for a in AGENTS})
+    return phases
+
+
+def _any_blocker(phases: dict[str, list[Issue]]) -> bool:
+    return any(i.severity == Severity.BLOCKER.value for issues in phases.values() for i in issues)
 
 
 async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutput, judge: Judge,
-                    *, any_rule_blocker: bool | None = None) -> AgentOutcome:
-    """Rule phase + judgment phase of V2, V3 or V4."""
-    rules = _RULES[agent](bundle, cls)
+                    *, phases: dict[str, list[Issue]] | None = None) -> AgentOutcome:
+    """Rule phase + judgment phase of V2, V3 or V4.
+
+    ``phases`` are this attempt's rule phases when the caller already has them. Without them,
+    V2 computes all four itself (its judgment is skipped when any rule phase found a BLOCKER;
+    a DAG task recomputes them rather than wait for the other verifiers' tasks)."""
+    if phases is None:
+        phases = rule_phases(bundle, cls) if agent == "V2" else {agent: _RULES[agent](bundle, cls)}
+    rules = phases[agent]
     runs = [VerifierRun(agent=agent, phase="rules", implementation="rules-v1", issue_count=len(rules))]
-    if agent == "V2":
-        if any_rule_blocker is None:
-            any_rule_blocker = rule_blocker(bundle, cls)
-        if any_rule_blocker:
-            runs.append(VerifierRun(agent="V2", phase="judgment", implementation=judge.name, skipped=True,
-                                    skip_reason="a rule phase found a BLOCKER (spec: no LLM on broken structure)"))
-            return AgentOutcome(rules, runs)
+    if agent == "V2" and _any_blocker(phases):
+        runs.append(VerifierRun(agent="V2", phase="judgment", implementation=judge.name, skipped=True,
+                                skip_reason="a rule phase found a BLOCKER (spec: no LLM on broken structure)"))
+        return AgentOutcome(rules, runs)
     method = {"V2": judge.judge_consistency, "V3": judge.judge_context, "V4": judge.judge_evidence}[agent]
     result: JudgmentResult = await method(bundle, cls)
     u = result.usage
@@ -95,8 +103,8 @@ async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Jud
     cls, v1 = run_v1(bundle, classification)
     if cls is None:
         return assemble(bundle.doc_id, attempt, classification, [v1])
-    blocker = any(i.severity == Severity.BLOCKER.value for i in v1.issues) or rule_blocker(bundle, cls)
-    outcomes = await asyncio.gather(*(run_agent(a, bundle, cls, judge, any_rule_blocker=blocker) for a in AGENTS))
+    phases = rule_phases(bundle, cls, v1.issues)  # once per attempt, shared by the three agents
+    outcomes = await asyncio.gather(*(run_agent(a, bundle, cls, judge, phases=phases) for a in AGENTS))
     if usage is not None:
         for o in outcomes:
             usage.add(o.usage)
