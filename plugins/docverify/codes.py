@@ -64,9 +64,6 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("EVIDENCE_WEAK", "V4", _M, False, "IG-6", "Evidence is generic or too short to support the label"),
         # Any judgment phase
         CodeSpec("VERIFICATION_INCOMPLETE", "ANY", _M, False, "IG-11", "A judgment could not be completed"),
-        # Pipeline — the document itself
-        CodeSpec("DOCUMENT_UNREADABLE", "PIPELINE", _B, False, "IG-0", "The PDF could not be turned into page text"),
-        CodeSpec("CLASSIFICATION_FAILED", "PIPELINE", _B, False, "IG-0", "No classification could be produced"),
     )
 }
 

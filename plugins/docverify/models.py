@@ -37,6 +37,10 @@ class PresenceLevel(StrEnum):
     NO_EVIDENCE = "NO_EVIDENCE"
 
 
+#: Strength of a presence level (the strongest wins when levels are combined).
+PRESENCE_RANK = {"PRIMARY": 3, "EMBEDDED_RAW": 2, "MENTION_ONLY": 1, "NO_EVIDENCE": 0}
+
+
 class Severity(StrEnum):
     BLOCKER = "BLOCKER"
     MAJOR = "MAJOR"
@@ -152,7 +156,7 @@ class ClassificationOutput(_Model):
 
 class Issue(_Model):
     issue_id: str
-    agent: Literal["V1", "V2", "V3", "V4", "PIPELINE"]
+    agent: Literal["V1", "V2", "V3", "V4"]
     severity: Severity
     message: str
     location: str = ""

@@ -25,7 +25,6 @@ import json
 import os
 import pathlib
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel
@@ -127,17 +126,6 @@ class ArtifactStore:
             return []
         names = [p.name for p in d.iterdir() if p.is_file() and p.name.endswith(suffix)]
         return sorted(n for n in names if not n.startswith(".tmp-"))
-
-    def walk_files(self, rel_dir: str) -> Iterator[str]:
-        d = self.path(rel_dir)
-        if not d.exists():
-            return
-        for p in sorted(d.iterdir(), key=lambda x: x.name):
-            rel = f"{rel_dir.rstrip('/')}/{p.name}"
-            if p.is_dir():
-                yield from self.walk_files(rel)
-            elif not p.name.startswith(".tmp-"):
-                yield rel
 
     # ------------------------------------------------------------------ writes
     def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = True) -> bool:

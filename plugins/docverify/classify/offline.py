@@ -63,6 +63,7 @@ from docverify.classify.lexicon import (
 )
 from docverify.models import (
     DOC_TYPES,
+    PRESENCE_RANK,
     ClassificationOutput,
     DocType,
     DocumentBundle,
@@ -81,7 +82,6 @@ PRIMARY = PresenceLevel.PRIMARY.value
 EMBEDDED_RAW = PresenceLevel.EMBEDDED_RAW.value
 MENTION_ONLY = PresenceLevel.MENTION_ONLY.value
 NO_EVIDENCE = PresenceLevel.NO_EVIDENCE.value
-_LEVEL_RANK = {PRIMARY: 3, EMBEDDED_RAW: 2, MENTION_ONLY: 1, NO_EVIDENCE: 0}
 
 #: Cost of a change of type between two neighbouring pages (in page-score points).
 SWITCH_PENALTY = 5.0
@@ -430,7 +430,7 @@ def classify_offline(bundle: DocumentBundle) -> ClassificationOutput:
     weights = {t: sum(r.shares[t] * r.segment.segment_page_count for r in results) / n_pages
                for t in DOC_TYPES}
     overall_levels = {
-        t: max((r.levels[t] for r in results), key=lambda lv: _LEVEL_RANK[lv]) for t in DOC_TYPES
+        t: max((r.levels[t] for r in results), key=lambda lv: PRESENCE_RANK[lv]) for t in DOC_TYPES
     }
     doc_totals = {t: sum(p.score(t) for p in pages) for t in DOC_TYPES}
     dominant = max(DOC_TYPES, key=lambda t: (weights[t], doc_totals[t], -DOC_TYPES.index(t)))

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from rapidfuzz import fuzz
 
-from docverify.models import ClassificationOutput, Segment, TypeClassification
+from docverify.models import PRESENCE_RANK, ClassificationOutput, Segment, TypeClassification
 
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-")
 _QUOTES = {ord("\u2018"): "'", ord("\u2019"): "'", ord("\u201c"): '"', ord("\u201d"): '"'}
@@ -73,7 +73,6 @@ def segment_text(bundle, seg: Segment) -> str:
     return "\n\n".join(p.text for p in bundle.pages if lo <= p.page_num <= hi)
 
 
-_RANK = {"PRIMARY": 3, "EMBEDDED_RAW": 2, "MENTION_ONLY": 1, "NO_EVIDENCE": 0}
 
 
 def strongest_presence(cls: ClassificationOutput) -> dict[str, str]:
@@ -82,7 +81,7 @@ def strongest_presence(cls: ClassificationOutput) -> dict[str, str]:
     levels = [(m.doc_type, m.presence_level) for m in cls.document_mixture]
     levels += [(tc.doc_type, tc.presence_level) for _, _, tc in iter_type_entries(cls)]
     for doc_type, level in levels:
-        if _RANK[level] >= _RANK[out.get(doc_type, "NO_EVIDENCE")]:
+        if PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(doc_type, "NO_EVIDENCE")]:
             out[doc_type] = level
     return out
 
