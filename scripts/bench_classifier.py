@@ -2,7 +2,8 @@
 
 Each record of ``<corpora>/text_labeled/combined_sample.jsonl`` ({id, corpus, proposed_doc_type,
 labels, text}) becomes a DocumentBundle (its text cut into pages of about 3,000 characters on
-paragraph boundaries); ``classify_offline`` classifies it and its ``dominant_type_overall`` is
+paragraph boundaries, by :mod:`docverify.labelled_corpus`, which ``python -m docverify evaluate
+--corpus`` shares); ``classify_offline`` classifies it and its ``dominant_type_overall`` is
 compared with ``proposed_doc_type``. Reports overall and per-corpus accuracy, per-type
 precision/recall/F1, the 5x5 confusion matrix and the throughput.
 
@@ -33,10 +34,15 @@ if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
 
 from docverify.classify.lexicon import get_lexicon  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
-from docverify.models import DOC_TYPES, DocumentBundle, Page  # noqa: E402
+from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the tests)
+    PAGE_CHARS,
+    SAMPLE,
+    load_records,
+    split_pages,
+    to_bundle,
+)
+from docverify.models import DOC_TYPES  # noqa: E402
 
-SAMPLE = pathlib.Path("text_labeled") / "combined_sample.jsonl"
-PAGE_CHARS = 3000
 DEFAULT_OUT = REPO / "docs" / "benchmarks" / "classifier.md"
 
 
@@ -47,50 +53,6 @@ def default_corpora() -> pathlib.Path:
     from docverify.resources import default_corpora_dir
 
     return default_corpora_dir()
-
-
-def load_records(corpora: pathlib.Path) -> list[dict[str, Any]]:
-    path = corpora / SAMPLE
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def split_pages(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
-    """Cut ``text`` into pages of about ``page_chars`` characters: at the last paragraph break
-    (blank line) of the window, else the last line break, else the last sentence end, else the
-    last space (in the window's second half); a text without any becomes one empty page."""
-    pages: list[str] = []
-    start, n = 0, len(text)
-    while start < n:
-        if n - start <= page_chars:
-            cut = n
-        else:
-            lo, hi = start + page_chars // 2, start + page_chars
-            cut = -1
-            for sep in ("\n\n", "\n", ". ", " "):
-                i = text.rfind(sep, lo, hi)
-                if i > 0:
-                    cut = i + len(sep)
-                    break
-            if cut <= start:
-                cut = hi
-        page = text[start:cut].strip()
-        if page:
-            pages.append(page)
-        start = cut
-    return pages or [""]
-
-
-def to_bundle(record: dict[str, Any], page_chars: int = PAGE_CHARS) -> DocumentBundle:
-    texts = split_pages(record.get("text") or "", page_chars)
-    return DocumentBundle(
-        doc_id=str(record["id"]),
-        file_path=f"corpus://{record.get('corpus', '')}/{record['id']}",
-        total_pages=len(texts),
-        parser="bench:text-split",
-        pages=[Page(page_num=i, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
-               for i, t in enumerate(texts, 1)],
-    )
 
 
 def evaluate(records: Iterable[dict[str, Any]], page_chars: int = PAGE_CHARS) -> dict[str, Any]:
