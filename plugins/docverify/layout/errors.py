@@ -1,9 +1,10 @@
-"""Why a PDF could not be turned into a :class:`~docverify.models.DocumentBundle`.
+"""Why a PDF (or its Document AI output) could not become a :class:`~docverify.models.DocumentBundle`.
 
-Every failure of the local parser is a :class:`ParseError` with one stable machine ``code``
-(see :data:`PARSE_ERROR_CODES`) and a human ``message`` that names the file and says what to
-do about it. ``to_dict()`` is the JSON form that crosses process boundaries and ends up in SME
-packets (``SMEPacket.error``).
+Every failure of the local parser, and of the Document AI JSON converter
+(:mod:`docverify.layout.docai`: the ``DOCAI_*`` codes and ``TOO_MANY_PAGES``), is a
+:class:`ParseError` with one stable machine ``code`` (see :data:`PARSE_ERROR_CODES`) and a human
+``message`` that names the file and says what to do about it. ``to_dict()`` is the JSON form
+that crosses process boundaries and ends up in SME packets (``SMEPacket.error``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ NO_TEXT_LAYER = "NO_TEXT_LAYER"
 TOO_LARGE = "TOO_LARGE"
 TIMEOUT = "TIMEOUT"
 UNSUPPORTED = "UNSUPPORTED"
+DOCAI_INVALID_JSON = "DOCAI_INVALID_JSON"
+DOCAI_NO_CONTENT = "DOCAI_NO_CONTENT"
+DOCAI_SHARDS_MISSING = "DOCAI_SHARDS_MISSING"
+DOCAI_SHARDS_INCONSISTENT = "DOCAI_SHARDS_INCONSISTENT"
+TOO_MANY_PAGES = "TOO_MANY_PAGES"
 
 PARSE_ERROR_CODES: tuple[str, ...] = (
     EMPTY_FILE,  # the file has 0 bytes
@@ -30,6 +36,11 @@ PARSE_ERROR_CODES: tuple[str, ...] = (
     TOO_LARGE,  # over the byte or page limit
     TIMEOUT,  # parsing took longer than the time limit (child process killed)
     UNSUPPORTED,  # a feature the parser cannot handle (unknown security handler, unreadable path)
+    DOCAI_INVALID_JSON,  # a Document AI output file that is not JSON, or not a Document (wrong field types)
+    DOCAI_NO_CONTENT,  # a Document AI Document with no text at all (no layout blocks, no text/pages)
+    DOCAI_SHARDS_MISSING,  # shardInfo.shardCount says N shards, fewer were given
+    DOCAI_SHARDS_INCONSISTENT,  # shards that do not belong together (duplicate index, counts or offsets differ)
+    TOO_MANY_PAGES,  # more pages than Document AI accepts per document (500 for the Layout Parser)
 )
 """The stable machine codes of :class:`ParseError`, in a fixed order."""
 
