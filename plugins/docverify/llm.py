@@ -65,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "AGENT_CODES",
+    "BackoffRetry",
     "PROMPTS",
     "ClassificationAnswer",
     "ClassificationError",
@@ -78,6 +79,7 @@ __all__ = [
     "RetryPolicy",
     "VerdictCache",
     "cache_key",
+    "is_transient",
     "judgment_view",
     "load_prompt",
     "prompt_hash",
@@ -512,13 +514,86 @@ T = TypeVar("T")
 
 
 class RetryPolicy(Protocol):
-    """Hook for transient-fault retries (429/5xx/timeouts) around one whole model call.
+    """Transient-fault retries (429/5xx/timeouts) around one whole model call.
 
-    Not implemented yet: ``LLMJudge(retry_policy=None)`` calls once. A policy gets a zero-argument
-    coroutine function and returns its result, calling it again (with backoff) as it sees fit;
-    whatever it finally raises becomes ``VERIFICATION_INCOMPLETE`` / ``ClassificationError``."""
+    A policy gets a zero-argument coroutine function and returns its result, calling it again
+    (with backoff) as it sees fit; whatever it finally raises becomes ``VERIFICATION_INCOMPLETE``
+    / ``ClassificationError``. :class:`BackoffRetry` is the one the pipeline uses;
+    ``LLMJudge(retry_policy=None)`` calls once."""
 
     async def run(self, call: Callable[[], Awaitable[T]]) -> T: ...
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for faults worth another try: rate limits (429), unavailable/server errors (5xx),
+    connection errors, timeouts, and a response body that could not be read at all (a bare
+    ``ModelAPIError``: e.g. truncated JSON from a proxy). False for everything else — a 400/401/403/404, a quota
+    exhausted for the day, schema-invalid output after pydantic-ai's re-asks — which another try
+    would only repeat."""
+    from pydantic_ai.exceptions import (
+        ModelAPIError,
+        ModelConnectionError,
+        ModelHTTPError,
+        ModelQuotaExceededError,
+        ModelRateLimitError,
+        ModelServerError,
+        ModelUnavailableError,
+    )
+
+    if isinstance(exc, ModelQuotaExceededError):
+        return False
+    if isinstance(exc, ModelRateLimitError | ModelServerError | ModelUnavailableError | ModelConnectionError):
+        return True
+    if isinstance(exc, ModelHTTPError):
+        return exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408
+    if type(exc) is ModelAPIError:
+        return True
+    return isinstance(exc, TimeoutError | asyncio.TimeoutError | ConnectionError)
+
+
+@dataclass
+class BackoffRetry:
+    """Bounded retries of transient faults with exponential backoff and full jitter (tenacity's
+    ``wait_random_exponential``): the n-th wait is uniform in ``[0, min(max_wait_s,
+    initial_wait_s * 2**n)]``, raised to the server's ``Retry-After`` when it sends one (capped
+    at ``max_wait_s``). At most ``max_attempts`` calls; the last fault is re-raised."""
+
+    max_attempts: int = 4
+    initial_wait_s: float = 1.0
+    max_wait_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+
+    def _wait(self, retry_state) -> float:
+        import tenacity
+
+        base = tenacity.wait_random_exponential(multiplier=self.initial_wait_s, max=self.max_wait_s)(retry_state)
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        retry_after = getattr(exc, "retry_after", None)
+        if isinstance(retry_after, int | float) and retry_after > base:
+            return min(float(retry_after), self.max_wait_s)
+        return base
+
+    async def run(self, call: Callable[[], Awaitable[T]]) -> T:
+        import tenacity
+
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception(is_transient),
+            reraise=True,
+            before_sleep=lambda rs: logger.warning(
+                "llm transient fault %s: attempt %d of %d, retrying in %.1fs",
+                type(rs.outcome.exception()).__name__, rs.attempt_number, self.max_attempts,
+                rs.next_action.sleep if rs.next_action else 0.0,
+            ),
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await call()
+        raise AssertionError("unreachable")  # pragma: no cover - reraise=True
 
 
 class ClassificationError(Exception):
@@ -577,7 +652,8 @@ class LLMJudge(Judge):
             judgment ≤ output_retries + 1).
         timeout_s: limit for one whole call (including its output retries), or None.
         model_settings: pydantic-ai model settings (default: temperature 0); part of the key.
-        retry_policy: hook for transient-fault retries (none yet; see :class:`RetryPolicy`).
+        retry_policy: transient-fault retries around each call (default :class:`BackoffRetry`:
+            4 attempts, exponential backoff with jitter); None calls once.
     """
 
     def __init__(
@@ -589,7 +665,7 @@ class LLMJudge(Judge):
         output_retries: int = 2,
         timeout_s: float | None = 120.0,
         model_settings: ModelSettings | None = None,
-        retry_policy: RetryPolicy | None = None,
+        retry_policy: RetryPolicy | None | Literal["default"] = "default",
     ):
         if output_retries < 0:
             raise ValueError("output_retries must be >= 0")
@@ -602,7 +678,7 @@ class LLMJudge(Judge):
         self.model_settings: ModelSettings = (
             model_settings if model_settings is not None else ModelSettings(temperature=0.0)
         )
-        self.retry_policy = retry_policy
+        self.retry_policy: RetryPolicy | None = BackoffRetry() if retry_policy == "default" else retry_policy
         self._agents: dict[str, Agent[None, Any]] = {
             kind: Agent(
                 self.model,

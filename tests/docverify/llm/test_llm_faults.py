@@ -1,0 +1,210 @@
+"""The real ``google-genai`` client (pydantic-ai ``GoogleModel``) against a local fake Gemini
+endpoint: success, 429-then-success, 500, a malformed body, schema-invalid output, slow answers —
+every fault ends in a result (a classification, an issue, or a typed ClassificationError), never
+in an exception out of a judgment and never in a silent accept."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelHTTPError,
+    ModelQuotaExceededError,
+    ModelRequestRejectedError,
+)
+from tests.fake_gemini import MALFORMED, FakeGemini, Slow, error_body, function_call
+
+from docverify.llm import BackoffRetry, ClassificationError, LLMJudge, is_transient
+from docverify.models import ClassificationOutput, DocumentBundle, Page
+
+FAST = BackoffRetry(max_attempts=3, initial_wait_s=0.01, max_wait_s=0.05)
+PAGES = [
+    "SURGICAL PATHOLOGY REPORT\nFinal Diagnosis: invasive ductal carcinoma, grade 2.\nSpecimen: left breast core biopsy.",
+    "Microscopic description: sheets of atypical cells. Immunohistochemistry: ER positive, PR positive.",
+]
+
+
+def bundle() -> DocumentBundle:
+    return DocumentBundle(doc_id="doc_f", file_path="doc_f.pdf", sha256="0" * 64, total_pages=len(PAGES),
+                          processing_timestamp="2026-11-21T00:00:00Z", parser="test",
+                          pages=[Page(page_num=i + 1, text=t) for i, t in enumerate(PAGES)])
+
+
+@pytest.fixture
+def fake():
+    server = FakeGemini().start()
+    yield server
+    server.stop()
+
+
+def judge(fake: FakeGemini, **kw) -> LLMJudge:
+    from pydantic_ai.models.google import GoogleModel
+    from pydantic_ai.providers.google import GoogleProvider
+
+    model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="fake-key", base_url=fake.base_url))
+    kw.setdefault("retry_policy", FAST)
+    return LLMJudge(model, "gemini-2.5-flash", **kw)
+
+
+def classification(fake: FakeGemini) -> ClassificationOutput:
+    fake.script = []  # the brain: offline classifier over the prompt's pages
+    return asyncio.run(judge(fake).classify(bundle())).classification
+
+
+def findings(*items) -> dict:
+    return {"findings": list(items)}
+
+
+NO_FINDINGS = findings()
+OK = (200, lambda body: function_call(body, NO_FINDINGS))
+
+
+def test_success_carries_usage_and_the_request_is_data_first(fake):
+    cls = classification(fake)
+    fake.requests.clear()
+    fake.script = [(200, lambda b: function_call(b, NO_FINDINGS, prompt_tokens=1500, output_tokens=12,
+                                                 cached_tokens=1024))]
+    result = asyncio.run(judge(fake).judge_evidence(bundle(), cls))
+    assert result.issues == [] and result.implementation == "llm:gemini-2.5-flash"
+    assert (result.usage.llm_calls, result.usage.input_tokens, result.usage.output_tokens,
+            result.usage.cached_tokens) == (1, 1500, 12, 1024)
+    path, body = fake.requests[0]
+    assert path.endswith("/models/gemini-2.5-flash:generateContent")
+    assert body["contents"][0]["parts"][0]["text"].startswith('<document total_pages="2">')
+    assert body["generationConfig"]["temperature"] == 0.0
+
+
+def test_classification_through_the_real_client(fake):
+    cls = classification(fake)
+    assert cls.classifier == "llm:gemini-2.5-flash"
+    assert cls.dominant_type_overall == "Pathology Report"
+    assert fake.kinds() == ["classify"]
+
+
+def test_429_then_success_is_retried(fake):
+    cls = classification(fake)
+    fake.requests.clear()
+    fake.script = [(429, error_body(429, "RESOURCE_EXHAUSTED", "rate limited")), OK]
+    result = asyncio.run(judge(fake).judge_consistency(bundle(), cls))
+    assert result.issues == []
+    assert len(fake.requests) == 2 and result.usage.llm_calls == 2
+
+
+def test_classify_429_then_success(fake):
+    fake.script = [(429, error_body(429, "RESOURCE_EXHAUSTED")), (200, lambda b: function_call(
+        b, {"dominant_type_overall": "Other", "number_of_segments": 1, "segments": [], "document_mixture": [],
+            "vendor_signals": [], "self_evaluation": {"confidence": 0.5, "notes": ""}}))]
+    result = asyncio.run(judge(fake).classify(bundle()))
+    assert result.classification.dominant_type_overall == "Other" and result.usage.llm_calls == 2
+
+
+@pytest.mark.parametrize("status,name", [(500, "INTERNAL"), (503, "UNAVAILABLE"), (429, "RESOURCE_EXHAUSTED")])
+def test_persistent_transient_fault_is_bounded_then_incomplete(fake, status, name):
+    cls = classification(fake)
+    fake.requests.clear()
+    fake.script = [(status, error_body(status, name))]
+    result = asyncio.run(judge(fake).judge_context(bundle(), cls))
+    (issue,) = result.issues
+    assert (issue.code, issue.severity, issue.auto_fixable, issue.agent) == (
+        "VERIFICATION_INCOMPLETE", "MAJOR", False, "V3")
+    assert len(fake.requests) == FAST.max_attempts == result.usage.llm_calls
+
+
+def test_persistent_fault_in_classify_is_a_typed_error(fake):
+    fake.script = [(500, error_body(500, "INTERNAL"))]
+    with pytest.raises(ClassificationError) as info:
+        asyncio.run(judge(fake).classify(bundle()))
+    assert info.value.usage.llm_calls == 3 and "doc_f" in str(info.value)
+    assert PAGES[0][:20] not in str(info.value)
+
+
+def test_client_errors_are_not_retried(fake):
+    cls = classification(fake)
+    fake.requests.clear()
+    fake.script = [(400, error_body(400, "INVALID_ARGUMENT", "bad request"))]
+    result = asyncio.run(judge(fake).judge_evidence(bundle(), cls))
+    assert [i.code for i in result.issues] == ["VERIFICATION_INCOMPLETE"]
+    assert len(fake.requests) == 1
+
+
+def test_malformed_body_is_retried_then_incomplete(fake):
+    cls = classification(fake)
+    fake.requests.clear()
+    fake.script = [(200, MALFORMED), OK]
+    assert asyncio.run(judge(fake).judge_consistency(bundle(), cls)).issues == []
+    assert len(fake.requests) == 2
+    fake.requests.clear()
+    fake.script = [(200, MALFORMED)]
+    result = asyncio.run(judge(fake).judge_consistency(bundle(), cls))
+    assert [i.code for i in result.issues] == ["VERIFICATION_INCOMPLETE"] and len(fake.requests) == 3
+
+
+def test_schema_invalid_output_is_asked_again_then_incomplete(fake):
+    cls = classification(fake)
+    bad = findings({"code": "NOT_A_CODE", "severity": "MAJOR", "message": "m", "location": "l", "suggested_fix": "f"})
+    fake.requests.clear()
+    fake.script = [(200, lambda b: function_call(b, bad)), OK]
+    assert asyncio.run(judge(fake, output_retries=1).judge_evidence(bundle(), cls)).issues == []
+    assert len(fake.requests) == 2
+    fake.requests.clear()
+    fake.script = [(200, lambda b: function_call(b, bad))]
+    result = asyncio.run(judge(fake, output_retries=1).judge_evidence(bundle(), cls))
+    assert [i.code for i in result.issues] == ["VERIFICATION_INCOMPLETE"]
+    assert len(fake.requests) == 2  # schema-invalid output is not a transient fault: no backoff retry on top
+
+
+def test_slow_answer_times_out_and_is_retried(fake):
+    cls = classification(fake)
+    fake.requests.clear()
+    fake.script = [(200, Slow(2.0, function_call({"tools": [{"functionDeclarations": [{"name": "final_result"}]}]},
+                                                 NO_FINDINGS))), OK]
+    started = time.perf_counter()
+    result = asyncio.run(judge(fake, timeout_s=0.5).judge_consistency(bundle(), cls))
+    assert result.issues == [] and len(fake.requests) == 2
+    assert time.perf_counter() - started < 2.0  # the slow answer was abandoned, not awaited
+
+    fake.requests.clear()
+    fake.script = [(200, Slow(2.0, {}))]
+    result = asyncio.run(judge(fake, timeout_s=0.3).judge_consistency(bundle(), cls))
+    (issue,) = result.issues
+    assert issue.code == "VERIFICATION_INCOMPLETE" and issue.details["error"] == "RunTimedOut"
+
+
+def test_transient_classification():
+    assert is_transient(ModelHTTPError(429, "m")) and is_transient(ModelHTTPError(503, "m"))
+    assert is_transient(TimeoutError())
+    assert is_transient(ModelAPIError("m", "unreadable body")) and is_transient(ConnectionResetError())
+    assert not is_transient(ModelHTTPError(400, "m")) and not is_transient(ModelHTTPError(404, "m"))
+    assert not is_transient(ValueError("schema")) and not is_transient(RuntimeError("x"))
+    assert not is_transient(ModelQuotaExceededError("m", "daily quota"))
+    assert not is_transient(ModelRequestRejectedError("m", "blocked"))
+
+
+def test_backoff_waits_grow_are_jittered_and_capped():
+    import tenacity
+
+    policy = BackoffRetry(max_attempts=6, initial_wait_s=1.0, max_wait_s=8.0)
+
+    class State:
+        def __init__(self, n, exc=None):
+            self.attempt_number = n
+            self.outcome = None
+            if exc is not None:
+                fut = tenacity.Future(n)
+                fut.set_exception(exc)
+                self.outcome = fut
+
+    for n in range(1, 7):
+        waits = [policy._wait(State(n)) for _ in range(200)]
+        assert all(0 <= w <= min(8.0, 2 ** n) for w in waits)
+        assert len({round(w, 6) for w in waits}) > 50  # jitter
+    exc = ModelHTTPError(429, "m")
+    exc.retry_after = 5
+    assert all(5 <= policy._wait(State(1, exc)) <= 8 for _ in range(20))  # Retry-After respected, capped
+    exc.retry_after = 60
+    assert policy._wait(State(1, exc)) == 8.0
+    with pytest.raises(ValueError):
+        BackoffRetry(max_attempts=0)
