@@ -4,6 +4,7 @@
     classify BUNDLE.json                   → ClassificationOutput (offline unless --model is given)
     verify --bundle B --classification C   → {"final_decision", "attempts", "fixes_applied", …}
     arbiter ISSUES.json                    → ArbiterDecision
+    evaluate --root ROOT [--corpus DIR]    → feedback figures: SME ground truth vs primary (text; --json)
 
 Every failure prints one JSON object ``{"error": CODE, "message": …, "file": …}`` on stdout and
 exits with 2: never a traceback.
@@ -138,6 +139,32 @@ def cmd_arbiter(args) -> int:
     return 0
 
 
+def cmd_evaluate(args) -> int:
+    """Feedback figures of a store (and of the offline classifier on the labelled corpus with
+    ``--corpus``). Unreadable ground-truth files are listed, not fatal: exit 0."""
+    from docverify.evaluate import evaluate_labelled_corpus, evaluate_store, render_text
+    from docverify.labelled_corpus import CorpusNotFound
+    from docverify.store import ArtifactStore
+
+    store = ArtifactStore(args.root)
+    if isinstance(store.root, pathlib.Path) and not store.root.is_dir():
+        raise CLIError("ROOT_NOT_FOUND", f"storage root {args.root} is not a folder: pass the artifact store's "
+                       f"root (the folder holding ground_truth/ and sme_packets/), a path or a URI", args.root)
+    figures = evaluate_store(store)
+    corpus = None
+    if args.corpus:
+        try:
+            corpus = evaluate_labelled_corpus(args.corpus)
+        except CorpusNotFound as exc:
+            raise CLIError("CORPUS_NOT_FOUND", str(exc), args.corpus) from exc
+    if args.json:
+        _emit({"store": figures.model_dump(mode="json"),
+               "labelled_corpus": corpus.model_dump(mode="json") if corpus else None})
+    else:
+        sys.stdout.write(render_text(figures, corpus))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m docverify", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -160,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     sa = sub.add_parser("arbiter", help="a JSON list of issues → ArbiterDecision")
     sa.add_argument("issues")
     sa.set_defaults(fn=cmd_arbiter)
+    se = sub.add_parser("evaluate", help="feedback figures: SME ground truth vs primary classifications")
+    se.add_argument("--root", required=True, help="artifact store root: a path or URI (file://, gs://)")
+    se.add_argument("--corpus", help="also the offline classifier on the labelled corpus: the corpora folder, "
+                    "its text_labeled folder or combined_sample.jsonl")
+    se.add_argument("--json", action="store_true", help="print the figures as JSON instead of a text table")
+    se.set_defaults(fn=cmd_evaluate)
     return p
 
 
