@@ -2,17 +2,21 @@
 
 Per-route counts (final, after the retry), per-rule counts, issues by code, per-document errors,
 LLM calls and tokens (zero offline), per-stage timings, and a lineage index (document → its
-outputs). No page text and no issue messages: the report is safe to mail around.
+outputs), and the "Feedback from SME reviews" figures over all the store's ground truth so far
+(:mod:`docverify.evaluate`). No page text and no issue messages: the report is safe to mail around.
 """
 
 from __future__ import annotations
 
 import html
+import logging
 from collections import Counter
 from typing import Any
 
 from docverify.batch import Batch, lineage, load_stage_stats
 from docverify.models import VerificationResult
+
+log = logging.getLogger("docverify.report")
 
 
 def _sorted(c: Counter) -> dict:
@@ -103,7 +107,54 @@ def build(batch: Batch) -> dict[str, Any]:
         "implementations": sorted(implementations),
         "stage_timings": timings,
         "per_document": docs,
+        "feedback": feedback_section(batch.store),
     }
+
+
+def feedback_section(store) -> dict[str, Any]:
+    """The "Feedback from SME reviews" figures over all the store's ground truth so far
+    (:func:`docverify.evaluate.evaluate_store` without its per-document rows). A failure here
+    never fails the report: it becomes ``{"error": …}`` (the exception's type only)."""
+    from docverify.evaluate import evaluate_store
+
+    try:
+        return evaluate_store(store).model_dump(mode="json", exclude={"per_document"})
+    except Exception as exc:  # the report must be written even when the store cannot be read
+        log.warning("feedback figures not computed: %s", type(exc).__name__)
+        return {"error": type(exc).__name__, "message": "the feedback figures could not be computed; "
+                "run `python -m docverify evaluate --root <root>` to see why"}
+
+
+def _feedback_figures(rep: dict):
+    from docverify.evaluate import FeedbackFigures
+
+    fb = rep.get("feedback")
+    return None if not fb or "error" in fb else FeedbackFigures.model_validate(fb)
+
+
+def feedback_markdown(rep: dict) -> str:
+    """The feedback section of the Markdown report ("" for a report built before it existed)."""
+    from docverify.evaluate import render_markdown
+
+    if "feedback" not in rep:
+        return ""
+    figures = _feedback_figures(rep)
+    if figures is None:
+        return f"## Feedback from SME reviews\n\nnot computed: `{rep['feedback']['error']}`\n"
+    return render_markdown(figures, level=2)
+
+
+def feedback_html(rep: dict) -> str:
+    """The feedback section of the HTML report ("" for a report built before it existed)."""
+    from docverify.evaluate import render_html
+
+    if "feedback" not in rep:
+        return ""
+    figures = _feedback_figures(rep)
+    if figures is None:
+        return (f"<h2>Feedback from SME reviews</h2><p>not computed: "
+                f"<code>{html.escape(rep['feedback']['error'])}</code></p>")
+    return render_html(figures)
 
 
 def summary_line(rep: dict) -> str:
@@ -135,7 +186,8 @@ def to_markdown(rep: dict) -> str:
               "## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
     lines += ["", "## Stage timings", "", "| stage | tasks | documents | seconds |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['tasks']} | {v['docs']} | {v['seconds']} |" for k, v in rep["stage_timings"].items()]
-    return "\n".join(lines) + "\n"
+    feedback = feedback_markdown(rep)
+    return "\n".join(lines) + "\n" + (f"\n{feedback}" if feedback else "")
 
 
 _COLOURS = {"AUTO_ACCEPT": "#2e7d32", "ESCALATE_TO_SME": "#c62828", "UNKNOWN": "#757575"}
@@ -187,7 +239,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 input tokens {llm['input_tokens']}, output tokens {llm['output_tokens']}, cached tokens {llm['cached_tokens']}</p>
 <h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
 <h2>Stage timings</h2><table><tr><th>stage</th><th>tasks</th><th>documents</th><th>seconds</th></tr>{stages}</table>
-</body></html>
+{feedback_html(rep)}</body></html>
 """
 
 
