@@ -92,7 +92,7 @@ PROMPTS: dict[str, str] = {
     "classify": "classifier_v1",
     "V2": "v2_consistency_v1",
     "V3": "v3_context_v1",
-    "V4": "v4_evidence_v1",
+    "V4": "v4_evidence_v2",
 }
 
 
@@ -414,9 +414,17 @@ def context_inputs(bundle: DocumentBundle, classification: ClassificationOutput)
 
 
 def evidence_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
-    """V4: the evidence (in the judgment view) and the text of every page it cites."""
-    cited = {ev.page for seg in classification.segments for tc in seg.classifications for ev in tc.top_evidence}
-    pages = sorted((p for p in bundle.pages if p.page_num in cited), key=lambda p: p.page_num)
+    """V4: the evidence (in the judgment view), the text of every page of each segment that has
+    evidence, and any other cited page. The whole segment is sent so that a snippet copied from
+    another page of its segment is not mistaken for a fabrication (the rule phase reports that
+    as EVIDENCE_WRONG_PAGE and fixes it)."""
+    wanted: set[int] = set()
+    for seg in classification.segments:
+        items = [ev for tc in seg.classifications for ev in tc.top_evidence]
+        if items:
+            wanted.update(range(seg.page_start, seg.page_end + 1))
+            wanted.update(ev.page for ev in items)
+    pages = sorted((p for p in bundle.pages if p.page_num in wanted), key=lambda p: p.page_num)
     return {
         "total_pages": bundle.total_pages,
         "pages": [_page_entry(p.page_num, p.text) for p in pages],
