@@ -1,6 +1,7 @@
 """``python -m docverify`` — the domain core from the command line.
 
     parse FILE.pdf                         → DocumentBundle JSON (errors: JSON + exit code 2)
+    parse DOCAI.json | SHARDS_FOLDER/      → the same from Document AI output (Layout Parser or OCR)
     classify BUNDLE.json                   → ClassificationOutput (offline unless --model is given)
     verify --bundle B --classification C   → {"final_decision", "attempts", "fixes_applied", …}
     arbiter ISSUES.json                    → ArbiterDecision
@@ -77,14 +78,26 @@ def make_judge(model: str | None):
 
 
 def cmd_parse(args) -> int:
+    """A PDF (local parser, time-bounded child process), or a Document AI output — a ``.json``
+    file or a folder of shards — converted by ``docverify.layout.docai``. For Document AI output,
+    ``doc_id`` is the folder's name or the file's stem (without its ``-<shard>`` suffix) and
+    ``sha256`` is that of the JSON bytes (the PDF is not at hand)."""
     from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import parse_pdf_bounded
 
     path = pathlib.Path(args.file)
     if not path.exists():
         raise CLIError("FILE_NOT_FOUND", f"{args.file} does not exist", args.file)
     try:
-        bundle = parse_pdf_bounded(path, timeout_s=args.timeout)
+        if path.is_dir() or path.suffix.lower() == ".json":
+            from docverify.layout import docai
+
+            docs = docai.load_docai_output(path)
+            bundle = docai.bundle_from_docai(docs, doc_id=docai.default_doc_id(path, docs),
+                                             file_path=str(path.resolve()), sha256=docai.docai_output_sha256(path))
+        else:
+            from docverify.layout.local_pdf import parse_pdf_bounded
+
+            bundle = parse_pdf_bounded(path, timeout_s=args.timeout)
     except ParseError as exc:
         _emit(exc.to_dict())
         return EXIT_INPUT_ERROR
@@ -169,8 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m docverify", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    sp = sub.add_parser("parse", help="PDF → DocumentBundle JSON")
-    sp.add_argument("file")
+    sp = sub.add_parser("parse", help="PDF, or Document AI output (.json or a folder of shards) → DocumentBundle JSON")
+    sp.add_argument("file", help="a PDF, a Document AI output .json, or a folder of its <name>-<n>.json shards")
     sp.add_argument("--timeout", type=float, default=60.0, help="seconds before TIMEOUT (default 60)")
     sp.set_defaults(fn=cmd_parse)
     sc = sub.add_parser("classify", help="DocumentBundle → ClassificationOutput")
