@@ -98,6 +98,14 @@ class Batch:
         return True
 
 
+USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
+
+
+def _usage_dict(usage: Usage) -> dict[str, int]:
+    return {"calls": usage.llm_calls, "cache_hits": usage.cache_hits, "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens, "cached_tokens": usage.cached_tokens}
+
+
 @dataclass
 class StageStats:
     stage: str
@@ -106,13 +114,26 @@ class StageStats:
     cache_hits: int = 0
     usage: Usage = field(default_factory=Usage)
     started: float = field(default_factory=time.perf_counter)
+    per_doc: dict[str, dict[str, int]] = field(default_factory=dict)
+    price_model: str | None = None
+
+    def add_usage(self, doc_id: str, usage: Usage | None, judge: Judge | None = None) -> None:
+        """Count one document's LLM usage in the stage total and per document."""
+        if usage is None:
+            return
+        self.usage.add(usage)
+        if judge is not None and judge.price_model:
+            self.price_model = judge.price_model
+        if usage.llm_calls or usage.cache_hits:
+            d = self.per_doc.setdefault(doc_id, dict.fromkeys(USAGE_KEYS, 0))
+            for key, value in _usage_dict(usage).items():
+                d[key] += value
 
     def save(self, batch: Batch, key: str | None = None, **extra: Any) -> dict:
         out = {"stage": self.stage, "docs": self.docs, "errors": self.errors, "cache_hits": self.cache_hits,
                "seconds": round(time.perf_counter() - self.started, 3),
-               "llm": {"calls": self.usage.llm_calls, "cache_hits": self.usage.cache_hits,
-                       "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
-                       "cached_tokens": self.usage.cached_tokens}, **extra}
+               "llm": _usage_dict(self.usage), "llm_per_document": self.per_doc,
+               "price_model": self.price_model, **extra}
         batch.store.write_json(batch.stage_rel(key or self.stage), out)
         log.info("stage %s: %d document(s), %d error(s), %d reused, %.2fs, %d LLM call(s)", self.stage,
                  self.docs, self.errors, self.cache_hits, out["seconds"], self.usage.llm_calls)
@@ -305,13 +326,14 @@ async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats
     try:
         result = await judge.classify(bundle)
     except Exception as exc:  # a classifier fault becomes a document error, never a failed batch
+        stats.add_usage(doc_id, getattr(exc, "usage", None), judge)  # a failed call still cost tokens
         stats.errors += 1
         err = {"doc_id": doc_id, "stage": "classify", "error": "CLASSIFICATION_FAILED",
                "message": f"The classifier {judge.name} failed: {type(exc).__name__}", "file": doc["pdf_uri"]}
         batch.write_if_changed(batch.run_rel(doc_id, "error.json"), err)
         lineage("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED", exception=type(exc).__name__)
         return
-    stats.usage.add(result.usage)
+    stats.add_usage(doc_id, result.usage, judge)
     _clear_error(batch, doc_id)
     batch.write_if_changed(rel, result.classification)
     batch.write_if_changed(meta_rel, {"source": "classifier", "judge": judge.name, "implementation": result.implementation,
@@ -386,7 +408,7 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
             _save_outcome(batch, doc_id, agent, AgentOutcome([], []))
             return
         outcome = await run_agent(agent, bundle, cls, judge)
-        stats.usage.add(outcome.usage)
+        stats.add_usage(doc_id, outcome.usage, judge)
         stats.docs += 1
         _save_outcome(batch, doc_id, agent, outcome)
         judgment = [r for r in outcome.runs if r.phase == "judgment"]
@@ -486,7 +508,7 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key
         usage = Usage()
         result = await verify_document(bundle, _classification(batch, doc_id), judge,
                                        first_report=_attempt0(batch, doc_id), usage=usage)
-        stats.usage.add(usage)
+        stats.add_usage(doc_id, usage, judge)
         stats.docs += 1
         _write_result(batch, result)
         lineage("auto_fix_retry", doc_id, attempts=len(result.attempts), final_decision=result.final_decision,

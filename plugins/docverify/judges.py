@@ -59,6 +59,9 @@ class ClassifyResult:
 class Judge(ABC):
     """Classifier + judgment phases of V2, V3 and V4."""
 
+    #: The model name the price table knows (``gemini-2.5-flash``), or None (no LLM).
+    price_model: str | None = None
+
     #: Stable id of the implementation, written into every report (e.g. ``offline-v1``).
     name: str
 

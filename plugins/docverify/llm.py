@@ -680,6 +680,7 @@ class LLMJudge(Judge):
         self.model = infer_model(model)
         self.model_id = model_id
         self.name = f"llm:{model_id}"
+        self.price_model = getattr(self.model, "model_name", None)
         self.cache = cache
         self.output_retries = output_retries
         self.timeout_s = timeout_s

@@ -19,6 +19,20 @@ from docverify.models import VerificationResult
 log = logging.getLogger("docverify.report")
 
 
+LLM_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
+
+
+def _cost(model: str | None, usage: Counter):
+    from docverify.cost import estimate_cost
+
+    return estimate_cost(model, input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
+                         cached_tokens=usage.get("cached_tokens", 0))
+
+
+def _money(usd: float | None) -> str:
+    return "n/a" if usd is None else f"${usd:.4f}"
+
+
 def _sorted(c: Counter) -> dict:
     return {str(k): v for k, v in sorted(c.items(), key=lambda kv: (-kv[1], str(kv[0])))}
 
@@ -71,9 +85,15 @@ def build(batch: Batch) -> dict[str, Any]:
 
     stages = load_stage_stats(batch)
     llm = Counter()
+    per_doc_llm: dict[str, Counter] = {}
+    price_models: set[str] = set()
     timings: dict[str, dict] = {}
     implementations = set()
     for s in stages:
+        for doc_id, u in (s.get("llm_per_document") or {}).items():
+            per_doc_llm.setdefault(doc_id, Counter()).update(u)
+        if s.get("price_model"):
+            price_models.add(s["price_model"])
         name = s["stage"]
         t = timings.setdefault(name, {"seconds": 0.0, "tasks": 0, "docs": 0})
         t["seconds"] = round(t["seconds"] + s["seconds"], 3)
@@ -93,6 +113,14 @@ def build(batch: Batch) -> dict[str, Any]:
                 if not r.get("skipped"):
                     implementations.add(f"{r['agent']}-{r['phase']}:{r['implementation']}")
     n = len(docs)
+    price_model = sorted(price_models)[0] if len(price_models) == 1 else None
+    for entry in docs:
+        u = per_doc_llm.get(entry["doc_id"], Counter())
+        entry["llm"] = {**{k: u.get(k, 0) for k in LLM_KEYS},
+                        "cost_usd": _cost(price_model, u).usd}
+    cost = _cost(price_model, llm)
+    if len(price_models) > 1:
+        cost = cost.__class__(None, None, cost.source, f"several models in one run: {sorted(price_models)}")
     return {
         "ds": batch.ds, "run_id": batch.run_id, "documents": n,
         "routes_attempt_0": {k: len(v) for k, v in routes0.items()},
@@ -103,7 +131,10 @@ def build(batch: Batch) -> dict[str, Any]:
         "errors": errors,
         "llm": {"calls": llm["calls"], "cache_hits": llm["cache_hits"], "input_tokens": llm["input_tokens"],
                 "output_tokens": llm["output_tokens"], "cached_tokens": llm["cached_tokens"],
-                "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0},
+                "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0,
+                "max_calls_per_document": max((d["llm"]["calls"] for d in docs), default=0),
+                "cost_usd": cost.usd, "price_model": cost.model, "price_source": cost.source,
+                "cost_note": cost.note},
         "implementations": sorted(implementations),
         "stage_timings": timings,
         "per_document": docs,
@@ -157,6 +188,18 @@ def feedback_html(rep: dict) -> str:
     return render_html(figures)
 
 
+def llm_line(llm: dict) -> str:
+    cost = _money(llm.get("cost_usd"))
+    if llm.get("price_model"):
+        cost += f" ({llm['price_model']}, {llm['price_source']} list prices)"
+    elif llm.get("cost_note"):
+        cost += f" ({llm['cost_note']})"
+    return (f"calls {llm['calls']} ({llm['calls_per_document']} per document, at most "
+            f"{llm.get('max_calls_per_document', 0)}), cache hits {llm['cache_hits']}, input tokens "
+            f"{llm['input_tokens']}, output tokens {llm['output_tokens']}, cached tokens {llm['cached_tokens']}; "
+            f"estimated cost {cost}")
+
+
 def summary_line(rep: dict) -> str:
     routes = ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()) or "none"
     return (f"batch {rep['ds']}: {rep['documents']} document(s); routes: {routes}; "
@@ -180,10 +223,15 @@ def to_markdown(rep: dict) -> str:
     lines += ["", "## Errors", ""]
     lines += [f"- **{e['doc_id']}** ({e['stage']}): `{e['error']}` — {e['message']}" for e in rep["errors"]] or ["none"]
     llm = rep["llm"]
-    lines += ["", "## LLM usage", "", f"calls {llm['calls']} ({llm['calls_per_document']} per document), "
-              f"cache hits {llm['cache_hits']}, input tokens {llm['input_tokens']}, output tokens "
-              f"{llm['output_tokens']}, cached tokens {llm['cached_tokens']}", "",
-              "## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
+    lines += ["", "## LLM usage", "", llm_line(llm), ""]
+    used = [d for d in rep["per_document"] if d.get("llm", {}).get("calls") or d.get("llm", {}).get("cache_hits")]
+    if used:
+        lines += ["| document | calls | cache hits | input tokens | output tokens | cached tokens | est. cost |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {d['doc_id']} | " + " | ".join(str(d["llm"][k]) for k in LLM_KEYS)
+                  + f" | {_money(d['llm']['cost_usd'])} |" for d in used]
+        lines.append("")
+    lines += ["## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
     lines += ["", "## Stage timings", "", "| stage | tasks | documents | seconds |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['tasks']} | {v['docs']} | {v['seconds']} |" for k, v in rep["stage_timings"].items()]
     feedback = feedback_markdown(rep)
@@ -222,6 +270,12 @@ def to_html(rep: dict) -> str:
     stages = "".join(f"<tr><td>{esc(k)}</td><td>{v['tasks']}</td><td>{v['docs']}</td><td>{v['seconds']}</td></tr>"
                      for k, v in rep["stage_timings"].items())
     llm = rep["llm"]
+    used = [d for d in rep["per_document"] if d.get("llm", {}).get("calls") or d.get("llm", {}).get("cache_hits")]
+    llm_table = ("<table><tr><th>document</th><th>calls</th><th>cache hits</th><th>input tokens</th>"
+                 "<th>output tokens</th><th>cached tokens</th><th>est. cost</th></tr>"
+                 + "".join(f"<tr><td>{esc(d['doc_id'])}</td>" + "".join(f"<td>{d['llm'][k]}</td>" for k in LLM_KEYS)
+                           + f"<td>{esc(_money(d['llm']['cost_usd']))}</td></tr>" for d in used)
+                 + "</table>") if used else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>docverify batch report {esc(rep['ds'])}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1000px}}table{{border-collapse:collapse}}
@@ -235,8 +289,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 <h2>Documents</h2>
 <table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th></tr>{docs}</table>
 <h2>Errors</h2><ul>{errors}</ul>
-<h2>LLM usage</h2><p>calls {llm['calls']} ({llm['calls_per_document']} per document), cache hits {llm['cache_hits']},
-input tokens {llm['input_tokens']}, output tokens {llm['output_tokens']}, cached tokens {llm['cached_tokens']}</p>
+<h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
 <h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
 <h2>Stage timings</h2><table><tr><th>stage</th><th>tasks</th><th>documents</th><th>seconds</th></tr>{stages}</table>
 {feedback_html(rep)}</body></html>

@@ -16,6 +16,12 @@ DEFAULT_STORAGE_ROOT = "data"  # a relative path is taken relative to the reposi
 VAR_STORAGE_ROOT = "docverify_storage_root"
 VAR_STORAGE_CONN = "docverify_storage_conn_id"
 VAR_JUDGE = "docverify_judge"
+VAR_LLM_CONN = "docverify_llm_conn_id"
+VAR_LLM_TIMEOUT = "docverify_llm_timeout_s"
+VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
+VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
+DEFAULT_LLM_CONN = "docverify_llm"
+JUDGES = ("offline", "llm")
 
 
 def _variable(key: str, default: str) -> str:
@@ -45,12 +51,52 @@ def storage_root():
 
 
 def judge() -> Judge:
-    """``offline`` (the embedded default). The Gemini judge is wired in by the Google issue;
-    until then any other value is refused loudly rather than silently run offline."""
+    """The judge named by the Variable ``docverify_judge``:
+
+    * ``offline`` (the embedded default): deterministic algorithms, no LLM, no credentials;
+    * ``llm``: :class:`docverify.llm.LLMJudge` on the model of the Airflow connection named by
+      ``docverify_llm_conn_id`` (default ``docverify_llm``), resolved by the common-ai provider's
+      Pydantic AI hooks — conn type ``pydanticai_vertex`` with extra ``{"model":
+      "google-cloud:gemini-2.5-flash", "project": …, "location": …}`` for Vertex AI, or ``{"model":
+      "google:gemini-2.5-flash", "api_key": …}`` for the Gemini API (``base_url`` in the extra
+      points it elsewhere, e.g. a test endpoint). Verdicts are cached in the artifact store
+      (``cache/llm/``); faults are retried with backoff (``docverify_llm_max_attempts``, default
+      4) and each call is limited to ``docverify_llm_timeout_s`` (default 120) seconds.
+
+    Any other value fails loudly instead of silently running offline."""
     kind = _variable(VAR_JUDGE, "offline").strip().lower()
     if kind == "offline":
         return OfflineJudge()
-    raise ValueError(
-        f"Variable {VAR_JUDGE}={kind!r} is not supported by this build: use 'offline' "
-        f"(set it in airflow_settings.yaml and re-import the settings)"
+    if kind != "llm":
+        raise ValueError(
+            f"Variable {VAR_JUDGE}={kind!r} is not a judge: use one of {', '.join(JUDGES)} "
+            f"(set it in airflow_settings.yaml and re-import the settings)"
+        )
+    return llm_judge(_variable(VAR_LLM_CONN, DEFAULT_LLM_CONN).strip() or DEFAULT_LLM_CONN)
+
+
+def llm_judge(conn_id: str) -> Judge:
+    """An :class:`~docverify.llm.LLMJudge` on the model of Airflow connection ``conn_id``."""
+    from airflow.providers.common.ai.hooks.pydantic_ai import PydanticAIHook
+
+    from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
+    from docverify.store import ArtifactStore
+
+    try:
+        hook = PydanticAIHook.get_hook(conn_id)
+        model = hook.get_conn()
+    except Exception as exc:
+        raise ValueError(
+            f"the LLM connection {conn_id!r} could not give a model ({type(exc).__name__}: {exc}); create it "
+            f"(conn type pydanticai_vertex, extra {{\"model\": \"google-cloud:gemini-2.5-flash\", \"project\": …}}) "
+            f"in airflow_settings.yaml or name another one in the Variable {VAR_LLM_CONN}"
+        ) from exc
+    model_id = f"{model.system}:{model.model_name}"
+    return LLMJudge(
+        model,
+        model_id,
+        cache=VerdictCache(ArtifactStore(storage_root())),
+        timeout_s=float(_variable(VAR_LLM_TIMEOUT, "120")),
+        output_retries=int(_variable(VAR_LLM_OUTPUT_RETRIES, "2")),
+        retry_policy=BackoffRetry(max_attempts=int(_variable(VAR_LLM_ATTEMPTS, "4"))),
     )
