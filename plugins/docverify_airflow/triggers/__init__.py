@@ -1,0 +1,1 @@
+"""Airflow triggers of docverify (provider style)."""

@@ -1,0 +1,1 @@
+"""Pure helpers of docverify's Airflow boundary (no Airflow or Google imports)."""

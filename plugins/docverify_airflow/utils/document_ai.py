@@ -1,0 +1,221 @@
+"""Pure helpers of the Document AI hook, trigger and operators: processor limits, MIME types, the
+split of a batch into requests, and the digest of a finished operation into per-document results.
+
+Nothing here imports Airflow or a Google client, so it is cheap at DAG-parse time and testable alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from docverify.layout.errors import TOO_MANY_PAGES, UNSUPPORTED, ParseError
+
+# Layout Parser limits (Document AI quotas page): online requests take at most 15 pages, a batch
+# request at most 5,000 files, and no document may have more than 500 pages.
+LAYOUT_PARSER_MAX_ONLINE_PAGES = 15
+LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT = 500
+LAYOUT_PARSER_MAX_FILES_PER_BATCH = 5000
+
+# google.rpc.Code values used in the results.
+CODE_OK = 0
+CODE_UNKNOWN = 2
+CODE_INVALID_ARGUMENT = 3
+
+# Document AI types every input by MIME type; these are the ones it accepts (the Layout Parser
+# also reads the office formats), keyed by file extension.
+MIME_TYPES: dict[str, str] = {
+    ".pdf": "application/pdf",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".gif": "image/gif",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".png": "image/png",
+    ".bmp": "image/bmp",
+    ".webp": "image/webp",
+    ".html": "text/html",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+
+def mime_type_for(uri: str) -> str | None:
+    """The MIME type Document AI expects for ``uri``, from its extension (None when unknown)."""
+    name = uri.rsplit("/", 1)[-1].lower()
+    dot = name.rfind(".")
+    return MIME_TYPES.get(name[dot:]) if dot >= 0 else None
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    """How a batch is submitted: ``requests`` (lists of ``gs://`` URIs, each within the per-request
+    file limit, inputs in their given order, duplicates dropped) and ``rejected`` (one typed
+    :class:`ParseError` per input that must not be sent: over the page limit, or a file type
+    Document AI does not read)."""
+
+    requests: list[list[str]] = field(default_factory=list)
+    rejected: list[ParseError] = field(default_factory=list)
+
+    @property
+    def submitted(self) -> int:
+        return sum(len(r) for r in self.requests)
+
+
+def plan_requests(
+    uris: Iterable[str],
+    page_counts: Mapping[str, int] | None = None,
+    max_files: int = LAYOUT_PARSER_MAX_FILES_PER_BATCH,
+    max_pages: int = LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT,
+) -> RequestPlan:
+    """Split ``uris`` into batch requests of at most ``max_files`` files.
+
+    An input whose page count (when ``page_counts`` knows it) exceeds ``max_pages`` is rejected with
+    ``ParseError(TOO_MANY_PAGES)``; one with an extension Document AI does not read, with
+    ``ParseError(UNSUPPORTED)``. Rejections are reported, never raised: one bad file does not stop
+    the batch.
+    """
+    if max_files < 1:
+        raise ValueError(f"max_files must be at least 1, got {max_files}")
+    counts = page_counts or {}
+    seen: set[str] = set()
+    accepted: list[str] = []
+    rejected: list[ParseError] = []
+    for uri in uris:
+        if uri in seen:
+            continue
+        seen.add(uri)
+        pages = counts.get(uri)
+        if pages is not None and int(pages) > max_pages:
+            rejected.append(
+                ParseError(
+                    TOO_MANY_PAGES,
+                    f"{uri} has {int(pages)} pages; the Document AI Layout Parser takes at most {max_pages} "
+                    f"per document: split the PDF into parts of at most {max_pages} pages and submit the parts",
+                    uri,
+                )
+            )
+        elif mime_type_for(uri) is None:
+            rejected.append(
+                ParseError(
+                    UNSUPPORTED,
+                    f"{uri}: Document AI does not read this file type (known extensions: "
+                    f"{', '.join(sorted(MIME_TYPES))}); convert it to PDF or remove it from the batch",
+                    uri,
+                )
+            )
+        else:
+            accepted.append(uri)
+    requests = [accepted[i : i + max_files] for i in range(0, len(accepted), max_files)]
+    return RequestPlan(requests=requests, rejected=rejected)
+
+
+def check_page_limit(uri: str, pages: int, limit: int, *, online: bool) -> None:
+    """Raise ``ParseError(TOO_MANY_PAGES)`` when ``pages`` exceeds ``limit``; the message says what to
+    do (the batch operator for more than the online limit, splitting beyond 500 pages)."""
+    if pages <= limit:
+        return
+    if online and pages <= LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT:
+        fix = "process it with DocumentAIBatchProcessOperator (batch takes up to 500 pages per document)"
+    else:
+        fix = f"split the PDF into parts of at most {LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT} pages"
+    kind = "online" if online else "per document"
+    raise ParseError(TOO_MANY_PAGES, f"{uri} has {pages} pages, over the {kind} limit of {limit}: {fix}", uri)
+
+
+def summarize_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a batch operation (the proto3-JSON dict of ``DocumentAIHook.get_operation``) that
+    the operator needs, in snake_case, with proto3's omitted defaults filled in::
+
+        {"name", "done": bool, "state": "SUCCEEDED"|"FAILED"|…|None, "failed": bool,
+         "error": {"code": int, "message": str} | None,
+         "statuses": [{"input_uri", "output_uri" (None when absent), "status_code" (0 = OK), "status_message"}]}
+
+    ``failed`` means the operation failed as a whole (an ``error`` on it, or a FAILED/CANCELLED
+    state once done), as opposed to single documents failing inside a finished operation.
+    """
+    metadata = operation.get("metadata") or {}
+    error = operation.get("error")
+    state = metadata.get("state")
+    statuses = []
+    for item in metadata.get("individualProcessStatuses") or []:
+        status = item.get("status") or {}
+        statuses.append(
+            {
+                "input_uri": item.get("inputGcsSource", ""),
+                "output_uri": item.get("outputGcsDestination") or None,
+                "status_code": int(status.get("code", CODE_OK)),  # proto3 omits code 0 (OK)
+                "status_message": status.get("message", ""),
+            }
+        )
+    done = bool(operation.get("done", False))
+    return {
+        "name": operation.get("name", ""),
+        "done": done,
+        "state": state,
+        "failed": bool(error) or (done and state in ("FAILED", "CANCELLED")),
+        "error": {"code": int(error.get("code", CODE_UNKNOWN)), "message": error.get("message", "")} if error else None,
+        "statuses": statuses,
+    }
+
+
+def map_results(
+    operations: Sequence[Mapping[str, Any]],
+    submitted: Sequence[str] | None = None,
+    rejected: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """One result per input, in this shape (the operator's XCom)::
+
+        {"input_uri", "output_uri" (the input's output folder, or None), "operation" (name or None),
+         "status_code" (google.rpc.Code, 0 = OK), "status_message", "ok": bool,
+         "error_code" (a ParseError code for inputs never sent, else None)}
+
+    ``operations`` are :func:`summarize_operation` digests; ``submitted`` (when known) lets an input
+    Document AI reported nothing about show up as failed instead of vanishing; ``rejected`` are
+    ``ParseError.to_dict()`` of the inputs the plan refused. Results follow ``submitted``'s order
+    when given, else the operations' order; rejected inputs come last.
+    """
+    by_input: dict[str, dict[str, Any]] = {}
+    for op in operations:
+        for status in op["statuses"]:
+            ok = status["status_code"] == CODE_OK and bool(status["output_uri"])
+            by_input[status["input_uri"]] = {
+                "input_uri": status["input_uri"],
+                "output_uri": status["output_uri"],
+                "operation": op["name"],
+                "status_code": status["status_code"],
+                "status_message": status["status_message"] or ("" if ok else "no output folder reported"),
+                "ok": ok,
+                "error_code": None,
+            }
+    results: list[dict[str, Any]] = []
+    if submitted is not None:
+        for uri in dict.fromkeys(submitted):
+            results.append(
+                by_input.pop(uri, None)
+                or {
+                    "input_uri": uri,
+                    "output_uri": None,
+                    "operation": None,
+                    "status_code": CODE_UNKNOWN,
+                    "status_message": "Document AI reported no status for this input",
+                    "ok": False,
+                    "error_code": None,
+                }
+            )
+    results.extend(by_input.values())
+    for err in rejected:
+        results.append(
+            {
+                "input_uri": err.get("file", ""),
+                "output_uri": None,
+                "operation": None,
+                "status_code": CODE_INVALID_ARGUMENT,
+                "status_message": err.get("message", ""),
+                "ok": False,
+                "error_code": err.get("error"),
+            }
+        )
+    return results

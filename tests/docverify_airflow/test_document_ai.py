@@ -1,0 +1,527 @@
+"""Document AI hook, trigger and operators against a local fake Document AI REST server.
+
+The real ``google-cloud-documentai`` client (REST transport) talks to a ``http.server`` thread on
+127.0.0.1 that serves ``:process`` with the real Layout Parser output of the shared corpora,
+``:batchProcess`` with a long-running operation, and ``GET /v1/<operation>`` (not done twice, then
+done with per-document statuses). No credentials: the Google connection comes from the environment
+variable ``AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT`` with the provider's own ``is_anonymous`` extra (→
+``google.auth.credentials.AnonymousCredentials``), its ``project`` extra, and
+``documentai_api_endpoint`` pointing the hook at the fake server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import http.server
+import importlib
+import json
+import subprocess
+import sys
+import threading
+import urllib.parse
+
+import pytest
+from tests.dags.airflow_env import AIRFLOW_ENV, REPO  # sets AIRFLOW_HOME before any Airflow import
+
+PROJECT = "test-project"
+LOCATION = "us"
+PROCESSOR = f"projects/{PROJECT}/locations/{LOCATION}/processors/layout1"
+OUTPUT = "gs://docverify-out/docai"
+
+
+# ---------------------------------------------------------------------------------------------
+# the fake Document AI server
+
+
+class FakeDocumentAI:
+    """State and behaviour of the fake server. Inputs whose name contains ``bad`` fail inside a
+    finished operation (INVALID_ARGUMENT); a processor named ``broken`` makes the whole operation
+    fail. ``fail_process`` / ``fail_get`` make the next N such requests answer ``fail_status``."""
+
+    def __init__(self, document: dict) -> None:
+        self.document = document
+        self.lock = threading.Lock()
+        self.requests: list[tuple[str, str, dict | None]] = []
+        self.operations: dict[str, dict] = {}
+        self.not_done_polls = 2
+        self.fail_process = 0
+        self.fail_get = 0
+        self.fail_status = 503
+        self._next_id = 1000
+
+    def reset(self) -> None:
+        with self.lock:
+            self.requests.clear()
+            self.operations.clear()
+            self.not_done_polls, self.fail_process, self.fail_get, self.fail_status = 2, 0, 0, 503
+
+    def batch_calls(self) -> list[dict]:
+        return [body for method, path, body in self.requests if path.endswith(":batchProcess")]
+
+    def handle(self, method: str, path: str, body: dict | None) -> tuple[int, dict]:
+        with self.lock:
+            self.requests.append((method, path, body))
+            if method == "POST" and path.endswith(":process"):
+                if self.fail_process > 0:
+                    self.fail_process -= 1
+                    return self._error(self.fail_status)
+                if "rawDocument" not in (body or {}):
+                    return self._error(400, "INVALID_ARGUMENT", "rawDocument is required")
+                return 200, {"document": self.document}
+            if method == "POST" and path.endswith(":batchProcess"):
+                return 200, self._start(path, body or {})
+            if method == "GET" and "/operations/" in path:
+                if self.fail_get > 0:
+                    self.fail_get -= 1
+                    return self._error(self.fail_status)
+                name = path.removeprefix("/v1/")
+                if name not in self.operations:
+                    return self._error(404, "NOT_FOUND", f"operation {name} not found")
+                return 200, self._poll(name)
+            return self._error(404, "NOT_FOUND", f"no route {method} {path}")
+
+    def _start(self, path: str, body: dict) -> dict:
+        processor = path.removeprefix("/v1/").removesuffix(":batchProcess")
+        location = processor.split("/")[3]
+        self._next_id += 1
+        name = f"projects/{PROJECT}/locations/{location}/operations/{self._next_id}"
+        docs = body["inputDocuments"]["gcsDocuments"]["documents"]
+        self.operations[name] = {
+            "polls": 0,
+            "inputs": [d["gcsUri"] for d in docs],
+            "mime_types": [d["mimeType"] for d in docs],
+            "output": body["documentOutputConfig"]["gcsOutputConfig"]["gcsUri"].rstrip("/"),
+            "broken": processor.rsplit("/", 1)[-1] == "broken",
+        }
+        return {"name": name, "metadata": {"@type": _META_TYPE, "state": "RUNNING"}}
+
+    def _poll(self, name: str) -> dict:
+        op = self.operations[name]
+        op["polls"] += 1
+        if op["polls"] <= self.not_done_polls:
+            return {"name": name, "metadata": {"@type": _META_TYPE, "state": "RUNNING"}}
+        op_id = name.rsplit("/", 1)[-1]
+        statuses = []
+        for i, uri in enumerate(op["inputs"]):
+            if op["broken"]:
+                statuses.append({"inputGcsSource": uri, "status": {"code": 13, "message": "Internal error."}})
+            elif "bad" in uri:
+                statuses.append({"inputGcsSource": uri, "status": {"code": 3, "message": "Unsupported input file format."}})
+            else:  # proto3 JSON: status {} (code 0 omitted), outputGcsDestination present
+                statuses.append({"inputGcsSource": uri, "status": {}, "outputGcsDestination": f"{op['output']}/{op_id}/{i}"})
+        meta = {"@type": _META_TYPE, "state": "FAILED" if op["broken"] else "SUCCEEDED",
+                "individualProcessStatuses": statuses}
+        if op["broken"]:
+            return {"name": name, "done": True, "metadata": meta,
+                    "error": {"code": 13, "message": "Processor internal error."}}
+        return {"name": name, "done": True, "metadata": meta,
+                "response": {"@type": "type.googleapis.com/google.cloud.documentai.v1.BatchProcessResponse"}}
+
+    @staticmethod
+    def _error(code: int, status: str = "UNAVAILABLE", message: str = "The service is unavailable.") -> tuple[int, dict]:
+        return code, {"error": {"code": code, "message": message, "status": status}}
+
+
+_META_TYPE = "type.googleapis.com/google.cloud.documentai.v1.BatchProcessMetadata"
+
+
+def _handler(fake: FakeDocumentAI):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self, method: str) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            path = urllib.parse.urlsplit(self.path).path
+            code, payload = fake.handle(method, path, json.loads(raw) if raw else None)
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):
+            self._answer("POST")
+
+        def do_GET(self):
+            self._answer("GET")
+
+        def log_message(self, *args):  # keep the test output quiet
+            pass
+
+    return Handler
+
+
+@pytest.fixture(scope="module")
+def layout_json(corpora_dir) -> dict:
+    return json.loads((corpora_dir / "docai" / "layout_parser.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def fake_server(layout_json):
+    fake = FakeDocumentAI(layout_json)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield fake
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def fake(fake_server, monkeypatch):
+    """The fake server, reset, and the default Google connection pointing at it (anonymous)."""
+    fake_server.reset()
+    extra = {"is_anonymous": True, "project": PROJECT, "documentai_api_endpoint": fake_server.url}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", json.dumps({"conn_type": "google_cloud_platform", "extra": extra})
+    )
+    return fake_server
+
+
+def _fast_retry():
+    from docverify_airflow.hooks.document_ai import default_retry
+
+    return default_retry(initial=0.01, maximum=0.05, timeout=10)
+
+
+def _run_trigger(trigger):
+    async def first_event():
+        async for event in trigger.run():
+            return event
+        raise AssertionError("the trigger ended without an event")
+
+    return asyncio.run(asyncio.wait_for(first_event(), timeout=30))
+
+
+def _pdf(path, pages: int):
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for i in range(pages):
+        pdf.add_page()
+        pdf.set_font("helvetica", size=12)
+        pdf.cell(text=f"synthetic page {i + 1}")
+    pdf.output(str(path))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# pure helpers
+
+
+def test_plan_requests_splits_dedupes_and_rejects():
+    from docverify_airflow.operators.document_ai import plan_requests
+
+    uris = [f"gs://b/in/{i:05d}.pdf" for i in range(12001)]
+    plan = plan_requests([*uris, uris[3], "gs://b/in/notes.txt", "gs://b/in/huge.pdf"],
+                         page_counts={"gs://b/in/huge.pdf": 501, uris[0]: 500})
+    assert [len(r) for r in plan.requests] == [5000, 5000, 2001]
+    assert [u for r in plan.requests for u in r] == uris  # order kept, duplicate dropped, 500 pages allowed
+    assert {(e.file, e.code) for e in plan.rejected} == {("gs://b/in/notes.txt", "UNSUPPORTED"),
+                                                        ("gs://b/in/huge.pdf", "TOO_MANY_PAGES")}
+    huge = next(e for e in plan.rejected if e.code == "TOO_MANY_PAGES")
+    assert "501 pages" in huge.message and "500" in huge.message
+    assert [len(r) for r in plan_requests(uris[:7], max_files=3).requests] == [3, 3, 1]
+    with pytest.raises(ValueError):
+        plan_requests(uris, max_files=0)
+
+
+def test_summarize_operation_fills_proto3_defaults():
+    from docverify_airflow.utils.document_ai import map_results, summarize_operation
+
+    op = summarize_operation({"name": "projects/p/locations/us/operations/1",
+                              "metadata": {"state": "RUNNING"}})
+    assert op["done"] is False and op["failed"] is False and op["statuses"] == []
+    done = summarize_operation({
+        "name": "n", "done": True, "metadata": {"state": "SUCCEEDED", "individualProcessStatuses": [
+            {"inputGcsSource": "gs://b/a.pdf", "status": {}, "outputGcsDestination": "gs://o/1/0"},
+            {"inputGcsSource": "gs://b/c.pdf", "status": {"code": 3, "message": "bad"}}]}})
+    results = map_results([done], ["gs://b/a.pdf", "gs://b/c.pdf", "gs://b/lost.pdf"])
+    assert [(r["input_uri"], r["ok"], r["status_code"]) for r in results] == [
+        ("gs://b/a.pdf", True, 0), ("gs://b/c.pdf", False, 3), ("gs://b/lost.pdf", False, 2)]
+    assert results[0]["output_uri"] == "gs://o/1/0" and results[1]["output_uri"] is None
+
+
+def test_operator_module_does_not_import_the_documentai_client_at_parse_time():
+    code = ("import sys, docverify_airflow.operators.document_ai as m; "
+            "print('google.cloud.documentai' in sys.modules, 'docverify_airflow.hooks.document_ai' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**AIRFLOW_ENV, "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["False", "False"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the hook
+
+
+def test_hook_builds_client_from_connection(fake):
+    from google.auth.credentials import AnonymousCredentials
+
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    hook = DocumentAIHook()
+    assert hook.project_id == PROJECT
+    assert isinstance(hook.get_credentials(), AnonymousCredentials)
+    assert hook.transport == "rest" and hook.endpoint_for("eu") == fake.url
+    assert hook.get_conn("us") is hook.get_conn("us")
+    plain = DocumentAIHook(api_endpoint=None, transport="rest")
+    plain.api_endpoint = None
+    assert plain.endpoint_for("eu") == "eu-documentai.googleapis.com"
+    with pytest.raises(ValueError, match="transport"):
+        DocumentAIHook(transport="carrier-pigeon")
+    with pytest.raises(ValueError, match="REST"):
+        DocumentAIHook(transport="grpc")  # the connection's endpoint is http://: gRPC cannot take it
+
+
+def test_hook_process_document_returns_the_real_layout_json(fake, layout_json):
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    document = DocumentAIHook().process_document(PROCESSOR, b"%PDF-1.7 fake", "application/pdf")
+    assert document == layout_json  # the proto3-JSON round trip of the real fixture is exact
+    assert len(document["documentLayout"]["blocks"]) == 2
+    method, path, body = fake.requests[-1]
+    assert (method, path) == ("POST", f"/v1/{PROCESSOR}:process")
+    assert base64.b64decode(body["rawDocument"]["content"]) == b"%PDF-1.7 fake"
+    assert body["rawDocument"]["mimeType"] == "application/pdf"
+
+
+def test_hook_retries_503_then_succeeds(fake):
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    fake.fail_process = 2
+    document = DocumentAIHook().process_document(PROCESSOR, b"%PDF", retry=_fast_retry())
+    assert "documentLayout" in document
+    assert [p for _, p, _ in fake.requests].count(f"/v1/{PROCESSOR}:process") == 3
+
+
+def test_hook_does_not_retry_a_client_error(fake):
+    from google.api_core.exceptions import BadRequest
+
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    fake.fail_process, fake.fail_status = 3, 400
+    with pytest.raises(BadRequest):
+        DocumentAIHook().process_document(PROCESSOR, b"%PDF", retry=_fast_retry())
+    assert len(fake.requests) == 1
+
+
+def test_hook_batch_and_polling(fake):
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_airflow.utils.document_ai import summarize_operation
+
+    hook = DocumentAIHook()
+    inputs = ["gs://docverify-in/2026-11-20/a.pdf", "gs://docverify-in/2026-11-20/bad_scan.tiff"]
+    name = hook.batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=inputs)
+    assert name.startswith(f"projects/{PROJECT}/locations/us/operations/")
+    body = fake.batch_calls()[-1]
+    assert [d["mimeType"] for d in body["inputDocuments"]["gcsDocuments"]["documents"]] == [
+        "application/pdf", "image/tiff"]
+    assert body["documentOutputConfig"]["gcsOutputConfig"]["gcsUri"] == OUTPUT
+    polls = [hook.get_operation(name) for _ in range(3)]
+    assert [p["done"] for p in polls] == [False, False, True]
+    statuses = polls[-1]["metadata"]["individualProcessStatuses"]
+    assert polls[-1]["metadata"]["state"] == "SUCCEEDED"
+    assert statuses[0]["outputGcsDestination"] == f"{OUTPUT}/{name.rsplit('/', 1)[-1]}/0"
+    summary = summarize_operation(polls[-1])
+    assert [(s["status_code"], s["output_uri"] is not None) for s in summary["statuses"]] == [(0, True), (3, False)]
+    with pytest.raises(ValueError, match="exactly one"):
+        hook.batch_process_documents(PROCESSOR, OUTPUT)
+    with pytest.raises(ValueError, match="known extension"):
+        hook.batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://b/x.txt"])
+
+
+# ---------------------------------------------------------------------------------------------
+# the trigger
+
+
+def _trigger(names, **kw):
+    from docverify_airflow.triggers.document_ai import DocumentAIBatchOperationTrigger
+
+    return DocumentAIBatchOperationTrigger(operation_names=names, poll_interval=0.01, **kw)
+
+
+def test_trigger_serialize_round_trip():
+    trigger = _trigger(["projects/p/locations/us/operations/1"], max_poll_failures=3, api_endpoint="http://x:1")
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "docverify_airflow.triggers.document_ai.DocumentAIBatchOperationTrigger"
+    json.dumps(kwargs)  # stored by the triggerer as JSON
+    module, _, cls = classpath.rpartition(".")
+    again = getattr(importlib.import_module(module), cls)(**kwargs)  # what the triggerer does
+    assert again.serialize() == (classpath, kwargs)
+
+
+def test_trigger_polls_until_done(fake):
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    name = DocumentAIHook().batch_process_documents(
+        PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf", "gs://in/bad.pdf"])
+    event = _run_trigger(_trigger([name]))
+    assert event.payload["status"] == "success"
+    (op,) = event.payload["operations"]
+    assert fake.operations[name]["polls"] == 3  # not done, not done, done
+    assert [(s["input_uri"], s["status_code"]) for s in op["statuses"]] == [("gs://in/a.pdf", 0), ("gs://in/bad.pdf", 3)]
+
+
+def test_trigger_survives_transient_poll_failures(fake):
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    name = DocumentAIHook().batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf"])
+    fake.fail_get = 2
+    event = _run_trigger(_trigger([name], max_poll_failures=3))
+    assert event.payload["status"] == "success"
+    gets = [p for m, p, _ in fake.requests if m == "GET"]
+    assert len(gets) == 5  # two 503s, then not done twice, then done
+
+
+def test_trigger_gives_up_after_bounded_failures(fake):
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    name = DocumentAIHook().batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf"])
+    fake.fail_get = 10
+    event = _run_trigger(_trigger([name], max_poll_failures=3))
+    assert event.payload["status"] == "error" and event.payload["operation"] == name
+    assert "3 consecutive polls failed" in event.payload["message"]
+    assert len([1 for m, _, _ in fake.requests if m == "GET"]) == 3
+
+
+def test_trigger_fails_fast_on_a_permanent_error(fake):
+    event = _run_trigger(_trigger([f"projects/{PROJECT}/locations/us/operations/404404"]))
+    assert event.payload["status"] == "error" and "NotFound" in event.payload["message"]
+    assert len(fake.requests) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the operators
+
+
+def _batch_op(**kw):
+    from docverify_airflow.operators.document_ai import DocumentAIBatchProcessOperator
+
+    kw.setdefault("processor_id", "layout1")
+    kw.setdefault("gcs_output_uri", OUTPUT)
+    return DocumentAIBatchProcessOperator(task_id="docai_batch", poll_interval=0.01, **kw)
+
+
+def _defer_and_resume(op):
+    from airflow.sdk.exceptions import TaskDeferred
+
+    with pytest.raises(TaskDeferred) as info:
+        op.execute({})
+    deferred = info.value
+    assert deferred.method_name == "execute_complete"
+    classpath, kwargs = deferred.trigger.serialize()
+    assert classpath.startswith("docverify_airflow.triggers.document_ai.")
+    event = _run_trigger(deferred.trigger)
+    return deferred, event, (lambda: getattr(op, deferred.method_name)({}, event.payload, **(deferred.kwargs or {})))
+
+
+def test_batch_operator_defers_and_maps_each_input(fake):
+    inputs = ["gs://in/2026-11-20/a.pdf", "gs://in/2026-11-20/bad_scan.pdf", "gs://in/2026-11-20/c.PDF",
+              "gs://in/2026-11-20/readme.txt", "gs://in/2026-11-20/huge.pdf"]
+    op = _batch_op(gcs_input_uris=inputs, page_counts={"gs://in/2026-11-20/huge.pdf": 640})
+    deferred, event, resume = _defer_and_resume(op)
+    assert deferred.trigger.operation_names == list(fake.operations)
+    (body,) = fake.batch_calls()
+    sent = [d["gcsUri"] for d in body["inputDocuments"]["gcsDocuments"]["documents"]]
+    assert sent == inputs[:3]  # the .txt and the 640-page PDF are never sent
+    results = resume()
+    by_uri = {r["input_uri"]: r for r in results}
+    assert [r["input_uri"] for r in results] == inputs[:3] + ["gs://in/2026-11-20/readme.txt", "gs://in/2026-11-20/huge.pdf"]
+    (name,) = fake.operations
+    op_id = name.rsplit("/", 1)[-1]
+    assert by_uri[inputs[0]] == {"input_uri": inputs[0], "output_uri": f"{OUTPUT}/{op_id}/0", "operation": name,
+                                 "status_code": 0, "status_message": "", "ok": True, "error_code": None}
+    assert by_uri[inputs[2]]["output_uri"] == f"{OUTPUT}/{op_id}/2" and by_uri[inputs[2]]["ok"]
+    bad = by_uri[inputs[1]]
+    assert (bad["ok"], bad["status_code"], bad["output_uri"]) == (False, 3, None)
+    assert "Unsupported" in bad["status_message"]
+    assert (by_uri[inputs[4]]["ok"], by_uri[inputs[4]]["error_code"]) == (False, "TOO_MANY_PAGES")
+    assert by_uri[inputs[3]]["error_code"] == "UNSUPPORTED"
+    json.dumps(results)  # XCom-serialisable
+
+
+def test_batch_operator_splits_over_5000_files(fake):
+    fake.not_done_polls = 0
+    inputs = [f"gs://in/big/{i:05d}.pdf" for i in range(5001)]
+    deferred, event, resume = _defer_and_resume(_batch_op(gcs_input_uris=inputs))
+    calls = fake.batch_calls()
+    assert [len(c["inputDocuments"]["gcsDocuments"]["documents"]) for c in calls] == [5000, 1]
+    assert len(deferred.trigger.operation_names) == 2
+    results = resume()
+    assert len(results) == 5001 and all(r["ok"] for r in results)
+    assert results[-1]["operation"] == deferred.trigger.operation_names[1]
+    assert results[-1]["output_uri"].endswith("/0")  # index within its own request
+
+
+def test_batch_operator_whole_operation_failure_raises(fake):
+    from docverify_airflow.operators.document_ai import DocumentAIBatchOperationFailed
+
+    deferred, event, resume = _defer_and_resume(_batch_op(processor_id="broken", gcs_input_uris=["gs://in/a.pdf"]))
+    assert event.payload["status"] == "error"
+    (name,) = fake.operations
+    with pytest.raises(DocumentAIBatchOperationFailed) as info:
+        resume()
+    message = str(info.value)
+    assert name in message and "roles/documentai.apiUser" in message and "'broken'" in message
+
+
+def test_batch_operator_lost_operation_raises(fake):
+    from docverify_airflow.operators.document_ai import DocumentAIBatchOperationFailed
+
+    op = _batch_op(gcs_input_uris=["gs://in/a.pdf"])
+    event = {"status": "error", "operation": "projects/p/locations/us/operations/9", "operations": [],
+             "message": "could not follow Document AI operation projects/p/locations/us/operations/9: boom"}
+    with pytest.raises(DocumentAIBatchOperationFailed, match="gcloud documentai operations describe"):
+        op.execute_complete({}, event, rejected=[])
+
+
+def test_batch_operator_non_deferrable_polls_in_execute(fake):
+    fake.fail_get = 1  # one transient failure on the way
+    results = _batch_op(gcs_input_uris=["gs://in/a.pdf", "gs://in/bad.pdf"], deferrable=False).execute({})
+    assert [(r["input_uri"], r["ok"]) for r in results] == [("gs://in/a.pdf", True), ("gs://in/bad.pdf", False)]
+
+
+def test_batch_operator_templated_fields_and_input_check():
+    op = _batch_op(gcs_input_uris="gs://in/a.pdf, gs://in/b.pdf")
+    assert {"project_id", "location", "processor_id", "processor_version", "gcs_input_uris", "gcs_input_prefix",
+            "gcs_output_uri", "gcp_conn_id", "impersonation_chain"} == set(op.template_fields)
+    assert op.deferrable is True
+    assert op.input_uris() == ["gs://in/a.pdf", "gs://in/b.pdf"]
+    from airflow.sdk.exceptions import AirflowException
+
+    with pytest.raises(AirflowException, match="exactly one"):
+        _batch_op(gcs_input_uris=["gs://in/a.pdf"], gcs_input_prefix="gs://in/").input_uris()
+
+
+def test_online_operator_writes_the_document(fake, tmp_path, layout_json):
+    from docverify_airflow.operators.document_ai import DocumentAIProcessDocumentOperator
+
+    pdf = _pdf(tmp_path / "small.pdf", 3)
+    out = tmp_path / "small.docai.json"
+    result = DocumentAIProcessDocumentOperator(
+        task_id="docai_online", processor_id="layout1", input_path=str(pdf), output_path=str(out)
+    ).execute({})
+    assert result == {"input_uri": str(pdf), "output_uri": str(out), "pages": 3, "ok": True}
+    assert json.loads(out.read_text()) == layout_json
+    _, path, body = fake.requests[-1]
+    assert path == f"/v1/{PROCESSOR}:process"
+    assert base64.b64decode(body["rawDocument"]["content"]) == pdf.read_bytes()
+
+
+def test_online_operator_refuses_more_than_15_pages(fake, tmp_path):
+    from docverify_airflow.operators.document_ai import (
+        DocumentAIPageLimitError,
+        DocumentAIProcessDocumentOperator,
+    )
+
+    pdf = _pdf(tmp_path / "long.pdf", 16)
+    op = DocumentAIProcessDocumentOperator(task_id="docai_online", processor_id="layout1", input_path=str(pdf))
+    with pytest.raises(DocumentAIPageLimitError) as info:
+        op.execute({})
+    assert (info.value.pages, info.value.limit, info.value.code) == (16, 15, "TOO_MANY_PAGES")
+    assert "DocumentAIBatchProcessOperator" in str(info.value) and str(pdf) in str(info.value)
+    assert fake.requests == []  # nothing was sent
+
