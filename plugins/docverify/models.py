@@ -261,6 +261,14 @@ class SMEIssueSummary(_Model):
     location: str = ""
     suggested_fix: str = ""
     formatted: str = ""
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="The issue's machine-readable facts (as in Issue.details)."
+    )
+    context: dict[str, Any] | None = Field(
+        default=None,
+        description="The page text around the issue's location (docverify.sme_context.get_issue_context "
+        "without the page image): page, before (2 paragraphs), match, after (3 paragraphs), found, how.",
+    )
 
 
 class SMEPacket(_Model):
@@ -280,9 +288,20 @@ class SMEPacket(_Model):
     error: dict[str, Any] | None = Field(
         default=None, description="Set when the document could not be parsed or classified."
     )
+    production_comparison: dict[str, Any] | None = Field(
+        default=None,
+        description="Set when a production classification was supplied: whether the dominant type, "
+        "the segments (page ranges and types) and each type's strongest presence level agree.",
+    )
     review_status: Literal["pending", "reviewed"] = "pending"
     created_at: str
     run_id: str = ""
+    reviewed_at: str | None = None
+    reviewer: str | None = None
+    ground_truth_path: str | None = Field(
+        default=None, description="URI of the newest ground-truth record written for this packet."
+    )
+    ground_truth_version: int | None = None
 
 
 class GroundTruthRecord(_Model):
@@ -295,6 +314,17 @@ class GroundTruthRecord(_Model):
     reviewed_at: str
     version: int = 1
     packet_path: str = ""
+    corrected_segments: list[dict[str, Any]] | None = Field(
+        default=None, description="The SME's segments as given: [{page_start, page_end, dominant_type}]."
+    )
+    corrections_applied: list[str] = Field(
+        default_factory=list,
+        description="What the correction changed in the copy of the primary classification, one line each "
+        "(empty for SME_VALIDATED).",
+    )
+    channel: str = Field(
+        default="", description="Where the answer came from: 'airflow-hitl:<dag>/<run>/<task>[<map>]', 'notebook', …"
+    )
 
 
 EXPORTED_MODELS: tuple[type[BaseModel], ...] = (
