@@ -584,17 +584,32 @@ def _write_final(batch: Batch, doc_id: str, result: VerificationResult) -> dict:
 def write_sme_packets(batch: Batch) -> dict:
     """One packet per escalated document (after V5 or after the retry), and per document that
     could not be parsed or classified. A packet an SME already reviewed is kept."""
+    from docverify.outputs import write_attempts
+    from docverify.sme_render import write_packet_html
+
     stats = StageStats("write_sme_packets")
     written, kept = [], []
+    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
+
+    def production(doc_id: str) -> dict | None:
+        """A production classification supplied beside the PDF: ``<doc>.production.json``."""
+        rel = by_id[doc_id]["pdf_rel"][: -len(".pdf")] + ".production.json"
+        return batch.store.read_json(rel) if batch.store.exists(rel) else None
+
     for doc_id, result in _final_results(batch).items():
         if result.final_decision != "ESCALATE_TO_SME":
             continue
-        outputs = _write_final(batch, doc_id, result)
-        (kept if outputs.get("sme_packet_outcome") == "kept_reviewed" else written).append(doc_id)
+        bundle = _bundle(batch, doc_id)
+        write_attempts(batch.store, batch.ds, result, batch.write_if_changed)
+        packet = build_packet(doc_id=doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
+                              bundle_path=batch.store.uri(batch.run_rel(doc_id, "bundle.json")), result=result,
+                              production_classification=production(doc_id), run_id=batch.run_id, bundle=bundle)
+        uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
+        html_uri, _ = write_packet_html(batch.store, doc_id, bundle=bundle)
+        (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=result.final_rule,
-                stop_reason=result.stop_reason, output_uri=outputs.get("sme_packet"),
-                packet=outputs.get("sme_packet_outcome"))
-    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
+                stop_reason=result.stop_reason, output_uri=uri, html_uri=html_uri, packet=outcome,
+                production_supplied=packet.production_classification is not None)
     for doc_id, err in _errors(batch).items():
         bundle_rel = batch.run_rel(doc_id, "bundle.json")
         total = batch.store.read_json(bundle_rel)["total_pages"] if batch.store.exists(bundle_rel) else 0
@@ -602,9 +617,10 @@ def write_sme_packets(batch: Batch) -> dict:
                               bundle_path=batch.store.uri(bundle_rel) if total else "", result=None,
                               error=err, run_id=batch.run_id)
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
+        html_uri, _ = write_packet_html(batch.store, doc_id)
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"],
-                output_uri=uri, packet=outcome)
+                output_uri=uri, html_uri=html_uri, packet=outcome)
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept_reviewed=kept)
     return {"packets": written, "kept_reviewed": kept, "uri": batch.store.uri("sme_packets")}
