@@ -21,7 +21,9 @@ def convert(settings: dict) -> dict[str, dict]:
     af = (settings or {}).get("airflow") or {}
     connections = {}
     for c in af.get("connections") or []:
-        conn = {k[len("conn_"):] if k.startswith("conn_") else k: v for k, v in c.items() if k != "conn_id" and v is not None}
+        # Astro spells every field conn_<name>; the Airflow import format keeps only conn_type so
+        conn = {k[len("conn_"):] if k.startswith("conn_") and k != "conn_type" else k: v
+                for k, v in c.items() if k != "conn_id" and v is not None}
         if "extra" in conn and not isinstance(conn["extra"], str):
             conn["extra"] = json.dumps(conn["extra"])
         connections[c["conn_id"]] = conn
