@@ -588,5 +588,8 @@ def test_parse_error_api():
     with pytest.raises(ValueError):
         ParseError("NOPE", "m", "f")
     assert PARSE_ERROR_CODES == ("EMPTY_FILE", "NOT_A_PDF", "CORRUPT", "ENCRYPTED", "ZERO_PAGES",
-                                 "NO_TEXT_LAYER", "TOO_LARGE", "TIMEOUT", "UNSUPPORTED")
+                                 "NO_TEXT_LAYER", "TOO_LARGE", "TIMEOUT", "UNSUPPORTED",
+                                 # the Document AI converter's (docverify.layout.docai)
+                                 "DOCAI_INVALID_JSON", "DOCAI_NO_CONTENT", "DOCAI_SHARDS_MISSING",
+                                 "DOCAI_SHARDS_INCONSISTENT", "TOO_MANY_PAGES")
     assert PARSER_ID.startswith("local:pypdfium2-")
