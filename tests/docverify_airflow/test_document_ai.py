@@ -48,6 +48,7 @@ class FakeDocumentAI:
         self.fail_process = 0
         self.fail_get = 0
         self.fail_status = 503
+        self.write_shards = None  # callable(output_folder_uri, input_uri, document) when outputs are wanted
         self._next_id = 1000
 
     def reset(self) -> None:
@@ -55,6 +56,7 @@ class FakeDocumentAI:
             self.requests.clear()
             self.operations.clear()
             self.not_done_polls, self.fail_process, self.fail_get, self.fail_status = 2, 0, 0, 503
+            self.write_shards = None
 
     def batch_calls(self) -> list[dict]:
         return [body for method, path, body in self.requests if path.endswith(":batchProcess")]
@@ -109,7 +111,10 @@ class FakeDocumentAI:
             elif "bad" in uri:
                 statuses.append({"inputGcsSource": uri, "status": {"code": 3, "message": "Unsupported input file format."}})
             else:  # proto3 JSON: status {} (code 0 omitted), outputGcsDestination present
-                statuses.append({"inputGcsSource": uri, "status": {}, "outputGcsDestination": f"{op['output']}/{op_id}/{i}"})
+                folder = f"{op['output']}/{op_id}/{i}"
+                statuses.append({"inputGcsSource": uri, "status": {}, "outputGcsDestination": folder})
+                if self.write_shards and op["polls"] == self.not_done_polls + 1:
+                    self.write_shards(folder, uri, self.document)
         meta = {"@type": _META_TYPE, "state": "FAILED" if op["broken"] else "SUCCEEDED",
                 "individualProcessStatuses": statuses}
         if op["broken"]:
@@ -180,6 +185,33 @@ def fake(fake_server, monkeypatch):
     return fake_server
 
 
+@pytest.fixture(scope="module")
+def gcs_emulator():
+    """A real GCS emulator (gcp-storage-emulator, in memory) on a free local port."""
+    from gcp_storage_emulator.server import create_server
+
+    server = create_server("127.0.0.1", 0, in_memory=True)
+    server.start()
+    yield f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
+    server.stop()
+
+
+def _shard_writer(client):
+    """Writes a Document the way a batch job does: ``<folder>/<input stem>-<k>.json``, two shards
+    (one top-level layout block each) with ``shardInfo``."""
+
+    def write(folder: str, input_uri: str, document: dict) -> None:
+        bucket, _, prefix = folder.removeprefix("gs://").partition("/")
+        stem = input_uri.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        blocks = document["documentLayout"]["blocks"]
+        for k, block in enumerate(blocks):
+            shard = {"documentLayout": {"blocks": [block]},
+                     "shardInfo": {"shardIndex": str(k), "shardCount": str(len(blocks))} if k else {"shardCount": str(len(blocks))}}
+            client.bucket(bucket).blob(f"{prefix}/{stem}-{k}.json").upload_from_string(json.dumps(shard))
+
+    return write
+
+
 def _fast_retry():
     from docverify_airflow.hooks.document_ai import default_retry
 
@@ -226,6 +258,18 @@ def test_plan_requests_splits_dedupes_and_rejects():
     assert [len(r) for r in plan_requests(uris[:7], max_files=3).requests] == [3, 3, 1]
     with pytest.raises(ValueError):
         plan_requests(uris, max_files=0)
+
+
+def test_check_page_limit_says_what_to_do():
+    from docverify.layout.errors import ParseError
+    from docverify_airflow.utils.document_ai import check_page_limit
+
+    check_page_limit("gs://b/a.pdf", 15, 15, online=True)  # at the limit: fine
+    with pytest.raises(ParseError, match="DocumentAIBatchProcessOperator") as online:
+        check_page_limit("gs://b/a.pdf", 16, 15, online=True)
+    with pytest.raises(ParseError, match="split the PDF") as huge:
+        check_page_limit("gs://b/a.pdf", 501, 15, online=True)
+    assert online.value.code == huge.value.code == "TOO_MANY_PAGES" and online.value.file == "gs://b/a.pdf"
 
 
 def test_summarize_operation_fills_proto3_defaults():
@@ -525,3 +569,79 @@ def test_online_operator_refuses_more_than_15_pages(fake, tmp_path):
     assert "DocumentAIBatchProcessOperator" in str(info.value) and str(pdf) in str(info.value)
     assert fake.requests == []  # nothing was sent
 
+
+
+def test_batch_operator_over_a_prefix_reports_sharded_output_folders(fake, gcs_emulator, monkeypatch):
+    """gcs_input_prefix is listed through the connection (GCS emulator), only readable files are
+    sent, and each input's output folder holds exactly that input's shards."""
+    from airflow.providers.google.cloud.hooks.gcs import GCSHook
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator)
+    gcs = GCSHook()
+    client = gcs.get_conn()
+    for bucket in ("docverify-in", "docverify-out"):
+        if client.lookup_bucket(bucket) is None:
+            client.create_bucket(bucket)
+    for name in ("incoming/2026-11-20/a.pdf", "incoming/2026-11-20/b.pdf", "incoming/2026-11-20/bad_fax.tif",
+                 "incoming/2026-11-20/manifest.csv", "incoming/2026-11-19/old.pdf"):
+        gcs.upload("docverify-in", name, data=b"%PDF-1.4 placeholder")
+    fake.write_shards = _shard_writer(client)
+    fake.not_done_polls = 1
+
+    results = _batch_op(gcs_input_prefix="gs://docverify-in/incoming/2026-11-20/", gcs_output_uri="gs://docverify-out/docai",
+                        deferrable=False).execute({})
+    sent = [d["gcsUri"] for d in fake.batch_calls()[0]["inputDocuments"]["gcsDocuments"]["documents"]]
+    assert sent == ["gs://docverify-in/incoming/2026-11-20/a.pdf", "gs://docverify-in/incoming/2026-11-20/b.pdf",
+                    "gs://docverify-in/incoming/2026-11-20/bad_fax.tif"]  # no .csv, nothing from the 19th
+    assert [(r["input_uri"].rsplit("/", 1)[-1], r["ok"]) for r in results] == [
+        ("a.pdf", True), ("b.pdf", True), ("bad_fax.tif", False)]
+    for r in results[:2]:
+        bucket, _, folder = r["output_uri"].removeprefix("gs://").partition("/")
+        stem = r["input_uri"].rsplit("/", 1)[-1].removesuffix(".pdf")
+        shards = gcs.list(bucket, prefix=folder + "/")
+        assert shards == [f"{folder}/{stem}-0.json", f"{folder}/{stem}-1.json"]
+        first = json.loads(gcs.download(bucket, shards[0]))
+        assert first["shardInfo"]["shardCount"] == "2" and first["documentLayout"]["blocks"]
+    from airflow.sdk.exceptions import AirflowException
+
+    with pytest.raises(AirflowException, match="no document"):
+        _batch_op(gcs_input_prefix="gs://docverify-in/nothing-here/").execute({})
+
+
+def test_async_hook_builds_the_grpc_asyncio_client(fake):
+    """With transport=grpc the trigger's hook uses the library's asyncio client (built here, not called:
+    the fake server speaks REST)."""
+    from docverify_airflow.hooks.document_ai import DocumentAIAsyncHook
+
+    async def build():
+        hook = DocumentAIAsyncHook(transport="grpc", api_endpoint="127.0.0.1:1")
+        client = await hook.get_async_client("eu")
+        return hook, client, await hook.get_async_client("eu")
+
+    hook, client, again = asyncio.run(build())
+    assert client is again
+    assert type(client).__name__ == "DocumentProcessorServiceAsyncClient"
+    assert type(client.transport).__name__ == "DocumentProcessorServiceGrpcAsyncIOTransport"
+    assert client.transport._host == "127.0.0.1:1"
+
+
+def test_operators_serialize_in_a_dag():
+    """DAG files use these operators: the DAG (with templated fields) survives Airflow's serialization."""
+    import datetime
+
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    from docverify_airflow.operators.document_ai import (
+        DocumentAIBatchProcessOperator,
+        DocumentAIProcessDocumentOperator,
+    )
+
+    with DAG("docai_serialization", schedule=None, start_date=datetime.datetime(2026, 1, 1)) as dag:
+        DocumentAIBatchProcessOperator(task_id="batch", processor_id="p", gcs_output_uri="gs://o/{{ ds }}/",
+                                       gcs_input_prefix="gs://i/{{ ds }}/")
+        DocumentAIProcessDocumentOperator(task_id="online", processor_id="p", input_path="gs://i/{{ ds }}/a.pdf")
+    again = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    assert again.task_dict["batch"].gcs_input_prefix == "gs://i/{{ ds }}/"
+    assert "gcs_input_uris" in again.task_dict["batch"].template_fields
+    assert again.task_dict["online"].input_path == "gs://i/{{ ds }}/a.pdf"

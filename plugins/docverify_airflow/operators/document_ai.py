@@ -238,6 +238,7 @@ class DocumentAIBatchProcessOperator(BaseOperator):
                 ),
                 method_name="execute_complete",
                 kwargs={"rejected": rejected},
+                timeout=self.execution_timeout,  # the wait counts against the task's time limit
             )
         event = self._wait(hook, names)
         return self.execute_complete(context, event, rejected=rejected)
