@@ -324,8 +324,11 @@ def packet_markdown(packet: SMEPacket, *, max_bytes: int = MARKDOWN_MAX_BYTES, h
     their page-text windows (stored in the packet), and the primary classification as a compact
     table. At most ``max_bytes`` UTF-8 bytes: long paragraphs are clipped first, then the tail is
     cut with a note."""
-    for para_limit in (1200, 400, 160):
+    for k, para_limit in enumerate((1200, 400, 160)):
         text = _markdown(packet, para_limit, html_uri)
+        if k:
+            text += (f"\n_Page-text paragraphs shortened to {para_limit} characters to fit the form; the full text "
+                     f"is in the HTML/JSON packet._\n")
         if len(text.encode()) <= max_bytes:
             return text
     note = "\n\n… (truncated to stay under the size limit: the full packet is in the HTML/JSON file)\n"

@@ -1,0 +1,44 @@
+"""A real night for the SME tests: the batch stages (no Airflow) on some sample PDFs, as
+tests/docverify/test_batch.py runs them. Imported by the SME domain and DAG tests."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+from docverify import batch as B
+from docverify.judges import OfflineJudge
+from docverify.store import ArtifactStore
+
+DS = "2026-11-21"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+#: escalated: quest (V3 trap), fabricated (V4), requisition (V3 admin), corrupt (parse error);
+#: accepted: genomic_brca_ngs
+SAMPLES = ("quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated", "genomic_brca_ngs")
+
+
+def run_night(root: pathlib.Path, names=SAMPLES, extra_files: dict[str, bytes] | None = None) -> B.Batch:
+    """Copy the samples into ``root/incoming/<DS>/`` (plus ``extra_files`` by name) and run every
+    stage up to write_sme_packets. Returns the batch."""
+    incoming = root / "incoming" / DS
+    incoming.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        for f in (REPO / "include" / "samples").glob(f"{n}.*"):
+            shutil.copy(f, incoming / f.name)
+    for name, data in (extra_files or {}).items():
+        (incoming / name).write_bytes(data)
+    b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="night-test")
+    judge = OfflineJudge()
+    B.discover(b)
+    B.layout_local(b, workers=1, timeout_s=60)
+    for i, shard in enumerate(B.plan_shards(b, shard_size=25)):
+        B.classify_shard(b, shard, judge, str(i))
+        B.v1_shard(b, shard, str(i))
+        for agent in ("V2", "V3", "V4"):
+            B.agent_shard(b, agent, shard, judge, str(i))
+    B.arbiter(b)
+    for i, shard in enumerate(B.retry_shards(b)):
+        B.auto_fix_retry_shard(b, shard, judge, str(i))
+    B.accept(b)
+    B.write_sme_packets(b)
+    return b
