@@ -1,0 +1,92 @@
+"""The SME's review of one packet as a human-in-the-loop task (standard provider's HITLOperator).
+
+The form offers **Agree** / **Correct** with three optional fields: the corrected dominant type
+(one of the five types), corrected segments (JSON) and notes. The body is the packet as Markdown
+(:func:`docverify.sme_render.packet_markdown`), built when the task runs from the stored packet
+(never rendered as a Jinja template: page text may contain ``{{``). No ``defaults``: a response
+timeout never chooses an answer — the task is skipped and the packet stays pending for the next
+review run. An answer becomes ground truth through :func:`docverify.sme.save_review` (the same
+writer as the notebook helper), with the responding user as the reviewer.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.providers.standard.operators.hitl import HITLOperator
+from airflow.sdk import Param
+
+AGREE = "Agree"
+CORRECT = "Correct"
+FORM_FIELDS = ("corrected_dominant_type", "corrected_segments", "notes")
+
+
+def review_form_params() -> dict[str, Param]:
+    """The form fields of the review (all optional; the corrections only with *Correct*)."""
+    from docverify.models import DOC_TYPES
+
+    return {
+        "corrected_dominant_type": Param(
+            None, type=["null", "string"], enum=[*DOC_TYPES, None], title="Corrected dominant type",
+            description="Only with Correct: what the whole document really is."),
+        "corrected_segments": Param(
+            None, type=["null", "string"], title="Corrected segments (JSON)",
+            description='Only with Correct, optional: [{"page_start": 1, "page_end": 2, "dominant_type": '
+                        '"Genomic Report"}, …] in page order, covering every page once.'),
+        "notes": Param("", type=["null", "string"], title="Notes",
+                       description="Why: what you saw on the page (kept with the ground truth)."),
+    }
+
+
+def assigned_users(assignees: str | list[str] | None) -> list[dict[str, str]] | None:
+    """``"alice, bob"`` or ``"7:alice"`` (id:name) → HITL users; empty → None (anyone may answer)."""
+    items = assignees.split(",") if isinstance(assignees, str) else list(assignees or [])
+    users = []
+    for item in (i.strip() for i in items):
+        if item:
+            uid, _, name = item.partition(":")
+            users.append({"id": uid.strip(), "name": (name or uid).strip()})
+    return users or None
+
+
+class SMEReviewOperator(HITLOperator):
+    """One SME review: opens the form for packet ``doc_id`` and saves the answer as ground truth.
+
+    :param doc_id: the escalated document.
+    :param subject: the form's headline (default: the doc id).
+    :param assignees: who may answer, ``"alice,bob"`` (empty: anyone).
+    :param response_timeout_hours: how long to wait for an answer; then the task is skipped and
+        the packet stays pending (no default answer).
+    """
+
+    template_fields = ()  # the body holds document text: never a template
+    ui_color = "#f6e7c8"
+
+    def __init__(self, *, doc_id: str, subject: str | None = None, assignees: str | list[str] | None = None,
+                 response_timeout_hours: float | None = None, **kwargs: Any) -> None:
+        for fixed in ("options", "defaults", "multiple", "body"):
+            if fixed in kwargs:
+                raise ValueError(f"SMEReviewOperator sets {fixed!r} itself: do not pass it")
+        kwargs.pop("params", None)  # Dag params are not form fields; the form is review_form_params()
+        if response_timeout_hours is not None:
+            kwargs["response_timeout"] = timedelta(hours=float(response_timeout_hours))
+        super().__init__(subject=subject or f"SME review: {doc_id}", options=[AGREE, CORRECT], defaults=None,
+                         multiple=False, params=review_form_params(), assigned_users=assigned_users(assignees),
+                         **kwargs)
+        self.doc_id = doc_id
+
+    def execute(self, context: Any) -> Any:
+        from docverify_airflow import sme_tasks
+
+        self.body = sme_tasks.review_body(self.doc_id)  # skips the task when the packet is no longer pending
+        return super().execute(context)
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        """The SME answered (or the wait timed out): save the answer as ground truth."""
+        from docverify_airflow import sme_tasks
+
+        if event.get("error_type") == "timeout":
+            sme_tasks.timed_out(self.doc_id)  # raises AirflowSkipException: the packet stays pending
+        answer = super().execute_complete(context=context, event=event)
+        return sme_tasks.record_answer(context, self.doc_id, answer)

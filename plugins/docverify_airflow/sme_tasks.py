@@ -1,0 +1,145 @@
+"""Task bodies of the ``sme_review`` DAG: Airflow context in, domain calls (``docverify.sme``) out.
+
+Logs carry doc ids, sources, versions and URIs — never packet or page text (PHI). What they
+return to XCom is the same: ids, counts, URIs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from typing import Any
+
+from docverify_airflow import config
+
+log = logging.getLogger(__name__)
+
+VAR_SME_ASSIGNEES = "docverify_sme_assignees"
+
+
+def _store():
+    from docverify.store import ArtifactStore
+
+    return ArtifactStore(config.storage_root())
+
+
+def _assignees(params: dict[str, Any]) -> str:
+    """The ``assignees`` param, else the Variable ``docverify_sme_assignees`` (comma separated;
+    empty = anyone)."""
+    value = (params.get("assignees") or "").strip()
+    if value:
+        return value
+    from airflow.sdk import Variable
+
+    try:
+        return (Variable.get(VAR_SME_ASSIGNEES, default="") or "").strip()
+    except Exception as exc:  # no metadata DB reachable (a bare unit test): anyone may answer
+        log.warning("could not read Variable %s (%s): anyone may answer", VAR_SME_ASSIGNEES, type(exc).__name__)
+        return ""
+
+
+def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
+    """One ``SMEReviewOperator`` kwargs dict per pending packet, most severe first, at most
+    ``max_reviews``."""
+    from docverify.sme import list_pending_reviews
+
+    params = context["params"]
+    store = _store()
+    pending = list_pending_reviews(store)
+    cap = max(1, int(params.get("max_reviews", 50)))
+    assignees = _assignees(params)
+    hours = float(params.get("response_timeout_hours", 72))
+    chosen = pending[:cap]
+    log.info("%d pending packet(s) under %s; opening %d review(s) (max_reviews=%d), assignees: %s",
+             len(pending), store.uri("sme_packets"), len(chosen), cap, assignees or "anyone")
+    for row in chosen:
+        log.info("review doc_id=%s rule=%s top_severity=%s issues=%s packet=%s", row["doc_id"], row["v5_rule"],
+                 row["top_severity"], row["total_issues"], row["packet_uri"])
+    return [{"doc_id": r["doc_id"],
+             "subject": f"{r['doc_id']} — V5 rule {r['v5_rule']}"
+                        + (f", {r['top_severity']}" if r["top_severity"] else "")
+                        + f", {r['total_issues']} issue(s)",
+             "assignees": assignees, "response_timeout_hours": hours} for r in chosen]
+
+
+def review_body(doc_id: str) -> str:
+    """The form body: the packet as Markdown with a link to its HTML rendering. A packet that is
+    no longer pending (answered meanwhile, e.g. from the notebook) skips the task."""
+    from docverify.sme import html_rel, load_packet
+    from docverify.sme_render import packet_markdown
+
+    store = _store()
+    packet = load_packet(store, doc_id)
+    if packet.review_status != "pending":
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        log.info("doc_id=%s already %s (ground truth %s): no review opened", doc_id, packet.review_status,
+                 packet.ground_truth_path)
+        raise AirflowSkipException(f"packet {doc_id} is already {packet.review_status}")
+    html = html_rel(doc_id)
+    return packet_markdown(packet, html_uri=store.uri(html) if store.exists(html) else None)
+
+
+def timed_out(doc_id: str) -> None:
+    """No answer within the response timeout: no ground truth, the packet stays pending."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    log.warning("doc_id=%s: no answer within the response timeout; no ground truth written, the packet stays "
+                "pending for the next review run", doc_id)
+    raise AirflowSkipException(f"no SME answer for {doc_id} within the response timeout; packet left pending")
+
+
+def _segments(raw: Any) -> list[dict] | None:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    if isinstance(raw, list):
+        return raw
+    try:
+        value = json.loads(raw)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(
+            'corrected_segments: not valid JSON; give a list like [{"page_start": 1, "page_end": 2, '
+            f'"dominant_type": "Genomic Report"}}] ({type(exc).__name__} at {getattr(exc, "pos", "?")})') from exc
+    return value
+
+
+def _utc(value: Any) -> str | None:
+    if isinstance(value, dt.datetime):
+        value = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(value) if value else None
+
+
+def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """Save the SME's answer (HITL ``execute_complete`` payload) as ground truth. *Agree* →
+    SME_VALIDATED; *Correct* → SME_CORRECTED with the corrected type and/or segments. Returns ids,
+    source, version and URI (nothing of the document)."""
+    from docverify.sme import save_review
+    from docverify_airflow.operators.sme_review import AGREE, CORRECT
+
+    chosen = list(answer.get("chosen_options") or [])
+    if len(chosen) != 1 or chosen[0] not in (AGREE, CORRECT):
+        raise ValueError(f"doc_id={doc_id}: expected exactly one of {AGREE!r}/{CORRECT!r}, got {chosen!r}")
+    params = answer.get("params_input") or {}
+    user = answer.get("responded_by_user") or {}
+    reviewer = (user.get("name") or user.get("id") or "").strip() if isinstance(user, dict) else ""
+    if not reviewer:
+        raise ValueError(f"doc_id={doc_id}: the answer has no responding user; a ground-truth record needs one")
+    agrees = chosen[0] == AGREE
+    corrected_type = params.get("corrected_dominant_type") or None
+    segments = _segments(params.get("corrected_segments"))
+    if agrees and (corrected_type or segments):
+        raise ValueError(f"doc_id={doc_id}: 'Agree' was chosen but a correction was filled in; clear this task and "
+                         f"answer again with 'Correct' (or with the correction fields empty)")
+    ti = context.get("ti") or context.get("task_instance")
+    channel = "airflow-hitl:" + "/".join(str(x) for x in (
+        getattr(ti, "dag_id", ""), getattr(ti, "run_id", ""), getattr(ti, "task_id", ""))) + \
+        f"[{getattr(ti, 'map_index', -1)}]"
+    record, uri = save_review(_store(), doc_id, agrees=agrees, corrected_dominant_type=corrected_type,
+                              corrected_segments=segments, correction_notes=params.get("notes") or "",
+                              reviewer=reviewer, reviewed_at=_utc(answer.get("responded_at")), channel=channel)
+    log.info("ground truth doc_id=%s source=%s version=%d uri=%s", doc_id, record.ground_truth_source,
+             record.version, uri)
+    return {"doc_id": doc_id, "chosen_option": chosen[0], "ground_truth_source": record.ground_truth_source,
+            "version": record.version, "uri": uri, "reviewer": reviewer}

@@ -1,0 +1,225 @@
+"""The sme_review DAG: integrity, and its human-in-the-loop tasks driven through execute() and
+execute_complete() with SME answers (a HITL task never returns under dag.test()), on packets
+from a real run of the nightly stages on the sample batch."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from types import SimpleNamespace
+
+import pytest
+from tests.dags.airflow_env import REPO
+from tests.docverify.sme_night import run_night
+
+DAG_ID = "sme_review"
+
+
+@pytest.fixture(scope="module")
+def bag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    b = DagBag(dag_folder=str(REPO / "dags"))
+    assert b.import_errors == {}, b.import_errors
+    return b
+
+
+@pytest.fixture(scope="module")
+def dag(bag):
+    return bag.dags[DAG_ID]
+
+
+@pytest.fixture
+def night(tmp_path, monkeypatch):
+    """A night's packets under a fresh storage root, configured as Airflow would (Variables from
+    the environment)."""
+    root = tmp_path / "root"
+    run_night(root)
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_SME_ASSIGNEES", "sme.anna, 7:sme.ben")
+    from docverify.store import ArtifactStore
+
+    return ArtifactStore(root)
+
+
+def _context(dag, **params):
+    return {"params": {**{k: dag.params[k] for k in dag.params}, **params}}
+
+
+def _ops(dag, **params) -> dict:
+    """The review tasks the run would open: the mapped operator unmapped with each kwargs dict
+    that list_pending_reviews returns."""
+    from docverify_airflow import sme_tasks
+
+    kwargs = sme_tasks.review_kwargs(_context(dag, **params))
+    return {k["doc_id"]: dag.task_dict["review"].unmap(k) for k in kwargs}
+
+
+def _answer(op, option, user="sme.anna", **fields):
+    params = {"corrected_dominant_type": None, "corrected_segments": None, "notes": "", **fields}
+    event = {"chosen_options": [option], "params_input": params, "timedout": False,
+             "responded_at": dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC),
+             "responded_by_user": {"id": user, "name": user}}
+    ti = SimpleNamespace(dag_id=DAG_ID, run_id="manual__1", task_id="review", map_index=0)
+    return op.execute_complete({"ti": ti}, event)
+
+
+# --------------------------------------------------------------------------- integrity
+
+
+def test_dag_is_scheduled_on_the_asset_the_nightly_dag_emits(bag, dag):
+    from docverify_airflow.assets import SME_PACKETS
+
+    assert dag.timetable.asset_condition == SME_PACKETS
+    nightly = bag.dags["clinical_doc_verification"]
+    assert list(nightly.task_dict["write_sme_packets"].outlets) == [SME_PACKETS]
+    assert dag.catchup is False and dag.max_active_runs == 1
+    assert dag.doc_md and "Required Actions" in dag.doc_md and {"sme", "hitl"} <= set(dag.tags)
+
+
+def test_review_is_one_mapped_hitl_task_per_packet(dag):
+    from airflow.providers.standard.operators.hitl import HITLOperator
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    review = dag.task_dict["review"]
+    assert isinstance(review, MappedOperator) and issubclass(review.operator_class, HITLOperator)
+    assert review.upstream_task_ids == {"list_pending_reviews"}
+    assert review.partial_kwargs["retries"] == 0  # a retry would re-ask; a timeout must not fail into one
+    assert review.partial_kwargs["map_index_template"] == "{{ task.doc_id }}"
+    assert dag.params.get_param("max_reviews").schema["type"] == "integer" and dag.params["max_reviews"] == 50
+    assert dag.params.get_param("response_timeout_hours").schema["type"] == "number"
+
+
+def test_dag_serializes_with_the_mapped_review(dag):
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    back = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    assert back.task_dict["review"].is_mapped and set(back.task_dict) == {"list_pending_reviews", "review"}
+
+
+# --------------------------------------------------------------------------- listing and the form
+
+
+def test_pending_packets_become_review_forms(dag, night):
+    from datetime import timedelta
+
+    from airflow.sdk.definitions.param import ParamsDict
+
+    ops = _ops(dag)
+    assert set(ops) == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
+    op = ops["quest_cbc_panel"]
+    assert op.subject.startswith("quest_cbc_panel — V5 rule 1, BLOCKER, 3 issue(s)")
+    assert op.options == ["Agree", "Correct"] and op.defaults is None and op.multiple is False
+    assert isinstance(op.params, ParamsDict) and set(op.params) == {"corrected_dominant_type", "corrected_segments",
+                                                                    "notes"}  # no Dag params on the form
+    enum = op.params.get_param("corrected_dominant_type").schema["enum"]
+    assert enum[:5] == ["Clinical Note", "Pathology Report", "Genomic Report", "Radiology Report", "Other"]
+    assert op.response_timeout == timedelta(hours=72) and op.execution_timeout == timedelta(minutes=10)
+    assert op.assigned_users == [{"id": "sme.anna", "name": "sme.anna"}, {"id": "7", "name": "sme.ben"}]
+    assert len(_ops(dag, max_reviews=2)) == 2
+    assert next(iter(_ops(dag, max_reviews=1))) == "corrupt_truncated"  # most severe (ERROR) first
+
+
+def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypatch):
+    import airflow.providers.standard.operators.hitl as hitl
+    from airflow.sdk.exceptions import AirflowSkipException, TaskAwaitingInput
+
+    sent = {}
+    monkeypatch.setattr(hitl, "upsert_hitl_detail", lambda **kw: sent.update(kw))
+    op = _ops(dag)["quest_cbc_panel"]
+    ctx = {"task_instance": SimpleNamespace(id="ti-1")}
+    with pytest.raises(TaskAwaitingInput):
+        op.execute(ctx)
+    body = sent["body"]
+    assert body.startswith("## quest\\_cbc\\_panel — V5 rule 1") and "[BLOCKER] V3-0001" in body
+    assert ">> Quest Diagnostics" in body and "sme_packet_quest_cbc_panel.html" in body
+    assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct"]
+    # answered meanwhile (e.g. from the notebook): no form is opened
+    from docverify.sme import save_review
+
+    save_review(night, "quest_cbc_panel", agrees=True, reviewer="nb")
+    sent.clear()
+    assert "quest_cbc_panel" not in _ops(dag)  # no longer listed …
+    with pytest.raises(AirflowSkipException, match="already reviewed"):
+        op.execute(ctx)  # … and a form from an older listing is skipped
+    assert sent == {}
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def test_night_then_answers_make_ground_truth(dag, night, caplog):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from docverify.sme import ground_truth_versions, load_packet
+
+    caplog.set_level(logging.INFO)
+    ops = _ops(dag)
+    out = _answer(ops["quest_cbc_panel"], "Agree", notes="looks right")
+    assert out["ground_truth_source"] == "SME_VALIDATED" and out["version"] == 1
+    assert out["uri"].endswith("/ground_truth/gt_quest_cbc_panel.json") and "notes" not in json.dumps(out)
+    v1 = night.read_bytes("ground_truth/gt_quest_cbc_panel.json")
+    rec = json.loads(v1)
+    assert rec["reviewer"] == "sme.anna" and rec["reviewed_at"] == "2026-11-22T09:30:00Z"
+    assert rec["channel"] == "airflow-hitl:sme_review/manual__1/review[0]"
+    assert rec["ground_truth_classification"] == load_packet(night, "quest_cbc_panel").primary_classification
+    packet = load_packet(night, "quest_cbc_panel")
+    assert (packet.review_status, packet.reviewer, packet.ground_truth_version) == ("reviewed", "sme.anna", 1)
+
+    out = _answer(_ops(dag, max_reviews=50).get("fabricated_evidence"), "Correct", user="sme.ben",
+                  corrected_segments=json.dumps([{"page_start": 1, "page_end": 2, "dominant_type": "Genomic Report"},
+                                                 {"page_start": 3, "page_end": 3, "dominant_type": "Clinical Note"}]))
+    [fab] = ground_truth_versions(night, "fabricated_evidence")
+    assert out["ground_truth_source"] == fab.ground_truth_source == "SME_CORRECTED"
+    assert [s["dominant_type"] for s in fab.ground_truth_classification["segments"]] == ["Genomic Report",
+                                                                                         "Clinical Note"]
+
+    # a second answer for the same document (an operator re-opened it): version 2, v1 untouched
+    out = _answer(ops["quest_cbc_panel"], "Correct", user="sme.ben", corrected_dominant_type="Other",
+                  notes="routine CBC")
+    assert out["version"] == 2 and out["uri"].endswith("gt_quest_cbc_panel.v2.json")
+    assert night.read_bytes("ground_truth/gt_quest_cbc_panel.json") == v1
+    v2 = ground_truth_versions(night, "quest_cbc_panel")[1]
+    assert v2.ground_truth_classification["dominant_type_overall"] == "Other" and v2.correction_notes == "routine CBC"
+    assert load_packet(night, "quest_cbc_panel").ground_truth_version == 2
+
+    # no answer in time: no ground truth, the packet stays pending and is listed again
+    with pytest.raises(AirflowSkipException, match="left pending"):
+        ops["corrupt_truncated"].execute_complete({}, {"error": "The Human-in-the-loop response timeout has passed",
+                                                       "error_type": "timeout"})
+    assert not night.exists("ground_truth/gt_corrupt_truncated.json")
+    assert load_packet(night, "corrupt_truncated").review_status == "pending"
+    assert set(_ops(dag)) == {"corrupt_truncated", "lab_requisition_form"}
+
+    # the logs name documents, sources, versions and URIs — never page text or notes
+    bundle = json.loads(night.read_bytes("runs/2026-11-21/quest_cbc_panel/bundle.json"))
+    assert "ground truth doc_id=quest_cbc_panel source=SME_CORRECTED version=2" in caplog.text
+    for page in bundle["pages"]:
+        for para in page["paragraphs"]:
+            if len(para) > 12:
+                assert para not in caplog.text
+    assert "routine CBC" not in caplog.text and "looks right" not in caplog.text
+
+
+@pytest.mark.parametrize("option,fields,match", [
+    ("Agree", {"corrected_dominant_type": "Other"}, "'Agree' was chosen but a correction was filled in"),
+    ("Correct", {"corrected_segments": "[{page_start: 1}"}, "corrected_segments: not valid JSON"),
+    ("Correct", {}, "needs corrected_dominant_type and/or corrected_segments"),
+    ("Maybe", {}, "not in"),
+])
+def test_unusable_answers_fail_the_task_and_write_nothing(dag, night, option, fields, match):
+    from docverify.sme import load_packet
+
+    with pytest.raises(ValueError, match=match):
+        _answer(_ops(dag)["fabricated_evidence"], option, **fields)
+    assert not night.exists("ground_truth/gt_fabricated_evidence.json")
+    assert load_packet(night, "fabricated_evidence").review_status == "pending"
+
+
+def test_a_bad_form_value_is_refused_by_the_form_schema(dag, night):
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    with pytest.raises(ParamValidationError, match="'Lab Report' is not one of"):
+        _answer(_ops(dag)["fabricated_evidence"], "Correct", corrected_dominant_type="Lab Report")
+    assert not night.exists("ground_truth/gt_fabricated_evidence.json")
