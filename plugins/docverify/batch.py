@@ -277,6 +277,120 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
             output_uri=batch.store.uri(bundle_rel))
 
 
+DOCAI_PARSER_PREFIX = "document_ai:"
+
+
+def docs_to_layout(batch: Batch, parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[dict]:
+    """The manifest's documents that need a (new) layout: no bundle yet, another PDF (sha256), or
+    one made by another parser family. The others are reused (counted as cache hits in layout)."""
+    out = []
+    for doc in batch.manifest()["documents"]:
+        rel = batch.run_rel(doc["doc_id"], "bundle.json")
+        if batch.reuse and batch.store.exists(rel):
+            head = batch.store.read_json(rel)
+            if head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
+                continue
+        out.append(doc)
+    return out
+
+
+def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callable[[str], Any]) -> dict:
+    """Layout from a Document AI batch job: ``results`` are the operator's per-input records
+    (``input_uri``, ``output_uri``, ``ok``, ``status_code``, ``status_message``, ``error_code``);
+    ``open_output(uri)`` gives a pathlike for an output folder (an ObjectStoragePath on the
+    Google connection in the DAG). Each folder's JSON shards become the document's bundle; a
+    failed document, a missing result or unreadable output becomes the document's error record
+    (it goes to the SME queue) — never a failed stage. Documents not in ``results`` and already
+    laid out by Document AI are reused."""
+    from docverify.layout.docai import bundle_from_docai, load_docai_output
+    from docverify.layout.errors import ParseError
+
+    stats = StageStats("layout")
+    by_uri = {r["input_uri"]: r for r in results}
+    todo = {d["doc_id"] for d in docs_to_layout(batch)}
+    parser = DOCAI_PARSER_PREFIX + "layout-parser"
+    for doc in batch.manifest()["documents"]:
+        r = by_uri.get(doc["pdf_uri"])
+        if doc["doc_id"] not in todo and r is None:
+            stats.cache_hits += 1
+            _clear_error(batch, doc["doc_id"])
+            lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="hit",
+                    parser="document_ai", output_uri=batch.store.uri(batch.run_rel(doc["doc_id"], "bundle.json")))
+            continue
+        if r is None:
+            result: Any = ParseError("DOCAI_NO_RESULT", f"{doc['pdf_uri']}: Document AI returned no result for this "
+                                     f"document; re-run the DAG run (the document is submitted again)", doc["pdf_uri"])
+        elif not r.get("ok"):
+            code = r.get("error_code") or "DOCAI_FAILED"
+            result = ParseError(code, f"{doc['pdf_uri']}: Document AI could not process it (status "
+                                f"{r.get('status_code')}: {r.get('status_message') or 'no message'}); check the "
+                                f"file, then re-run", doc["pdf_uri"])
+        else:
+            try:
+                shards = load_docai_output(open_output(r["output_uri"]))
+                result = bundle_from_docai(shards, doc_id=doc["doc_id"], file_path=doc["pdf_uri"],
+                                           sha256=doc["sha256"])
+                parser = result.parser
+            except ParseError as exc:
+                result = exc
+        _record_layout(batch, doc, result, parser if not isinstance(result, ParseError) else "document_ai",
+                       ParseError, stats)
+    stats.docs = len(batch.manifest()["documents"])
+    return stats.save(batch, parser="document_ai:batch")
+
+
+def _pdf_page_count(data: bytes, name: str) -> int:
+    """Pages of a PDF in memory; ``ParseError`` (ENCRYPTED / CORRUPT) naming ``name`` otherwise."""
+    import pypdfium2
+
+    from docverify.layout.errors import ParseError
+
+    try:
+        pdf = pypdfium2.PdfDocument(data)
+    except pypdfium2.PdfiumError as exc:
+        code = "ENCRYPTED" if "password" in str(exc).lower() else "CORRUPT"
+        raise ParseError(code, f"{name}: the PDF cannot be opened ({code.lower()}); check the file", name) from None
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
+
+
+def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_pages: int = 15) -> dict:
+    """Layout through Document AI's online endpoint, one document at a time, for a storage root
+    Document AI cannot read in batch (a local one). ``process(pdf_bytes)`` returns the Document
+    JSON. A PDF over ``max_pages`` (15 for the Layout Parser online) gets the error record
+    ``TOO_MANY_PAGES`` naming the fix (a gs:// storage root, so the batch path runs)."""
+    from docverify.layout.docai import bundle_from_docai
+    from docverify.layout.errors import ParseError
+
+    stats = StageStats("layout")
+    docs = batch.manifest()["documents"]
+    todo = {d["doc_id"] for d in docs_to_layout(batch)}
+    for doc in docs:
+        if doc["doc_id"] not in todo:
+            stats.cache_hits += 1
+            continue
+        data = batch.store.read_bytes(doc["pdf_rel"])
+        result: Any
+        try:
+            pages = _pdf_page_count(data, doc["pdf_uri"])
+            if pages > max_pages:
+                raise ParseError("TOO_MANY_PAGES", f"{doc['pdf_uri']}: {pages} pages, over the {max_pages}-page limit "
+                                 f"of Document AI's online processing; set a gs:// storage root "
+                                 f"(docverify_storage_root) so documents go through batch processing", doc["pdf_uri"])
+            result = bundle_from_docai(process(data), doc_id=doc["doc_id"], file_path=doc["pdf_uri"],
+                                       sha256=doc["sha256"])
+        except ParseError as exc:
+            result = exc
+        except Exception as exc:  # noqa: BLE001 - one document's fault never fails the stage
+            result = ParseError("DOCAI_FAILED", f"{doc['pdf_uri']}: Document AI online processing failed "
+                                f"({type(exc).__name__}); re-run when the service is available", doc["pdf_uri"])
+        _record_layout(batch, doc, result, getattr(result, "parser", "document_ai"), ParseError, stats)
+    stats.docs = len(docs)
+    return stats.save(batch, parser="document_ai:online")
+
+
 # =========================================================================== shards
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import pathlib
+import re
 
 from docverify.judges import Judge, OfflineJudge
 
@@ -22,6 +23,15 @@ VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
 VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
 DEFAULT_LLM_CONN = "docverify_llm"
 JUDGES = ("offline", "llm")
+VAR_LAYOUT = "docverify_layout"
+VAR_DOCAI_PROCESSOR = "docverify_docai_processor"
+VAR_DOCAI_CONN = "docverify_docai_conn_id"
+VAR_DOCAI_POLL = "docverify_docai_poll_s"
+LAYOUTS = ("local", "document_ai")
+_PROCESSOR_RE = re.compile(
+    r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/processors/(?P<processor_id>[^/]+)"
+    r"(?:/processorVersions/(?P<processor_version>[^/]+))?$"
+)
 
 
 def _variable(key: str, default: str) -> str:
@@ -100,3 +110,43 @@ def llm_judge(conn_id: str) -> Judge:
         output_retries=int(_variable(VAR_LLM_OUTPUT_RETRIES, "2")),
         retry_policy=BackoffRetry(max_attempts=int(_variable(VAR_LLM_ATTEMPTS, "4"))),
     )
+
+
+def layout_mode() -> str:
+    """``local`` (pypdfium2, the embedded default) or ``document_ai`` (Variable ``docverify_layout``)."""
+    mode = _variable(VAR_LAYOUT, "local").strip().lower() or "local"
+    if mode not in LAYOUTS:
+        raise ValueError(f"Variable {VAR_LAYOUT}={mode!r} is not a layout: use one of {', '.join(LAYOUTS)}")
+    return mode
+
+
+def docai_conn_id() -> str:
+    return _variable(VAR_DOCAI_CONN, "google_cloud_default").strip() or "google_cloud_default"
+
+
+def docai_poll_s() -> float:
+    return float(_variable(VAR_DOCAI_POLL, "30"))
+
+
+def docai_processor() -> dict[str, str | None]:
+    """The Layout Parser processor of Variable ``docverify_docai_processor``
+    (``projects/<p>/locations/<l>/processors/<id>[/processorVersions/<v>]``) as its parts."""
+    name = _variable(VAR_DOCAI_PROCESSOR, "").strip()
+    m = _PROCESSOR_RE.match(name)
+    if not m:
+        raise ValueError(
+            f"Variable {VAR_DOCAI_PROCESSOR}={name!r} is not a processor resource name: set it to "
+            f"projects/<project>/locations/<us|eu>/processors/<processor id> (the Layout Parser processor's "
+            f"'Prediction endpoint' in the console, without the ':process' suffix)"
+        )
+    return m.groupdict()
+
+
+def processor_name() -> str:
+    p = docai_processor()
+    name = f"projects/{p['project']}/locations/{p['location']}/processors/{p['processor_id']}"
+    return name + (f"/processorVersions/{p['processor_version']}" if p["processor_version"] else "")
+
+
+def is_remote(root) -> bool:
+    return str(root).startswith("gs://")

@@ -30,9 +30,32 @@ def discover(context) -> dict:
     return out
 
 
+DOCAI_RESULTS = "docai_results.json"  # under runs/<ds>/: the Document AI batch operator's per-input results
+
+
+def docai_results_rel(batch: B.Batch) -> str:
+    return f"runs/{batch.ds}/{DOCAI_RESULTS}"
+
+
 def layout(context) -> dict:
-    return B.layout_local(make_batch(context), workers=int(context["params"].get("parse_workers", 2)),
-                          timeout_s=float(context["params"].get("parse_timeout_s", 60)))
+    """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
+    processes) or ``document_ai``: on a gs:// root, the bundles come from the outputs of the
+    ``document_ai`` batch task; on a local root, each PDF goes to the processor online."""
+    batch = make_batch(context)
+    if config.layout_mode() == "local":
+        return B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
+                              timeout_s=float(context["params"].get("parse_timeout_s", 60)))
+    conn_id = config.docai_conn_id()
+    if config.is_remote(batch.store.root):
+        from airflow.sdk import ObjectStoragePath
+
+        rel = docai_results_rel(batch)
+        results = batch.store.read_json(rel) if batch.store.exists(rel) else []
+        return B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id))
+    from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+    hook, name = DocumentAIHook(gcp_conn_id=conn_id), config.processor_name()
+    return B.layout_docai_online(batch, lambda data: hook.process_document(name, data))
 
 
 def plan_shards(context) -> list[list[str]]:

@@ -25,6 +25,8 @@ DOCAI_NO_CONTENT = "DOCAI_NO_CONTENT"
 DOCAI_SHARDS_MISSING = "DOCAI_SHARDS_MISSING"
 DOCAI_SHARDS_INCONSISTENT = "DOCAI_SHARDS_INCONSISTENT"
 TOO_MANY_PAGES = "TOO_MANY_PAGES"
+DOCAI_FAILED = "DOCAI_FAILED"
+DOCAI_NO_RESULT = "DOCAI_NO_RESULT"
 
 PARSE_ERROR_CODES: tuple[str, ...] = (
     EMPTY_FILE,  # the file has 0 bytes
@@ -41,6 +43,8 @@ PARSE_ERROR_CODES: tuple[str, ...] = (
     DOCAI_SHARDS_MISSING,  # shardInfo.shardCount says N shards, fewer were given
     DOCAI_SHARDS_INCONSISTENT,  # shards that do not belong together (duplicate index, counts or offsets differ)
     TOO_MANY_PAGES,  # more pages than Document AI accepts per document (500 for the Layout Parser)
+    DOCAI_FAILED,  # Document AI reported a failure for this document (its status is in the message)
+    DOCAI_NO_RESULT,  # a batch job said nothing about this document
 )
 """The stable machine codes of :class:`ParseError`, in a fixed order."""
 

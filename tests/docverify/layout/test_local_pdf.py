@@ -591,5 +591,7 @@ def test_parse_error_api():
                                  "NO_TEXT_LAYER", "TOO_LARGE", "TIMEOUT", "UNSUPPORTED",
                                  # the Document AI converter's (docverify.layout.docai)
                                  "DOCAI_INVALID_JSON", "DOCAI_NO_CONTENT", "DOCAI_SHARDS_MISSING",
-                                 "DOCAI_SHARDS_INCONSISTENT", "TOO_MANY_PAGES")
+                                 "DOCAI_SHARDS_INCONSISTENT", "TOO_MANY_PAGES",
+                                 # the Document AI layout stages (docverify.batch)
+                                 "DOCAI_FAILED", "DOCAI_NO_RESULT")
     assert PARSER_ID.startswith("local:pypdfium2-")
