@@ -14,13 +14,15 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 
 from docverify_airflow.assets import ACCEPTED, SME_PACKETS
+from docverify_airflow.operators.layout import NightlyDocumentAIOperator
 
 DOC_MD = """
 # clinical_doc_verification
 
 One run = one batch = the date partition `<storage_root>/incoming/{{ ds }}/` (or the
-`batch_prefix` param). Each PDF is parsed to a DocumentBundle (local parser on the embedded
-default), classified, checked by V1–V4 and routed by the V5 arbiter:
+`batch_prefix` param). Each PDF is parsed to a DocumentBundle (`document_ai`: Layout Parser batch
+on a gs:// root when Variable `docverify_layout` is `document_ai`, skipped otherwise; `layout`:
+the local parser on the embedded default, or the Document AI outputs), classified, checked by V1–V4 and routed by the V5 arbiter:
 
 * **accept** → `accepted/<ds>/<doc>.json`
 * **plan_retry_shards → auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
@@ -28,7 +30,8 @@ default), classified, checked by V1–V4 and routed by the V5 arbiter:
 
 `batch_report` writes `reports/<ds>/batch_report.{json,md,html}`. Re-runs are idempotent and
 reuse unchanged bundles and classifications (`reuse_cached`). Storage root: Variable
-`docverify_storage_root` (default `file://<repo>/data`). Page text never goes to the logs: the
+`docverify_storage_root` (default `data` in the repository; `gs://…` in production); judge:
+Variable `docverify_judge` (`offline` | `llm`, the model from the `docverify_llm` connection). Page text never goes to the logs: the
 `lineage` lines carry ids, hashes, codes and decisions only.
 """
 
@@ -71,8 +74,8 @@ def clinical_doc_verification():
     def discover() -> dict:
         return T.discover(get_current_context())
 
-    @task
-    def layout(_discovered: dict) -> dict:
+    @task(trigger_rule="none_failed")  # runs after document_ai whether it ran or skipped itself
+    def layout() -> dict:
         return T.layout(get_current_context())
 
     @task
@@ -130,7 +133,10 @@ def clinical_doc_verification():
         T.fail_run(get_current_context())
 
     found = discover()
-    laid_out = layout(found)
+    # Document AI batch on a gs:// root (deferred on the triggerer); skips itself on the local layout
+    docai = NightlyDocumentAIOperator(task_id="document_ai", retries=1)
+    laid_out = layout()
+    found >> docai >> laid_out
     shards = plan_shards(laid_out)
     classified = classify.expand(shard=shards)
     checked = v1_schema.expand(shard=classified)
@@ -147,7 +153,7 @@ def clinical_doc_verification():
     routes >> report
     # not downstream of the branch itself: a branch skips every direct downstream it does not
     # follow; a failure of v5_arbiter still reaches the watcher as upstream_failed of its routes
-    [found, laid_out, shards, classified, checked, *verifiers, retry_shards, retry, *routes, report] \
+    [found, docai, laid_out, shards, classified, checked, *verifiers, retry_shards, retry, *routes, report] \
         >> fail_run_if_a_task_failed()
 
 
