@@ -8,6 +8,7 @@ import os
 import pathlib
 
 import pytest
+from tests.gcs_emulator import gcs_emulator, gcs_root  # noqa: F401 - fixtures: a GCS emulator, a gs:// root
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 

@@ -17,6 +17,16 @@ operations both have (``/``, ``exists``, ``read_bytes``, ``write_bytes``, ``iter
 
 Writes are atomic: a local file is written beside its name and renamed into place; a remote
 object is uploaded in one request (a single GCS upload is atomic), never streamed into place.
+Create-if-absent (``overwrite=False``) is atomic too: locally through ``os.link``; remotely
+through the filesystem's ``pipe_file(..., mode="create")``, which gcsfs sends as a GCS upload
+with the precondition ``ifGenerationMatch=0`` (the server refuses it with 412 when the object
+exists, so of several concurrent writers exactly one wins).
+
+Remote roots (any fsspec-backed path: ``ObjectStoragePath``, ``UPath``) are driven through their
+filesystem directly, one request per operation where possible: ``cat_file`` for reads (no ranged
+read-ahead), ``pipe_file`` for writes, a fresh ``ls`` for listings (never a cached listing that
+another process may have outdated). URIs of remote objects are the plain ``gs://bucket/key`` form,
+without the Airflow connection id that ``str(ObjectStoragePath)`` embeds.
 """
 
 from __future__ import annotations
@@ -60,10 +70,29 @@ def _local_path(path: Any) -> pathlib.Path | None:
     return None
 
 
+def _remote(path: Any) -> tuple[Any, str] | None:
+    """``(fsspec filesystem, key)`` behind a remote path, or None for a local path (or an object
+    that has no fsspec filesystem, which is then used through its own pathlib methods)."""
+    if _local_path(path) is not None:
+        return None
+    fs, key = getattr(path, "fs", None), getattr(path, "path", None)
+    if fs is None or not isinstance(key, str):
+        return None
+    return fs, key
+
+
 def uri_of(path: Any) -> str:
+    """``file:///abs/path`` for a local path; ``<protocol>://<bucket>/<key>`` for a remote one
+    (without the ``conn_id@`` that ``str(ObjectStoragePath)`` carries: the connection is
+    configuration, not part of the object's name)."""
     local = _local_path(path)
     if local is not None:
         return local.resolve().as_uri()
+    protocol, key = getattr(path, "protocol", None), getattr(path, "path", None)
+    if isinstance(protocol, tuple | list):
+        protocol = protocol[0] if protocol else None
+    if isinstance(protocol, str) and protocol and isinstance(key, str):
+        return f"{protocol}://{key.lstrip('/')}"
     return str(path)
 
 
@@ -114,7 +143,13 @@ class ArtifactStore:
         return self.path(rel).exists()
 
     def read_bytes(self, rel: str) -> bytes:
-        return self.path(rel).read_bytes()
+        """The object's bytes (remote: one GET, no ranged read-ahead)."""
+        target = self.path(rel)
+        remote = _remote(target)
+        if remote is not None:
+            fs, key = remote
+            return fs.cat_file(key)
+        return target.read_bytes()
 
     def read_json(self, rel: str) -> Any:
         return json.loads(self.read_bytes(rel))
@@ -122,22 +157,44 @@ class ArtifactStore:
     def list(self, rel_dir: str, suffix: str = "") -> list[str]:
         """Names (not paths) of the files directly under ``rel_dir``, sorted."""
         d = self.path(rel_dir)
-        if not d.exists():
+        remote = _remote(d)
+        if remote is not None:
+            fs, key = remote
+            try:  # one fresh listing (refresh: a cached one may predate another process's writes)
+                entries = fs.ls(key, detail=True, refresh=True)
+            except FileNotFoundError:
+                return []
+            names = [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file"]
+        elif not d.exists():
             return []
-        names = [p.name for p in d.iterdir() if p.is_file() and p.name.endswith(suffix)]
-        return sorted(n for n in names if not n.startswith(".tmp-"))
+        else:
+            names = [p.name for p in d.iterdir() if p.is_file()]
+        return sorted(n for n in names if n.endswith(suffix) and not n.startswith(".tmp-"))
 
     # ------------------------------------------------------------------ writes
     def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = True) -> bool:
-        """Write atomically. With ``overwrite=False`` an existing file is left alone and
-        False is returned (locally the create-if-absent is atomic too: ``os.link``)."""
+        """Write atomically; True when written. With ``overwrite=False`` an existing object is
+        left alone and False is returned, atomically: locally through ``os.link``, remotely through
+        ``pipe_file(mode="create")`` (gcsfs: one upload with ``ifGenerationMatch=0``, so two
+        concurrent writers cannot both win). A filesystem without a native create mode falls back
+        to fsspec's exists-then-write, which is not atomic."""
         target = self.path(rel)
+        remote = _remote(target)
+        if remote is not None:
+            fs, key = remote  # an object store has no directories to make
+            try:
+                fs.pipe_file(key, data, mode="overwrite" if overwrite else "create")  # one upload
+            except FileExistsError:
+                if overwrite:
+                    raise
+                return False
+            return True
         local = _local_path(target)
-        if local is None:
+        if local is None:  # a pathlib-like object without an fsspec filesystem
             if not overwrite and target.exists():
                 return False
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)  # one upload: atomic on GCS
+            target.write_bytes(data)
             return True
         local.parent.mkdir(parents=True, exist_ok=True)
         tmp = local.parent / f".tmp-{local.name}-{uuid.uuid4().hex}"

@@ -1,0 +1,209 @@
+"""ArtifactStore on a ``gs://`` root (an Airflow ObjectStoragePath on the Google connection) against
+a real GCS JSON-API server (the emulator of tests/gcs_emulator.py): reads, listings, atomic writes,
+the no-overwrite rule under concurrency, the storage-root Variable, the verdict cache and the
+nightly batch stages on the sample batch."""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import tests.dags.airflow_env  # noqa: F401 - the private AIRFLOW_HOME, before any Airflow import
+from tests.dags.airflow_env import REPO
+
+from docverify import batch as B
+from docverify import report
+from docverify.codes import make_issue
+from docverify.judges import OfflineJudge
+from docverify.llm import VerdictCache
+from docverify.models import Issue
+from docverify.store import ArtifactStore
+
+DS = "2026-11-20"
+SAMPLES = REPO / "include" / "samples"
+
+
+def gcs_store(gcs_root) -> ArtifactStore:
+    return ArtifactStore(gcs_root.path())
+
+
+def test_root_is_an_object_storage_path_on_the_emulator_connection(gcs_root):
+    from airflow.sdk import ObjectStoragePath
+
+    root = gcs_root.path()
+    assert isinstance(root, ObjectStoragePath) and root.conn_id == gcs_root.conn_id
+    assert root.fs._location == gcs_root.host  # the connection's gcs.endpoint extra, no credentials
+
+
+def test_write_read_exists_and_nested_dirs(gcs_root):
+    store = gcs_store(gcs_root)
+    assert store.write_bytes("runs/d1/bundle.json", b'{"a": 1}\n')
+    assert store.write_text("runs/d1/attempt_0/report.json", "{}\n")
+    assert store.read_bytes("runs/d1/bundle.json") == b'{"a": 1}\n'
+    assert store.read_json("runs/d1/attempt_0/report.json") == {}
+    assert store.exists("runs/d1/bundle.json") and store.exists("runs/d1/attempt_0/report.json")
+    assert not store.exists("runs/d1/missing.json") and not store.exists("runs/d2/bundle.json")
+    # what the server holds: exactly the two objects, no directory markers or temporaries
+    assert gcs_root.object_names() == ["runs/d1/attempt_0/report.json", "runs/d1/bundle.json"]
+
+
+def test_list_names_files_directly_under_a_dir(gcs_root):
+    store = gcs_store(gcs_root)
+    for rel in ("incoming/x/b.pdf", "incoming/x/a.pdf", "incoming/x/a.classification.json",
+                "incoming/x/nested/deeper.pdf", "incoming/y/other.pdf"):
+        store.write_bytes(rel, b"%PDF")
+    # an in-flight temporary (a local-style writer's name) is never listed
+    store.write_bytes("incoming/x/.tmp-c.pdf-0123abcd", b"partial")
+    assert store.list("incoming/x") == ["a.classification.json", "a.pdf", "b.pdf"]
+    assert store.list("incoming/x", ".pdf") == ["a.pdf", "b.pdf"]
+    assert store.list("incoming/none") == []
+    # a listing is fresh: an object written behind the store's filesystem cache appears
+    gcs_root.path("incoming/x/d.pdf").fs.pipe_file(f"{gcs_root.bucket}/{gcs_root.prefix}/incoming/x/d.pdf", b"%")
+    assert "d.pdf" in store.list("incoming/x")
+
+
+def test_uri_is_the_plain_gs_uri(gcs_root):
+    store = gcs_store(gcs_root)
+    store.write_bytes("accepted/d/doc.json", b"{}")
+    uri = store.uri("accepted/d/doc.json")
+    assert uri == f"gs://{gcs_root.bucket}/{gcs_root.prefix}/accepted/d/doc.json"
+    assert store.uri("") == gcs_root.root_uri
+    # str() of the ObjectStoragePath carries the connection id; the URI must not
+    assert gcs_root.conn_id in str(store.path("accepted/d/doc.json")) and "@" not in uri
+
+
+def test_write_json_of_a_pydantic_model(gcs_root):
+    store = gcs_store(gcs_root)
+    issue = make_issue("VERIFICATION_INCOMPLETE", "V2 gave no result", agent="V2").model_copy(
+        update={"issue_id": "V2-001"})
+    assert store.write_json("runs/d/issue.json", issue)
+    assert Issue.model_validate(store.read_json("runs/d/issue.json")) == issue
+    assert store.read_bytes("runs/d/issue.json").endswith(b"}\n")
+
+
+def test_overwrite_replaces_the_object_in_one_upload(gcs_root):
+    store = gcs_store(gcs_root)
+    store.write_json("reports/r.json", {"v": 1})
+    assert store.write_json("reports/r.json", {"v": 2})
+    assert store.read_json("reports/r.json") == {"v": 2}
+    assert gcs_root.object_names() == ["reports/r.json"]  # no temporary object beside it
+
+
+def test_no_overwrite_leaves_an_existing_object_unchanged(gcs_root):
+    store = gcs_store(gcs_root)
+    packet = "sme_packets/sme_packet_d.json"
+    assert store.write_json(packet, {"review_status": "reviewed"}, overwrite=False)
+    before = store.read_bytes(packet)
+    assert store.write_json(packet, {"review_status": "pending"}, overwrite=False) is False
+    assert store.read_bytes(packet) == before
+
+
+def test_create_if_absent_is_atomic_under_concurrency(gcs_root, gcs_emulator):
+    """N writers create the same ground-truth record at once: exactly one wins, the object holds
+    the winner's bytes, and every writer asked GCS to enforce it (``ifGenerationMatch=0``) instead
+    of checking existence first."""
+    store = gcs_store(gcs_root)
+    n = 12
+    start = threading.Barrier(n)
+    asked_before = gcs_emulator.precondition_requests
+
+    def writer(i: int) -> bool:
+        start.wait()
+        return store.write_bytes("ground_truth/gt_d.json", f"writer {i}".encode(), overwrite=False)
+
+    with ThreadPoolExecutor(n) as pool:
+        won = list(pool.map(writer, range(n)))
+    assert won.count(True) == 1
+    assert store.read_bytes("ground_truth/gt_d.json") == f"writer {won.index(True)}".encode()
+    assert gcs_emulator.precondition_requests - asked_before == n
+
+
+def test_storage_root_variable_gives_an_object_storage_path_on_the_named_connection(gcs_root, monkeypatch):
+    from airflow.sdk import ObjectStoragePath
+
+    from docverify_airflow import config
+
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", gcs_root.root_uri)
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_CONN_ID", gcs_root.conn_id)
+    root = config.storage_root()
+    assert isinstance(root, ObjectStoragePath) and root.conn_id == gcs_root.conn_id
+    store = ArtifactStore(root)
+    assert store.write_text("probe.txt", "ok") and store.read_bytes("probe.txt") == b"ok"
+    assert store.uri("probe.txt") == f"{gcs_root.root_uri}/probe.txt"
+    monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_CONN_ID")
+    assert config.storage_root().conn_id == "google_cloud_default"
+
+
+def test_verdict_cache_round_trip(gcs_root):
+    store = gcs_store(gcs_root)
+    cache = VerdictCache(store)
+    assert cache.get("k1") is None
+    cache.put("k1", {"issues": [], "verdict": "consistent"}, model="test-model", prompt_hash="abc")
+    assert cache.get("k1") == {"issues": [], "verdict": "consistent"}
+    entry = store.read_json("cache/llm/k1.json")
+    assert entry["model"] == "test-model" and entry["key"] == "k1"
+    assert VerdictCache(gcs_store(gcs_root)).get("k1") == cache.get("k1")  # another store, same bucket
+    store.write_bytes("cache/llm/broken.json", b"{not json")
+    assert cache.get("broken") is None  # an unreadable entry is a miss
+
+
+def _upload_samples(store: ArtifactStore) -> int:
+    count = 0
+    for f in sorted(SAMPLES.iterdir()):
+        if f.suffix in (".pdf", ".json") and f.name != "expected_routes.json":
+            store.write_bytes(f"incoming/{DS}/{f.name}", f.read_bytes())
+            count += 1
+    return count
+
+
+def run_stages(b: B.Batch) -> dict:
+    judge = OfflineJudge()
+    B.discover(b)
+    B.layout_local(b, workers=2, timeout_s=60)
+    for i, shard in enumerate(B.plan_shards(b, shard_size=5)):
+        B.classify_shard(b, shard, judge, str(i))
+        B.v1_shard(b, shard, str(i))
+        for agent in ("V2", "V3", "V4"):
+            B.agent_shard(b, agent, shard, judge, str(i))
+    B.arbiter(b)
+    for i, shard in enumerate(B.retry_shards(b)):
+        B.auto_fix_retry_shard(b, shard, judge, str(i))
+    B.accept(b)
+    B.write_sme_packets(b)
+    return report.write(b)
+
+
+def test_sample_batch_stages_on_gcs(gcs_root):
+    expected = json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+    store = gcs_store(gcs_root)
+    assert _upload_samples(store) == len(expected) + 3  # 13 PDFs + 3 companion classifications
+    b = B.Batch(store=store, ds=DS, run_id="gcs-test")
+    out = run_stages(b)
+    assert out["json"] == f"{gcs_root.root_uri}/reports/{DS}/batch_report.json"
+
+    rep = store.read_json(f"reports/{DS}/batch_report.json")
+    got = {d["doc_id"]: ("AUTO_RETRY→" + d["final_decision"]) if d.get("route") == "auto_fix_retry"
+           else d["final_decision"] for d in rep["per_document"]}
+    assert got == expected
+    objects = set(gcs_root.object_names())
+    for doc_id, route in expected.items():
+        accepted = f"accepted/{DS}/{doc_id}.json" in objects
+        packet = f"sme_packets/sme_packet_{doc_id}.json" in objects
+        assert (accepted, packet) == ((True, False) if route.endswith("AUTO_ACCEPT") else (False, True)), doc_id
+    parsed = [d for d in expected if d not in ("scanned_no_text", "corrupt_truncated")]
+    assert {f"runs/{DS}/{d}/bundle.json" for d in parsed} <= objects
+    assert {f"runs/{DS}/{d}/error.json" for d in ("scanned_no_text", "corrupt_truncated")} <= objects
+    assert {f"reports/{DS}/batch_report.{ext}" for ext in ("json", "md", "html")} <= objects
+    manifest = b.manifest()
+    assert all(d["pdf_uri"].startswith(f"gs://{gcs_root.bucket}/") for d in manifest["documents"])
+    # inputs are never modified
+    assert all(store.read_bytes(f"incoming/{DS}/{f.name}") == f.read_bytes() for f in SAMPLES.glob("*.pdf"))
+
+    # a re-run reuses every bundle from the bucket and rewrites nothing but volatile stage files
+    before = {k: store.read_bytes(k) for k in objects if "/_stages/" not in k and not k.startswith("reports/")}
+    assert B.layout_local(b, workers=2)["cache_hits"] == len(parsed)
+    run_stages(b)
+    after = {k: store.read_bytes(k) for k in gcs_root.object_names()
+             if "/_stages/" not in k and not k.startswith("reports/")}
+    assert after == before
