@@ -17,6 +17,7 @@ import datetime as dt
 import getpass
 import json
 import logging
+import threading
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,9 +34,18 @@ from docverify.models import (
     SMEPacket,
     VerificationResult,
 )
+from docverify.sme_context import get_issue_context
+from docverify.sme_render import packet_html, packet_markdown, write_packet_html
 from docverify.store import ArtifactStore, as_root
 
 log = logging.getLogger("docverify.sme")
+
+__all__ = [
+    "PacketNotFoundError", "SMEReviewHelper", "apply_correction", "build_packet", "compare_production",
+    "format_issue", "get_issue_context", "ground_truth_versions", "html_rel", "list_pending_reviews", "load_packet",
+    "packet_html", "packet_markdown", "save_review", "sort_issues", "validate_segments", "write_packet",
+    "write_packet_html",
+]
 
 SEGMENT_KEYS = ("page_start", "page_end", "dominant_type")
 MAX_VERSIONS = 10_000
@@ -349,19 +359,27 @@ def _write_versioned(store: ArtifactStore, record: GroundTruthRecord) -> tuple[G
     raise RuntimeError(f"{MAX_VERSIONS} ground-truth versions of {record.doc_id!r} exist: archive the old ones")
 
 
-def _mark_reviewed(store: ArtifactStore, record: GroundTruthRecord, uri: str) -> None:
-    """Packet → reviewed, pointing at the newest ground-truth version (a concurrent writer with an
-    older version never moves the pointer back)."""
-    rel = ArtifactStore.packet_rel(record.doc_id)
-    for _ in range(3):
+_PACKET_LOCK = threading.Lock()
+
+
+def _mark_reviewed(store: ArtifactStore, doc_id: str) -> None:
+    """Packet → reviewed, pointing at the newest ground-truth version that exists now (with its
+    reviewer and time). Serialised in this process, and every writer re-reads the versions after
+    creating its own, so the last update always names the newest record; across processes the
+    ground-truth files stay the truth and the pointer is informational."""
+    rel = ArtifactStore.packet_rel(doc_id)
+    with _PACKET_LOCK:
+        version = 0
+        while store.exists(ArtifactStore.ground_truth_rel(doc_id, version + 1)):
+            version += 1
+        if not version:
+            return
+        newest = GroundTruthRecord.model_validate(store.read_json(ArtifactStore.ground_truth_rel(doc_id, version)))
         current = store.read_json(rel)
-        if (current.get("ground_truth_version") or 0) >= record.version:
-            return
-        current.update(review_status="reviewed", reviewed_at=record.reviewed_at, reviewer=record.reviewer,
-                       ground_truth_path=uri, ground_truth_version=record.version)
+        current.update(review_status="reviewed", reviewed_at=newest.reviewed_at, reviewer=newest.reviewer,
+                       ground_truth_path=store.uri(ArtifactStore.ground_truth_rel(doc_id, newest.version)),
+                       ground_truth_version=newest.version)
         store.write_json(rel, SMEPacket.model_validate(current))
-        if (store.read_json(rel).get("ground_truth_version") or 0) >= record.version:
-            return
 
 
 def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_dominant_type: str | None = None,
@@ -407,12 +425,10 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
         reviewed_at=reviewed_at or now_iso(), packet_path=store.uri(ArtifactStore.packet_rel(doc_id)),
         channel=channel)
     record, uri = _write_versioned(store, record)
-    _mark_reviewed(store, record, uri)
+    _mark_reviewed(store, doc_id)
     log.info("ground truth doc_id=%s source=%s version=%d uri=%s", doc_id, source, record.version, uri)
     if store.exists(html_rel(doc_id)):
         try:
-            from docverify.sme_render import write_packet_html
-
             write_packet_html(store, doc_id)
         except Exception as exc:  # the answer is saved; a stale rendering must not undo that
             log.warning("packet HTML of %s not refreshed (%s)", doc_id, type(exc).__name__)
@@ -456,13 +472,9 @@ class SMEReviewHelper:
 
     def get_issue_context(self, doc_id: str, issue_id: str, *, highlight: bool = True) -> dict[str, Any]:
         """Page, 2 paragraphs before, the match, 3 after, and the highlight boxes of one issue."""
-        from docverify.sme_context import get_issue_context
-
         return get_issue_context(self.store, self.load_packet(doc_id), issue_id, highlight=highlight)
 
     def packet_markdown(self, doc_id: str) -> str:
-        from docverify.sme_render import packet_markdown
-
         return packet_markdown(self.load_packet(doc_id))
 
     def html_uri(self, doc_id: str) -> str | None:

@@ -266,12 +266,15 @@ def test_agree_then_correct_makes_versions_and_never_overwrites(store):
 
 
 def test_a_reviewed_packet_survives_a_rerun_of_the_night(store):
-    save_review(store, "lab_requisition_form", agrees=True, reviewer="dr.a")
-    before = store.read_bytes("sme_packets/sme_packet_lab_requisition_form.json")
     from docverify import batch as B
 
+    B.write_sme_packets(B.Batch(store=store, ds=DS, run_id="copy"))  # packets name this copy's URIs
+    save_review(store, "lab_requisition_form", agrees=True, reviewer="dr.a")
+    folder = store.root / "sme_packets"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert "reviewed" in before["sme_packet_lab_requisition_form.html"].decode()
     B.write_sme_packets(B.Batch(store=store, ds=DS, run_id="rerun"))
-    assert store.read_bytes("sme_packets/sme_packet_lab_requisition_form.json") == before
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # JSON and HTML, byte for byte
     assert "lab_requisition_form" not in [r["doc_id"] for r in list_pending_reviews(store)]
 
 
