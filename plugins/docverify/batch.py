@@ -280,18 +280,39 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
 DOCAI_PARSER_PREFIX = "document_ai:"
 
 
+#: google.rpc codes worth sending a document to Document AI again on a re-run
+_DOCAI_RETRYABLE_STATUS = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE
+
+
 def docs_to_layout(batch: Batch, parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[dict]:
     """The manifest's documents that need a (new) layout: no bundle yet, another PDF (sha256), or
-    one made by another parser family. The others are reused (counted as cache hits in layout)."""
+    one made by another parser family. Reused (not returned): a bundle of the same PDF by the
+    same parser family, and a permanent Document AI failure of the same PDF (``retryable``
+    false in its error record) — a re-run does not pay the service again for either."""
     out = []
     for doc in batch.manifest()["documents"]:
-        rel = batch.run_rel(doc["doc_id"], "bundle.json")
+        rel, err_rel = batch.run_rel(doc["doc_id"], "bundle.json"), batch.run_rel(doc["doc_id"], "error.json")
         if batch.reuse and batch.store.exists(rel):
             head = batch.store.read_json(rel)
             if head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
                 continue
+        if batch.reuse and batch.store.exists(err_rel):
+            err = batch.store.read_json(err_rel)
+            if err.get("sha256") == doc["sha256"] and err.get("parser", "").startswith(parser_prefix) \
+                    and err.get("retryable") is False:
+                continue
         out.append(doc)
     return out
+
+
+def _docai_error(batch: Batch, doc: dict, exc: Any, stats: StageStats, *, retryable: bool) -> None:
+    """A Document AI document error: the usual error record plus what a re-run needs to know."""
+    stats.errors += 1
+    rel = batch.run_rel(doc["doc_id"], "error.json")
+    batch.write_if_changed(rel, {**_error_record(doc, exc.code, exc.message, "layout"), "sha256": doc["sha256"],
+                                 "parser": DOCAI_PARSER_PREFIX + "layout-parser", "retryable": retryable})
+    lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser="document_ai",
+            cache="miss", error=exc.code, retryable=retryable, output_uri=batch.store.uri(rel))
 
 
 def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callable[[str], Any]) -> dict:
@@ -300,41 +321,40 @@ def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callabl
     ``open_output(uri)`` gives a pathlike for an output folder (an ObjectStoragePath on the
     Google connection in the DAG). Each folder's JSON shards become the document's bundle; a
     failed document, a missing result or unreadable output becomes the document's error record
-    (it goes to the SME queue) — never a failed stage. Documents not in ``results`` and already
-    laid out by Document AI are reused."""
+    (it goes to the SME queue) — never a failed stage. Documents :func:`docs_to_layout` does not
+    list (laid out or failed for good earlier) are reused."""
     from docverify.layout.docai import bundle_from_docai, load_docai_output
     from docverify.layout.errors import ParseError
 
     stats = StageStats("layout")
     by_uri = {r["input_uri"]: r for r in results}
     todo = {d["doc_id"] for d in docs_to_layout(batch)}
-    parser = DOCAI_PARSER_PREFIX + "layout-parser"
     for doc in batch.manifest()["documents"]:
-        r = by_uri.get(doc["pdf_uri"])
-        if doc["doc_id"] not in todo and r is None:
+        if doc["doc_id"] not in todo:
             stats.cache_hits += 1
-            _clear_error(batch, doc["doc_id"])
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="hit",
-                    parser="document_ai", output_uri=batch.store.uri(batch.run_rel(doc["doc_id"], "bundle.json")))
+                    parser="document_ai")
             continue
+        r = by_uri.get(doc["pdf_uri"])
         if r is None:
-            result: Any = ParseError("DOCAI_NO_RESULT", f"{doc['pdf_uri']}: Document AI returned no result for this "
-                                     f"document; re-run the DAG run (the document is submitted again)", doc["pdf_uri"])
-        elif not r.get("ok"):
+            _docai_error(batch, doc, ParseError("DOCAI_NO_RESULT", f"{doc['pdf_uri']}: Document AI returned no "
+                         f"result for this document; re-run the DAG run (it is submitted again)", doc["pdf_uri"]),
+                         stats, retryable=True)
+            continue
+        if not r.get("ok"):
             code = r.get("error_code") or "DOCAI_FAILED"
-            result = ParseError(code, f"{doc['pdf_uri']}: Document AI could not process it (status "
-                                f"{r.get('status_code')}: {r.get('status_message') or 'no message'}); check the "
-                                f"file, then re-run", doc["pdf_uri"])
-        else:
-            try:
-                shards = load_docai_output(open_output(r["output_uri"]))
-                result = bundle_from_docai(shards, doc_id=doc["doc_id"], file_path=doc["pdf_uri"],
-                                           sha256=doc["sha256"])
-                parser = result.parser
-            except ParseError as exc:
-                result = exc
-        _record_layout(batch, doc, result, parser if not isinstance(result, ParseError) else "document_ai",
-                       ParseError, stats)
+            status = r.get("status_code")
+            exc = ParseError(code, f"{doc['pdf_uri']}: Document AI could not process it (status {status}: "
+                             f"{r.get('status_message') or 'no message'}); check the file, then re-run", doc["pdf_uri"])
+            _docai_error(batch, doc, exc, stats, retryable=code == "DOCAI_FAILED" and status in _DOCAI_RETRYABLE_STATUS)
+            continue
+        try:
+            bundle = bundle_from_docai(load_docai_output(open_output(r["output_uri"])), doc_id=doc["doc_id"],
+                                       file_path=doc["pdf_uri"], sha256=doc["sha256"])
+        except ParseError as exc:
+            _docai_error(batch, doc, exc, stats, retryable=False)
+            continue
+        _record_layout(batch, doc, bundle, bundle.parser, ParseError, stats)
     stats.docs = len(batch.manifest()["documents"])
     return stats.save(batch, parser="document_ai:batch")
 
@@ -382,11 +402,14 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
             result = bundle_from_docai(process(data), doc_id=doc["doc_id"], file_path=doc["pdf_uri"],
                                        sha256=doc["sha256"])
         except ParseError as exc:
-            result = exc
+            _docai_error(batch, doc, exc, stats, retryable=False)
+            continue
         except Exception as exc:  # noqa: BLE001 - one document's fault never fails the stage
-            result = ParseError("DOCAI_FAILED", f"{doc['pdf_uri']}: Document AI online processing failed "
-                                f"({type(exc).__name__}); re-run when the service is available", doc["pdf_uri"])
-        _record_layout(batch, doc, result, getattr(result, "parser", "document_ai"), ParseError, stats)
+            _docai_error(batch, doc, ParseError("DOCAI_FAILED", f"{doc['pdf_uri']}: Document AI online processing "
+                         f"failed ({type(exc).__name__}); re-run when the service is available", doc["pdf_uri"]),
+                         stats, retryable=True)
+            continue
+        _record_layout(batch, doc, result, result.parser, ParseError, stats)
     stats.docs = len(docs)
     return stats.save(batch, parser="document_ai:online")
 
