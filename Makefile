@@ -31,10 +31,11 @@ test: $(STAMP)  ## lint, then the whole suite (pytest exits non-zero when it col
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q
 
-bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput
+bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path
 	$(PY) scripts/bench_parse.py
 	$(PY) scripts/bench_classifier.py
 	$(PY) scripts/bench_pipeline.py
+	$(PY) scripts/bench_llm.py
 
 # ------------------------------------------------------------------ the nightly DAG, locally
 $(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml
