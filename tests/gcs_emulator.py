@@ -64,6 +64,19 @@ def _object_name(request: Any) -> str | None:
     return None
 
 
+def _quiet_disconnects(handle_error):
+    """The server's error hook, silent for a client that hung up first: gcsfs's ``info`` races a
+    metadata GET against a listing and drops the loser's connection, which the stdlib server
+    would print as a BrokenPipeError traceback each time."""
+
+    def handle(request, client_address):
+        if isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
+            return None
+        return handle_error(request, client_address)
+
+    return handle
+
+
 @dataclass
 class GcsEmulator:
     """One emulator server. ``start()`` / ``stop()``; ``wipe()`` empties it (buckets kept)."""
@@ -113,7 +126,9 @@ class GcsEmulator:
 
         self._server = create_server("127.0.0.1", 0, in_memory=True, default_bucket=self.bucket)
         self._server.start()
-        self.port = self._server._api._httpd.server_address[1]
+        httpd = self._server._api._httpd
+        self.port = httpd.server_address[1]
+        httpd.handle_error = _quiet_disconnects(httpd.handle_error)
         self.honours_preconditions_natively = self._probe_preconditions()
         if not self.honours_preconditions_natively:
             self._wrap_uploads()

@@ -9,8 +9,9 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import tests.dags.airflow_env  # noqa: F401 - the private AIRFLOW_HOME, before any Airflow import
-from tests.dags.airflow_env import REPO
+from tests.dags.airflow_env import REPO, airflow_cmd
 
 from docverify import batch as B
 from docverify import report
@@ -174,18 +175,25 @@ def run_stages(b: B.Batch) -> dict:
     return report.write(b)
 
 
+def expected_routes() -> dict[str, str]:
+    return json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+
+
+def routes_of(store: ArtifactStore) -> dict[str, str]:
+    rep = store.read_json(f"reports/{DS}/batch_report.json")
+    return {d["doc_id"]: ("AUTO_RETRY→" + d["final_decision"]) if d.get("route") == "auto_fix_retry"
+            else d["final_decision"] for d in rep["per_document"]}
+
+
 def test_sample_batch_stages_on_gcs(gcs_root):
-    expected = json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+    expected = expected_routes()
     store = gcs_store(gcs_root)
     assert _upload_samples(store) == len(expected) + 3  # 13 PDFs + 3 companion classifications
     b = B.Batch(store=store, ds=DS, run_id="gcs-test")
     out = run_stages(b)
     assert out["json"] == f"{gcs_root.root_uri}/reports/{DS}/batch_report.json"
 
-    rep = store.read_json(f"reports/{DS}/batch_report.json")
-    got = {d["doc_id"]: ("AUTO_RETRY→" + d["final_decision"]) if d.get("route") == "auto_fix_retry"
-           else d["final_decision"] for d in rep["per_document"]}
-    assert got == expected
+    assert routes_of(store) == expected
     objects = set(gcs_root.object_names())
     for doc_id, route in expected.items():
         accepted = f"accepted/{DS}/{doc_id}.json" in objects
@@ -207,3 +215,21 @@ def test_sample_batch_stages_on_gcs(gcs_root):
     after = {k: store.read_bytes(k) for k in gcs_root.object_names()
              if "/_stages/" not in k and not k.startswith("reports/")}
     assert after == before
+
+
+@pytest.mark.slow
+def test_nightly_dag_on_gcs(gcs_root, gcs_emulator):
+    """The same DAG (`airflow dags test`, a subprocess) with the storage-root Variable on gs://:
+    every sample takes its route, and the lineage names plain gs:// URIs."""
+    migrate = airflow_cmd("db", "migrate")
+    assert migrate.returncode == 0, migrate.stderr[-3000:]
+    store = gcs_store(gcs_root)
+    _upload_samples(store)
+    proc = airflow_cmd("dags", "test", "clinical_doc_verification", DS, env={
+        **gcs_emulator.env, "AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT": gcs_root.root_uri,
+        "AIRFLOW_VAR_DOCVERIFY_STORAGE_CONN_ID": gcs_root.conn_id, "AIRFLOW_VAR_DOCVERIFY_JUDGE": "offline"})
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-5000:]
+    assert routes_of(store) == expected_routes()
+    assert f'"output_uri": "{gcs_root.root_uri}/runs/{DS}/' in log
+    assert f"{gcs_root.conn_id}@" not in log
