@@ -14,7 +14,10 @@ print(f"docverify batch {ds}: {rep['documents']} document(s)")
 print("  final routes: " + ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()))
 print("  V5 rules:     " + ", ".join(f"{k}={v}" for k, v in rep["rules"].items()))
 print(f"  errors:       {len(rep['errors'])}" + "".join(f"\n    {e['doc_id']}: {e['error']}" for e in rep["errors"]))
-print(f"  LLM calls:    {rep['llm']['calls']} (implementations: {', '.join(rep['implementations'])})")
+llm = rep["llm"]
+cost = "n/a" if llm.get("cost_usd") is None else f"${llm['cost_usd']:.4f}"
+print(f"  LLM calls:    {llm['calls']} (cache hits {llm['cache_hits']}, estimated cost {cost}; "
+      f"implementations: {', '.join(rep['implementations'])})")
 print()
 for d in rep["per_document"]:
     print(f"  {d['doc_id']:<34} {d.get('route', ''):<18} {d['final_decision']:<16} rule {d.get('rule', '')}")
