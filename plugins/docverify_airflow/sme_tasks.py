@@ -139,7 +139,7 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any]) 
     record, uri = save_review(_store(), doc_id, agrees=agrees, corrected_dominant_type=corrected_type,
                               corrected_segments=segments, correction_notes=params.get("notes") or "",
                               reviewer=reviewer, reviewed_at=_utc(answer.get("responded_at")), channel=channel)
-    log.info("ground truth doc_id=%s source=%s version=%d uri=%s", doc_id, record.ground_truth_source,
-             record.version, uri)
+    log.info("review answered doc_id=%s option=%s source=%s version=%d uri=%s channel=%s", doc_id, chosen[0],
+             record.ground_truth_source, record.version, uri, channel)
     return {"doc_id": doc_id, "chosen_option": chosen[0], "ground_truth_source": record.ground_truth_source,
             "version": record.version, "uri": uri, "reviewer": reviewer}
