@@ -62,7 +62,10 @@ def sme_review():
 
         return sme_tasks.review_kwargs(get_current_context())
 
-    SMEReviewOperator.partial(task_id="review", retries=0, map_index_template="{{ task.doc_id }}").expand_kwargs(
+    # An answer that cannot be saved (malformed segments JSON, Agree with a correction filled in)
+    # fails that try and writes nothing; the retry opens the form again for the SME.
+    SMEReviewOperator.partial(task_id="review", retries=3, retry_delay=timedelta(seconds=5),
+                              retry_exponential_backoff=False, map_index_template="{{ task.doc_id }}").expand_kwargs(
         list_pending_reviews())
 
 

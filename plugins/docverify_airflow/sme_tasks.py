@@ -81,6 +81,14 @@ def review_body(doc_id: str) -> str:
     return packet_markdown(packet, html_uri=store.uri(html) if store.exists(html) else None)
 
 
+def has_primary(doc_id: str) -> bool:
+    """Whether the packet carries a primary classification an SME could agree with (a document
+    that could not be parsed or classified has none: its form offers only Correct)."""
+    from docverify.sme import load_packet
+
+    return isinstance(load_packet(_store(), doc_id).primary_classification, dict)
+
+
 def timed_out(doc_id: str) -> None:
     """No answer within the response timeout: no ground truth, the packet stays pending."""
     from airflow.sdk.exceptions import AirflowSkipException

@@ -85,7 +85,9 @@ def test_review_is_one_mapped_hitl_task_per_packet(dag):
     review = dag.task_dict["review"]
     assert isinstance(review, MappedOperator) and issubclass(review.operator_class, HITLOperator)
     assert review.upstream_task_ids == {"list_pending_reviews"}
-    assert review.partial_kwargs["retries"] == 0  # a retry would re-ask; a timeout must not fail into one
+    # a try whose answer cannot be saved fails and the retry asks again; a timeout is a skip
+    # (execute_complete), never a failure, so it does not turn into a retry
+    assert review.partial_kwargs["retries"] == 3
     assert review.partial_kwargs["map_index_template"] == "{{ task.doc_id }}"
     assert dag.params.get_param("max_reviews").schema["type"] == "integer" and dag.params["max_reviews"] == 50
     assert dag.params.get_param("response_timeout_hours").schema["type"] == "number"
@@ -113,8 +115,9 @@ def test_pending_packets_become_review_forms(dag, night):
     assert op.options == ["Agree", "Correct"] and op.defaults is None and op.multiple is False
     assert isinstance(op.params, ParamsDict) and set(op.params) == {"corrected_dominant_type", "corrected_segments",
                                                                     "notes"}  # no Dag params on the form
-    enum = op.params.get_param("corrected_dominant_type").schema["enum"]
-    assert enum[:5] == ["Clinical Note", "Pathology Report", "Genomic Report", "Radiology Report", "Other"]
+    proposals = op.params.get_param("corrected_dominant_type").schema["examples"]
+    assert proposals == ["Clinical Note", "Pathology Report", "Genomic Report", "Radiology Report", "Other"]
+    assert "enum" not in op.params.get_param("corrected_dominant_type").schema  # no "null" choice in the form
     assert op.response_timeout == timedelta(hours=72) and op.execution_timeout == timedelta(minutes=10)
     assert op.assigned_users == [{"id": "sme.anna", "name": "sme.anna"}, {"id": "7", "name": "sme.ben"}]
     assert len(_ops(dag, max_reviews=2)) == 2
@@ -135,6 +138,11 @@ def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypa
     assert body.startswith("## quest\\_cbc\\_panel — V5 rule 1") and "[BLOCKER] V3-0001" in body
     assert ">> Quest Diagnostics" in body and "sme_packet_quest_cbc_panel.html" in body
     assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct"]
+    assert "\n\n**Decision:**" in body  # header lines are separate paragraphs in the UI's Markdown
+    # a document that could not be parsed has no classification to agree with: only Correct
+    with pytest.raises(TaskAwaitingInput):
+        _ops(dag)["corrupt_truncated"].execute(ctx)
+    assert sent["options"] == ["Correct"]
     # answered meanwhile (e.g. from the notebook): no form is opened
     from docverify.sme import save_review
 
@@ -217,9 +225,9 @@ def test_unusable_answers_fail_the_task_and_write_nothing(dag, night, option, fi
     assert load_packet(night, "fabricated_evidence").review_status == "pending"
 
 
-def test_a_bad_form_value_is_refused_by_the_form_schema(dag, night):
-    from airflow.sdk.definitions.param import ParamValidationError
-
-    with pytest.raises(ParamValidationError, match="'Lab Report' is not one of"):
+def test_a_bad_form_value_is_refused_and_nothing_is_written(dag, night):
+    # the form proposes the five types; anything else is refused by save_review (the try fails,
+    # its retry opens the form again)
+    with pytest.raises(ValueError, match="'Lab Report' is not a document type; allowed values: Clinical Note"):
         _answer(_ops(dag)["fabricated_evidence"], "Correct", corrected_dominant_type="Lab Report")
     assert not night.exists("ground_truth/gt_fabricated_evidence.json")

@@ -28,8 +28,10 @@ def review_form_params() -> dict[str, Param]:
 
     return {
         "corrected_dominant_type": Param(
-            None, type=["null", "string"], enum=[*DOC_TYPES, None], title="Corrected dominant type",
-            description="Only with Correct: what the whole document really is."),
+            # examples, not enum: an enum must list null for the empty default, and the form then
+            # offers "null" as a choice; a value outside the five types is refused by save_review
+            None, type=["null", "string"], examples=list(DOC_TYPES), title="Corrected dominant type",
+            description="Only with Correct: what the whole document really is (one of the five types)."),
         "corrected_segments": Param(
             None, type=["null", "string"], title="Corrected segments (JSON)",
             description='Only with Correct, optional: [{"page_start": 1, "page_end": 2, "dominant_type": '
@@ -80,6 +82,8 @@ class SMEReviewOperator(HITLOperator):
         from docverify_airflow import sme_tasks
 
         self.body = sme_tasks.review_body(self.doc_id)  # skips the task when the packet is no longer pending
+        if not sme_tasks.has_primary(self.doc_id):
+            self.options = [CORRECT]  # a document that could not be parsed/classified has nothing to agree with
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
