@@ -6,6 +6,8 @@ from __future__ import annotations
 import pathlib
 import shutil
 
+from tests.batch_stages import run_stages
+
 from docverify import batch as B
 from docverify.judges import OfflineJudge
 from docverify.store import ArtifactStore
@@ -28,17 +30,5 @@ def run_night(root: pathlib.Path, names=SAMPLES, extra_files: dict[str, bytes] |
     for name, data in (extra_files or {}).items():
         (incoming / name).write_bytes(data)
     b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="night-test")
-    judge = OfflineJudge()
-    B.discover(b)
-    B.layout_local(b, workers=1, timeout_s=60)
-    for i, shard in enumerate(B.plan_shards(b, shard_size=25)):
-        B.classify_shard(b, shard, judge, str(i))
-        B.v1_shard(b, shard, str(i))
-        for agent in ("V2", "V3", "V4"):
-            B.agent_shard(b, agent, shard, judge, str(i))
-    B.arbiter(b)
-    for i, shard in enumerate(B.retry_shards(b)):
-        B.auto_fix_retry_shard(b, shard, judge, str(i))
-    B.accept(b)
-    B.write_sme_packets(b)
+    run_stages(b, OfflineJudge())
     return b

@@ -5,6 +5,7 @@ import json
 import shutil
 
 import pytest
+from tests.batch_stages import run_stages
 
 from docverify import batch as B
 from docverify import report
@@ -33,18 +34,7 @@ def make_batch(tmp_path, repo_dir, names):
 
 
 def run_all(b, judge):
-    B.discover(b)
-    B.layout_local(b, workers=1, timeout_s=60)
-    for i, shard in enumerate(B.plan_shards(b, shard_size=2)):
-        B.classify_shard(b, shard, judge, str(i))
-        B.v1_shard(b, shard, str(i))
-        for agent in ("V2", "V3", "V4"):
-            B.agent_shard(b, agent, shard, judge, str(i))
-    routes = B.arbiter(b)
-    for i, shard in enumerate(B.retry_shards(b)):
-        B.auto_fix_retry_shard(b, shard, judge, str(i))
-    B.accept(b)
-    B.write_sme_packets(b)
+    routes = run_stages(b, judge, shard_size=2)
     return routes, report.write(b)
 
 

@@ -10,6 +10,7 @@ import json
 import shutil
 
 import pytest
+from tests.batch_stages import run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
 from docverify import batch as B
@@ -37,18 +38,7 @@ def llm_judge(fake: FakeGemini, store: ArtifactStore) -> LLMJudge:
 
 
 def run_all(b: B.Batch, judge) -> dict:
-    B.discover(b)
-    B.layout_local(b, workers=1, timeout_s=60)
-    for i, shard in enumerate(B.plan_shards(b, shard_size=5)):
-        B.classify_shard(b, shard, judge, str(i))
-        B.v1_shard(b, shard, str(i))
-        for agent in ("V2", "V3", "V4"):
-            B.agent_shard(b, agent, shard, judge, str(i))
-    B.arbiter(b)
-    for i, shard in enumerate(B.retry_shards(b)):
-        B.auto_fix_retry_shard(b, shard, judge, str(i))
-    B.accept(b)
-    B.write_sme_packets(b)
+    run_stages(b, judge, shard_size=5)
     report.write(b)
     return json.loads(b.store.read_bytes(f"reports/{DS}/batch_report.json"))
 

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import tests.dags.airflow_env  # noqa: F401 - the private AIRFLOW_HOME, before any Airflow import
+from tests.batch_stages import run_stages
 from tests.dags.airflow_env import REPO, airflow_cmd
 
 from docverify import batch as B
@@ -158,20 +159,8 @@ def _upload_samples(store: ArtifactStore) -> int:
     return count
 
 
-def run_stages(b: B.Batch) -> dict:
-    judge = OfflineJudge()
-    B.discover(b)
-    B.layout_local(b, workers=2, timeout_s=60)
-    for i, shard in enumerate(B.plan_shards(b, shard_size=5)):
-        B.classify_shard(b, shard, judge, str(i))
-        B.v1_shard(b, shard, str(i))
-        for agent in ("V2", "V3", "V4"):
-            B.agent_shard(b, agent, shard, judge, str(i))
-    B.arbiter(b)
-    for i, shard in enumerate(B.retry_shards(b)):
-        B.auto_fix_retry_shard(b, shard, judge, str(i))
-    B.accept(b)
-    B.write_sme_packets(b)
+def run_night(b: B.Batch) -> dict:
+    run_stages(b, OfflineJudge(), shard_size=5, workers=2)
     return report.write(b)
 
 
@@ -190,7 +179,7 @@ def test_sample_batch_stages_on_gcs(gcs_root):
     store = gcs_store(gcs_root)
     assert _upload_samples(store) == len(expected) + 3  # 13 PDFs + 3 companion classifications
     b = B.Batch(store=store, ds=DS, run_id="gcs-test")
-    out = run_stages(b)
+    out = run_night(b)
     assert out["json"] == f"{gcs_root.root_uri}/reports/{DS}/batch_report.json"
 
     assert routes_of(store) == expected
@@ -211,7 +200,7 @@ def test_sample_batch_stages_on_gcs(gcs_root):
     # a re-run reuses every bundle from the bucket and rewrites nothing but volatile stage files
     before = {k: store.read_bytes(k) for k in objects if "/_stages/" not in k and not k.startswith("reports/")}
     assert B.layout_local(b, workers=2)["cache_hits"] == len(parsed)
-    run_stages(b)
+    run_night(b)
     after = {k: store.read_bytes(k) for k in gcs_root.object_names()
              if "/_stages/" not in k and not k.startswith("reports/")}
     assert after == before
