@@ -359,23 +359,6 @@ def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callabl
     return stats.save(batch, parser="document_ai:batch")
 
 
-def _pdf_page_count(data: bytes, name: str) -> int:
-    """Pages of a PDF in memory; ``ParseError`` (ENCRYPTED / CORRUPT) naming ``name`` otherwise."""
-    import pypdfium2
-
-    from docverify.layout.errors import ParseError
-
-    try:
-        pdf = pypdfium2.PdfDocument(data)
-    except pypdfium2.PdfiumError as exc:
-        code = "ENCRYPTED" if "password" in str(exc).lower() else "CORRUPT"
-        raise ParseError(code, f"{name}: the PDF cannot be opened ({code.lower()}); check the file", name) from None
-    try:
-        return len(pdf)
-    finally:
-        pdf.close()
-
-
 def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_pages: int = 15) -> dict:
     """Layout through Document AI's online endpoint, one document at a time, for a storage root
     Document AI cannot read in batch (a local one). ``process(pdf_bytes)`` returns the Document
@@ -383,6 +366,7 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
     ``TOO_MANY_PAGES`` naming the fix (a gs:// storage root, so the batch path runs)."""
     from docverify.layout.docai import bundle_from_docai
     from docverify.layout.errors import ParseError
+    from docverify.layout.local_pdf import page_count
 
     stats = StageStats("layout")
     docs = batch.manifest()["documents"]
@@ -394,7 +378,7 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
         data = batch.store.read_bytes(doc["pdf_rel"])
         result: Any
         try:
-            pages = _pdf_page_count(data, doc["pdf_uri"])
+            pages = page_count(data, doc["pdf_uri"])
             if pages > max_pages:
                 raise ParseError("TOO_MANY_PAGES", f"{doc['pdf_uri']}: {pages} pages, over the {max_pages}-page limit "
                                  f"of Document AI's online processing; set a gs:// storage root "

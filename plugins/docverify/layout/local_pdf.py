@@ -679,6 +679,14 @@ def _open(data: bytes, name: str, file_ref: str) -> tuple[pdfium.PdfDocument, in
     return doc, n
 
 
+def page_count(data: bytes, name: str) -> int:
+    """The page count of a PDF held in memory, without extracting anything; the same typed
+    errors as :func:`parse_pdf` when it cannot be opened (ENCRYPTED, UNSUPPORTED, CORRUPT)."""
+    doc, n = _open(data, name, name)
+    doc.close()
+    return n
+
+
 def _extract_pages(
     data: bytes,
     name: str,

@@ -75,7 +75,27 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
     return [str(v) for v in value]
 
 
-class DocumentAIBatchProcessOperator(BaseOperator):
+class _DocumentAIOperator(BaseOperator):
+    """What both operators share: the hook on their connection and the processor's resource name
+    (from ``project_id`` or the connection's project, ``location``, ``processor_id``,
+    ``processor_version``)."""
+
+    def get_hook(self) -> DocumentAIHook:
+        from docverify_airflow.hooks.document_ai import DocumentAIHook
+
+        return DocumentAIHook(
+            gcp_conn_id=self.gcp_conn_id,
+            impersonation_chain=self.impersonation_chain,
+            api_endpoint=self.api_endpoint,
+            transport=self.transport,
+        )
+
+    def processor_name(self, hook: DocumentAIHook) -> str:
+        project = self.project_id or hook.project_id
+        return hook.processor_name(project, self.location, self.processor_id, self.processor_version)
+
+
+class DocumentAIBatchProcessOperator(_DocumentAIOperator):
     """Run a Document AI processor (e.g. the Layout Parser) in batch over ``gs://`` documents.
 
     :param processor_id: the processor's id (the last part of its resource name).
@@ -156,20 +176,6 @@ class DocumentAIBatchProcessOperator(BaseOperator):
         self.transport = transport
 
     # -- helpers -------------------------------------------------------------------------------
-
-    def get_hook(self) -> DocumentAIHook:
-        from docverify_airflow.hooks.document_ai import DocumentAIHook
-
-        return DocumentAIHook(
-            gcp_conn_id=self.gcp_conn_id,
-            impersonation_chain=self.impersonation_chain,
-            api_endpoint=self.api_endpoint,
-            transport=self.transport,
-        )
-
-    def processor_name(self, hook: DocumentAIHook) -> str:
-        project = self.project_id or hook.project_id
-        return hook.processor_name(project, self.location, self.processor_id, self.processor_version)
 
     def input_uris(self) -> list[str]:
         """The documents to process: ``gcs_input_uris``, or the objects under ``gcs_input_prefix``."""
@@ -320,7 +326,7 @@ class DocumentAIBatchProcessOperator(BaseOperator):
         return results
 
 
-class DocumentAIProcessDocumentOperator(BaseOperator):
+class DocumentAIProcessDocumentOperator(_DocumentAIOperator):
     """Process one small document online (synchronously) with a Document AI processor.
 
     :param processor_id: the processor's id.
@@ -397,22 +403,16 @@ class DocumentAIProcessDocumentOperator(BaseOperator):
             raise AirflowException(
                 f"{self.task_id}: cannot tell the MIME type of {self.input_path}: set mime_type= on the operator"
             )
+        from docverify.layout.local_pdf import page_count
+
         content = self._path(self.input_path).read_bytes()
-        pages = count_pages(content, self.input_path) if mime == "application/pdf" else 1
+        pages = page_count(content, self.input_path) if mime == "application/pdf" else 1
         try:
             check_page_limit(self.input_path, pages, self.max_pages, online=True)
         except ParseError as err:
             raise DocumentAIPageLimitError(err.message, self.input_path, pages, self.max_pages) from err
-        from docverify_airflow.hooks.document_ai import DocumentAIHook
-
-        hook = DocumentAIHook(
-            gcp_conn_id=self.gcp_conn_id,
-            impersonation_chain=self.impersonation_chain,
-            api_endpoint=self.api_endpoint,
-            transport=self.transport,
-        )
-        project = self.project_id or hook.project_id
-        name = hook.processor_name(project, self.location, self.processor_id, self.processor_version)
+        hook = self.get_hook()
+        name = self.processor_name(hook)
         document = hook.process_document(name, content, mime)
         self.log.info("processed %s online (%d page(s), %d byte(s)) with %s", self.input_path, pages, len(content), name)
         if not self.output_path:
@@ -420,22 +420,3 @@ class DocumentAIProcessDocumentOperator(BaseOperator):
         self._path(self.output_path).write_text(json.dumps(document, ensure_ascii=False))
         self.log.info("Document JSON written to %s", self.output_path)
         return {"input_uri": self.input_path, "output_uri": self.output_path, "pages": pages, "ok": True}
-
-
-def count_pages(content: bytes, name: str) -> int:
-    """The page count of a PDF held in memory; ``ParseError(CORRUPT)`` naming ``name`` when unreadable."""
-    import pypdfium2
-
-    from docverify.layout.errors import CORRUPT, ParseError
-
-    try:
-        pdf = pypdfium2.PdfDocument(content)
-    except Exception as exc:
-        raise ParseError(
-            CORRUPT, f"{name}: the PDF cannot be opened to count its pages ({type(exc).__name__}); "
-            f"check the file, or process it with DocumentAIBatchProcessOperator", name
-        ) from exc
-    try:
-        return len(pdf)
-    finally:
-        pdf.close()
