@@ -284,23 +284,25 @@ DOCAI_PARSER_PREFIX = "document_ai:"
 _DOCAI_RETRYABLE_STATUS = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE
 
 
-def docs_to_layout(batch: Batch, parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[dict]:
+def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
+                   parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[dict]:
     """The manifest's documents that need a (new) layout: no bundle yet, another PDF (sha256), or
     one made by another parser family. Reused (not returned): a bundle of the same PDF by the
     same parser family, and a permanent Document AI failure of the same PDF (``retryable``
-    false in its error record) — a re-run does not pay the service again for either."""
+    false in its error record) — a re-run does not pay the service again for either. ``docs``:
+    the manifest's documents when the caller has them already."""
+    docs = batch.manifest()["documents"] if docs is None else docs
+    if not batch.reuse:
+        return list(docs)
     out = []
-    for doc in batch.manifest()["documents"]:
-        rel, err_rel = batch.run_rel(doc["doc_id"], "bundle.json"), batch.run_rel(doc["doc_id"], "error.json")
-        if batch.reuse and batch.store.exists(rel):
-            head = batch.store.read_json(rel)
-            if head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
-                continue
-        if batch.reuse and batch.store.exists(err_rel):
-            err = batch.store.read_json(err_rel)
-            if err.get("sha256") == doc["sha256"] and err.get("parser", "").startswith(parser_prefix) \
-                    and err.get("retryable") is False:
-                continue
+    for doc in docs:
+        head = batch.store.read_json_if_exists(batch.run_rel(doc["doc_id"], "bundle.json"))
+        if head and head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
+            continue
+        err = batch.store.read_json_if_exists(batch.run_rel(doc["doc_id"], "error.json"))
+        if err and err.get("sha256") == doc["sha256"] and err.get("parser", "").startswith(parser_prefix) \
+                and err.get("retryable") is False:
+            continue
         out.append(doc)
     return out
 
@@ -328,8 +330,9 @@ def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callabl
 
     stats = StageStats("layout")
     by_uri = {r["input_uri"]: r for r in results}
-    todo = {d["doc_id"] for d in docs_to_layout(batch)}
-    for doc in batch.manifest()["documents"]:
+    docs = batch.manifest()["documents"]
+    todo = {d["doc_id"] for d in docs_to_layout(batch, docs)}
+    for doc in docs:
         if doc["doc_id"] not in todo:
             stats.cache_hits += 1
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="hit",
@@ -355,7 +358,7 @@ def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callabl
             _docai_error(batch, doc, exc, stats, retryable=False)
             continue
         _record_layout(batch, doc, bundle, bundle.parser, ParseError, stats)
-    stats.docs = len(batch.manifest()["documents"])
+    stats.docs = len(docs)
     return stats.save(batch, parser="document_ai:batch")
 
 
@@ -370,7 +373,7 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
 
     stats = StageStats("layout")
     docs = batch.manifest()["documents"]
-    todo = {d["doc_id"] for d in docs_to_layout(batch)}
+    todo = {d["doc_id"] for d in docs_to_layout(batch, docs)}
     for doc in docs:
         if doc["doc_id"] not in todo:
             stats.cache_hits += 1

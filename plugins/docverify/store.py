@@ -154,6 +154,14 @@ class ArtifactStore:
     def read_json(self, rel: str) -> Any:
         return json.loads(self.read_bytes(rel))
 
+    def read_json_if_exists(self, rel: str) -> Any | None:
+        """The JSON at ``rel``, or None when there is none — one read instead of ``exists`` then
+        ``read_json`` (two requests or more on a remote root)."""
+        try:
+            return self.read_json(rel)
+        except FileNotFoundError:
+            return None
+
     def list(self, rel_dir: str, suffix: str = "") -> list[str]:
         """Names (not paths) of the files directly under ``rel_dir``, sorted."""
         d = self.path(rel_dir)

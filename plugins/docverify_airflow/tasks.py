@@ -49,8 +49,7 @@ def layout(context) -> dict:
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
 
-        rel = docai_results_rel(batch)
-        results = batch.store.read_json(rel) if batch.store.exists(rel) else []
+        results = batch.store.read_json_if_exists(docai_results_rel(batch)) or []
         return B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id))
     from docverify_airflow.hooks.document_ai import DocumentAIHook
 

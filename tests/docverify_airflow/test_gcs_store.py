@@ -48,6 +48,8 @@ def test_write_read_exists_and_nested_dirs(gcs_root):
     assert not store.exists("runs/d1/missing.json") and not store.exists("runs/d2/bundle.json")
     # what the server holds: exactly the two objects, no directory markers or temporaries
     assert gcs_root.object_names() == ["runs/d1/attempt_0/report.json", "runs/d1/bundle.json"]
+    assert store.read_json_if_exists("runs/d1/bundle.json") == {"a": 1}
+    assert store.read_json_if_exists("runs/d1/missing.json") is None  # one read, no exists() first
 
 
 def test_list_names_files_directly_under_a_dir(gcs_root):

@@ -33,7 +33,8 @@ class NightlyDocumentAIOperator(DocumentAIBatchProcessOperator):
             raise AirflowSkipException(
                 "the storage root is not gs://, so Document AI cannot read the PDFs in batch: "
                 "the layout task sends them to the processor online (at most 15 pages each)")
-        docs = B.docs_to_layout(batch)
+        manifest = batch.manifest()["documents"]
+        docs = B.docs_to_layout(batch, manifest)
         if not docs:
             batch.store.write_json(tasks.docai_results_rel(batch), [])
             raise AirflowSkipException("every document already has a Document AI bundle for the same PDF")
@@ -45,7 +46,7 @@ class NightlyDocumentAIOperator(DocumentAIBatchProcessOperator):
         self.gcs_input_uris = [d["pdf_uri"] for d in docs]
         self.gcs_output_uri = batch.store.uri(f"docai/{batch.ds}/")
         self.log.info("Document AI: %d of %d document(s) to process with %s → %s", len(docs),
-                      len(batch.manifest()["documents"]), config.processor_name(), self.gcs_output_uri)
+                      len(manifest), config.processor_name(), self.gcs_output_uri)
         return self._store(context, super().execute(context))
 
     def execute_complete(self, context: Any, event: dict[str, Any], rejected: list[dict[str, Any]] | None = None):
