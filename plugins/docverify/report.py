@@ -8,6 +8,7 @@ outputs), and the "Feedback from SME reviews" figures over all the store's groun
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 from collections import Counter
@@ -120,7 +121,7 @@ def build(batch: Batch) -> dict[str, Any]:
                         "cost_usd": _cost(price_model, u).usd}
     cost = _cost(price_model, llm)
     if len(price_models) > 1:
-        cost = cost.__class__(None, None, cost.source, f"several models in one run: {sorted(price_models)}")
+        cost = dataclasses.replace(cost, usd=None, model=None, note=f"several models in one run: {sorted(price_models)}")
     return {
         "ds": batch.ds, "run_id": batch.run_id, "documents": n,
         "routes_attempt_0": {k: len(v) for k, v in routes0.items()},
