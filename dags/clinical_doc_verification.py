@@ -55,8 +55,12 @@ LLM = {"pool": "llm"}  # tasks that may call an LLM take slots from the llm pool
     doc_md=DOC_MD,
     tags=["docverify", "clinical", "verification"],
     params={
-        "batch_prefix": Param("", type="string",
-                              description="Ad-hoc batch: a prefix under the storage root instead of incoming/<ds>"),
+        # nullable: an empty field in the trigger/backfill form means "not set", and every date of a
+        # backfill then reads its own incoming/<ds>/ ({ds} in a prefix is replaced by the run's date)
+        "batch_prefix": Param(None, type=["null", "string"],
+                              description="Ad-hoc batch: a prefix under the storage root instead of "
+                                          "incoming/<ds> (empty: incoming/<ds>; {ds} is replaced by the "
+                                          "run's date, e.g. uploads/{ds})"),
         "shard_size": Param(25, type="integer", minimum=1, maximum=500, description="Documents per mapped task"),
         "max_documents": Param(0, type="integer", minimum=0, description="Stop after this many PDFs (0 = all)"),
         "reuse_cached": Param(True, type="boolean",

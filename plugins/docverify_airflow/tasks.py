@@ -15,11 +15,18 @@ from docverify_airflow import config
 log = logging.getLogger(__name__)
 
 
+def batch_prefix(params: dict[str, Any], ds: str) -> str:
+    """The ``batch_prefix`` param for the run of ``ds``: unset/empty → "" (the batch is
+    ``incoming/<ds>/``); ``{ds}`` inside it is replaced by the run's date, so one prefix serves a
+    whole backfill with each date reading its own folder."""
+    return (params.get("batch_prefix") or "").strip().replace("{ds}", ds)
+
+
 def make_batch(context: dict[str, Any]) -> B.Batch:
     params = context["params"]
     store = B.ArtifactStore(config.storage_root())
     return B.Batch(store=store, ds=context["ds"], run_id=str(context.get("run_id", "")),
-                   prefix=params.get("batch_prefix") or "", reuse=bool(params.get("reuse_cached", True)),
+                   prefix=batch_prefix(params, context["ds"]), reuse=bool(params.get("reuse_cached", True)),
                    concurrency=int(params.get("concurrency", 8)))
 
 
