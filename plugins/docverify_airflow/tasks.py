@@ -34,6 +34,10 @@ def discover(context) -> dict:
     batch = make_batch(context)
     out = B.discover(batch, int(context["params"].get("max_documents", 0)))
     log.info("discovered %d PDF(s) under %s", out["documents"], batch.store.uri(batch.incoming))
+    if not out["documents"]:  # an empty night is reported (batch report) and alerted, never silently green
+        from docverify_airflow import notify
+
+        notify.send("empty_night", context, incoming=batch.store.uri(batch.incoming))
     return out
 
 
@@ -112,6 +116,10 @@ def accept(context) -> dict:
 
 def write_sme_packets(context) -> dict:
     out = B.write_sme_packets(make_batch(context))
+    if out["packets"]:
+        from docverify_airflow import notify
+
+        notify.send("reviews_waiting", context, packets=len(out["packets"]), uri=out["uri"])
     if not out["packets"] and not out["kept_reviewed"]:
         from airflow.sdk.exceptions import AirflowSkipException
 
