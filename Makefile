@@ -21,7 +21,7 @@ RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: venv test lint bench schemas samples examples lock clean airflow-init incoming run up
+.PHONY: venv browser test test-fast test-e2e screenshots lint bench schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -31,9 +31,27 @@ $(STAMP): requirements.txt
 	$(UV) pip install --quiet --python $(PY) -r requirements.txt
 	touch $(STAMP)
 
-test: $(STAMP)  ## lint, then the whole suite (pytest exits non-zero when it collects nothing)
+# Debian's Chromium and its driver for the browser test (tests/e2e); installed once, as root or via sudo
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	fi
+
+test: $(STAMP) browser  ## lint, then the whole suite incl. the browser test (pytest exits non-zero when it collects nothing)
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q
+
+test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser)
+	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(PY) -m pytest -q -m "not slow"
+
+test-e2e: $(STAMP) browser  ## the operator's night: real Airflow components + headless Chromium (screenshots in build/e2e/)
+	$(PY) -m pytest -q tests/e2e
+
+screenshots:  ## the README's screenshots from the last browser test
+	cp build/e2e/03_trigger_form_defaults.png build/e2e/05_backfill_form.png build/e2e/07_task_log_lineage.png \
+		build/e2e/08_review_form.png docs/images/
 
 bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path
 	$(PY) scripts/bench_parse.py

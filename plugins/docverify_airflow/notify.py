@@ -44,13 +44,22 @@ def _setting(key: str, default: str = "") -> str:
         return ""
 
 
+def _night(context: dict[str, Any]) -> str:
+    try:
+        from docverify_airflow.tasks import night_of
+
+        return night_of(context)
+    except Exception:  # a callback context without a run: the run id identifies the night
+        return ""
+
+
 def _run_facts(context: dict[str, Any]) -> dict[str, str]:
     dag = context.get("dag")
     run = context.get("dag_run")
     ti = context.get("ti") or context.get("task_instance")
     return {"dag_id": str(getattr(dag, "dag_id", "") or getattr(run, "dag_id", "") or "clinical_doc_verification"),
             "run_id": str(context.get("run_id") or getattr(run, "run_id", "") or ""),
-            "ds": str(context.get("ds") or ""),
+            "ds": _night(context),
             "task_id": str(getattr(ti, "task_id", "") or "")}
 
 
@@ -126,8 +135,8 @@ class DocverifyNotifier(BaseNotifier):
 
     def notify(self, context: dict[str, Any]) -> None:
         report = ""
-        if context.get("ds"):
-            report = f"reports/{context['ds']}/batch_report.html"
+        if _night(context):
+            report = f"reports/{_night(context)}/batch_report.html"
         send(self.event, context, report=report)
 
 

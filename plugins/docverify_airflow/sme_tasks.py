@@ -70,9 +70,11 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
     log.info("%d pending packet(s) under %s; opening %d review(s) (max_reviews=%d), %d open in another run, "
              "assignees: %s", len(pending), store.uri("sme_packets"), len(chosen), cap, open_elsewhere,
              assignees or "anyone")
+    from docverify.batch import lineage
+
     for row in chosen:
-        log.info("lineage doc_id=%s stage=sme_review rule=%s top_severity=%s issues=%s packet=%s", row["doc_id"],
-                 row["v5_rule"], row["top_severity"], row["total_issues"], row["packet_uri"])
+        lineage("list_pending_reviews", row["doc_id"], rule=row["v5_rule"], top_severity=row["top_severity"],
+                issues=row["total_issues"], packet_uri=row["packet_uri"], review="opened")
     return [{"doc_id": r["doc_id"],
              "subject": f"{r['doc_id']} — V5 rule {r['v5_rule']}"
                         + (f", {r['top_severity']}" if r["top_severity"] else "")
@@ -172,7 +174,9 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any]) 
     record, uri = save_review(_store(), doc_id, agrees=agrees, corrected_dominant_type=corrected_type,
                               corrected_segments=segments, correction_notes=params.get("notes") or "",
                               reviewer=reviewer, reviewed_at=_utc(answer.get("responded_at")), channel=channel)
-    log.info("review answered doc_id=%s option=%s source=%s version=%d uri=%s channel=%s", doc_id, chosen[0],
-             record.ground_truth_source, record.version, uri, channel)
+    from docverify.batch import lineage
+
+    lineage("review", doc_id, answer=chosen[0], ground_truth_source=record.ground_truth_source,
+            version=record.version, output_uri=uri, channel=channel, reviewer=reviewer)
     return {"doc_id": doc_id, "chosen_option": chosen[0], "ground_truth_source": record.ground_truth_source,
             "version": record.version, "uri": uri, "reviewer": reviewer}

@@ -22,11 +22,29 @@ def batch_prefix(params: dict[str, Any], ds: str) -> str:
     return (params.get("batch_prefix") or "").strip().replace("{ds}", ds)
 
 
+def night_of(context: dict[str, Any]) -> str:
+    """The night (YYYY-MM-DD) a run verifies: its logical date; a run triggered without one (the
+    REST API's default in Airflow 3: ``logical_date: null``) has no ``ds``, and verifies the date
+    it was triggered for (``run_after``, UTC)."""
+    ds = context.get("ds")
+    if ds:
+        return str(ds)
+    run_after = getattr(context.get("dag_run"), "run_after", None)
+    if run_after is None:
+        raise ValueError("this run has neither a logical date nor run_after: trigger it with a logical date")
+    import datetime as dt
+
+    if isinstance(run_after, str):
+        run_after = dt.datetime.fromisoformat(run_after.replace("Z", "+00:00"))
+    return run_after.astimezone(dt.UTC).strftime("%Y-%m-%d")
+
+
 def make_batch(context: dict[str, Any]) -> B.Batch:
     params = context["params"]
     store = B.ArtifactStore(config.storage_root())
-    return B.Batch(store=store, ds=context["ds"], run_id=str(context.get("run_id", "")),
-                   prefix=batch_prefix(params, context["ds"]), reuse=bool(params.get("reuse_cached", True)),
+    ds = night_of(context)
+    return B.Batch(store=store, ds=ds, run_id=str(context.get("run_id", "")),
+                   prefix=batch_prefix(params, ds), reuse=bool(params.get("reuse_cached", True)),
                    concurrency=int(params.get("concurrency", 8)))
 
 

@@ -26,3 +26,10 @@ def test_only_airflow_home_is_needed(tmp_path):
     assert plugins == str(REPO / "plugins")
     assert examples == "False"
     assert parallelism == "7"  # other keys of an existing file are kept
+    text = cfg.read_text()
+    assert "fernet_key = " in text and "jwt_secret = " in text  # components share these secrets
+    assert cfg.stat().st_mode & 0o077 == 0  # owner only
+    before = text
+    subprocess.run([sys.executable, str(REPO / "scripts" / "write_airflow_cfg.py"), str(cfg)], check=True,
+                   capture_output=True)
+    assert cfg.read_text() == before  # secrets are kept across runs

@@ -64,3 +64,16 @@ def test_batch_prefix_ds_placeholder_gives_each_backfilled_date_its_folder():
     assert batch_prefix({"batch_prefix": "uploads/{ds}"}, "2026-11-19") == "uploads/2026-11-19"
     assert batch_prefix({"batch_prefix": "uploads/{ds}"}, "2026-11-20") == "uploads/2026-11-20"
     assert batch_prefix({"batch_prefix": "adhoc/run1"}, "2026-11-20") == "adhoc/run1"
+
+
+def test_a_run_without_logical_date_verifies_the_day_it_was_triggered_for():
+    """Airflow 3's REST API triggers with logical_date null: no ``ds`` in the context."""
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from docverify_airflow.tasks import night_of
+
+    run = SimpleNamespace(run_after=dt.datetime(2026, 11, 20, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-5))))
+    assert night_of({"dag_run": run}) == "2026-11-21"  # UTC
+    assert night_of({"ds": "2026-11-19", "dag_run": run}) == "2026-11-19"
+    assert night_of({"dag_run": SimpleNamespace(run_after="2026-11-22T02:00:00Z")}) == "2026-11-22"
