@@ -78,6 +78,7 @@ run: airflow-init incoming  ## the DAG on the sample batch, embedded default (no
 		|| (tail -60 $(AIRFLOW_HOME)/last_run.log; echo "the run failed: full log in $(AIRFLOW_HOME)/last_run.log"; exit 1)
 	$(PY) scripts/show_report.py $(DATA) $(DS)
 
+up: export DOCVERIFY_DEADLINE_MINUTES ?= 240
 up: airflow-init  ## the Airflow UI at http://localhost:8080 (login: see airflow_home/simple_auth_manager_passwords.json.generated)
 	airflow standalone
 
