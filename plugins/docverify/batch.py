@@ -583,10 +583,12 @@ def arbiter(batch: Batch) -> dict:
         base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
         batch.write_if_changed(f"{base}/report.json", report)
         batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
-        if decision.decision != "AUTO_RETRY":  # decided on attempt 0: this is the final result
+        repair = rec.blocker_repair and cls is not None  # auto-fixable BLOCKERs: fixed once before rule 1
+        if decision.decision != "AUTO_RETRY" and not repair:  # decided on attempt 0: the final result
             batch.write_if_changed(_final_rel(batch, doc_id), make_result(
                 doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
-        route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
+        route = "auto_fix_retry" if repair else {
+            "AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
             decision.decision]
         routes[route].append(doc_id)
         decisions[doc_id] = {"decision": decision.decision, "rule": decision.rule}

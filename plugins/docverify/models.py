@@ -228,6 +228,11 @@ class AttemptRecord(_Model):
     fingerprint: str
     quality_score: float
     runs: list[VerifierRun] = Field(default_factory=list)
+    blocker_repair: bool = Field(
+        default=False,
+        description="Every BLOCKER of this attempt was auto-fixable (with a fixer) and no earlier attempt "
+        "was such a repair: the fixes ran once before V5's rule 1 applied, and the next attempt was decided "
+        "instead (README: 'Auto-fixable BLOCKERs').")
 
 
 class VerificationResult(_Model):
