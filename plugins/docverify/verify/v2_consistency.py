@@ -147,14 +147,13 @@ def _segment_type_vs_presence(cls: ClassificationOutput) -> list[Issue]:
 
 
 def _primary_without_share(cls: ClassificationOutput) -> list[Issue]:
-    """A PRIMARY type with no share. (A NO_EVIDENCE type *with* a share is not flagged: the
-    specification's own worked example gives NO_EVIDENCE types shares of 0.02–0.06.) A group whose
-    shares are all zero is SEGMENT_SHARE_SUM/MIXTURE_SHARE_SUM's (not fixable) already."""
+    """A PRIMARY type with no share of its segment. (A NO_EVIDENCE type *with* a share is not
+    flagged: the specification's own worked example gives NO_EVIDENCE types shares of 0.02–0.06.)
+    A segment whose shares are all zero is SEGMENT_SHARE_SUM's (not fixable) already; the
+    mixture's PRIMARY without share is MIXTURE_CONTRADICTS_SEGMENTS (the segments give it one)."""
     groups = [(f"Segment {seg.segment_index}", seg_loc(seg),
                [(tc.doc_type, tc.presence_level, tc.segment_share) for tc in seg.classifications])
               for seg in cls.segments]
-    groups.append(("The mixture", "document_mixture",
-                   [(m.doc_type, m.presence_level, m.overall_share) for m in cls.document_mixture]))
     issues = []
     for what, loc, entries in groups:
         if not all(is_number(v) for _, _, v in entries) or sum(v for _, _, v in entries) <= ZERO_SHARE:
@@ -176,11 +175,16 @@ def _mixture_vs_segments(cls: ClassificationOutput) -> list[Issue]:
     if not cls.segments:
         return []
     want = segment_strongest(cls)
+    derived = {d.doc_type: d.overall_share for d in derive_mixture(cls)}
     issues = []
     for m in cls.document_mixture:
-        if m.presence_level == want[m.doc_type]:
+        unshared = (m.presence_level == "PRIMARY" and is_number(m.overall_share) and m.overall_share <= ZERO_SHARE
+                    and derived[m.doc_type] > ZERO_SHARE)
+        if m.presence_level == want[m.doc_type] and not unshared:
             continue
-        if m.presence_level == "NO_EVIDENCE":
+        if m.presence_level == want[m.doc_type]:
+            why = f"its share is {m.overall_share:.3f} while the segments give it {derived[m.doc_type]:.3f}"
+        elif m.presence_level == "NO_EVIDENCE":
             why = f"a segment has it {want[m.doc_type]}"
         elif want[m.doc_type] == "NO_EVIDENCE":
             why = "no segment has it"
