@@ -322,6 +322,10 @@ class GroundTruthRecord(_Model):
     corrected_segments: list[dict[str, Any]] | None = Field(
         default=None, description="The SME's segments as given: [{page_start, page_end, dominant_type}]."
     )
+    corrected_presence: dict[str, str] | None = Field(
+        default=None, description="The SME's presence levels for the whole document as given: {doc type: level}.")
+    corrected_mixture: dict[str, str] | None = Field(
+        default=None, description="The SME's mixture presence levels as given: {doc type: level}.")
     corrections_applied: list[str] = Field(
         default_factory=list,
         description="What the correction changed in the copy of the primary classification, one line each "
