@@ -117,7 +117,7 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
         s, entries, base = b["seg"], b["entries"], b["base"]
         lo, hi = s["page_start"], s["page_end"]
         dropped = 0
-        for t, e in entries.items():
+        for e in entries.values():
             evidence = []
             if e["presence_level"] != "NO_EVIDENCE":
                 for ev in e.get("top_evidence") or []:

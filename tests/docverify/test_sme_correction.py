@@ -5,13 +5,13 @@ no BLOCKER and contradicts itself nowhere."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.docverify.test_consistency import classifications, contradictions
 
-from docverify.examples import genomic_then_note, mutate, spec_escalate, spec_fabricated
+from docverify.examples import genomic_then_note, spec_escalate, spec_fabricated
 from docverify.models import DOC_TYPES, ClassificationOutput
 from docverify.pipeline import rule_phases
 from docverify.sme import apply_correction
 from docverify.verify import v2_consistency
-from tests.docverify.test_consistency import classifications, contradictions
 
 LEVELS = ["PRIMARY", "EMBEDDED_RAW", "MENTION_ONLY", "NO_EVIDENCE"]
 
