@@ -565,8 +565,8 @@ def arbiter(batch: Batch) -> dict:
         if batch.store.exists(batch.run_rel(doc_id, "error.json")):
             routes["write_sme_packets"].append(doc_id)
             err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": 1, "error": err["error"]}
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"])
+            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"]}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"])
             continue
         raw = _classification(batch, doc_id)
         outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
@@ -745,7 +745,7 @@ def write_sme_packets(batch: Batch) -> dict:
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
         html_uri, _ = write_packet_html(batch.store, doc_id)
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
-        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"],
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"],
                 output_uri=uri, html_uri=html_uri, packet=outcome)
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept_reviewed=kept)

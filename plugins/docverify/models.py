@@ -252,6 +252,9 @@ class VerificationResult(_Model):
     final_classification: dict[str, Any] = Field(
         description="The classification after the fixes (raw JSON when it did not parse)."
     )
+    original_classification: dict[str, Any] | None = Field(
+        default=None, description="The classifier's output as verified on attempt 0, before any fix."
+    )
 
 
 # --------------------------------------------------------------------------- SME and ground truth
@@ -283,8 +286,18 @@ class SMEPacket(_Model):
     total_pages: int
     bundle_path: str
     v5_decision: Literal["ESCALATE_TO_SME"] = "ESCALATE_TO_SME"
-    v5_rule: int
+    v5_rule: int | None = Field(description="The V5 rule of the last attempt; None when the document could not "
+                                "be processed (then escalation_reason is 'error').")
     v5_reason: str
+    escalation_reason: Literal["arbiter", "max_retries", "cycle", "schema", "error"] = Field(
+        default="arbiter", description="Why the document is here: V5 escalated (arbiter), the retry ran out "
+        "(max_retries) or repeated itself (cycle), the classification could not be read (schema), or the PDF "
+        "could not be parsed/classified (error: no verification ran, no V5 rule applies).")
+    original_classification: dict[str, Any] | None = Field(
+        default=None, description="What the classifier said, before any automatic fix (attempt 0).")
+    attempt_history: list[dict[str, Any]] = Field(
+        default_factory=list, description="Every attempt: its decision (rule, reason, blocker_repair), its issues "
+        "(id, severity, agent, code, message, location) and the fixes applied after it (fixer, codes, description).")
     total_issues: int
     issues_summary: list[SMEIssueSummary]
     primary_classification: dict[str, Any] | None

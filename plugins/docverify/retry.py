@@ -130,4 +130,6 @@ def make_result(doc_id, attempts, fixes, cls, raw, stop, why) -> VerificationRes
         escalation_reason=why if final == "ESCALATE_TO_SME" else "",
         attempts=attempts, fixes_applied=fixes,
         final_classification=cls.model_dump(mode="json") if cls is not None else raw,
+        original_classification=raw.model_dump(mode="json") if isinstance(raw, ClassificationOutput) else (
+            raw if isinstance(raw, dict) else None),
     )

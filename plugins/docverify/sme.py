@@ -136,8 +136,11 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         comparison = compare_production(primary, production_classification)
     if result:
         rule, reason = result.final_rule, result.escalation_reason or result.attempts[-1].decision.reason
-    else:
-        rule, reason = 1, f"Rule 1: the document could not be processed ({(error or {}).get('error', 'ERROR')})"
+        kind = result.stop_reason
+    else:  # a parse/classification error: no verification ran, so no V5 rule decided
+        err = error or {}
+        rule, kind = None, "error"
+        reason = f"Not verified: the document could not be processed ({err.get('error', 'ERROR')}: {err.get('message', '')})"
     summaries = []
     for i in issues:
         s = SMEIssueSummary(issue_id=i.issue_id, severity=i.severity, agent=i.agent, code=i.code,
@@ -155,7 +158,27 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         issues_summary=summaries, primary_classification=primary,
         production_classification=production_classification, production_differs=differs,
         production_comparison=comparison, error=error, created_at=now_iso(), run_id=run_id,
+        escalation_reason=kind, attempt_history=attempt_history(result) if result else [],
+        original_classification=result.original_classification if result else None,
     )
+
+
+def attempt_history(result: VerificationResult) -> list[dict[str, Any]]:
+    """Every attempt with its decision and issues, and the fixes applied after it (packets)."""
+    out = []
+    for a in result.attempts:
+        d = a.decision
+        out.append({
+            "attempt": a.attempt, "decision": d.decision, "rule": d.rule, "reason": d.reason,
+            "blocker_repair": a.blocker_repair,
+            "issues": [{"issue_id": i.issue_id, "severity": i.severity, "agent": i.agent, "code": i.code,
+                        "message": i.message, "location": i.location, "auto_fixable": i.auto_fixable}
+                       for i in sort_issues(a.issues)],
+            "skipped_judgments": [f"{r.agent}: {r.skip_reason}" for r in a.runs if r.skipped],
+            "fixes_after": [{"fixer": f.fixer, "codes": f.codes, "issue_ids": f.issue_ids,
+                             "description": f.description} for f in result.fixes_applied if f.attempt == a.attempt],
+        })
+    return out
 
 
 def write_packet(store: ArtifactStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:

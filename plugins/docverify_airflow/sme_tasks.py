@@ -57,7 +57,8 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
         log.info("review doc_id=%s rule=%s top_severity=%s issues=%s packet=%s", row["doc_id"], row["v5_rule"],
                  row["top_severity"], row["total_issues"], row["packet_uri"])
     return [{"doc_id": r["doc_id"],
-             "subject": f"{r['doc_id']} — V5 rule {r['v5_rule']}"
+             "subject": f"{r['doc_id']} — " + (f"V5 rule {r['v5_rule']}" if r["v5_rule"] is not None
+                                                else f"not processed ({r.get('error') or 'error'})")
                         + (f", {r['top_severity']}" if r["top_severity"] else "")
                         + f", {r['total_issues']} issue(s)",
              "assignees": assignees, "response_timeout_hours": hours} for r in chosen]
