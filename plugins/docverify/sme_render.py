@@ -376,7 +376,8 @@ def packet_markdown(packet: SMEPacket, *, max_bytes: int = MARKDOWN_MAX_BYTES, h
 
 def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
-    out = [f"## {_inline(packet.doc_id)} — {_inline(decided_by(packet))}", "",
+    title = f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet)
+    out = [f"## {_inline(packet.doc_id)} — {_inline(title)}", "",
            f"**Document:** {_inline(packet.pdf_filename)} · {packet.total_pages} page(s) · run {_inline(packet.run_id)}",
            f"**Decision:** {packet.v5_decision} — {_inline(packet.v5_reason)}"]
     if packet.error:
