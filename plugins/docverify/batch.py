@@ -565,8 +565,8 @@ def arbiter(batch: Batch) -> dict:
         if batch.store.exists(batch.run_rel(doc_id, "error.json")):
             routes["write_sme_packets"].append(doc_id)
             err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": 1, "error": err["error"]}
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"])
+            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"]}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"])
             continue
         raw = _classification(batch, doc_id)
         outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
@@ -583,10 +583,12 @@ def arbiter(batch: Batch) -> dict:
         base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
         batch.write_if_changed(f"{base}/report.json", report)
         batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
-        if decision.decision != "AUTO_RETRY":  # decided on attempt 0: this is the final result
+        repair = rec.blocker_repair and cls is not None  # auto-fixable BLOCKERs: fixed once before rule 1
+        if decision.decision != "AUTO_RETRY" and not repair:  # decided on attempt 0: the final result
             batch.write_if_changed(_final_rel(batch, doc_id), make_result(
                 doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
-        route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
+        route = "auto_fix_retry" if repair else {
+            "AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
             decision.decision]
         routes[route].append(doc_id)
         decisions[doc_id] = {"decision": decision.decision, "rule": decision.rule}
@@ -743,7 +745,7 @@ def write_sme_packets(batch: Batch) -> dict:
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
         html_uri, _ = write_packet_html(batch.store, doc_id)
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
-        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"],
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"],
                 output_uri=uri, html_uri=html_uri, packet=outcome)
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept_reviewed=kept)

@@ -76,7 +76,8 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
         lineage("list_pending_reviews", row["doc_id"], rule=row["v5_rule"], top_severity=row["top_severity"],
                 issues=row["total_issues"], packet_uri=row["packet_uri"], review="opened")
     return [{"doc_id": r["doc_id"],
-             "subject": f"{r['doc_id']} — V5 rule {r['v5_rule']}"
+             "subject": f"{r['doc_id']} — " + (f"V5 rule {r['v5_rule']}" if r["v5_rule"] is not None
+                                                else f"not processed ({r.get('error') or 'error'})")
                         + (f", {r['top_severity']}" if r["top_severity"] else "")
                         + f", {r['total_issues']} issue(s)",
              "assignees": assignees, "response_timeout_hours": hours} for r in chosen]

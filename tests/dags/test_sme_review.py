@@ -111,7 +111,8 @@ def test_pending_packets_become_review_forms(dag, night):
     ops = _ops(dag)
     assert set(ops) == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
     op = ops["quest_cbc_panel"]
-    assert op.subject.startswith("quest_cbc_panel — V5 rule 1, BLOCKER, 3 issue(s)")
+    # 1 issue: after the V3 trap BLOCKER no judgment runs (issue 10; was 3 with the V3/V4 judgments)
+    assert op.subject.startswith("quest_cbc_panel — V5 rule 1, BLOCKER, 1 issue(s)")
     assert op.options == ["Agree", "Correct"] and op.defaults is None and op.multiple is False
     assert isinstance(op.params, ParamsDict) and set(op.params) == {"corrected_dominant_type", "corrected_segments",
                                                                     "notes"}  # no Dag params on the form
@@ -213,7 +214,7 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
 @pytest.mark.parametrize("option,fields,match", [
     ("Agree", {"corrected_dominant_type": "Other"}, "'Agree' was chosen but a correction was filled in"),
     ("Correct", {"corrected_segments": "[{page_start: 1}"}, "corrected_segments: not valid JSON"),
-    ("Correct", {}, "needs corrected_dominant_type and/or corrected_segments"),
+    ("Correct", {}, "needs corrected_dominant_type, corrected_segments"),
     ("Maybe", {}, "not in"),
 ])
 def test_unusable_answers_fail_the_task_and_write_nothing(dag, night, option, fields, match):
