@@ -387,7 +387,11 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
         out.append(f"**Production classifier:** {'agrees' if c.get('agrees') else 'differs'} (dominant type "
                    f"{_inline(c.get('dominant_type', {}).get('production'))})")
     if html_uri:
-        out.append(f"**Full packet with page images** (open the file in a browser): `{html_uri.replace('`', '%60')}`")
+        if html_uri.startswith("/"):  # served by the Airflow api-server: a link the SME clicks
+            out.append(f"**[Full packet with page images]({html_uri.replace(')', '%29').replace(' ', '%20')})** "
+                       "(every page once, every issue marked, the history of the attempts)")
+        else:
+            out.append(f"**Full packet with page images** (open the file in a browser): `{html_uri.replace('`', '%60')}`")
     out = [line for pair in zip(out, [""] * len(out), strict=True) for line in pair]  # one paragraph per line
     out += [f"### Issues ({packet.total_issues}, BLOCKER → MAJOR → MINOR)"]
     for s in packet.issues_summary:

@@ -138,6 +138,8 @@ def write_sme_packets(context) -> dict:
         from docverify_airflow import notify
 
         notify.send("reviews_waiting", context, packets=len(out["packets"]), uri=out["uri"])
+        log.info("%d packet(s) to review: Browse → Required Actions (DAG sme_review); readable pages on the "
+                 "api-server at /docverify/packets/", len(out["packets"]))
     if not out["packets"] and not out["kept_reviewed"]:
         from airflow.sdk.exceptions import AirflowSkipException
 
