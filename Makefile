@@ -21,10 +21,10 @@ AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-overrides.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv==0.13.8
-	$(UV) pip install --quiet --python $(PY) -r requirements.txt
+	$(UV) pip install --quiet --python $(PY) -r requirements.txt --override requirements-overrides.txt
 	touch $(STAMP)
 
 test: $(STAMP)  ## lint, then the whole suite (pytest exits non-zero when it collects nothing)
@@ -71,7 +71,7 @@ samples: $(STAMP)
 	$(PY) scripts/make_samples.py
 
 lock: $(STAMP)
-	$(UV) pip compile -q requirements.in -o requirements.txt --python-version 3.11
+	$(UV) pip compile -q requirements.in -o requirements.txt --python-version 3.11 --override requirements-overrides.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(AIRFLOW_HOME)
