@@ -34,6 +34,7 @@ test: $(STAMP)  ## lint, then the whole suite (pytest exits non-zero when it col
 bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path
 	$(PY) scripts/bench_parse.py
 	$(PY) scripts/bench_classifier.py
+	$(PY) scripts/bench_ocr.py
 	$(PY) scripts/bench_pipeline.py
 	$(PY) scripts/bench_llm.py
 

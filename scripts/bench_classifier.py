@@ -44,8 +44,11 @@ from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the
     split_pages,
     to_bundle,
 )
-from docverify.models import DocumentBundle, Page  # noqa: E402
-from docverify.models import DOC_TYPES  # noqa: E402
+from docverify.models import (  # noqa: E402
+    DOC_TYPES,  # noqa: E402
+    DocumentBundle,
+    Page,
+)
 
 DEFAULT_OUT = REPO / "docs" / "benchmarks" / "classifier.md"
 
