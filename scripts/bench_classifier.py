@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     old = to_markdown(res, source=f"`{SAMPLE.as_posix()}`").split("\n")
     md = (parts_markdown(parts) + "\n# The whole clinical corpus (`combined_sample.jsonl`, both parts)\n\n"
           + "\n".join(ln.replace("# Offline classifier benchmark", "").replace("## ", "### ")
-                      for ln in old[1:]))
+                      for ln in old[2:]))
     res = {"clinical_corpus": res, "parts": parts}
     if not args.no_write:
         args.out.parent.mkdir(parents=True, exist_ok=True)

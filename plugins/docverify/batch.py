@@ -229,7 +229,9 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
             doc = local[path]
             _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats)
     stats.docs = len(docs)
-    return stats.save(batch, parser=PARSER_ID)
+    # the stage's implementation: with OCR on, the OCR engine is part of it (each bundle's
+    # ``parser`` names the engine only when one of its pages was OCR'd)
+    return stats.save(batch, parser=OCR_PARSER_ID() if ocr else PARSER_ID)
 
 
 def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
