@@ -8,7 +8,9 @@ Each page is rendered with pypdfium2 exactly as the parser does for a page witho
 * **CER** = Levenshtein distance / length of the reference, both normalised as V4 compares text
   (:func:`docverify.verify.common.normalise`: NFKC, casefold, whitespace runs → one space);
   reported over all characters (micro) and per page (median). The reference layer is itself an
-  OCR of the same scan, so the figure is the disagreement of two OCRs, an upper bound of our error.
+  OCR of the same scan, so the figure is the disagreement of two OCRs, an upper bound of our error;
+  CER also counts a different reading order (columns, tables) as errors, hence the order-free
+  share of reference words (≥ 4 letters) the OCR also read.
 * **V4 tolerance**: every reference line of ≥ 25 characters is a snippet an LLM could quote from
   the real text; the share found in the OCR'd page by V4's ``contains`` at fuzzy thresholds 80–95,
   and, as the false-match check, the share of lines of *other* TCGA documents found there.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import pathlib
+import re
 import resource
 import statistics
 import sys
@@ -40,6 +43,7 @@ from docverify.layout import ocr  # noqa: E402
 from docverify.verify.common import contains, normalise  # noqa: E402
 
 THRESHOLDS = (80, 85, 90, 95)
+WORD = re.compile(r"[^\W\d_]{4,}")
 OUT = REPO / "docs" / "benchmarks" / "ocr.md"
 
 
@@ -69,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                 page.close()
         finally:
             doc.close()
-    dist = ref_chars = 0
+    dist = ref_chars = words_n = words_found = 0
     cers = []
     for _f, _p, ref, hyp, _c, _s in pages:
         r, h = normalise(ref), normalise(hyp)
@@ -77,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         dist += d
         ref_chars += len(r)
         cers.append(d / max(1, len(r)))
+        hyp_words = set(WORD.findall(h))
+        ref_words = WORD.findall(r)
+        words_n += len(ref_words)
+        words_found += sum(w in hyp_words for w in ref_words)
     found = dict.fromkeys(THRESHOLDS, 0)
     false = dict.fromkeys(THRESHOLDS, 0)
     n_lines = n_false = 0
@@ -109,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         f"| pages/s (render + OCR, one process) | **{len(pages) / secs:.2f}** ({secs:.1f} s for {len(pages)} pages) |",
         f"| CER, all characters | **{100 * dist / max(1, ref_chars):.1f} %** ({dist} edits / {ref_chars} characters) |",
         f"| CER, median page | {100 * statistics.median(cers):.1f} % |",
+        f"| reference words (≥ 4 letters) also read by OCR, order-free | {100 * words_found / max(1, words_n):.1f} % "
+        f"of {words_n} |",
         f"| mean OCR confidence | {statistics.mean(p[4] for p in pages):.3f} |",
         f"| peak RSS of the process | {rss:.0f} MB |",
         "",
