@@ -16,11 +16,19 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    without any cue) costs nothing under any label, so it joins its neighbours; a page with weak
    evidence joins its neighbours too; a 1-page segment survives only when its evidence beats
    its neighbours' type by more than 2 x SWITCH_PENALTY (1 x at either end of the document).
+   A page whose leading type has fewer than :data:`WEAK_PAGE_CUES` distinct cues has its costs
+   scaled by :data:`WEAK_PAGE_FACTOR`, and a change of type into it costs :data:`WEAK_SWITCH` x
+   the penalty: it continues the document before it (a footer page, an appendix).
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
    unit in the segment; when no type has any (no text, or no cue at all) the dominant type is
-   "Other" with a low confidence (:data:`FALLBACK_CONFIDENCE`). Neighbouring segments that end up
+   "Other" with a low confidence (:data:`FALLBACK_CONFIDENCE`). **Minimum-evidence rule**: when
+   the leading type is not "Other" but weak (mean score per page with text under
+   :data:`MIN_EVIDENCE_SCORE`, or under twice that with fewer than :data:`MIN_DISTINCT_CUES`
+   distinct cues), the segment is "Other" with :data:`WEAK_FALLBACK_CONFIDENCE`, and its
+   reasoning names the weak type and its cues. Cues on a form's option line (a checkbox or a
+   blank on the line) count 0.15 of their weight and not as distinct cues. Neighbouring segments that end up
    with the same dominant type are merged. The other types get, with ``ratio = total[t] /
    total[dominant]``:
 
@@ -87,9 +95,12 @@ NO_EVIDENCE = PresenceLevel.NO_EVIDENCE.value
 SWITCH_PENALTY = 2.5
 #: Page-boundary logic: the emissions of a page whose leading type shows fewer than
 #: WEAK_PAGE_CUES distinct cues are scaled by WEAK_PAGE_FACTOR (a footer-only page, a page of
-#: boilerplate), so that it joins its neighbours; a page with its own evidence starts a segment.
+#: boilerplate, an appendix), and a switch of type *into* such a page costs WEAK_SWITCH times the
+#: penalty, so that it continues the document before it; a page with its own evidence starts a
+#: segment.
 WEAK_PAGE_CUES = 3
 WEAK_PAGE_FACTOR = 0.3
+WEAK_SWITCH = 1.5
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -193,6 +204,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     rank = {t: i for i, t in enumerate(pref)}
     n = len(pages)
     emit = []
+    weak: list[bool] = []
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
@@ -200,6 +212,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         lead = max(DOC_TYPES, key=lambda t: p.score(t))
         distinct = len({h.entry.index for h in p.analysis.hits.get(lead, ()) if h.factor == 1.0})
         k = WEAK_PAGE_FACTOR if distinct < WEAK_PAGE_CUES else 1.0
+        weak.append(k < 1.0)
         emit.append({t: k * (best - p.score(t)) for t in DOC_TYPES})
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
@@ -212,7 +225,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
             for u in pref:
                 if u == t:
                     continue
-                c = cost[i - 1][u] + SWITCH_PENALTY
+                c = cost[i - 1][u] + SWITCH_PENALTY * (WEAK_SWITCH if weak[i] else 1.0)
                 if c < best_c - 1e-12:
                     best_u, best_c = u, c
             row[t] = best_c + emit[i][t]
