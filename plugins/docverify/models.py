@@ -73,6 +73,9 @@ class Page(_Model):
     text: str
     paragraphs: list[str] = Field(default_factory=list)
     layout_metadata: LayoutMetadata = Field(default_factory=LayoutMetadata)
+    #: set only on a page whose text came from OCR of its image (no text layer): the OCR
+    #: engine's confidence in [0, 1] (0 = OCR read nothing); None = text from the PDF itself
+    ocr_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class DocumentBundle(_Model):

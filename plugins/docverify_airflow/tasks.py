@@ -73,7 +73,8 @@ def layout(context) -> dict:
     batch = make_batch(context)
     if config.layout_mode() == "local":
         return B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
-                              timeout_s=float(context["params"].get("parse_timeout_s", 60)))
+                              timeout_s=float(context["params"].get("parse_timeout_s", 60)),
+                              ocr=config.ocr_enabled())
     conn_id = config.docai_conn_id()
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
