@@ -12,7 +12,6 @@ that page. No script, no external resource.
 from __future__ import annotations
 
 import html
-import json
 import logging
 import re
 from typing import Any
@@ -423,7 +422,7 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
                      for t in DOC_TYPES]
             out.append(f"| {_cell(seg.get('segment_index'))} | {_cell(seg.get('page_start'))}–"
                        f"{_cell(seg.get('page_end'))} | {_cell(seg.get('dominant_type'))} | " + " | ".join(cells) + " |")
-    out += ["", "**Answer:** *Agree* keeps this classification as ground truth. *Correct* needs the corrected "
-            "dominant type and/or corrected segments as JSON, e.g. "
-            + _inline(json.dumps([{"page_start": 1, "page_end": 2, "dominant_type": "Genomic Report"}]))]
+    out += ["", "**Answer:** *Agree* keeps this classification as ground truth. *Correct* with the corrected "
+            "dominant type and/or the type of each page that is wrong (the pages are preset to what the classifier "
+            "said; for a long document, page ranges such as " + _inline("1-2 Genomic Report; 3 Clinical Note") + ")."]
     return "\n".join(out) + "\n"
