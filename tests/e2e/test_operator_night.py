@@ -134,14 +134,32 @@ class UI:
         self.click(link)
         self.by_css("input[name='element_notes']")
 
-    def answer(self, option: str, *, corrected_type: str | None = None, notes: str = "") -> None:
+    def choose(self, field: str, value: str) -> None:
+        """Pick ``value`` in the form's select ``field`` (a react-select: type to filter, Enter)."""
         from selenium.webdriver.common.keys import Keys
 
+        box = self.by_css(f"#element_{field} input[role=combobox]")
+        self.click(box)
+        box.send_keys(value)
+        box.send_keys(Keys.ENTER)
+        self.wait(lambda: value in self.by_css(f"#element_{field}").text, 10, f"{value!r} chosen in {field}")
+
+    def open_packet_page(self) -> str:
+        """Follow the form's link to the packet served by the api-server; its page title."""
+        from selenium.webdriver.common.by import By
+
+        link = self.wait(lambda: self.d.find_elements(By.PARTIAL_LINK_TEXT, "Full packet"), what="packet link")[0]
+        href = link.get_attribute("href")
+        self.d.get(href)
+        self.wait(lambda: self.d.title.startswith("SME packet"), 30, "the packet page")
+        return self.d.title
+
+    def answer(self, option: str, *, corrected_type: str | None = None, pages: dict[int, str] | None = None,
+               notes: str = "") -> None:
         if corrected_type:
-            field = self.by_css("input[name='element_corrected_dominant_type']")
-            self.click(field)
-            field.send_keys(corrected_type)
-            field.send_keys(Keys.ENTER)
+            self.choose("corrected_dominant_type", corrected_type)
+        for page, kind in (pages or {}).items():
+            self.choose(f"page_{page}", kind)
         if notes:
             self.by_css("input[name='element_notes']").send_keys(notes)
         self.click(self.button(option))
@@ -208,16 +226,23 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         ui.shot("08_review_form")
         ui.answer("Agree", notes="the snippet is on no page; the rest is right")
         ui.open_review("quest_cbc_panel")
-        ui.answer("Correct", corrected_type="Other", notes="routine CBC panel, not genomic")
-        ui.shot("09_review_answered")
+        assert ui.open_packet_page() == "SME packet — quest_cbc_panel"  # served behind the login
+        ui.shot("09_packet_page")
+        ui.open_review("quest_cbc_panel")
+        ui.answer("Correct", pages={1: "Other"}, notes="routine CBC panel, not genomic")
+        ui.shot("10_review_answered")
 
         gt = root / "ground_truth"
         ui.wait(lambda: len(list(gt.glob("*.json"))) >= 2, 120, "two ground-truth records")
         records = {json.loads(p.read_text())["doc_id"]: json.loads(p.read_text()) for p in gt.glob("*.json")}
         assert records["fabricated_evidence"]["ground_truth_source"] == "SME_VALIDATED"
         assert records["quest_cbc_panel"]["ground_truth_source"] == "SME_CORRECTED"
-        assert records["quest_cbc_panel"]["corrected_dominant_type"] == "Other"
-        assert records["quest_cbc_panel"]["ground_truth_classification"]["dominant_type_overall"] == "Other"
+        corrected = records["quest_cbc_panel"]["ground_truth_classification"]
+        assert corrected["dominant_type_overall"] == "Other"
+        assert [s["dominant_type"] for s in corrected["segments"]] == ["Other"]
+        # consistent: the genomic claim the SME corrected is no longer PRIMARY
+        assert all(m["presence_level"] != "PRIMARY" for m in corrected["document_mixture"]
+                   if m["doc_type"] == "Genomic Report")
 
         # packets and reports of every night
         for day in [today, *backfilled]:
