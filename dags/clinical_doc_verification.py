@@ -167,10 +167,11 @@ def clinical_doc_verification():
     retry >> routes
     report = batch_report()
     routes >> report
-    # not downstream of the branch itself: a branch skips every direct downstream it does not
-    # follow; a failure of v5_arbiter still reaches the watcher as upstream_failed of its routes
-    [found, docai, laid_out, shards, classified, checked, *verifiers, retry_shards, retry, *routes, report] \
-        >> fail_run_if_a_task_failed()
+    # The watcher hangs off the leaves only (a graph that reads at fit size): a failure anywhere
+    # upstream reaches the routes as upstream_failed (their trigger rule none_failed_min_one_success),
+    # and one_failed fires on failed or upstream_failed. Not downstream of the branch itself: a
+    # branch skips every direct downstream it does not follow.
+    [*routes, report] >> fail_run_if_a_task_failed()
 
 
 clinical_doc_verification()

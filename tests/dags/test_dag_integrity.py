@@ -58,7 +58,15 @@ def test_graph_shape(dag):
     # a failed task fails the run, although batch_report (all_done) still runs
     watcher = t["fail_run_if_a_task_failed"]
     assert watcher.trigger_rule == "one_failed" and not watcher.downstream_task_ids
-    assert set(watcher.upstream_task_ids) == set(t) - {watcher.task_id, "v5_arbiter"}
+    assert set(watcher.upstream_task_ids) == {"accept", "write_sme_packets", "batch_report"}
+    # every other task reaches the watcher through a route whose trigger rule turns a failure
+    # upstream into upstream_failed (none_failed_min_one_success), never through all_done alone
+    routes = {"accept", "write_sme_packets"}
+    for task_id, task in t.items():
+        if task_id in routes | {watcher.task_id, "batch_report"}:
+            continue
+        assert routes & task.get_flat_relative_ids(upstream=False), task_id
+    assert all(t[r].trigger_rule == "none_failed_min_one_success" for r in routes)
 
 
 def test_failure_notifier_is_wired(dag):
