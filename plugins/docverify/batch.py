@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -26,8 +25,10 @@ from typing import Any
 
 from docverify.codes import make_issue
 from docverify.judges import Judge, Usage
+from docverify.limits import MAX_COMPANION_BYTES, MAX_PDF_BYTES, InputError, check_size, load_classification
 from docverify.models import DocumentBundle, Issue, VerificationResult
 from docverify.outputs import write_outcome
+from docverify.paths import doc_id_for, safe_ds, safe_prefix
 from docverify.pipeline import AGENTS, AgentOutcome, assemble, run_agent, run_v1, verify_document
 from docverify.resources import sha256_bytes
 from docverify.retry import attempt_record, make_result
@@ -43,7 +44,6 @@ ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
 ROUTE_TASKS = {"accept": "accept", "auto_fix_retry": "plan_retry_shards", "write_sme_packets": "write_sme_packets"}
 #: Top-level keys that change on every run and do not make an output different.
 VOLATILE = ("accepted_at", "created_at", "run_id")
-_SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def lineage(task: str, doc_id: str, **fields: Any) -> None:
@@ -63,9 +63,14 @@ class Batch:
     reuse: bool = True
     concurrency: int = 8
 
+    def __post_init__(self) -> None:
+        safe_ds(self.ds)  # the date and the batch_prefix param become paths: refused when unsafe
+        if self.prefix.strip("/"):
+            safe_prefix(self.prefix)
+
     @property
     def incoming(self) -> str:
-        return self.prefix.strip("/") or f"incoming/{self.ds}"
+        return safe_prefix(self.prefix) if self.prefix.strip("/") else f"incoming/{self.ds}"
 
     def run_rel(self, doc_id: str, name: str = "") -> str:
         base = ArtifactStore.run_dir(self.ds, doc_id)
@@ -151,39 +156,60 @@ async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: i
     return await asyncio.gather(*(one(f) for f in factories))
 
 
-def doc_id_for(name: str) -> str:
-    stem = name.rsplit("/", 1)[-1]
-    stem = stem[: -len(".pdf")] if stem.lower().endswith(".pdf") else stem
-    return _SAFE_ID.sub("_", stem).strip("_") or "document"
-
-
 # =========================================================================== discover
+
+
+def _input_error(batch: Batch, entry: dict, code: str, message: str) -> None:
+    """A document refused at discovery (not a regular file, too large): its error record, so it
+    is escalated with the error in its packet — counted, never dropped, never read."""
+    batch.write_if_changed(batch.run_rel(entry["doc_id"], "error.json"),
+                           {**_error_record(entry, code, message, "discover"), "sha256": entry["sha256"]})
 
 
 def discover(batch: Batch, max_documents: int = 0) -> dict:
     """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json``) into the
-    manifest. Inputs are never modified."""
+    manifest. Inputs are never modified. A symbolic link or another non-regular file named
+    ``*.pdf`` is never followed or read, and a file over ``MAX_PDF_BYTES`` is never read: each is
+    an error record of its document (``INPUT_NOT_REGULAR`` / ``TOO_LARGE``). Hashes are streamed."""
     stats = StageStats("discover")
-    names = batch.store.list(batch.incoming)
-    pdfs = [n for n in names if n.lower().endswith(".pdf")]
+    entries = batch.store.entries(batch.incoming)
+    files = {n for n, kind, _ in entries if kind == "file"}
+    pdfs = [(n, kind, size) for n, kind, size in entries if n.lower().endswith(".pdf")]
     skipped = len(pdfs) - max_documents if max_documents and len(pdfs) > max_documents else 0
     if skipped:
         pdfs = pdfs[:max_documents]
     docs, seen = [], set()
-    for name in pdfs:
+    for name, kind, size in pdfs:
         doc_id = doc_id_for(name)
-        if doc_id in seen:  # two names that sanitise alike: keep both, distinctly
-            doc_id = f"{doc_id}_{sha256_bytes(name.encode())[:8]}"
+        if doc_id in seen:  # only when a safe name equals another's encoded id: keep both, distinctly
+            doc_id = f"{doc_id}_{sha256_bytes(name.encode('utf-8', 'surrogatepass'))[:16]}"
         seen.add(doc_id)
         rel = f"{batch.incoming}/{name}"
-        data = batch.store.read_bytes(rel)
         companion = f"{name[:-4]}.classification.json"
-        entry = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": batch.store.uri(rel), "sha256": sha256_bytes(data),
-                 "bytes": len(data),
-                 "classification_rel": f"{batch.incoming}/{companion}" if companion in names else None}
+        entry = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": batch.store.uri(rel), "sha256": "",
+                 "bytes": size, "classification_rel": f"{batch.incoming}/{companion}" if companion in files else None}
+        error = None
+        if kind != "file":
+            error = ("INPUT_NOT_REGULAR", f"{entry['pdf_uri']} is a {'symbolic link' if kind == 'symlink' else kind} "
+                     f"entry, not a regular file: it is not followed or read; put the PDF itself in the folder")
+        else:
+            try:
+                check_size(size, MAX_PDF_BYTES, entry["pdf_uri"], "PDF")
+                entry["sha256"] = batch.store.sha256(rel)
+            except InputError:
+                error = ("TOO_LARGE", f"{entry['pdf_uri']} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
+                         f"(docverify.limits.MAX_PDF_BYTES); it was not read — split it")
+        if error:
+            entry["input_error"] = error[0]
+            stats.errors += 1
+            _input_error(batch, entry, *error)
+        elif batch.store.exists(batch.run_rel(doc_id, "error.json")):
+            old = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
+            if old.get("stage") == "discover":  # the file was fixed since: forget the old refusal
+                _clear_error(batch, doc_id)
         docs.append(entry)
-        lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=len(data),
-                provided_classification=entry["classification_rel"] is not None)
+        lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=size,
+                provided_classification=entry["classification_rel"] is not None, error=entry.get("input_error"))
     stats.docs = len(docs)
     manifest = {"ds": batch.ds, "incoming": batch.store.uri(batch.incoming), "documents": docs,
                 "skipped_over_max_documents": skipped}
@@ -212,6 +238,9 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0) -> 
     docs = batch.manifest()["documents"]
     todo = []
     for doc in docs:
+        if doc.get("input_error"):  # refused at discovery: never parsed
+            stats.errors += 1
+            continue
         if batch.reuse and _bundle_reusable(batch, doc, PARSER_ID):
             stats.cache_hits += 1
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
@@ -292,6 +321,7 @@ def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
     false in its error record) — a re-run does not pay the service again for either. ``docs``:
     the manifest's documents when the caller has them already."""
     docs = batch.manifest()["documents"] if docs is None else docs
+    docs = [d for d in docs if not d.get("input_error")]  # refused at discovery: never sent
     if not batch.reuse:
         return list(docs)
     out = []
@@ -428,12 +458,29 @@ def _bundle(batch: Batch, doc_id: str) -> DocumentBundle:
 # =========================================================================== classify
 
 
+def read_companion(batch: Batch, rel: str) -> dict:
+    """A ``<doc>.classification.json`` beside a PDF, within ``docverify.limits`` (size checked
+    before the read; bytes, nesting, numbers, segment counts, a JSON object), or InputError."""
+    uri = batch.store.uri(rel)
+    check_size(batch.store.size(rel), MAX_COMPANION_BYTES, uri, "classification")
+    return load_classification(batch.store.read_bytes(rel), uri)
+
+
 async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats) -> None:
     doc_id = doc["doc_id"]
     rel, meta_rel = batch.run_rel(doc_id, "classification.json"), batch.run_rel(doc_id, "classification_meta.json")
     bundle = _bundle(batch, doc_id)
     if doc.get("classification_rel"):
-        raw = batch.store.read_json(doc["classification_rel"])
+        try:
+            raw = read_companion(batch, doc["classification_rel"])
+        except InputError as exc:  # this document only: escalated with the error in its packet
+            stats.errors += 1
+            batch.write_if_changed(batch.run_rel(doc_id, "error.json"),
+                                   _error_record(doc, exc.code, exc.message, "classify"))
+            lineage("classify", doc_id, source="provided", error=exc.code,
+                    input_uri=batch.store.uri(doc["classification_rel"]))
+            return
+        _clear_error(batch, doc_id)
         batch.write_if_changed(rel, raw)
         meta = {"source": "provided", "uri": batch.store.uri(doc["classification_rel"]), "implementation": "provided",
                 "bundle_sha256": bundle.sha256}
@@ -511,7 +558,12 @@ def v1_shard(batch: Batch, shard: list[str], shard_key: str = "") -> dict:
         raw = _classification(batch, doc_id)
         if raw is None:  # classification failed: recorded as a document error
             continue
-        _, outcome = run_v1(_bundle(batch, doc_id), raw)
+        try:
+            _, outcome = run_v1(_bundle(batch, doc_id), raw)
+        except Exception as exc:  # noqa: BLE001 - this document only: no V1 result → VERIFICATION_INCOMPLETE
+            stats.errors += 1
+            lineage("V1", doc_id, error="VERIFIER_FAILED", exception=type(exc).__name__)
+            continue
         _save_outcome(batch, doc_id, "V1", outcome)
         stats.docs += 1
         lineage("V1", doc_id, implementation="rules-v1", issue_codes=sorted(i.code for i in outcome.issues))
@@ -523,6 +575,13 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
     stats = StageStats(agent)
 
     async def one(doc_id: str) -> None:
+        try:
+            await one_doc(doc_id)
+        except Exception as exc:  # noqa: BLE001 - this document only: no result → VERIFICATION_INCOMPLETE
+            stats.errors += 1
+            lineage(agent, doc_id, error="VERIFIER_FAILED", exception=type(exc).__name__)
+
+    async def one_doc(doc_id: str) -> None:
         raw = _classification(batch, doc_id)
         if raw is None:
             return
@@ -562,37 +621,18 @@ def arbiter(batch: Batch) -> dict:
     for doc in batch.manifest()["documents"]:
         doc_id = doc["doc_id"]
         stats.docs += 1
-        if batch.store.exists(batch.run_rel(doc_id, "error.json")):
-            routes["write_sme_packets"].append(doc_id)
-            err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": 1, "error": err["error"]}
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"])
-            continue
-        raw = _classification(batch, doc_id)
-        outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
-        missing = [a for a, o in zip(("V1", *AGENTS), outcomes, strict=True) if o is None]
-        if missing:  # a verifier task failed for this document: never accept silently
-            outcomes = [o or AgentOutcome([], []) for o in outcomes]
-            outcomes.append(AgentOutcome([make_issue(
-                "VERIFICATION_INCOMPLETE", f"No result from {', '.join(missing)} for this document",
-                agent=missing[0])], []))
-        cls, _ = parse(raw)
-        report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
-        rec = attempt_record(report)
-        decision = rec.decision
-        base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
-        batch.write_if_changed(f"{base}/report.json", report)
-        batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
-        if decision.decision != "AUTO_RETRY":  # decided on attempt 0: this is the final result
-            batch.write_if_changed(_final_rel(batch, doc_id), make_result(
-                doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
-        route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
-            decision.decision]
+        try:
+            route, decisions[doc_id] = _decide(batch, doc)
+        except Exception as exc:  # noqa: BLE001 - this document only, never the night
+            stats.errors += 1
+            batch.write_if_changed(batch.run_rel(doc_id, "error.json"), _error_record(
+                doc, "VERIFICATION_FAILED", f"{doc['pdf_uri']}: the verification could not be assembled "
+                f"({type(exc).__name__}); check its classification, then re-run", "v5_arbiter"))
+            route, decisions[doc_id] = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": 1,
+                                                             "error": "VERIFICATION_FAILED"}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error="VERIFICATION_FAILED",
+                    exception=type(exc).__name__)
         routes[route].append(doc_id)
-        decisions[doc_id] = {"decision": decision.decision, "rule": decision.rule}
-        lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
-                issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
-                output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"))
     batch.write_if_changed(batch.routes_rel, {"ds": batch.ds, "routes": routes, "attempt_0": decisions})
     follow = [r for r in ROUTES if routes[r]]
     if routes["auto_fix_retry"]:  # documents from the retry end in accept or write_sme_packets
@@ -601,6 +641,39 @@ def arbiter(batch: Batch) -> dict:
     stats.save(batch, counts=counts)
     log.info("V5 routes: %s; following %s", counts, follow)
     return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
+
+
+def _decide(batch: Batch, doc: dict) -> tuple[str, dict]:
+    """Attempt 0 of one document → (route, decision summary)."""
+    doc_id = doc["doc_id"]
+    if batch.store.exists(batch.run_rel(doc_id, "error.json")):
+        err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
+        lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"])
+        return "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": 1, "error": err["error"]}
+    raw = _classification(batch, doc_id)
+    outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
+    missing = [a for a, o in zip(("V1", *AGENTS), outcomes, strict=True) if o is None]
+    if missing:  # a verifier task failed for this document: never accept silently
+        outcomes = [o or AgentOutcome([], []) for o in outcomes]
+        outcomes.append(AgentOutcome([make_issue(
+            "VERIFICATION_INCOMPLETE", f"No result from {', '.join(missing)} for this document",
+            agent=missing[0])], []))
+    cls, _ = parse(raw)
+    report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
+    rec = attempt_record(report)
+    decision = rec.decision
+    base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
+    batch.write_if_changed(f"{base}/report.json", report)
+    batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
+    if decision.decision != "AUTO_RETRY":  # decided on attempt 0: this is the final result
+        batch.write_if_changed(_final_rel(batch, doc_id), make_result(
+            doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
+    route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
+        decision.decision]
+    lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
+            issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
+            output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"))
+    return route, {"decision": decision.decision, "rule": decision.rule}
 
 
 def retry_shards(batch: Batch, shard_size: int = 25) -> list[list[str]]:
