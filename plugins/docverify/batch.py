@@ -750,15 +750,55 @@ def _errors(batch: Batch) -> dict[str, dict]:
     return out
 
 
+def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str:
+    """Move a stale output of an earlier run of this night aside, never deleting it:
+    ``withdrawn/<ds>/<kind>_<doc_id>[.<n>].json`` holds the record, its URI, the reason and the
+    run that withdrew it (create-if-absent: an earlier withdrawal is never overwritten)."""
+    from docverify.sme import now_iso
+
+    record = batch.store.read_json(rel)
+    moved = {"withdrawn_at": now_iso(), "run_id": batch.run_id, "reason": reason, "kind": kind,
+             "doc_id": doc_id, "original_uri": batch.store.uri(rel), "record": record}
+    n = 1
+    while True:
+        target = f"withdrawn/{batch.ds}/{kind}_{doc_id}" + (f".{n}" if n > 1 else "") + ".json"
+        if batch.store.write_json(target, moved, overwrite=False):
+            break
+        n += 1
+    batch.store.path(rel).unlink()
+    lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=batch.store.uri(rel),
+            output_uri=batch.store.uri(target))
+    return target
+
+
+def _withdraw_pending_packet(batch: Batch, doc: dict, reason: str) -> None:
+    """A *pending* packet of this night's document (same input URI) from an earlier run; a
+    reviewed packet and ground truth are never touched."""
+    from docverify.sme import html_rel
+
+    rel = ArtifactStore.packet_rel(doc["doc_id"])
+    packet = batch.store.read_json_if_exists(rel)
+    if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending" \
+            or packet.get("pdf_path") != doc["pdf_uri"]:
+        return
+    withdraw(batch, rel, "sme_packet", doc["doc_id"], reason)
+    if batch.store.exists(html_rel(doc["doc_id"])):
+        batch.store.path(html_rel(doc["doc_id"])).unlink()  # a rendering of the packet moved aside
+
+
 def accept(batch: Batch) -> dict:
     """Write ``accepted/<ds>/<doc>.json`` for every document whose final decision is
-    AUTO_ACCEPT (directly, or after the retry)."""
+    AUTO_ACCEPT (directly, or after the retry). A pending packet of an earlier run of this night
+    for such a document is withdrawn (moved aside with the reason): one route per document."""
     stats = StageStats("accept")
     written = []
+    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
     for doc_id, result in _final_results(batch).items():
         if result.final_decision != "AUTO_ACCEPT":
             continue
         outputs = _write_final(batch, doc_id, result)
+        _withdraw_pending_packet(batch, by_id[doc_id], f"accepted by a later run of {batch.ds} "
+                                 f"(rule {result.final_rule})")
         written.append(doc_id)
         lineage("accept", doc_id, decision="AUTO_ACCEPT", rule=result.final_rule, attempts=len(result.attempts),
                 output_uri=outputs.get("accepted"))
@@ -789,9 +829,21 @@ def write_sme_packets(batch: Batch) -> dict:
     by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
 
     def production(doc_id: str) -> dict | None:
-        """A production classification supplied beside the PDF: ``<doc>.production.json``."""
+        """A production classification supplied beside the PDF: ``<doc>.production.json``
+        (within the companion limits; one that is not is left out of the packet)."""
         rel = by_id[doc_id]["pdf_rel"][: -len(".pdf")] + ".production.json"
-        return batch.store.read_json(rel) if batch.store.exists(rel) else None
+        if not batch.store.exists(rel):
+            return None
+        try:
+            return read_companion(batch, rel)
+        except InputError as exc:
+            lineage("write_sme_packets", doc_id, production_error=exc.code)
+            return None
+
+    def withdraw_accepted(doc_id: str, why: str) -> None:
+        rel = f"accepted/{batch.ds}/{doc_id}.json"
+        if batch.store.exists(rel):
+            withdraw(batch, rel, "accepted", doc_id, f"escalated by a later run of {batch.ds} ({why})")
 
     for doc_id, result in _final_results(batch).items():
         if result.final_decision != "ESCALATE_TO_SME":
@@ -803,6 +855,7 @@ def write_sme_packets(batch: Batch) -> dict:
                               production_classification=production(doc_id), run_id=batch.run_id, bundle=bundle)
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
         html_uri, _ = write_packet_html(batch.store, doc_id, bundle=bundle)
+        withdraw_accepted(doc_id, f"rule {result.final_rule}")
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=result.final_rule,
                 stop_reason=result.stop_reason, output_uri=uri, html_uri=html_uri, packet=outcome,
@@ -815,6 +868,7 @@ def write_sme_packets(batch: Batch) -> dict:
                               error=err, run_id=batch.run_id)
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
         html_uri, _ = write_packet_html(batch.store, doc_id)
+        withdraw_accepted(doc_id, err["error"])
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"],
                 output_uri=uri, html_uri=html_uri, packet=outcome)

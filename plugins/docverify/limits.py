@@ -9,9 +9,11 @@ be PHI). One bad input becomes an error of **its document only**.
 | limit | value | applies to |
 |---|---|---|
 | ``MAX_PDF_BYTES`` | 50 MiB | an incoming PDF (``stat`` before any read) |
+| ``MAX_PAGES`` | 500 | pages of a PDF (local parser) |
 | ``MAX_COMPANION_BYTES`` | 1 MiB | a ``<doc>.classification.json`` / ``<doc>.production.json`` |
 | ``MAX_DOCAI_JSON_BYTES`` | 64 MiB | one Document AI output shard |
-| ``MAX_JSON_DEPTH`` | 32 | nesting of any JSON input |
+| ``MAX_JSON_DEPTH`` | 32 | nesting of a classification |
+| ``DOCAI_MAX_DEPTH`` | 256 | nesting of a Document AI output shard |
 | ``MAX_SEGMENTS`` | 500 | segments of a classification (the page limit: a segment has ≥ 1 page) |
 | ``MAX_TYPES_PER_SEGMENT`` | 20 | classifications per segment / mixture entries |
 | ``MAX_EVIDENCE_PER_TYPE`` | 50 | ``top_evidence`` items per type |
@@ -31,7 +33,9 @@ MAX_PDF_BYTES = 50 * 1024 * 1024
 MAX_COMPANION_BYTES = 1024 * 1024
 MAX_DOCAI_JSON_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = 32
-MAX_SEGMENTS = 500
+DOCAI_MAX_DEPTH = 256  # Document AI layout blocks nest (tables → rows → cells → blocks → …)
+MAX_PAGES = 500
+MAX_SEGMENTS = MAX_PAGES
 MAX_TYPES_PER_SEGMENT = 20
 MAX_EVIDENCE_PER_TYPE = 50
 MAX_ABS_INT = 1_000_000
@@ -105,7 +109,7 @@ def _depth_ok(obj: Any, limit: int) -> bool:
     return True
 
 
-def _scan_depth(data: bytes, limit: int) -> bool:
+def scan_depth(data: bytes, limit: int) -> bool:
     """Bracket nesting of raw JSON ≤ ``limit`` (strings skipped), before the parser recurses."""
     depth, in_str, esc = 0, False, False
     for b in data:
@@ -128,11 +132,12 @@ def _scan_depth(data: bytes, limit: int) -> bool:
 
 
 def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = MAX_COMPANION_BYTES,
-                     max_depth: int = MAX_JSON_DEPTH) -> dict:
+                     max_depth: int = MAX_JSON_DEPTH, require_object: bool = True) -> Any:
     """Parse ``data`` as one JSON object within the limits: bytes, UTF-8, nesting, finite numbers
-    (no NaN/Infinity/overflow, integers of at most 4300 digits), a top-level object."""
+    (no NaN/Infinity/overflow, integers of at most 4300 digits), a top-level object (any JSON
+    value with ``require_object=False``)."""
     check_size(len(data), max_bytes, file, what)
-    if not _scan_depth(data, max_depth):
+    if not scan_depth(data, max_depth):
         raise InputError(INPUT_TOO_DEEP, f"{file}: the {what} nests deeper than {max_depth} levels "
                          f"(docverify.limits); it is not a classification, regenerate it", file)
     try:
@@ -146,7 +151,7 @@ def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = MAX_
         where = f" (at byte {pos})" if isinstance(pos, int) else ""
         raise InputError(INPUT_INVALID_JSON, f"{file}: the {what} is not valid UTF-8 JSON{where} "
                          f"({type(exc).__name__}); regenerate it", file) from None
-    if not isinstance(obj, dict):
+    if require_object and not isinstance(obj, dict):
         raise InputError(INPUT_NOT_OBJECT, f"{file}: the {what} is a JSON {type(obj).__name__}, not an object; "
                          f"a classification is one JSON object (include/schemas/ClassificationOutput.json)", file)
     if not _depth_ok(obj, max_depth):  # pragma: no cover - the byte scan catches it first
