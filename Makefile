@@ -55,8 +55,8 @@ run: airflow-init incoming  ## the DAG on the sample batch, embedded default (no
 		|| (tail -60 $(AIRFLOW_HOME)/last_run.log; echo "the run failed: full log in $(AIRFLOW_HOME)/last_run.log"; exit 1)
 	$(PY) scripts/show_report.py $(DATA) $(DS)
 
-up: airflow-init  ## the Airflow UI at http://localhost:8080 (login: see airflow_home/simple_auth_manager_passwords.json.generated)
-	airflow standalone
+up: airflow-init  ## the Airflow UI at http://127.0.0.1:8080, loopback only (login: airflow_home/simple_auth_manager_passwords.json.generated, mode 600)
+	exec scripts/up.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check plugins dags tests scripts
