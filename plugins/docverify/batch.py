@@ -25,7 +25,14 @@ from typing import Any
 
 from docverify.codes import make_issue
 from docverify.judges import Judge, Usage
-from docverify.limits import MAX_COMPANION_BYTES, MAX_PDF_BYTES, InputError, check_size, load_classification
+from docverify.limits import (
+    MAX_COMPANION_BYTES,
+    MAX_PAGE_CHARS,
+    MAX_PDF_BYTES,
+    InputError,
+    check_size,
+    load_classification,
+)
 from docverify.models import DocumentBundle, Issue, VerificationResult
 from docverify.outputs import write_outcome
 from docverify.paths import doc_id_for, safe_ds, safe_prefix
@@ -298,6 +305,12 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
         lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
                 error=result.code, output_uri=batch.store.uri(err_rel))
         return
+    longest = max((len(p.text) for p in result.pages), default=0)
+    if longest > MAX_PAGE_CHARS:  # one limit for every parser: such a page is never classified
+        result = error_type("TOO_LARGE", f"{doc['pdf_uri']}: a page holds {longest} characters of text, over the "
+                            f"limit of {MAX_PAGE_CHARS} (docverify.limits.MAX_PAGE_CHARS); split or re-export it",
+                            doc["pdf_uri"])
+        return _record_layout(batch, doc, result, parser, error_type, stats)
     bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})
     batch.store.write_json(bundle_rel, bundle)
     _clear_error(batch, doc_id)

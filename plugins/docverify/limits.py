@@ -19,6 +19,7 @@ be PHI). One bad input becomes an error of **its document only**.
 | ``MAX_EVIDENCE_PER_TYPE`` | 50 | ``top_evidence`` items per type |
 | ``MAX_ABS_INT`` | 10⁶ | any integer of a classification (pages, indexes, counts) |
 | numbers | finite | NaN / Infinity / overflowing floats are refused |
+| ``MAX_PAGE_CHARS`` | 100,000 | text of one page of a bundle (any parser): beyond it the document is TOO_LARGE, never sent to an LLM |
 | ``PARSE_WORKER_MEMORY_BYTES`` | 2 GiB | address space of one parse worker (``RLIMIT_AS``) |
 | ``MAX_NAME_BYTES`` | 120 | one path component built from an input name (see :mod:`docverify.paths`) |
 """
@@ -39,6 +40,7 @@ MAX_SEGMENTS = MAX_PAGES
 MAX_TYPES_PER_SEGMENT = 20
 MAX_EVIDENCE_PER_TYPE = 50
 MAX_ABS_INT = 1_000_000
+MAX_PAGE_CHARS = 100_000  # a dense A4 page at 6 pt holds ~15,000 characters
 PARSE_WORKER_MEMORY_BYTES = 2 * 1024 * 1024 * 1024
 MAX_NAME_BYTES = 120
 HASH_CHUNK_BYTES = 1024 * 1024

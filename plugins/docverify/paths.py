@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
 from docverify.limits import INPUT_UNSAFE_NAME, MAX_NAME_BYTES, InputError
 
@@ -87,6 +88,7 @@ def doc_id_for(name: str) -> str:
     stem = base[:-4] if base.lower().endswith(".pdf") else base
     if base.endswith(".pdf") and _SAFE.match(stem) and len(stem) <= MAX_DOC_ID_PREFIX:
         return stem
-    readable = _UNSAFE_RUN.sub("_", stem).strip("._-")[:MAX_DOC_ID_PREFIX].rstrip("._-") or "doc"
+    folded = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()  # é → e, 名 → ''
+    readable = _UNSAFE_RUN.sub("_", folded).strip("._-")[:MAX_DOC_ID_PREFIX].rstrip("._-") or "doc"
     digest = hashlib.sha256(base.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{readable}_{digest}"

@@ -122,14 +122,15 @@ class ArtifactStore:
         self._real_root = os.path.realpath(local) if local is not None else None
 
     # ------------------------------------------------------------------ paths
-    def path(self, rel: str) -> Any:
+    def path(self, rel: str, *, confine: bool = True) -> Any:
         """``root / part / …``: every part through :func:`docverify.paths.check_part` (no
         separators, ``..``, control characters or over-long names); on a local root the real path
-        (symbolic links resolved) must stay under the root's, else :class:`OutsideRootError`."""
+        (symbolic links resolved) must stay under the root's, else :class:`OutsideRootError`
+        (``confine=False`` only to *name* a path, never to open it)."""
         p = self.root
         for part in check_rel(rel):
             p = p / part
-        if self._real_root is not None:
+        if confine and self._real_root is not None:
             real = os.path.realpath(_local_path(p))
             if real != self._real_root and not real.startswith(self._real_root + os.sep):
                 raise OutsideRootError(f"{rel} resolves outside the storage root (a symbolic link); "
@@ -137,7 +138,10 @@ class ArtifactStore:
         return p
 
     def uri(self, rel: str) -> str:
-        return uri_of(self.path(rel))
+        """The URI naming ``rel`` (a symbolic link is named, not resolved)."""
+        p = self.path(rel, confine=False)
+        local = _local_path(p)
+        return local.absolute().as_uri() if local is not None else uri_of(p)
 
     @staticmethod
     def run_dir(ds: str, doc_id: str) -> str:

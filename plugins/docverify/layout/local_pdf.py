@@ -299,8 +299,9 @@ def parse_many_bounded(
                     yield job, ParseError(
                         CORRUPT,
                         f"{name} crashed the PDF parser (child process exit code {_describe_exit(code)}); "
-                        f"the file is probably damaged: re-export or repair it (e.g. with qpdf) and retry, "
-                        f"or route it through Document AI",
+                        f"the file is probably damaged, or needed more than the parse worker's memory cap "
+                        f"(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or "
+                        f"repair it (e.g. with qpdf) and retry, or route it through Document AI",
                         job,
                     )
                     continue
