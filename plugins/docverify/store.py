@@ -41,7 +41,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from docverify.limits import HASH_CHUNK_BYTES
+from docverify.limits import HASH_CHUNK_BYTES, INPUT_UNSAFE_NAME, InputError
 from docverify.paths import check_part, check_rel
 
 
@@ -258,6 +258,8 @@ class ArtifactStore:
         ``pipe_file(mode="create")`` (gcsfs: one upload with ``ifGenerationMatch=0``, so two
         concurrent writers cannot both win). A filesystem without a native create mode falls back
         to fsspec's exists-then-write, which is not atomic."""
+        if not check_rel(rel):  # the root itself is never an object: its temp file would sit beside it
+            raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
         target = self.path(rel)
         remote = _remote(target)
         if remote is not None:
