@@ -15,6 +15,7 @@ decisions and rules; never page text, snippets or issue messages (they may hold 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import tempfile
@@ -293,7 +294,8 @@ def _clear_error(batch: Batch, doc_id: str) -> None:
     transient fault)."""
     err = batch.run_rel(doc_id, "error.json")
     if batch.store.exists(err):
-        batch.store.path(err).unlink()
+        with contextlib.suppress(FileNotFoundError):  # a concurrent run of the night cleared it
+            batch.store.path(err).unlink()
 
 
 def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats) -> None:
@@ -763,13 +765,16 @@ def _errors(batch: Batch) -> dict[str, dict]:
     return out
 
 
-def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str:
+def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str | None:
     """Move a stale output of an earlier run of this night aside, never deleting it:
     ``withdrawn/<ds>/<kind>_<doc_id>[.<n>].json`` holds the record, its URI, the reason and the
-    run that withdrew it (create-if-absent: an earlier withdrawal is never overwritten)."""
+    run that withdrew it (create-if-absent: an earlier withdrawal is never overwritten). None when
+    another run of the same night withdrew it first."""
     from docverify.sme import now_iso
 
-    record = batch.store.read_json(rel)
+    record = batch.store.read_json_if_exists(rel)
+    if record is None:
+        return None
     moved = {"withdrawn_at": now_iso(), "run_id": batch.run_id, "reason": reason, "kind": kind,
              "doc_id": doc_id, "original_uri": batch.store.uri(rel), "record": record}
     n = 1
@@ -778,7 +783,8 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
         if batch.store.write_json(target, moved, overwrite=False):
             break
         n += 1
-    batch.store.path(rel).unlink()
+    with contextlib.suppress(FileNotFoundError):  # a concurrent run of the night moved it already
+        batch.store.path(rel).unlink()
     lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=batch.store.uri(rel),
             output_uri=batch.store.uri(target))
     return target
@@ -795,8 +801,8 @@ def _withdraw_pending_packet(batch: Batch, doc: dict, reason: str) -> None:
             or packet.get("pdf_path") != doc["pdf_uri"]:
         return
     withdraw(batch, rel, "sme_packet", doc["doc_id"], reason)
-    if batch.store.exists(html_rel(doc["doc_id"])):
-        batch.store.path(html_rel(doc["doc_id"])).unlink()  # a rendering of the packet moved aside
+    with contextlib.suppress(FileNotFoundError):  # the packet's rendering goes with it
+        batch.store.path(html_rel(doc["doc_id"])).unlink()
 
 
 def accept(batch: Batch) -> dict:
