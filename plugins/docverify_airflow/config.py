@@ -98,6 +98,7 @@ def judge() -> Judge:
 
 def llm_judge(conn_id: str) -> Judge:
     """An :class:`~docverify.llm.LLMJudge` on the model of Airflow connection ``conn_id``."""
+    from airflow.exceptions import AirflowNotFoundException
     from airflow.providers.common.ai.hooks.pydantic_ai import PydanticAIHook
 
     from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
@@ -105,6 +106,13 @@ def llm_judge(conn_id: str) -> Judge:
 
     try:
         hook = PydanticAIHook.get_hook(conn_id)
+    except AirflowNotFoundException as exc:  # missing: deterministic
+        raise ValueError(f"the LLM connection {conn_id!r} could not give a model (it does not exist); create it "
+                         f"in airflow_settings.yaml or name another one in the Variable {VAR_LLM_CONN}") from exc
+    except Exception as exc:  # could not be read (metadata DB / API server): transient, the task is retried
+        raise ConfigUnavailable(f"the LLM connection {conn_id!r} could not be read ({type(exc).__name__}); "
+                                f"check the Airflow metadata database / API server, then clear the task") from None
+    try:
         model = hook.get_conn()
     except Exception as exc:
         raise ValueError(
