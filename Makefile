@@ -17,7 +17,7 @@ DS ?= $(shell date -u +%F)
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: venv test lint bench schemas samples examples lock clean airflow-init incoming run up
+.PHONY: venv test lint bench hostile schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -36,6 +36,9 @@ bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accu
 	$(PY) scripts/bench_classifier.py
 	$(PY) scripts/bench_pipeline.py
 	$(PY) scripts/bench_llm.py
+
+hostile: $(STAMP)  ## the hostile night's figures of the README ("What can go wrong")
+	$(PY) scripts/hostile_night.py
 
 # ------------------------------------------------------------------ the nightly DAG, locally
 $(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml
