@@ -19,9 +19,10 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "plugins"), str(REPO)]
 
+from tests.hostile import kit  # noqa: E402
+
 from docverify.judges import OfflineJudge  # noqa: E402
 from docverify.resources import default_corpora_dir  # noqa: E402
-from tests.hostile import kit  # noqa: E402
 
 
 def main() -> None:
