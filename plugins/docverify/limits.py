@@ -176,30 +176,25 @@ def _ints_in_range(obj: Any) -> bool:
     return True
 
 
+def _at_most(items: Any, limit: int, file: str, what: str) -> None:
+    if isinstance(items, list) and len(items) > limit:
+        raise InputError(INPUT_TOO_MANY_ITEMS, f"{file}: {len(items)} {what}, over the limit of {limit} "
+                         f"(docverify.limits); regenerate it", file)
+
+
 def check_classification_shape(obj: dict, file: str) -> dict:
     """Count limits of a classification (before pydantic sees it): segments, types per segment,
     evidence per type, integers within ±``MAX_ABS_INT``. Wrong types of fields are left to the
     schema check (V1 ``SCHEMA_INVALID``), which reports field paths only."""
     segs = obj.get("segments")
-    if isinstance(segs, list):
-        if len(segs) > MAX_SEGMENTS:
-            raise InputError(INPUT_TOO_MANY_ITEMS, f"{file}: {len(segs)} segments, over the limit of {MAX_SEGMENTS} "
-                             f"(docverify.limits); a segment spans at least one page — regenerate it", file)
-        for seg in segs:
-            tcs = seg.get("classifications") if isinstance(seg, dict) else None
-            if isinstance(tcs, list):
-                if len(tcs) > MAX_TYPES_PER_SEGMENT:
-                    raise InputError(INPUT_TOO_MANY_ITEMS, f"{file}: a segment lists {len(tcs)} classifications, "
-                                     f"over the limit of {MAX_TYPES_PER_SEGMENT}", file)
-                for tc in tcs:
-                    ev = tc.get("top_evidence") if isinstance(tc, dict) else None
-                    if isinstance(ev, list) and len(ev) > MAX_EVIDENCE_PER_TYPE:
-                        raise InputError(INPUT_TOO_MANY_ITEMS, f"{file}: a type lists {len(ev)} evidence items, "
-                                         f"over the limit of {MAX_EVIDENCE_PER_TYPE}", file)
-    mix = obj.get("document_mixture")
-    if isinstance(mix, list) and len(mix) > MAX_TYPES_PER_SEGMENT:
-        raise InputError(INPUT_TOO_MANY_ITEMS, f"{file}: the mixture lists {len(mix)} entries, over the limit of "
-                         f"{MAX_TYPES_PER_SEGMENT}", file)
+    _at_most(segs, MAX_SEGMENTS, file, "segments (a segment spans at least one page)")
+    for seg in segs if isinstance(segs, list) else []:
+        tcs = seg.get("classifications") if isinstance(seg, dict) else None
+        _at_most(tcs, MAX_TYPES_PER_SEGMENT, file, "classifications in one segment")
+        for tc in tcs if isinstance(tcs, list) else []:
+            _at_most(tc.get("top_evidence") if isinstance(tc, dict) else None, MAX_EVIDENCE_PER_TYPE, file,
+                     "evidence items for one type")
+    _at_most(obj.get("document_mixture"), MAX_TYPES_PER_SEGMENT, file, "mixture entries")
     if not _ints_in_range(obj):
         raise InputError(INPUT_BAD_NUMBER, f"{file}: an integer is outside ±{MAX_ABS_INT} (docverify.limits); "
                          f"pages, indexes and counts are small numbers — regenerate it", file)
