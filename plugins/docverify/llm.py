@@ -151,7 +151,7 @@ assert set(get_args(PresenceName)) == {p.value for p in PresenceLevel}
 
 class _LLMModel(BaseModel):
     # Unknown keys are ignored (a model adding a key is harmless); wrong values are not.
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)  # no model output in a traceback
 
 
 class LLMEvidence(_LLMModel):

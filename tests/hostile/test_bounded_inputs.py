@@ -120,3 +120,15 @@ def test_report_escapes_names_in_markdown_and_html():
     assert not re.search(r"(?<!\\)<img", md) and "](http" not in md and "\\<img" in md
     html = report.to_html(rep)
     assert "<img" not in html and "&lt;img" in html
+
+
+def test_a_validation_error_names_fields_never_values():
+    """A traceback of a failed validation once put an evidence snippet into a task log: models
+    hide their input in errors (pydantic ``hide_input_in_errors``)."""
+    from pydantic import ValidationError
+
+    raw = kit._classification("d")
+    raw["segments"][0]["classifications"][0]["top_evidence"][0]["page"] = kit.SECRET_COMPANION
+    with pytest.raises(ValidationError) as exc:
+        ClassificationOutput.model_validate(raw)
+    assert "page" in str(exc.value) and kit.SECRET_COMPANION not in str(exc.value)
