@@ -132,3 +132,16 @@ def test_a_validation_error_names_fields_never_values():
     with pytest.raises(ValidationError) as exc:
         ClassificationOutput.model_validate(raw)
     assert "page" in str(exc.value) and kit.SECRET_COMPANION not in str(exc.value)
+
+
+def test_document_ai_output_too_deep_or_not_an_object_is_a_typed_error(tmp_path):
+    from docverify.layout import docai
+    from docverify.layout.errors import ParseError
+
+    for name, data in (("deep-0.json", b"[" * 1000 + b"]" * 1000), ("list-0.json", b"[1, 2, 3]"),
+                       ("nan-0.json", b'{"text": NaN')):
+        f = tmp_path / name
+        f.write_bytes(data)
+        with pytest.raises(ParseError) as exc:
+            docai.load_docai_output(f)
+        assert exc.value.code == "DOCAI_INVALID_JSON" and name in exc.value.message
