@@ -11,9 +11,10 @@ import os
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import AsyncCallback, DeadlineAlert, DeadlineReference, Param, dag, get_current_context, task
 
 from docverify_airflow.assets import ACCEPTED, SME_PACKETS
+from docverify_airflow.notify import DocverifyNotifier
 from docverify_airflow.operators.layout import NightlyDocumentAIOperator
 
 DOC_MD = """
@@ -42,6 +43,8 @@ DEFAULT_ARGS = {
     "retry_exponential_backoff": True,
     "execution_timeout": timedelta(minutes=60),
 }
+# a run not done this long after it was queued alerts (Variables docverify_notify_*; off by default)
+DEADLINE = timedelta(minutes=int(os.environ.get("DOCVERIFY_DEADLINE_MINUTES", "240")))
 LLM = {"pool": "llm"}  # tasks that may call an LLM take slots from the llm pool
 
 
@@ -52,11 +55,19 @@ LLM = {"pool": "llm"}  # tasks that may call an LLM take slots from the llm pool
     catchup=False,
     max_active_runs=1,
     default_args=DEFAULT_ARGS,
+    on_failure_callback=DocverifyNotifier("run_failed"),
+    deadline=DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=DEADLINE,
+                           callback=AsyncCallback("docverify_airflow.notify.deadline_missed",
+                                                  kwargs={"deadline": f"within {DEADLINE} of being queued"})),
     doc_md=DOC_MD,
     tags=["docverify", "clinical", "verification"],
     params={
-        "batch_prefix": Param("", type="string",
-                              description="Ad-hoc batch: a prefix under the storage root instead of incoming/<ds>"),
+        # nullable: an empty field in the trigger/backfill form means "not set", and every date of a
+        # backfill then reads its own incoming/<ds>/ ({ds} in a prefix is replaced by the run's date)
+        "batch_prefix": Param(None, type=["null", "string"],
+                              description="Ad-hoc batch: a prefix under the storage root instead of "
+                                          "incoming/<ds> (empty: incoming/<ds>; {ds} is replaced by the "
+                                          "run's date, e.g. uploads/{ds})"),
         "shard_size": Param(25, type="integer", minimum=1, maximum=500, description="Documents per mapped task"),
         "max_documents": Param(0, type="integer", minimum=0, description="Stop after this many PDFs (0 = all)"),
         "reuse_cached": Param(True, type="boolean",

@@ -204,6 +204,9 @@ def llm_line(llm: dict) -> str:
 
 def summary_line(rep: dict) -> str:
     routes = ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()) or "none"
+    if not rep["documents"]:
+        return (f"batch {rep['ds']}: EMPTY NIGHT — 0 documents found, nothing was verified (check the delivery "
+                f"of this date's PDFs, then re-run it)")
     return (f"batch {rep['ds']}: {rep['documents']} document(s); routes: {routes}; "
             f"errors: {len(rep['errors'])}; LLM calls: {rep['llm']['calls']}")
 

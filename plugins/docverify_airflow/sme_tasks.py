@@ -39,10 +39,18 @@ def _assignees(params: dict[str, Any]) -> str:
         return ""
 
 
+def _owner(context: dict[str, Any]) -> str:
+    return f"{context['dag'].dag_id if context.get('dag') else 'sme_review'}/{context.get('run_id', '')}"
+
+
 def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
-    """One ``SMEReviewOperator`` kwargs dict per pending packet, most severe first, at most
-    ``max_reviews``."""
+    """One ``SMEReviewOperator`` kwargs dict per pending packet this run claims, most severe
+    first, at most ``max_reviews``. A packet open in another active run (claimed, see
+    :mod:`docverify.sme_claims`) is left to that run, so runs never block or duplicate each
+    other; a manual run picks up every pending packet nobody has open (the catch-up after the DAG
+    was paused)."""
     from docverify.sme import list_pending_reviews
+    from docverify.sme_claims import claim
 
     params = context["params"]
     store = _store()
@@ -50,17 +58,36 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
     cap = max(1, int(params.get("max_reviews", 50)))
     assignees = _assignees(params)
     hours = float(params.get("response_timeout_hours", 72))
-    chosen = pending[:cap]
-    log.info("%d pending packet(s) under %s; opening %d review(s) (max_reviews=%d), assignees: %s",
-             len(pending), store.uri("sme_packets"), len(chosen), cap, assignees or "anyone")
+    owner = _owner(context)
+    chosen, open_elsewhere = [], 0
+    for row in pending:
+        if len(chosen) >= cap:
+            break
+        if claim(store, row["doc_id"], owner, dt.timedelta(hours=hours)):
+            chosen.append(row)
+        else:
+            open_elsewhere += 1
+    log.info("%d pending packet(s) under %s; opening %d review(s) (max_reviews=%d), %d open in another run, "
+             "assignees: %s", len(pending), store.uri("sme_packets"), len(chosen), cap, open_elsewhere,
+             assignees or "anyone")
+    from docverify.batch import lineage
+
     for row in chosen:
-        log.info("review doc_id=%s rule=%s top_severity=%s issues=%s packet=%s", row["doc_id"], row["v5_rule"],
-                 row["top_severity"], row["total_issues"], row["packet_uri"])
+        lineage("list_pending_reviews", row["doc_id"], rule=row["v5_rule"], top_severity=row["top_severity"],
+                issues=row["total_issues"], packet_uri=row["packet_uri"], review="opened")
     return [{"doc_id": r["doc_id"],
              "subject": f"{r['doc_id']} — V5 rule {r['v5_rule']}"
                         + (f", {r['top_severity']}" if r["top_severity"] else "")
                         + f", {r['total_issues']} issue(s)",
              "assignees": assignees, "response_timeout_hours": hours} for r in chosen]
+
+
+def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
+    """The review of ``doc_id`` in this run has ended: another run may open the packet again."""
+    from docverify.sme_claims import release
+
+    if release(_store(), doc_id, _owner(context), reason):
+        log.info("doc_id=%s: review claim released (%s)", doc_id, reason)
 
 
 def review_body(doc_id: str) -> str:
@@ -147,7 +174,9 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any]) 
     record, uri = save_review(_store(), doc_id, agrees=agrees, corrected_dominant_type=corrected_type,
                               corrected_segments=segments, correction_notes=params.get("notes") or "",
                               reviewer=reviewer, reviewed_at=_utc(answer.get("responded_at")), channel=channel)
-    log.info("review answered doc_id=%s option=%s source=%s version=%d uri=%s channel=%s", doc_id, chosen[0],
-             record.ground_truth_source, record.version, uri, channel)
+    from docverify.batch import lineage
+
+    lineage("review", doc_id, answer=chosen[0], ground_truth_source=record.ground_truth_source,
+            version=record.version, output_uri=uri, channel=channel, reviewer=reviewer)
     return {"doc_id": doc_id, "chosen_option": chosen[0], "ground_truth_source": record.ground_truth_source,
             "version": record.version, "uri": uri, "reviewer": reviewer}

@@ -61,6 +61,16 @@ def test_graph_shape(dag):
     assert set(watcher.upstream_task_ids) == set(t) - {watcher.task_id, "v5_arbiter"}
 
 
+def test_failure_notifier_and_deadline_are_wired(dag):
+    from docverify_airflow.notify import DocverifyNotifier
+
+    callbacks = dag.on_failure_callback if isinstance(dag.on_failure_callback, list) else [dag.on_failure_callback]
+    assert any(isinstance(c, DocverifyNotifier) and c.event == "run_failed" for c in callbacks)
+    alerts = dag.deadline if isinstance(dag.deadline, list) else [dag.deadline]
+    assert alerts and alerts[0].callback.path == "docverify_airflow.notify.deadline_missed"
+    assert alerts[0].reference.__class__.__name__ == "DagRunQueuedAtDeadline"
+
+
 def test_parsing_imports_no_heavy_library():
     """A task process parses the DAG file every time: no PDF, LLM or Google client at parse time."""
     code = ("import sys, runpy; runpy.run_path(sys.argv[1]); "

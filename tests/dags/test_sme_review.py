@@ -74,7 +74,7 @@ def test_dag_is_scheduled_on_the_asset_the_nightly_dag_emits(bag, dag):
     assert dag.timetable.asset_condition == SME_PACKETS
     nightly = bag.dags["clinical_doc_verification"]
     assert list(nightly.task_dict["write_sme_packets"].outlets) == [SME_PACKETS]
-    assert dag.catchup is False and dag.max_active_runs == 1
+    assert dag.catchup is False and dag.max_active_runs > 1  # reviews of one night never hold back the next
     assert dag.doc_md and "Required Actions" in dag.doc_md and {"sme", "hitl"} <= set(dag.tags)
 
 
@@ -231,3 +231,58 @@ def test_a_bad_form_value_is_refused_and_nothing_is_written(dag, night):
     with pytest.raises(ValueError, match="'Lab Report' is not a document type; allowed values: Clinical Note"):
         _answer(_ops(dag)["fabricated_evidence"], "Correct", corrected_dominant_type="Lab Report")
     assert not night.exists("ground_truth/gt_fabricated_evidence.json")
+
+
+# --------------------------------------------------------------------------- overlapping runs
+
+
+def _run_context(dag, run_id, **params):
+    return {**_context(dag, **params), "run_id": run_id, "dag": dag}
+
+
+def test_overlapping_runs_never_open_one_packet_twice_and_never_wait_for_each_other(dag, night):
+    """Night 1's run keeps its reviews open (nobody answers for days); night 2's run starts while
+    it is active: it opens none of night 1's packets and is not held back."""
+    from docverify_airflow import sme_tasks
+
+    first = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
+    assert len(first) == 4
+    second = sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))
+    assert second == []  # every pending packet is open in the first run
+    # the first run's task retried: it gets its own packets back
+    again = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
+    assert again == first
+
+
+def test_a_timed_out_or_answered_review_frees_its_packet_for_the_next_run(dag, night):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from docverify_airflow import sme_tasks
+
+    ctx1 = _run_context(dag, "asset_triggered__night1")
+    ops = {k["doc_id"]: dag.task_dict["review"].unmap(k) for k in sme_tasks.review_kwargs(ctx1)}
+    ti = SimpleNamespace(dag_id=DAG_ID, run_id="asset_triggered__night1", task_id="review", map_index=0)
+    with pytest.raises(AirflowSkipException):
+        ops["quest_cbc_panel"].execute_complete({**ctx1, "ti": ti}, {"error_type": "timeout"})
+    ops["fabricated_evidence"].execute_complete({**ctx1, "ti": ti}, {
+        "chosen_options": ["Agree"], "params_input": {"corrected_dominant_type": None, "corrected_segments": None,
+                                                      "notes": ""},
+        "responded_at": dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC),
+        "responded_by_user": {"id": "sme.anna", "name": "sme.anna"}})
+    nxt = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))}
+    # the timed-out packet is pending and free again; the answered one is reviewed; the other two
+    # are still open in the first run
+    assert nxt == {"quest_cbc_panel"}
+
+
+def test_a_manual_run_catches_up_on_every_free_pending_packet(dag, night):
+    """Asset events sent while sme_review was paused do not start runs after unpausing; a manual
+    trigger (no Asset event) lists every pending packet nobody has open, of every night."""
+    from docverify.sme_claims import claim
+    from docverify_airflow import sme_tasks
+
+    # a claim of a run that died long ago has expired
+    assert claim(night, "corrupt_truncated", "sme_review/old_run", dt.timedelta(hours=1),
+                 now=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
+    manual = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "manual__catch_up"))}
+    assert manual == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}

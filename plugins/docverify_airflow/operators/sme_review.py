@@ -81,7 +81,11 @@ class SMEReviewOperator(HITLOperator):
     def execute(self, context: Any) -> Any:
         from docverify_airflow import sme_tasks
 
-        self.body = sme_tasks.review_body(self.doc_id)  # skips the task when the packet is no longer pending
+        try:
+            self.body = sme_tasks.review_body(self.doc_id)  # skips the task when the packet is no longer pending
+        except Exception:
+            sme_tasks.release_claim(context, self.doc_id, "no review opened")
+            raise
         if not sme_tasks.has_primary(self.doc_id):
             self.options = [CORRECT]  # a document that could not be parsed/classified has nothing to agree with
         return super().execute(context)
@@ -91,6 +95,9 @@ class SMEReviewOperator(HITLOperator):
         from docverify_airflow import sme_tasks
 
         if event.get("error_type") == "timeout":
+            sme_tasks.release_claim(context, self.doc_id, "response timeout")
             sme_tasks.timed_out(self.doc_id)  # raises AirflowSkipException: the packet stays pending
         answer = super().execute_complete(context=context, event=event)
-        return sme_tasks.record_answer(context, self.doc_id, answer)
+        saved = sme_tasks.record_answer(context, self.doc_id, answer)
+        sme_tasks.release_claim(context, self.doc_id, "answered")
+        return saved
