@@ -25,10 +25,10 @@ AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-overrides.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv==0.13.8
-	$(UV) pip install --quiet --python $(PY) -r requirements.txt
+	$(UV) pip install --quiet --python $(PY) -r requirements.txt --override requirements-overrides.txt
 	touch $(STAMP)
 
 # Debian's Chromium and its driver for the browser test (tests/e2e); installed once, as root or via sudo
@@ -56,6 +56,7 @@ screenshots:  ## the README's screenshots from the last browser test
 bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path
 	$(PY) scripts/bench_parse.py
 	$(PY) scripts/bench_classifier.py
+	$(PY) scripts/bench_ocr.py
 	$(PY) scripts/bench_pipeline.py
 	$(PY) scripts/bench_llm.py
 
@@ -81,6 +82,7 @@ run: airflow-init incoming  ## the DAG on the sample batch, embedded default (no
 		|| (tail -60 $(AIRFLOW_HOME)/last_run.log; echo "the run failed: full log in $(AIRFLOW_HOME)/last_run.log"; exit 1)
 	$(PY) scripts/show_report.py $(DATA) $(DS)
 
+up: export DOCVERIFY_DEADLINE_MINUTES ?= 240
 up: airflow-init  ## the Airflow UI at http://127.0.0.1:8080, loopback only (login: airflow_home/simple_auth_manager_passwords.json.generated, mode 600)
 	exec scripts/up.sh
 
@@ -97,7 +99,7 @@ samples: $(STAMP)
 	$(PY) scripts/make_samples.py
 
 lock: $(STAMP)
-	$(UV) pip compile -q requirements.in -o requirements.txt --python-version 3.11
+	$(UV) pip compile -q requirements.in -o requirements.txt --python-version 3.11 --override requirements-overrides.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(AIRFLOW_HOME)

@@ -75,6 +75,7 @@ class AirflowStack:
                 "AIRFLOW__API__WORKERS": "1",
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "DOCVERIFY_DEADLINE_MINUTES": "240",  # the nightly DAG's DeadlineAlert, as in a deployment
                 **self.extra_env}
 
     def airflow(self, *args: str, timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:

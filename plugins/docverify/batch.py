@@ -236,11 +236,14 @@ def _error_record(doc: dict, code: str, message: str, stage: str) -> dict:
     return {"doc_id": doc["doc_id"], "stage": stage, "error": code, "message": message, "file": doc["pdf_uri"]}
 
 
-def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0) -> dict:
+def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> dict:
     """The embedded default's layout: the local PDF parser, each file in a bounded child
-    process. A file that fails gets ``runs/<ds>/<doc>/error.json`` and goes to the SME queue."""
+    process (``ocr``: scanned pages are OCR'd there). A file that fails gets
+    ``runs/<ds>/<doc>/error.json`` and goes to the SME queue."""
     from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import PARSER_ID, parse_many_bounded
+    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID, parse_many_bounded
+
+    reusable = (PARSER_ID, OCR_PARSER_ID()) if ocr else (PARSER_ID,)
 
     stats = StageStats("layout")
     docs = batch.manifest()["documents"]
@@ -249,7 +252,7 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0) -> 
         if doc.get("input_error"):  # refused at discovery: never parsed
             stats.errors += 1
             continue
-        if batch.reuse and _bundle_reusable(batch, doc, PARSER_ID):
+        if batch.reuse and _bundle_reusable(batch, doc, reusable):
             stats.cache_hits += 1
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
                     cache="hit", output_uri=batch.store.uri(batch.run_rel(doc["doc_id"], "bundle.json")))
@@ -259,11 +262,13 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0) -> 
         local = {}
         for doc in todo:
             local[_local_file(batch, doc, tmp)] = doc
-        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s):
+        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr):
             doc = local[path]
-            _record_layout(batch, doc, result, PARSER_ID, ParseError, stats)
+            _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats)
     stats.docs = len(docs)
-    return stats.save(batch, parser=PARSER_ID)
+    # the stage's implementation: with OCR on, the OCR engine is part of it (each bundle's
+    # ``parser`` names the engine only when one of its pages was OCR'd)
+    return stats.save(batch, parser=OCR_PARSER_ID() if ocr else PARSER_ID)
 
 
 def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
@@ -278,12 +283,13 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     return target
 
 
-def _bundle_reusable(batch: Batch, doc: dict, parser: str) -> bool:
+def _bundle_reusable(batch: Batch, doc: dict, parser: str | tuple[str, ...]) -> bool:
     rel = batch.run_rel(doc["doc_id"], "bundle.json")
     if not batch.store.exists(rel):
         return False
     head = batch.store.read_json(rel)
-    if head.get("sha256") == doc["sha256"] and head.get("parser") == parser:
+    parsers = (parser,) if isinstance(parser, str) else parser
+    if head.get("sha256") == doc["sha256"] and head.get("parser") in parsers:
         _clear_error(batch, doc["doc_id"])
         return True
     return False
@@ -643,10 +649,10 @@ def arbiter(batch: Batch) -> dict:
             batch.write_if_changed(batch.run_rel(doc_id, "error.json"), _error_record(
                 doc, "VERIFICATION_FAILED", f"{doc['pdf_uri']}: the verification could not be assembled "
                 f"({type(exc).__name__}); check its classification, then re-run", "v5_arbiter"))
-            route, decisions[doc_id] = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": 1,
-                                                             "error": "VERIFICATION_FAILED"}
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error="VERIFICATION_FAILED",
-                    exception=type(exc).__name__)
+            route, decisions[doc_id] = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None,
+                                                             "reason": "error", "error": "VERIFICATION_FAILED"}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error",
+                    error="VERIFICATION_FAILED", exception=type(exc).__name__)
         routes[route].append(doc_id)
     batch.write_if_changed(batch.routes_rel, {"ds": batch.ds, "routes": routes, "attempt_0": decisions})
     follow = [r for r in ROUTES if routes[r]]
@@ -663,8 +669,9 @@ def _decide(batch: Batch, doc: dict) -> tuple[str, dict]:
     doc_id = doc["doc_id"]
     if batch.store.exists(batch.run_rel(doc_id, "error.json")):
         err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-        lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"])
-        return "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": 1, "error": err["error"]}
+        lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"])
+        return "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
+                                     "error": err["error"]}
     raw = _classification(batch, doc_id)
     outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
     missing = [a for a, o in zip(("V1", *AGENTS), outcomes, strict=True) if o is None]
@@ -680,10 +687,12 @@ def _decide(batch: Batch, doc: dict) -> tuple[str, dict]:
     base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
     batch.write_if_changed(f"{base}/report.json", report)
     batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
-    if decision.decision != "AUTO_RETRY":  # decided on attempt 0: this is the final result
+    repair = rec.blocker_repair and cls is not None  # auto-fixable BLOCKERs: fixed once before rule 1
+    if decision.decision != "AUTO_RETRY" and not repair:  # decided on attempt 0: the final result
         batch.write_if_changed(_final_rel(batch, doc_id), make_result(
             doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
-    route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
+    route = "auto_fix_retry" if repair else {
+        "AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
         decision.decision]
     lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
             issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
@@ -889,7 +898,7 @@ def write_sme_packets(batch: Batch) -> dict:
         html_uri, _ = write_packet_html(batch.store, doc_id)
         withdraw_accepted(doc_id, err["error"])
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
-        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"],
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"],
                 output_uri=uri, html_uri=html_uri, packet=outcome)
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept_reviewed=kept)

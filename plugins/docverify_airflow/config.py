@@ -28,6 +28,9 @@ VAR_DOCAI_PROCESSOR = "docverify_docai_processor"
 VAR_DOCAI_CONN = "docverify_docai_conn_id"
 VAR_DOCAI_POLL = "docverify_docai_poll_s"
 LAYOUTS = ("local", "document_ai")
+VAR_OCR = "docverify_ocr"
+_ON = ("on", "true", "1", "yes")
+_OFF = ("off", "false", "0", "no")
 _PROCESSOR_RE = re.compile(
     r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/processors/(?P<processor_id>[^/]+)"
     r"(?:/processorVersions/(?P<processor_version>[^/]+))?$"
@@ -137,6 +140,14 @@ def layout_mode() -> str:
     if mode not in LAYOUTS:
         raise ValueError(f"Variable {VAR_LAYOUT}={mode!r} is not a layout: use one of {', '.join(LAYOUTS)}")
     return mode
+
+
+def ocr_enabled() -> bool:
+    """Local OCR of scanned pages on the local layout (Variable ``docverify_ocr``: on | off)."""
+    value = _variable(VAR_OCR, "on").strip().lower() or "on"
+    if value not in _ON + _OFF:
+        raise ValueError(f"Variable {VAR_OCR}={value!r} is not a switch: use 'on' or 'off'")
+    return value in _ON
 
 
 def docai_conn_id() -> str:

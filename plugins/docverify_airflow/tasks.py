@@ -97,7 +97,8 @@ def layout(context) -> dict:
     batch = make_batch(context)
     if config.layout_mode() == "local":
         return B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
-                              timeout_s=float(context["params"].get("parse_timeout_s", 60)))
+                              timeout_s=float(context["params"].get("parse_timeout_s", 60)),
+                              ocr=config.ocr_enabled())
     conn_id = config.docai_conn_id()
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
@@ -171,6 +172,8 @@ def write_sme_packets(context) -> dict:
         from docverify_airflow import notify
 
         notify.send("reviews_waiting", context, packets=len(out["packets"]), uri=out["uri"])
+        log.info("%d packet(s) to review: Browse → Required Actions (DAG sme_review); readable pages on the "
+                 "api-server at /docverify/packets/", len(out["packets"]))
     if not out["packets"] and not out["kept_reviewed"]:
         from airflow.sdk.exceptions import AirflowSkipException
 
