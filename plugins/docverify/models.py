@@ -57,7 +57,8 @@ class Decision(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(use_enum_values=True, extra="forbid")
+    # a validation error names the field, never its value: values may be page text (PHI)
+    model_config = ConfigDict(use_enum_values=True, extra="forbid", hide_input_in_errors=True)
 
 
 # --------------------------------------------------------------------------- DocumentBundle
