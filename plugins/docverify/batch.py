@@ -799,19 +799,47 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     return target
 
 
-def _withdraw_pending_packet(batch: Batch, doc: dict, reason: str) -> None:
-    """A *pending* packet of this night's document (same input URI) from an earlier run; a
-    reviewed packet and ground truth are never touched."""
+def _review_id(batch: Batch, doc: dict) -> str:
+    from docverify.sme import review_id
+
+    return review_id(batch.ds, doc["doc_id"], doc.get("sha256"))
+
+
+def _night_packet_keys(batch: Batch) -> dict[str, list[str]]:
+    """This night's packet keys per doc id (``<ds>_<doc_id>_<10 hex>``), from one listing."""
+    import re
+
+    docs = {d["doc_id"] for d in batch.manifest()["documents"]}
+    out: dict[str, list[str]] = {}
+    prefix = f"sme_packet_{batch.ds}_"
+    for name in batch.store.list("sme_packets", ".json"):
+        if not name.startswith(prefix):
+            continue
+        m = re.fullmatch(r"(.+)_([0-9a-f]{10})", name[len(prefix):-len(".json")])
+        if m and m.group(1) in docs:
+            out.setdefault(m.group(1), []).append(name[len("sme_packet_"):-len(".json")])
+    return out
+
+
+def _withdraw_pending_packets(batch: Batch, doc: dict, reason: str, keys: dict[str, list[str]], *,
+                              keep_current: bool) -> None:
+    """*Pending* packets of this night's document from an earlier run: the one of its current
+    content (unless ``keep_current``: it is being written again) and those of content the night no
+    longer holds (the file was replaced). A reviewed packet and ground truth are never touched."""
     from docverify.sme import html_rel
 
-    rel = ArtifactStore.packet_rel(doc["doc_id"])
-    packet = batch.store.read_json_if_exists(rel)
-    if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending" \
-            or packet.get("pdf_path") != doc["pdf_uri"]:
-        return
-    withdraw(batch, rel, "sme_packet", doc["doc_id"], reason)
-    with contextlib.suppress(FileNotFoundError):  # the packet's rendering goes with it
-        batch.store.path(html_rel(doc["doc_id"])).unlink()
+    current = _review_id(batch, doc)
+    for key in keys.get(doc["doc_id"], []):
+        if key == current and keep_current:
+            continue
+        rel = ArtifactStore.packet_rel(key)
+        packet = batch.store.read_json_if_exists(rel)
+        if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending":
+            continue
+        why = reason if key == current else f"{reason}; the file now has other content (sha256 {current[-10:]}…)"
+        withdraw(batch, rel, "sme_packet", key, why)
+        with contextlib.suppress(FileNotFoundError):  # the packet's rendering goes with it
+            batch.store.path(html_rel(key)).unlink()
 
 
 def accept(batch: Batch) -> dict:
@@ -821,12 +849,13 @@ def accept(batch: Batch) -> dict:
     stats = StageStats("accept")
     written = []
     by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
+    keys = _night_packet_keys(batch)
     for doc_id, result in _final_results(batch).items():
         if result.final_decision != "AUTO_ACCEPT":
             continue
         outputs = _write_final(batch, doc_id, result)
-        _withdraw_pending_packet(batch, by_id[doc_id], f"accepted by a later run of {batch.ds} "
-                                 f"(rule {result.final_rule})")
+        _withdraw_pending_packets(batch, by_id[doc_id], f"accepted by a later run of {batch.ds} "
+                                  f"(rule {result.final_rule})", keys, keep_current=False)
         written.append(doc_id)
         lineage("accept", doc_id, decision="AUTO_ACCEPT", rule=result.final_rule, attempts=len(result.attempts),
                 output_uri=outputs.get("accepted"))
@@ -855,6 +884,7 @@ def write_sme_packets(batch: Batch) -> dict:
     stats = StageStats("write_sme_packets")
     written, kept = [], []
     by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
+    keys = _night_packet_keys(batch)
 
     def production(doc_id: str) -> dict | None:
         """A production classification supplied beside the PDF: ``<doc>.production.json``
@@ -878,11 +908,15 @@ def write_sme_packets(batch: Batch) -> dict:
             continue
         bundle = _bundle(batch, doc_id)
         write_attempts(batch.store, batch.ds, result, batch.write_if_changed)
+        key = _review_id(batch, by_id[doc_id])
         packet = build_packet(doc_id=doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
                               bundle_path=batch.store.uri(batch.run_rel(doc_id, "bundle.json")), result=result,
-                              production_classification=production(doc_id), run_id=batch.run_id, bundle=bundle)
+                              production_classification=production(doc_id), run_id=batch.run_id, bundle=bundle,
+                              review_id=key)
+        _withdraw_pending_packets(batch, by_id[doc_id], f"escalated again by a later run of {batch.ds}", keys,
+                                  keep_current=True)
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
-        html_uri, _ = write_packet_html(batch.store, doc_id, bundle=bundle)
+        html_uri, _ = write_packet_html(batch.store, key, bundle=bundle)
         withdraw_accepted(doc_id, f"rule {result.final_rule}")
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=result.final_rule,
@@ -891,11 +925,14 @@ def write_sme_packets(batch: Batch) -> dict:
     for doc_id, err in _errors(batch).items():
         bundle_rel = batch.run_rel(doc_id, "bundle.json")
         total = batch.store.read_json(bundle_rel)["total_pages"] if batch.store.exists(bundle_rel) else 0
+        key = _review_id(batch, by_id[doc_id])
         packet = build_packet(doc_id=doc_id, pdf_path=by_id[doc_id]["pdf_uri"], total_pages=total,
                               bundle_path=batch.store.uri(bundle_rel) if total else "", result=None,
-                              error=err, run_id=batch.run_id)
+                              error=err, run_id=batch.run_id, review_id=key)
+        _withdraw_pending_packets(batch, by_id[doc_id], f"escalated again by a later run of {batch.ds}", keys,
+                                  keep_current=True)
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
-        html_uri, _ = write_packet_html(batch.store, doc_id)
+        html_uri, _ = write_packet_html(batch.store, key)
         withdraw_accepted(doc_id, err["error"])
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"],

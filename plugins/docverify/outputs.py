@@ -53,8 +53,11 @@ def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result:
         })
         out["accepted"] = store.uri(rel)
     else:
+        from docverify.sme import review_id
+
         packet = build_packet(doc_id=bundle.doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
-                              bundle_path=store.uri(bundle_rel), result=result, run_id=run_id)
+                              bundle_path=store.uri(bundle_rel), result=result, run_id=run_id,
+                              review_id=review_id(ds, bundle.doc_id, bundle.sha256))
         uri, outcome = write_packet(store, packet, write_json=write_json)
         out["sme_packet"] = uri
         out["sme_packet_outcome"] = outcome

@@ -17,6 +17,8 @@ from typing import Any
 
 from docverify.batch import Batch, lineage, load_stage_stats
 from docverify.models import VerificationResult
+from docverify.sme import review_id
+from docverify.store import ArtifactStore
 
 log = logging.getLogger("docverify.report")
 
@@ -80,8 +82,9 @@ def build(batch: Batch) -> dict[str, Any]:
         out = {}
         if batch.store.exists(f"accepted/{batch.ds}/{doc_id}.json"):
             out["accepted"] = batch.store.uri(f"accepted/{batch.ds}/{doc_id}.json")
-        if batch.store.exists(f"sme_packets/sme_packet_{doc_id}.json"):
-            out["sme_packet"] = batch.store.uri(f"sme_packets/sme_packet_{doc_id}.json")
+        packet_rel = ArtifactStore.packet_rel(review_id(batch.ds, doc_id, entry.get("sha256")))
+        if batch.store.exists(packet_rel):
+            out["sme_packet"] = batch.store.uri(packet_rel)
         out["run_dir"] = batch.store.uri(batch.run_rel(doc_id))
         entry["outputs"] = out
         docs.append(entry)

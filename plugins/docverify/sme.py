@@ -43,6 +43,7 @@ log = logging.getLogger("docverify.sme")
 __all__ = [
     "PacketNotFoundError", "SMEReviewHelper", "apply_correction", "build_packet", "compare_production",
     "format_issue", "get_issue_context", "ground_truth_versions", "html_rel", "list_pending_reviews", "load_packet",
+    "packet_key", "resolve_key", "review_id",
     "packet_html", "packet_markdown", "save_review", "sort_issues", "validate_segments", "write_packet",
     "write_packet_html",
 ]
@@ -575,7 +576,7 @@ class SMEReviewHelper:
 
     def html_uri(self, doc_id: str) -> str | None:
         """URI of the packet's HTML rendering, when the nightly run wrote one."""
-        rel = html_rel(doc_id)
+        rel = html_rel(packet_key(self.load_packet(doc_id)))
         return self.store.uri(rel) if self.store.exists(rel) else None
 
     def save_review(self, doc_id: str, agrees: bool, corrected_dominant_type: str | None = None,

@@ -108,10 +108,12 @@ def review_body(doc_id: str) -> str:
         log.info("doc_id=%s already %s (ground truth %s): no review opened", doc_id, packet.review_status,
                  packet.ground_truth_path)
         raise AirflowSkipException(f"packet {doc_id} is already {packet.review_status}")
+    from docverify.sme import packet_key
     from docverify_airflow.packet_app import packet_url
 
-    html = html_rel(doc_id)  # served by the api-server (plugin docverify) behind Airflow's login
-    return packet_markdown(packet, html_uri=packet_url(doc_id) if store.exists(html) else None)
+    key = packet_key(packet)
+    html = html_rel(key)  # served by the api-server (plugin docverify) behind Airflow's login
+    return packet_markdown(packet, html_uri=packet_url(key) if store.exists(html) else None)
 
 
 def has_primary(doc_id: str) -> bool:

@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 from tests.dags.airflow_env import REPO, airflow_cmd
+from tests.packets import has_packet, packet_file
 
 DS = "2026-11-20"
 SAMPLES = REPO / "include" / "samples"
@@ -63,12 +64,12 @@ def test_outputs_per_route(sample_run):
     root, *_ = sample_run
     for doc_id, route in expected_routes().items():
         accepted = root / "accepted" / DS / f"{doc_id}.json"
-        packet = root / "sme_packets" / f"sme_packet_{doc_id}.json"
         if route.endswith("AUTO_ACCEPT"):
-            assert accepted.is_file() and not packet.exists(), doc_id
+            assert accepted.is_file() and not has_packet(root, doc_id), doc_id
             rec = json.loads(accepted.read_text())
             assert rec["provenance"]["sha256"] and rec["classification"]["doc_id"]
         else:
+            packet = packet_file(root, doc_id, night=DS)  # one review of this night's file and content
             assert packet.is_file() and not accepted.exists(), doc_id
             assert json.loads(packet.read_text())["review_status"] == "pending"
         assert (root / "runs" / DS / doc_id).is_dir()

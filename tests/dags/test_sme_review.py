@@ -53,7 +53,16 @@ def _ops(dag, **params) -> dict:
     from docverify_airflow import sme_tasks
 
     kwargs = sme_tasks.review_kwargs(_context(dag, **params))
-    return {k["doc_id"]: dag.task_dict["review"].unmap(k) for k in kwargs}
+    return {_doc(k["doc_id"]): dag.task_dict["review"].unmap(k) for k in kwargs}
+
+
+def _doc(review_id: str) -> str:
+    """The doc id inside a review's key ``<night>_<doc_id>_<sha10>`` (the review task's doc_id)."""
+    import re
+
+    m = re.fullmatch(r"\d{4}-\d\d-\d\d_(.+)_[0-9a-f]{10}", review_id)
+    assert m, review_id
+    return m.group(1)
 
 
 def _answer(op, option, user="sme.anna", **fields):
@@ -145,7 +154,7 @@ def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypa
         op.execute(ctx)
     body = sent["body"]
     assert body.startswith("## quest\\_cbc\\_panel — V5 rule 1") and "[BLOCKER] V3-0001" in body
-    assert ">> Quest Diagnostics" in body and "(/docverify/packets/quest_cbc_panel)" in body
+    assert ">> Quest Diagnostics" in body and f"(/docverify/packets/{op.doc_id})" in body
     assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct"]
     assert "\n\n**Decision:**" in body  # header lines are separate paragraphs in the UI's Markdown
     # a document that could not be parsed has no classification to agree with: only Correct
@@ -175,8 +184,9 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
     ops = _ops(dag)
     out = _answer(ops["quest_cbc_panel"], "Agree", notes="looks right")
     assert out["ground_truth_source"] == "SME_VALIDATED" and out["version"] == 1
-    assert out["uri"].endswith("/ground_truth/gt_quest_cbc_panel.json") and "notes" not in json.dumps(out)
-    v1 = night.read_bytes("ground_truth/gt_quest_cbc_panel.json")
+    key = ops["quest_cbc_panel"].doc_id  # the review: this night's file with its content
+    assert out["uri"].endswith(f"/ground_truth/gt_{key}.json") and "notes" not in json.dumps(out)
+    v1 = night.read_bytes(f"ground_truth/gt_{key}.json")
     rec = json.loads(v1)
     assert rec["reviewer"] == "sme.anna" and rec["reviewed_at"] == "2026-11-22T09:30:00Z"
     assert rec["channel"] == "airflow-hitl:sme_review/manual__1/review[0]"
@@ -195,8 +205,8 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
     # a second answer for the same document (an operator re-opened it): version 2, v1 untouched
     out = _answer(ops["quest_cbc_panel"], "Correct", user="sme.ben", corrected_dominant_type="Other",
                   notes="routine CBC")
-    assert out["version"] == 2 and out["uri"].endswith("gt_quest_cbc_panel.v2.json")
-    assert night.read_bytes("ground_truth/gt_quest_cbc_panel.json") == v1
+    assert out["version"] == 2 and out["uri"].endswith(f"gt_{key}.v2.json")
+    assert night.read_bytes(f"ground_truth/gt_{key}.json") == v1
     v2 = ground_truth_versions(night, "quest_cbc_panel")[1]
     assert v2.ground_truth_classification["dominant_type_overall"] == "Other" and v2.correction_notes == "routine CBC"
     assert load_packet(night, "quest_cbc_panel").ground_truth_version == 2
@@ -205,7 +215,7 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
     with pytest.raises(AirflowSkipException, match="left pending"):
         ops["corrupt_truncated"].execute_complete({}, {"error": "The Human-in-the-loop response timeout has passed",
                                                        "error_type": "timeout"})
-    assert not night.exists("ground_truth/gt_corrupt_truncated.json")
+    assert not list((night.root / "ground_truth").glob("gt_*corrupt_truncated*.json"))
     assert load_packet(night, "corrupt_truncated").review_status == "pending"
     assert set(_ops(dag)) == {"corrupt_truncated", "lab_requisition_form"}
 
@@ -237,7 +247,7 @@ def test_unusable_answers_fail_the_task_and_write_nothing(dag, night, doc, optio
 
     with pytest.raises(ValueError, match=match):
         _answer(_ops(dag)[doc], option, **fields)
-    assert not night.exists(f"ground_truth/gt_{doc}.json")
+    assert not list((night.root / "ground_truth").glob(f"gt_*{doc}*.json"))
     assert load_packet(night, doc).review_status == "pending"
 
 
@@ -280,7 +290,7 @@ def test_a_bad_form_value_is_refused_and_nothing_is_written(dag, night):
     # its retry opens the form again)
     with pytest.raises(ValueError, match="Invalid input for param corrected_dominant_type: 'Lab Report' is not one of"):
         _answer(_ops(dag)["fabricated_evidence"], "Correct", corrected_dominant_type="Lab Report")
-    assert not night.exists("ground_truth/gt_fabricated_evidence.json")
+    assert not list((night.root / "ground_truth").glob("gt_*fabricated_evidence*.json"))
 
 
 # --------------------------------------------------------------------------- overlapping runs
@@ -295,12 +305,12 @@ def test_overlapping_runs_never_open_one_packet_twice_and_never_wait_for_each_ot
     it is active: it opens none of night 1's packets and is not held back."""
     from docverify_airflow import sme_tasks
 
-    first = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
+    first = {_doc(k["doc_id"]) for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
     assert len(first) == 4
     second = sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))
     assert second == []  # every pending packet is open in the first run
     # the first run's task retried: it gets its own packets back
-    again = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
+    again = {_doc(k["doc_id"]) for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
     assert again == first
 
 
@@ -310,7 +320,7 @@ def test_a_timed_out_or_answered_review_frees_its_packet_for_the_next_run(dag, n
     from docverify_airflow import sme_tasks
 
     ctx1 = _run_context(dag, "asset_triggered__night1")
-    ops = {k["doc_id"]: dag.task_dict["review"].unmap(k) for k in sme_tasks.review_kwargs(ctx1)}
+    ops = {_doc(k["doc_id"]): dag.task_dict["review"].unmap(k) for k in sme_tasks.review_kwargs(ctx1)}
     ti = SimpleNamespace(dag_id=DAG_ID, run_id="asset_triggered__night1", task_id="review", map_index=0)
     with pytest.raises(AirflowSkipException):
         ops["quest_cbc_panel"].execute_complete({**ctx1, "ti": ti}, {"error_type": "timeout"})
@@ -321,7 +331,7 @@ def test_a_timed_out_or_answered_review_frees_its_packet_for_the_next_run(dag, n
         "chosen_options": ["Agree"], "params_input": {k: form[k].value for k in form},
         "responded_at": dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC),
         "responded_by_user": {"id": "sme.anna", "name": "sme.anna"}})
-    nxt = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))}
+    nxt = {_doc(k["doc_id"]) for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))}
     # the timed-out packet is pending and free again; the answered one is reviewed; the other two
     # are still open in the first run
     assert nxt == {"quest_cbc_panel"}
@@ -330,11 +340,12 @@ def test_a_timed_out_or_answered_review_frees_its_packet_for_the_next_run(dag, n
 def test_a_manual_run_catches_up_on_every_free_pending_packet(dag, night):
     """Asset events sent while sme_review was paused do not start runs after unpausing; a manual
     trigger (no Asset event) lists every pending packet nobody has open, of every night."""
+    # a claim of a run that died long ago has expired
+    from docverify.sme import resolve_key
     from docverify.sme_claims import claim
     from docverify_airflow import sme_tasks
 
-    # a claim of a run that died long ago has expired
-    assert claim(night, "corrupt_truncated", "sme_review/old_run", dt.timedelta(hours=1),
+    assert claim(night, resolve_key(night, "corrupt_truncated"), "sme_review/old_run", dt.timedelta(hours=1),
                  now=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
-    manual = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "manual__catch_up"))}
+    manual = {_doc(k["doc_id"]) for k in sme_tasks.review_kwargs(_run_context(dag, "manual__catch_up"))}
     assert manual == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}

@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 from tests.batch_stages import run_stages
+from tests.packets import packet_file
 
 from docverify import batch as B
 from docverify import report
@@ -45,7 +46,7 @@ def test_classifier_fault_escalates_the_document_not_the_batch(tmp_path, repo_di
     by_id = {d["doc_id"]: d for d in rep["per_document"]}
     assert by_id["genomic_brca_ngs"]["final_decision"] == "ESCALATE_TO_SME"
     assert by_id["genomic_brca_ngs"]["error"] == "CLASSIFICATION_FAILED"
-    packet = json.loads((tmp_path / "sme_packets" / "sme_packet_genomic_brca_ngs.json").read_text())
+    packet = json.loads(packet_file(tmp_path, "genomic_brca_ngs", ".json").read_text())
     assert packet["error"]["error"] == "CLASSIFICATION_FAILED" and "endpoint down" not in json.dumps(packet)
     # the document with a provided classification is unaffected by the classifier's fault
     assert by_id["retry_shares"]["final_decision"] == "AUTO_ACCEPT"

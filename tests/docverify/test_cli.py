@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from tests.packets import packet_file
 
 
 def cli(repo_dir, *args, check_code=None):
@@ -52,7 +53,7 @@ def test_verify_spec_escalate_example(repo_dir, tmp_path):
     assert (out["final_decision"], out["final_rule"], len(out["attempts"])) == ("ESCALATE_TO_SME", 1, 1)
     codes = [i["code"] for i in out["attempts"][0]["issues"]]
     assert "TRAP_ROUTINE_LAB_GENOMIC" in codes
-    packet = json.loads((tmp_path / "sme_packets" / "sme_packet_quest_cbc.json").read_text())
+    packet = json.loads(packet_file(tmp_path, "quest_cbc", ".json", night="adhoc").read_text())
     assert packet["review_status"] == "pending" and packet["issues_summary"][0]["severity"] == "BLOCKER"
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from tests.docverify.sme_night import DS, REPO, run_night
+from tests.packets import packet_file
 
 from docverify import report
 from docverify.examples import genomic_then_note, mutate
@@ -50,11 +51,11 @@ def test_the_packet_has_the_original_every_attempt_its_fixes_and_the_final_decis
 
 def test_a_parse_error_is_its_own_reason_everywhere(tmp_path):
     b = run_night(tmp_path, names=("corrupt_truncated", "genomic_brca_ngs"))
-    packet = json.loads((tmp_path / "sme_packets" / "sme_packet_corrupt_truncated.json").read_text())
+    packet = json.loads(packet_file(tmp_path, "corrupt_truncated", ".json").read_text())
     assert packet["v5_rule"] is None and packet["escalation_reason"] == "error"
     assert packet["v5_reason"].startswith("Not verified: the document could not be processed (CORRUPT")
     assert "Rule 1" not in packet["v5_reason"] and packet["attempt_history"] == []
-    md = (tmp_path / "sme_packets" / "sme_packet_corrupt_truncated.html").read_text()
+    md = packet_file(tmp_path, "corrupt_truncated", ".html").read_text()
     assert "not processed: CORRUPT" in md
     report.write(b)
     rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())

@@ -11,6 +11,7 @@ import zlib
 
 import pytest
 from tests.docverify.sme_night import DS, REPO, run_night
+from tests.packets import packet_name
 
 from docverify.layout.local_pdf import parse_pdf
 from docverify.models import DOC_TYPES, DocumentBundle, Page, SMEPacket
@@ -23,6 +24,7 @@ from docverify.sme import (
     html_rel,
     list_pending_reviews,
     load_packet,
+    resolve_key,
     save_review,
     write_packet,
 )
@@ -182,7 +184,7 @@ def test_html_escapes_everything_from_the_document_and_the_packet():
 
 
 def test_packet_renderings_of_a_real_night(store):
-    html = store.read_bytes(html_rel("quest_cbc_panel")).decode()
+    html = store.read_bytes(html_rel(resolve_key(store, "quest_cbc_panel"))).decode()
     packet = load_packet(store, "quest_cbc_panel")
     assert html.count("data:image/png;base64,") == 1  # one page, embedded once, shared by the issues
     assert html.count("class='box'") >= len(packet.issues_summary)
@@ -193,7 +195,7 @@ def test_packet_renderings_of_a_real_night(store):
     vendor = next(s for s in packet.issues_summary if s.code == "TRAP_ROUTINE_LAB_GENOMIC")
     assert vendor.context["match"] == "Quest Diagnostics" and vendor.context["before"] == []
     # the error packet renders too, without images
-    err_html = store.read_bytes(html_rel("corrupt_truncated")).decode()
+    err_html = store.read_bytes(html_rel(resolve_key(store, "corrupt_truncated"))).decode()
     assert "CORRUPT" in err_html and "data:image" not in err_html
 
 
@@ -243,17 +245,20 @@ def test_production_classification_beside_the_pdf_reaches_the_packet(tmp_path):
 
 def test_agree_then_correct_makes_versions_and_never_overwrites(store):
     primary = load_packet(store, "quest_cbc_panel").primary_classification
+    key = resolve_key(store, "quest_cbc_panel")  # this night's review of the file: <night>_<doc>_<sha10>
+    assert re.fullmatch(rf"{DS}_quest_cbc_panel_[0-9a-f]{{10}}", key)
     rec, uri = save_review(store, "quest_cbc_panel", agrees=True, reviewer="dr.a", correction_notes="fine")
-    assert uri.endswith("/ground_truth/gt_quest_cbc_panel.json") and rec.version == 1
+    assert uri.endswith(f"/ground_truth/gt_{key}.json") and rec.version == 1
+    assert (rec.doc_id, rec.review_id) == ("quest_cbc_panel", key)
     assert rec.ground_truth_source == "SME_VALIDATED" and rec.ground_truth_classification == primary
-    v1 = store.read_bytes("ground_truth/gt_quest_cbc_panel.json")
+    v1 = store.read_bytes(f"ground_truth/gt_{key}.json")
     packet = load_packet(store, "quest_cbc_panel")
     assert (packet.review_status, packet.reviewer, packet.ground_truth_path, packet.ground_truth_version) == (
         "reviewed", "dr.a", uri, 1)
     rec2, uri2 = save_review(store, "quest_cbc_panel", agrees=False, corrected_dominant_type="Other",
                              correction_notes="routine CBC", reviewer="dr.b", reviewed_at="2026-11-22T10:00:00Z")
-    assert uri2.endswith("/gt_quest_cbc_panel.v2.json") and rec2.version == 2
-    assert store.read_bytes("ground_truth/gt_quest_cbc_panel.json") == v1
+    assert uri2.endswith(f"/gt_{key}.v2.json") and rec2.version == 2
+    assert store.read_bytes(f"ground_truth/gt_{key}.json") == v1
     gt = rec2.ground_truth_classification
     assert rec2.ground_truth_source == "SME_CORRECTED" and gt["dominant_type_overall"] == "Other"
     assert [s["dominant_type"] for s in gt["segments"]] == ["Other"]  # one segment: the whole document
@@ -272,7 +277,7 @@ def test_agree_then_correct_makes_versions_and_never_overwrites(store):
                                         "document_mixture → Other: NO_EVIDENCE → PRIMARY"]
     assert load_packet(store, "quest_cbc_panel").ground_truth_version == 2
     assert [r.version for r in ground_truth_versions(store, "quest_cbc_panel")] == [1, 2]
-    assert "reviewed" in store.read_bytes(html_rel("quest_cbc_panel")).decode()  # rendering refreshed
+    assert "reviewed" in store.read_bytes(html_rel(key)).decode()  # rendering refreshed
 
 
 def test_a_reviewed_packet_survives_a_rerun_of_the_night(store):
@@ -282,7 +287,7 @@ def test_a_reviewed_packet_survives_a_rerun_of_the_night(store):
     save_review(store, "lab_requisition_form", agrees=True, reviewer="dr.a")
     folder = store.root / "sme_packets"
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    assert "reviewed" in before["sme_packet_lab_requisition_form.html"].decode()
+    assert "reviewed" in before[packet_name(before, "lab_requisition_form", ".html")].decode()
     B.write_sme_packets(B.Batch(store=store, ds=DS, run_id="rerun"))
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # JSON and HTML, byte for byte
     assert "lab_requisition_form" not in [r["doc_id"] for r in list_pending_reviews(store)]
@@ -354,10 +359,10 @@ def test_refusals_name_the_problem(store):
         save_review(store, "quest_cbc_panel", agrees=True, reviewer=" ")
     with pytest.raises(ValueError, match="no primary classification to validate"):
         save_review(store, "corrupt_truncated", agrees=True, reviewer="dr.a")
-    store.write_text("sme_packets/sme_packet_quest_cbc_panel.json",
-                     store.read_bytes("sme_packets/sme_packet_quest_cbc_panel.json").decode().replace(
-                         '"review_status": "pending"', '"review_status": "archived"'))
-    with pytest.raises(ValueError, match="sme_packet_quest_cbc_panel.json is not a valid SME packet"):
+    rel = f"sme_packets/sme_packet_{resolve_key(store, 'quest_cbc_panel')}.json"
+    store.write_text(rel, store.read_bytes(rel).decode().replace('"review_status": "pending"',
+                                                                 '"review_status": "archived"'))
+    with pytest.raises(ValueError, match=r"sme_packet_\S+_quest_cbc_panel_\w+\.json is not a valid SME packet"):
         save_review(store, "quest_cbc_panel", agrees=True, reviewer="dr.a")
 
 
@@ -372,7 +377,7 @@ def test_a_parse_error_packet_can_be_corrected(store):
 def test_write_packet_never_overwrites_a_reviewed_packet(store):
     save_review(store, "quest_cbc_panel", agrees=True, reviewer="dr.a")
     fresh = build_packet(doc_id="quest_cbc_panel", pdf_path="x.pdf", total_pages=1, bundle_path="", result=None,
-                         error={"error": "X"})
+                         error={"error": "X"}, review_id=resolve_key(store, "quest_cbc_panel"))
     assert write_packet(store, fresh)[1] == "kept_reviewed"
     assert load_packet(store, "quest_cbc_panel").review_status == "reviewed"
 
@@ -393,7 +398,8 @@ def test_helper_walks_the_spec_workflow(store):
     assert helper.html_uri("quest_cbc_panel").startswith("file://")
     rec, uri = helper.save_review("quest_cbc_panel", False, corrected_dominant_type="Other",
                                   correction_notes="routine CBC")
-    assert rec.reviewer == "dr.helper" and rec.channel == "notebook" and uri.endswith("gt_quest_cbc_panel.json")
+    assert rec.reviewer == "dr.helper" and rec.channel == "notebook"
+    assert re.search(r"/gt_\S+_quest_cbc_panel_[0-9a-f]{10}\.json$", uri)
     assert "quest_cbc_panel" not in [r["doc_id"] for r in helper.list_pending_reviews()]
     assert SMEReviewHelper(store.uri("")).load_packet("quest_cbc_panel").review_status == "reviewed"  # file:// URI
 

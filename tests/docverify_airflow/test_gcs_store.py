@@ -6,6 +6,7 @@ nightly batch stages on the sample batch."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -188,7 +189,8 @@ def test_sample_batch_stages_on_gcs(gcs_root):
     objects = set(gcs_root.object_names())
     for doc_id, route in expected.items():
         accepted = f"accepted/{DS}/{doc_id}.json" in objects
-        packet = f"sme_packets/sme_packet_{doc_id}.json" in objects
+        packet = any(re.fullmatch(rf"sme_packets/sme_packet_{DS}_{re.escape(doc_id)}_[0-9a-f]{{10}}\.json", o)
+                     for o in objects)
         assert (accepted, packet) == ((True, False) if route.endswith("AUTO_ACCEPT") else (False, True)), doc_id
     parsed = [d for d in expected if d != "corrupt_truncated"]  # scanned_no_text is OCR'd (issue 13)
     assert {f"runs/{DS}/{d}/bundle.json" for d in parsed} <= objects

@@ -36,9 +36,12 @@ def logged_in(client):
 
 
 def test_pending_list_and_one_packet(logged_in):
+    import re
+
     listing = logged_in.get("/packets/")
-    assert listing.status_code == 200 and 'href="quest_cbc_panel"' in listing.text
-    page = logged_in.get("/packets/quest_cbc_panel")
+    key = re.search(r'href="(\S+_quest_cbc_panel_[0-9a-f]{10})"', listing.text).group(1)  # one night's review
+    assert listing.status_code == 200 and ">quest_cbc_panel</a>" in listing.text
+    page = logged_in.get(f"/packets/{key}")
     assert page.status_code == 200 and "<html" in page.text.lower()
     assert page.headers["cache-control"] == "no-store"
     assert "frame-ancestors 'self'" in page.headers["content-security-policy"]
@@ -59,8 +62,12 @@ def test_the_review_form_links_the_served_page(tmp_path, monkeypatch):
     root = tmp_path / "root"
     run_night(root)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
-    body = sme_tasks.review_body("quest_cbc_panel")
-    assert "(/docverify/packets/quest_cbc_panel)" in body and "file://" not in body
+    from docverify.sme import resolve_key
+    from docverify.store import ArtifactStore
+
+    key = resolve_key(ArtifactStore(root), "quest_cbc_panel")
+    body = sme_tasks.review_body(key)
+    assert f"(/docverify/packets/{key})" in body and "file://" not in body
 
 
 def test_the_plugin_registers_the_app():

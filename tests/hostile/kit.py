@@ -19,6 +19,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.packets import has_packet, packet_file
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "include" / "samples"
 DS = "2026-11-20"
@@ -365,9 +367,10 @@ def routes_of(root: pathlib.Path, doc: dict) -> list[str]:
     doc_id = doc["doc_id"]
     if (root / "accepted" / DS / f"{doc_id}.json").exists():
         out.append("accepted")
-    packet = root / "sme_packets" / f"sme_packet_{doc_id}.json"
-    if packet.exists() and json.loads(packet.read_text()).get("pdf_path") == doc["pdf_uri"]:
-        out.append("sme_packet")
+    if has_packet(root, doc_id, night=DS):
+        packet = packet_file(root, doc_id, night=DS)
+        if json.loads(packet.read_text()).get("pdf_path") == doc["pdf_uri"]:
+            out.append("sme_packet")
     return out
 
 
@@ -414,7 +417,7 @@ def check_night(night: Night, run: dict) -> dict[str, Any]:
                 assert entry.get("error"), f"{name}: escalated without a typed error"
                 if code is not None:
                     assert entry["error"] == code, f"{name}: {entry['error']} instead of {code}"
-                packet = json.loads((night.root / "sme_packets" / f"sme_packet_{doc['doc_id']}.json").read_text())
+                packet = json.loads(packet_file(night.root, doc["doc_id"], night=DS).read_text())
                 assert packet["error"]["error"] == entry["error"], f"{name}: the packet does not carry the error"
     assert lost == [], f"documents not in exactly one route: {lost}"
     assert silent == [], f"hostile inputs accepted: {silent}"

@@ -12,6 +12,7 @@ import time
 
 import pytest
 from tests.hostile import kit
+from tests.packets import has_packet, packet_file
 
 from docverify import batch as B
 from docverify import report
@@ -71,13 +72,14 @@ def test_after_an_outage_recovered_documents_lose_their_pending_packet(tmp_path)
     run1 = kit.run_night(night, Outage(), run_id="run1")
     assert {d["doc_id"]: d.get("error") for d in run1["report"]["per_document"]}["note_mts_19"] == \
         "CLASSIFICATION_FAILED"
-    assert (night.root / "sme_packets" / "sme_packet_note_mts_19.json").exists()
+    packet = packet_file(night.root, "note_mts_19", night=DS)
+    key = packet.name[len("sme_packet_"):-len(".json")]
     run2 = kit.run_night(night, OfflineJudge(), run_id="run2")
     kit.check_night(night, run2)
     assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
-    assert not (night.root / "sme_packets" / "sme_packet_note_mts_19.json").exists()
-    assert not (night.root / "sme_packets" / "sme_packet_note_mts_19.html").exists()
-    moved = json.loads((night.root / "withdrawn" / DS / "sme_packet_note_mts_19.json").read_text())
+    assert not has_packet(night.root, "note_mts_19")
+    assert not packet.with_suffix(".html").exists()
+    moved = json.loads((night.root / "withdrawn" / DS / f"sme_packet_{key}.json").read_text())
     assert moved["record"]["error"]["error"] == "CLASSIFICATION_FAILED" and "accepted" in moved["reason"]
     # a third run changes nothing: the withdrawal is not repeated, outputs stay byte for byte
     before = {p: p.read_bytes() for p in night.root.rglob("*.json") if "_stages" not in p.parts
@@ -95,11 +97,12 @@ def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
     kit.run_night(night, Outage(), run_id="run1", watch=False)
     SMEReviewHelper(night.root).save_review("note_mts_19", agrees=False, corrected_dominant_type="Clinical Note",
                                             reviewer="dr.test")
-    packet = (night.root / "sme_packets" / "sme_packet_note_mts_19.json").read_bytes()
-    gt = (night.root / "ground_truth" / "gt_note_mts_19.json").read_bytes()
+    packet_path = packet_file(night.root, "note_mts_19", night=DS)
+    gt_path = night.root / "ground_truth" / f"gt_{packet_path.name[len('sme_packet_'):]}"
+    packet, gt = packet_path.read_bytes(), gt_path.read_bytes()
     kit.run_night(night, OfflineJudge(), run_id="run2", watch=False)
-    assert (night.root / "sme_packets" / "sme_packet_note_mts_19.json").read_bytes() == packet
-    assert (night.root / "ground_truth" / "gt_note_mts_19.json").read_bytes() == gt
+    assert packet_path.read_bytes() == packet
+    assert gt_path.read_bytes() == gt
     assert not (night.root / "withdrawn").exists()
 
 
