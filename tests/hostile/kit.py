@@ -358,16 +358,30 @@ def peak_rss_mb() -> float:
 # ----------------------------------------------------------------------------- the checks
 
 
+def packets_of(root: pathlib.Path, doc: dict) -> list[pathlib.Path]:
+    """The packet files of this night's document (same doc id and input URI), whatever key they
+    are stored under (``sme_packet_<doc_id>.json`` or ``sme_packet_<night>_<doc_id>_<sha>.json``)."""
+    out = []
+    for p in sorted((root / "sme_packets").glob("sme_packet_*.json")):
+        packet = json.loads(p.read_text())
+        if packet.get("doc_id") == doc["doc_id"] and packet.get("pdf_path") == doc["pdf_uri"]:
+            out.append(p)
+    return out
+
+
+def withdrawn_of(root: pathlib.Path, kind: str, doc_id: str) -> list[pathlib.Path]:
+    """Records a re-run moved aside for ``doc_id`` (``withdrawn/<ds>/<kind>_<key>[.n].json``)."""
+    return [p for p in sorted((root / "withdrawn" / DS).glob(f"{kind}_*.json"))
+            if json.loads(p.read_text())["record"].get("doc_id") == doc_id]
+
+
 def routes_of(root: pathlib.Path, doc: dict) -> list[str]:
-    """Where a document ended: its accepted record and/or its pending/reviewed packet of this
+    """Where a document ended: its accepted record and/or its pending/reviewed packet(s) of this
     night (same input URI)."""
     out = []
-    doc_id = doc["doc_id"]
-    if (root / "accepted" / DS / f"{doc_id}.json").exists():
+    if (root / "accepted" / DS / f"{doc['doc_id']}.json").exists():
         out.append("accepted")
-    packet = root / "sme_packets" / f"sme_packet_{doc_id}.json"
-    if packet.exists() and json.loads(packet.read_text()).get("pdf_path") == doc["pdf_uri"]:
-        out.append("sme_packet")
+    out += ["sme_packet"] * len(packets_of(root, doc))
     return out
 
 
@@ -414,7 +428,7 @@ def check_night(night: Night, run: dict) -> dict[str, Any]:
                 assert entry.get("error"), f"{name}: escalated without a typed error"
                 if code is not None:
                     assert entry["error"] == code, f"{name}: {entry['error']} instead of {code}"
-                packet = json.loads((night.root / "sme_packets" / f"sme_packet_{doc['doc_id']}.json").read_text())
+                packet = json.loads(packets_of(night.root, doc)[0].read_text())
                 assert packet["error"]["error"] == entry["error"], f"{name}: the packet does not carry the error"
     assert lost == [], f"documents not in exactly one route: {lost}"
     assert silent == [], f"hostile inputs accepted: {silent}"
