@@ -19,8 +19,6 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.packets import has_packet, packet_file
-
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "include" / "samples"
 DS = "2026-11-20"
@@ -360,17 +358,30 @@ def peak_rss_mb() -> float:
 # ----------------------------------------------------------------------------- the checks
 
 
+def packets_of(root: pathlib.Path, doc: dict) -> list[pathlib.Path]:
+    """The packet files of this night's document (same doc id and input URI), whatever key they
+    are stored under (``sme_packet_<doc_id>.json`` or ``sme_packet_<night>_<doc_id>_<sha>.json``)."""
+    out = []
+    for p in sorted((root / "sme_packets").glob("sme_packet_*.json")):
+        packet = json.loads(p.read_text())
+        if packet.get("doc_id") == doc["doc_id"] and packet.get("pdf_path") == doc["pdf_uri"]:
+            out.append(p)
+    return out
+
+
+def withdrawn_of(root: pathlib.Path, kind: str, doc_id: str) -> list[pathlib.Path]:
+    """Records a re-run moved aside for ``doc_id`` (``withdrawn/<ds>/<kind>_<key>[.n].json``)."""
+    return [p for p in sorted((root / "withdrawn" / DS).glob(f"{kind}_*.json"))
+            if json.loads(p.read_text())["record"].get("doc_id") == doc_id]
+
+
 def routes_of(root: pathlib.Path, doc: dict) -> list[str]:
-    """Where a document ended: its accepted record and/or its pending/reviewed packet of this
+    """Where a document ended: its accepted record and/or its pending/reviewed packet(s) of this
     night (same input URI)."""
     out = []
-    doc_id = doc["doc_id"]
-    if (root / "accepted" / DS / f"{doc_id}.json").exists():
+    if (root / "accepted" / DS / f"{doc['doc_id']}.json").exists():
         out.append("accepted")
-    if has_packet(root, doc_id, night=DS):
-        packet = packet_file(root, doc_id, night=DS)
-        if json.loads(packet.read_text()).get("pdf_path") == doc["pdf_uri"]:
-            out.append("sme_packet")
+    out += ["sme_packet"] * len(packets_of(root, doc))
     return out
 
 
@@ -417,7 +428,7 @@ def check_night(night: Night, run: dict) -> dict[str, Any]:
                 assert entry.get("error"), f"{name}: escalated without a typed error"
                 if code is not None:
                     assert entry["error"] == code, f"{name}: {entry['error']} instead of {code}"
-                packet = json.loads(packet_file(night.root, doc["doc_id"], night=DS).read_text())
+                packet = json.loads(packets_of(night.root, doc)[0].read_text())
                 assert packet["error"]["error"] == entry["error"], f"{name}: the packet does not carry the error"
     assert lost == [], f"documents not in exactly one route: {lost}"
     assert silent == [], f"hostile inputs accepted: {silent}"

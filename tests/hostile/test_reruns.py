@@ -12,7 +12,6 @@ import time
 
 import pytest
 from tests.hostile import kit
-from tests.packets import has_packet, packet_file
 
 from docverify import batch as B
 from docverify import report
@@ -29,6 +28,11 @@ class Outage(OfflineJudge):
 
     async def classify(self, bundle):
         raise ConnectionError("endpoint down")
+
+
+def _doc(night: kit.Night, doc_id: str) -> dict:
+    manifest = json.loads((night.root / "runs" / DS / "_manifest.json").read_text())
+    return next(d for d in manifest["documents"] if d["doc_id"] == doc_id)
 
 
 def small_night(tmp_path) -> kit.Night:
@@ -60,7 +64,8 @@ def test_accepted_then_escalated_withdraws_the_accepted_record(tmp_path):
     run2 = kit.run_night(night, OfflineJudge(), run_id="run2")
     kit.check_night(night, run2)
     assert not (night.root / "accepted" / DS / "note_mts_19.json").exists()
-    moved = json.loads((night.root / "withdrawn" / DS / "accepted_note_mts_19.json").read_text())
+    [moved_file] = kit.withdrawn_of(night.root, "accepted", "note_mts_19")
+    moved = json.loads(moved_file.read_text())
     assert moved["run_id"] == "run2" and "INPUT_NOT_OBJECT" in moved["reason"]
     assert moved["record"]["doc_id"] == "note_mts_19" and moved["record"]["run_id"] == "run1"
     report_docs = {d["doc_id"]: d for d in run2["report"]["per_document"]}
@@ -72,14 +77,14 @@ def test_after_an_outage_recovered_documents_lose_their_pending_packet(tmp_path)
     run1 = kit.run_night(night, Outage(), run_id="run1")
     assert {d["doc_id"]: d.get("error") for d in run1["report"]["per_document"]}["note_mts_19"] == \
         "CLASSIFICATION_FAILED"
-    packet = packet_file(night.root, "note_mts_19", night=DS)
-    key = packet.name[len("sme_packet_"):-len(".json")]
+    doc = _doc(night, "note_mts_19")
+    [packet] = kit.packets_of(night.root, doc)
     run2 = kit.run_night(night, OfflineJudge(), run_id="run2")
     kit.check_night(night, run2)
     assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
-    assert not has_packet(night.root, "note_mts_19")
-    assert not packet.with_suffix(".html").exists()
-    moved = json.loads((night.root / "withdrawn" / DS / f"sme_packet_{key}.json").read_text())
+    assert not packet.exists() and not packet.with_suffix(".html").exists()
+    [moved_file] = kit.withdrawn_of(night.root, "sme_packet", "note_mts_19")
+    moved = json.loads(moved_file.read_text())
     assert moved["record"]["error"]["error"] == "CLASSIFICATION_FAILED" and "accepted" in moved["reason"]
     # a third run changes nothing: the withdrawal is not repeated, outputs stay byte for byte
     before = {p: p.read_bytes() for p in night.root.rglob("*.json") if "_stages" not in p.parts
@@ -97,12 +102,13 @@ def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
     kit.run_night(night, Outage(), run_id="run1", watch=False)
     SMEReviewHelper(night.root).save_review("note_mts_19", agrees=False, corrected_dominant_type="Clinical Note",
                                             reviewer="dr.test")
-    packet_path = packet_file(night.root, "note_mts_19", night=DS)
-    gt_path = night.root / "ground_truth" / f"gt_{packet_path.name[len('sme_packet_'):]}"
-    packet, gt = packet_path.read_bytes(), gt_path.read_bytes()
+    [packet_file] = kit.packets_of(night.root, _doc(night, "note_mts_19"))
+    packet = packet_file.read_bytes()
+    [gt_file] = (night.root / "ground_truth").glob("gt_*note_mts_19*.json")
+    gt = gt_file.read_bytes()
     kit.run_night(night, OfflineJudge(), run_id="run2", watch=False)
-    assert packet_path.read_bytes() == packet
-    assert gt_path.read_bytes() == gt
+    assert packet_file.read_bytes() == packet
+    assert gt_file.read_bytes() == gt
     assert not (night.root / "withdrawn").exists()
 
 
