@@ -17,6 +17,7 @@ import datetime as dt
 import getpass
 import json
 import logging
+import re
 import threading
 from typing import Any
 
@@ -288,7 +289,9 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
             continue
         if not isinstance(p, dict) or p.get("review_status", "pending") != "pending" or "doc_id" not in p:
             continue
-        rows.append({"doc_id": p["doc_id"], "review_id": _key_of_file(name),
+        key = _key_of_file(name)
+        night = key[:10] if p.get("review_id") and re.match(r"\d{4}-\d\d-\d\d_", key) else ""
+        rows.append({"doc_id": p["doc_id"], "review_id": key, "night": night,
                      "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
                      "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
                      "error": (p.get("error") or {}).get("error"), "created_at": p.get("created_at", ""),

@@ -128,7 +128,7 @@ def test_pending_packets_become_review_forms(dag, night):
     assert set(ops) == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
     op = ops["quest_cbc_panel"]
     # 1 issue: after the V3 trap BLOCKER no judgment runs (issue 10; was 3 with the V3/V4 judgments)
-    assert op.subject.startswith("quest_cbc_panel — V5 rule 1, BLOCKER, 1 issue(s)")
+    assert op.subject.startswith("quest_cbc_panel (2026-11-21) — V5 rule 1, BLOCKER, 1 issue(s)")
     assert op.options == ["Agree", "Correct"] and op.defaults is None and op.multiple is False
     assert isinstance(op.params, ParamsDict) and set(op.params) == {"corrected_dominant_type", "corrected_segments",
                                                                     "notes"}  # no Dag params on the form

@@ -122,15 +122,15 @@ class UI:
         self.d.get(f"{self.base}/dags/{dag_id}/runs/{quote(run_id, safe='')}/tasks/{task_id}")
         self.wait(lambda: needle in self.d.page_source, 60, f"{needle!r} in the log of {task_id}")
 
-    def open_review(self, doc_id: str) -> None:
+    def open_review(self, doc_id: str, night: dt.date) -> None:
         from selenium.webdriver.common.by import By
 
         self.d.get(self.base + "/")
         self.click(self.button("Browse"))
         self.click(self.wait(lambda: self.d.find_elements(By.XPATH, "//a[normalize-space()='Required Actions']"),
                              what="Required Actions menu entry")[0])
-        link = self.wait(lambda: [a for a in self.d.find_elements(By.PARTIAL_LINK_TEXT, f"{doc_id} —")
-                                  if a.is_displayed()], 120, f"the review of {doc_id}")[0]
+        link = self.wait(lambda: [a for a in self.d.find_elements(By.PARTIAL_LINK_TEXT, f"{doc_id} ({night}) —")
+                                  if a.is_displayed()], 120, f"the review of {doc_id} of {night}")[0]
         self.click(link)
         self.by_css("input[name='element_notes']")
 
@@ -222,19 +222,21 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         ui.shot("07_task_log_lineage")
 
         # the SME answers two reviews in Browse → Required Actions
-        ui.open_review("fabricated_evidence")
+        ui.open_review("fabricated_evidence", today)
         ui.shot("08_review_form")
         ui.answer("Agree", notes="the snippet is on no page; the rest is right")
-        ui.open_review("quest_cbc_panel")
+        ui.open_review("quest_cbc_panel", backfilled[0])
         assert ui.open_packet_page() == "SME packet — quest_cbc_panel"  # served behind the login
         ui.shot("09_packet_page")
-        ui.open_review("quest_cbc_panel")
+        ui.open_review("quest_cbc_panel", backfilled[0])
         ui.answer("Correct", pages={1: "Other"}, notes="routine CBC panel, not genomic")
         ui.shot("10_review_answered")
 
         gt = root / "ground_truth"
         ui.wait(lambda: len(list(gt.glob("*.json"))) >= 2, 120, "two ground-truth records")
         records = {json.loads(p.read_text())["doc_id"]: json.loads(p.read_text()) for p in gt.glob("*.json")}
+        assert records["fabricated_evidence"]["review_id"].startswith(f"{today}_fabricated_evidence_")
+        assert records["quest_cbc_panel"]["review_id"].startswith(f"{backfilled[0]}_quest_cbc_panel_")
         assert records["fabricated_evidence"]["ground_truth_source"] == "SME_VALIDATED"
         assert records["quest_cbc_panel"]["ground_truth_source"] == "SME_CORRECTED"
         corrected = records["quest_cbc_panel"]["ground_truth_classification"]
@@ -244,10 +246,15 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         assert all(m["presence_level"] != "PRIMARY" for m in corrected["document_mixture"]
                    if m["doc_type"] == "Genomic Report")
 
-        # packets and reports of every night
+        # packets and reports of every night: the same file names on four nights are four reviews each
         for day in [today, *backfilled]:
             assert (root / "reports" / day.isoformat() / "batch_report.html").exists()
-        assert list((root / "sme_packets").glob("*.html"))
+            for doc_id, route in EXPECTED.items():
+                found = list((root / "sme_packets").glob(f"sme_packet_{day}_{doc_id}_*.json"))
+                assert len(found) == (0 if route.endswith("AUTO_ACCEPT") else 1), (day, doc_id)
+        answered = {p.name for p in (root / "sme_packets").glob("*.json")
+                    if json.loads(p.read_text())["review_status"] == "reviewed"}
+        assert len(answered) == 2  # only the two reviews the SME answered, not their namesakes of other nights
 
         # no failed task anywhere; the Airflow components are still up
         for run in stack.runs(DAG) + stack.runs("sme_review"):
