@@ -396,13 +396,16 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
     for s in packet.issues_summary:
         out += ["", _fence(s.formatted)]
         ctx = s.context or {}
+        # the page served by the api-server shows every page once with the issues marked: the form
+        # keeps only the matched line of each issue, so the answer fields are a short scroll away
+        compact = bool(html_uri and html_uri.startswith("/"))
         if ctx.get("page") is not None:
             state = "matched" if ctx.get("found") else "not found; top of the page"
             block = [f"[page {ctx['page']}, {state}]"]
-            block += [f"  {_clip(p, para_limit)}" for p in ctx.get("before") or []]
+            block += [] if compact else [f"  {_clip(p, para_limit)}" for p in ctx.get("before") or []]
             if ctx.get("match"):
-                block.append(f">> {_clip(ctx['match'], para_limit)}")
-            block += [f"  {_clip(p, para_limit)}" for p in ctx.get("after") or []]
+                block.append(f">> {_clip(ctx['match'], min(para_limit, 240) if compact else para_limit)}")
+            block += [] if compact else [f"  {_clip(p, para_limit)}" for p in ctx.get("after") or []]
             out.append(_fence("\n".join(block)))
     if not packet.issues_summary:
         out += ["", "No verifier issues: the document could not be processed (see the error)."]

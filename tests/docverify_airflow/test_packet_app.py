@@ -76,3 +76,25 @@ def test_the_plugin_registers_the_app():
     plugin = importlib.import_module("docverify_plugin").DocverifyPlugin()
     apps = plugin.fastapi_apps
     assert apps[0]["url_prefix"] == "/docverify" and apps[0]["app"].title == "docverify SME packets"
+
+
+def test_the_form_body_is_short_when_the_page_is_served(tmp_path, monkeypatch):
+    """Each page once with its issues marked is the served page's job: the form keeps the matched
+    line of each issue, not the paragraphs around it (the answer fields stay a short scroll away)."""
+    from docverify.sme import load_packet, resolve_key
+    from docverify.sme_render import packet_markdown
+    from docverify.store import ArtifactStore
+    from docverify_airflow import sme_tasks
+
+    root = tmp_path / "root"
+    run_night(root)
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
+    store = ArtifactStore(root)
+    key = resolve_key(store, "lab_requisition_form")
+    form = sme_tasks.review_body(key)
+    full = packet_markdown(load_packet(store, key))
+    assert len(form) < len(full) and ">> " in form
+    for issue in load_packet(store, key).issues_summary:
+        for para in (issue.context or {}).get("before") or []:
+            if len(para) > 20:
+                assert para[:20] not in form and para[:20] in full
