@@ -50,6 +50,16 @@ def function_call(body: dict, args: dict, *, prompt_tokens: int = 1200, output_t
     }
 
 
+def text_reply(text: str, *, prompt_tokens: int = 400, output_tokens: int = 30) -> dict:
+    """A generateContent response with plain text (a call without output tools)."""
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+                          "totalTokenCount": prompt_tokens + output_tokens},
+        "modelVersion": "gemini-2.5-flash",
+    }
+
+
 def error_body(code: int, status: str, message: str = "fake error") -> dict:
     return {"error": {"code": code, "message": message, "status": status}}
 
