@@ -548,7 +548,7 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
 # =========================================================================== V5 arbiter
 
 
-def arbiter(batch: Batch) -> dict:
+def arbiter(batch: Batch, second_opinion: Any = None) -> dict:
     """Assemble attempt 0 of every document, decide, and split the documents by route
     (``runs/<ds>/_routes.json``).
 
@@ -557,6 +557,7 @@ def arbiter(batch: Batch) -> dict:
     from the retry, whose outcomes they read from the store.
     """
     stats = StageStats("v5_arbiter")
+    so_counts: dict[str, int] = {}
     routes: dict[str, list[str]] = {"accept": [], "auto_fix_retry": [], "write_sme_packets": []}
     decisions = {}
     for doc in batch.manifest()["documents"]:
@@ -579,6 +580,11 @@ def arbiter(batch: Batch) -> dict:
         cls, _ = parse(raw)
         report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
         rec = attempt_record(report)
+        # --- issue 14: the V5 second opinion (optional; it can only make the route stricter)
+        if second_opinion is not None:
+            from docverify.arbiters.second_opinion import record_second_opinion
+
+            rec = record_second_opinion(second_opinion, _bundle(batch, doc_id), cls, report, rec, stats, so_counts)
         decision = rec.decision
         base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
         batch.write_if_changed(f"{base}/report.json", report)
@@ -592,13 +598,14 @@ def arbiter(batch: Batch) -> dict:
         decisions[doc_id] = {"decision": decision.decision, "rule": decision.rule}
         lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
                 issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
-                output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"))
+                output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"), audit=decision.explanation_audit,
+                **({"second_opinion": decision.second_opinion["override"]} if decision.second_opinion else {}))
     batch.write_if_changed(batch.routes_rel, {"ds": batch.ds, "routes": routes, "attempt_0": decisions})
     follow = [r for r in ROUTES if routes[r]]
     if routes["auto_fix_retry"]:  # documents from the retry end in accept or write_sme_packets
         follow = list(ROUTES)
     counts = {k: len(v) for k, v in routes.items()}
-    stats.save(batch, counts=counts)
+    stats.save(batch, counts=counts, **({"second_opinion": so_counts} if second_opinion is not None else {}))
     log.info("V5 routes: %s; following %s", counts, follow)
     return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
 

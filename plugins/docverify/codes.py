@@ -64,6 +64,9 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("EVIDENCE_WEAK", "V4", _M, False, "IG-6", "Evidence is generic or too short to support the label"),
         # Any judgment phase
         CodeSpec("VERIFICATION_INCOMPLETE", "ANY", _M, False, "IG-11", "A judgment could not be completed"),
+        # The CR_V2 jury over a judgment's findings (issue 14; only when the jury is enabled)
+        CodeSpec("JURY_FLIP", "ANY", _M, True, "IG-10", "The jury found the opposite presence level (applied as a fix)"),
+        CodeSpec("JURY_FLAG", "ANY", _M, False, "IG-11", "The jury could not settle a finding"),
     )
 }
 

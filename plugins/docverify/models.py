@@ -175,7 +175,7 @@ class VerifierRun(_Model):
     """What one verifier phase did: which implementation ran, or why it was skipped."""
 
     agent: Literal["V1", "V2", "V3", "V4"]
-    phase: Literal["rules", "judgment"]
+    phase: Literal["rules", "judgment", "jury"]
     implementation: str
     skipped: bool = False
     skip_reason: str = ""
@@ -184,6 +184,11 @@ class VerifierRun(_Model):
     cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    votes: list[dict[str, Any]] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="phase 'jury' only: per finding its code, the three votes (action, reason code) and the "
+        "CR_V2 result (final action, flag reason, rule). Codes only, no text.",
+    )
 
 
 class VerificationReport(_Model):
@@ -211,6 +216,17 @@ class ArbiterDecision(_Model):
     fixable_count: int
     major_fixable: int = 0
     major_non_fixable: int = 0
+    citations: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the decision rests on: the rule, the issue ids and codes, the evidence pages.",
+    )
+    explanation_sme: str = Field(default="", description="For the SME (in the packet); codes and titles, no page text.")
+    explanation_audit: str = Field(default="", description="One audit line (report, lineage log); no page text.")
+    second_opinion: dict[str, Any] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Set when the V5 second opinion ran: the table's decision, the LLM's proposal, the override "
+        "that decided.",
+    )
 
 
 class FixApplied(_Model):

@@ -67,13 +67,69 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+def evidence_pages(issues: Iterable[Issue]) -> list[int]:
+    """The pages the issues point at (``details``: page, pages, found_on_pages, fix_page)."""
+    pages: set[int] = set()
+    for i in issues:
+        d = i.details or {}
+        for key in ("page", "fix_page"):
+            if isinstance(d.get(key), int) and not isinstance(d.get(key), bool):
+                pages.add(d[key])
+        for key in ("pages", "found_on_pages"):
+            if isinstance(d.get(key), list):
+                pages.update(p for p in d[key] if isinstance(p, int) and not isinstance(p, bool))
+    return sorted(pages)
+
+
+def citations(rule: int, issues: list[Issue]) -> dict:
+    return {"rule": rule, "issue_ids": sorted({i.issue_id for i in issues if i.issue_id}),
+            "issue_codes": sorted({i.code for i in issues}), "evidence_pages": evidence_pages(issues)}
+
+
+def audit_line(decision: str, rule: int, c: Counts, cites: dict) -> str:
+    """One line for the report and the lineage log: decision, rule, counts, codes, pages — no text."""
+    return (f"V5 {decision} rule {rule} | issues {c.total_issues} (BLOCKER {c.blocker_count}, MAJOR {c.major_count} "
+            f"[fixable {c.major_fixable}], MINOR {c.minor_count}) | codes: {', '.join(cites['issue_codes']) or '-'} "
+            f"| pages: {', '.join(map(str, cites['evidence_pages'])) or '-'}")
+
+
+_SME_WHAT = {
+    Decision.ESCALATE_TO_SME: "needs your review",
+    Decision.AUTO_RETRY: "was sent to automatic fixing and re-verification",
+    Decision.AUTO_ACCEPT: "was accepted automatically",
+}
+
+
+def sme_explanation(decision: Decision, rule: Rule, reason: str, issues: list[Issue]) -> str:
+    """For the SME: why the table decided, issue by issue (id, severity, code title, pages) — the
+    catalogue's titles, never page text."""
+    from docverify.codes import CATALOGUE
+    from docverify.models import SEVERITY_ORDER
+
+    lines = [f"This classification {_SME_WHAT[decision]}: {reason}."]
+
+    def key(i: Issue) -> tuple:
+        return (SEVERITY_ORDER[Severity(i.severity)], i.issue_id, i.code, i.auto_fixable, i.agent, evidence_pages([i]))
+
+    for i in sorted(issues, key=key):
+        title = CATALOGUE[i.code].title if i.code in CATALOGUE else i.code
+        pages = evidence_pages([i])
+        where = f" (page {', '.join(map(str, pages))})" if pages else ""
+        fix = "fixable automatically" if i.auto_fixable else "not fixable automatically"
+        lines.append(f"- {i.issue_id or i.agent} {Severity(i.severity).value} {i.code}: {title}{where}; {fix}.")
+    return "\n".join(lines)
+
+
 def decide(issues: Iterable[Issue]) -> ArbiterDecision:
+    issues = list(issues)
     c = count(issues)
     rule = next(r for r in RULES if r.condition(c))
+    reason = f"Rule {rule.number}: " + rule.reason.format(**c.__dict__)
+    cites = citations(rule.number, issues)
     return ArbiterDecision(
         decision=rule.decision,
         rule=rule.number,
-        reason=f"Rule {rule.number}: " + rule.reason.format(**c.__dict__),
+        reason=reason,
         issues_analyzed=c.total_issues,
         blocker_count=c.blocker_count,
         major_count=c.major_count,
@@ -81,4 +137,7 @@ def decide(issues: Iterable[Issue]) -> ArbiterDecision:
         fixable_count=c.fixable_count,
         major_fixable=c.major_fixable,
         major_non_fixable=c.major_non_fixable,
+        citations=cites,
+        explanation_sme=sme_explanation(rule.decision, rule, reason, issues),
+        explanation_audit=audit_line(rule.decision.value, rule.number, c, cites),
     )
