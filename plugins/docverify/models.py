@@ -296,6 +296,10 @@ class SMEPacket(_Model):
     v5_decision: Literal["ESCALATE_TO_SME"] = "ESCALATE_TO_SME"
     v5_rule: int
     v5_reason: str
+    v5_explanation: str = Field(default="", exclude_if=lambda v: not v,
+                                description="The V5 decision's explanation for the SME (issue ids, codes, pages).")
+    v5_citations: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v,
+                                         description="The V5 decision's citations: rule, issue ids and codes, pages.")
     total_issues: int
     issues_summary: list[SMEIssueSummary]
     primary_classification: dict[str, Any] | None
