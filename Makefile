@@ -31,11 +31,12 @@ test: $(STAMP)  ## lint, then the whole suite (pytest exits non-zero when it col
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q
 
-bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path
+bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path, jury/second opinion
 	$(PY) scripts/bench_parse.py
 	$(PY) scripts/bench_classifier.py
 	$(PY) scripts/bench_pipeline.py
 	$(PY) scripts/bench_llm.py
+	$(PY) scripts/bench_jury.py
 
 # ------------------------------------------------------------------ the nightly DAG, locally
 $(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml
