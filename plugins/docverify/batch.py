@@ -536,10 +536,12 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
         stats.docs += 1
         _save_outcome(batch, doc_id, agent, outcome)
         judgment = [r for r in outcome.runs if r.phase == "judgment"]
+        jury = [{k: v[k] for k in ("code", "votes", "reason_codes", "final_action", "flag_reason", "rule")}
+                for r in outcome.runs if r.phase == "jury" for v in r.votes or []]  # issue 14: codes only
         lineage(agent, doc_id, implementation=[r.implementation for r in outcome.runs],
                 judgment_skipped=bool(judgment and judgment[0].skipped),
                 llm_calls=outcome.usage.llm_calls, cache_hits=outcome.usage.cache_hits,
-                issue_codes=sorted(i.code for i in outcome.issues))
+                issue_codes=sorted(i.code for i in outcome.issues), **({"jury": jury} if jury else {}))
 
     asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
     return stats.save(batch, f"{agent}_{shard_key}" if shard_key else None)

@@ -300,6 +300,10 @@ class SMEPacket(_Model):
                                 description="The V5 decision's explanation for the SME (issue ids, codes, pages).")
     v5_citations: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v,
                                          description="The V5 decision's citations: rule, issue ids and codes, pages.")
+    jury_votes: list[dict[str, Any]] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="Only when the CR_V2 jury ran: every vote of every attempt (finding code, A/B/C votes and "
+        "reason codes, decision, flag reason, rule) — also the findings it dropped.")
     total_issues: int
     issues_summary: list[SMEIssueSummary]
     primary_classification: dict[str, Any] | None

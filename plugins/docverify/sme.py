@@ -154,6 +154,8 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         bundle_path=bundle_path, v5_rule=rule, v5_reason=reason, total_issues=len(issues),
         v5_explanation=result.attempts[-1].decision.explanation_sme if result else "",
         v5_citations=result.attempts[-1].decision.citations if result else {},
+        jury_votes=[{"attempt": a.attempt, "agent": r.agent, **v} for a in (result.attempts if result else [])
+                    for r in a.runs if r.phase == "jury" for v in r.votes or []],
         issues_summary=summaries, primary_classification=primary,
         production_classification=production_classification, production_differs=differs,
         production_comparison=comparison, error=error, created_at=now_iso(), run_id=run_id,

@@ -74,6 +74,9 @@ def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, f
     # the packet of an escalated document carries the SME explanation; lineage carries the audit line
     packet = json.loads(next((tmp_path / "sme_packets").glob("sme_packet_quest_cbc_panel*.json")).read_text())
     assert "needs your review" in json.dumps(packet)
+    assert all(v["final_action"] == "KEEP" for v in packet.get("jury_votes", []))
+    jury_lines = [r.getMessage() for r in caplog.records if '"jury": [' in r.getMessage()]
+    assert jury_lines and all('"votes": {"A": "KEEP"' in m for m in jury_lines)
     audits = [r.getMessage() for r in caplog.records if '"task": "v5_arbiter"' in r.getMessage()]
     assert audits and all('"audit": "V5 ' in m for m in audits if '"error"' not in m)
     # a re-run of the same night costs no call

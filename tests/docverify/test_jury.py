@@ -8,8 +8,8 @@ import asyncio
 import json
 
 import pytest
-from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
+from tests.docverify.scripted_tools import votes as Voter
 
 from docverify.codes import make_issue
 from docverify.judges import JudgmentResult, OfflineJudge
@@ -23,22 +23,6 @@ EX = include_dir() / "examples" / "spec_auto_retry"
 BUNDLE = DocumentBundle.model_validate(json.loads((EX / "bundle.json").read_text()))
 RAW = json.loads((EX / "classification.json").read_text())
 CLS = ClassificationOutput.model_validate(RAW)
-
-
-class Voter:
-    """A FunctionModel function voting from a script (one answer per call; the last repeats)."""
-
-    def __init__(self, *votes):
-        self.votes = list(votes)
-        self.calls = 0
-
-    def __call__(self, messages, info):
-        self.calls += 1
-        v = self.votes[min(self.calls, len(self.votes)) - 1]
-        if isinstance(v, BaseException):
-            raise v
-        action, reason = v
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"vote": action, "reason_code": reason})])
 
 
 def llm(fn, name, cache=None):

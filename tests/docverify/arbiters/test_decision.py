@@ -305,11 +305,12 @@ def gemini(fake):
     ([(200, text_reply("%%% garbage %%%"))], "fallback", "BLOCK"),
     ([(429, error_body(429, "RESOURCE_EXHAUSTED"))], "fallback", "BLOCK"),
     ([(500, error_body(500, "INTERNAL"))], "fallback", "BLOCK"),
-    ([(200, Slow(2.0, text_reply('{"decision": "APPROVE", "confidence": 0.9}')))], "fallback", "BLOCK"),
+    ([(200, Slow(5.0, text_reply('{"decision": "APPROVE", "confidence": 0.9}')))], "fallback", "BLOCK"),
 ])
 def test_fake_gemini(fake, script, path, decision):
     fake.script = script
-    out = run(D.decision_arbiter_agent(EXAMPLE, model=gemini(fake), timeout_s=0.5))
+    slow = isinstance(script[0][1], Slow)  # only the slow answer gets a short limit (no timing elsewhere)
+    out = run(D.decision_arbiter_agent(EXAMPLE, model=gemini(fake), timeout_s=1.0 if slow else D.LLM_TIMEOUT_S))
     assert (out["decision_arbiter"]["path"], out["decision"].decision) == (path, decision)
     assert len(fake.requests) >= 1
     body = fake.requests[0][1]

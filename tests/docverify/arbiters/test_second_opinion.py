@@ -10,8 +10,8 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
+from tests.docverify.scripted_tools import ToolScript as Proposer
 
 from docverify.arbiters.second_opinion import OVERRIDES, STRICTNESS, Proposal, SecondOpinion, combine
 from docverify.arbiters.v5 import decide
@@ -94,21 +94,6 @@ EX = include_dir() / "examples" / "spec_auto_retry"
 BUNDLE = DocumentBundle.model_validate(json.loads((EX / "bundle.json").read_text()))
 RAW = json.loads((EX / "classification.json").read_text())
 CLS = ClassificationOutput.model_validate(RAW)
-
-
-class Proposer:
-    def __init__(self, *answers):
-        self.answers = list(answers)
-        self.calls = 0
-        self.prompts: list[str] = []
-
-    def __call__(self, messages, info):
-        self.calls += 1
-        self.prompts.append(messages[-1].parts[-1].content)
-        a = self.answers[min(self.calls, len(self.answers)) - 1]
-        if isinstance(a, BaseException):
-            raise a
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, a)])
 
 
 def opinion(fn):
