@@ -13,27 +13,50 @@ export AIRFLOW__CORE__PLUGINS_FOLDER := $(CURDIR)/plugins
 export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION := True
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-DS ?= $(shell date -u +%F)
+TODAY := $(shell date -u +%F)
+DS ?= $(TODAY)
+# `airflow dags test` starts the run at its logical date: today's run gets the current time as its
+# logical date (ds stays today), so the UI shows the run's real duration instead of hours since 00:00
+RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: venv test lint bench schemas samples examples lock clean airflow-init incoming run up
+.PHONY: venv browser test test-fast test-e2e screenshots lint bench schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-overrides.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv==0.13.8
-	$(UV) pip install --quiet --python $(PY) -r requirements.txt
+	$(UV) pip install --quiet --python $(PY) -r requirements.txt --override requirements-overrides.txt
 	touch $(STAMP)
 
-test: $(STAMP)  ## lint, then the whole suite (pytest exits non-zero when it collects nothing)
+# Debian's Chromium and its driver for the browser test (tests/e2e); installed once, as root or via sudo
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	fi
+
+test: $(STAMP) browser  ## lint, then the whole suite incl. the browser test (pytest exits non-zero when it collects nothing)
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q
+
+test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser)
+	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(PY) -m pytest -q -m "not slow"
+
+test-e2e: $(STAMP) browser  ## the operator's night: real Airflow components + headless Chromium (screenshots in build/e2e/)
+	$(PY) -m pytest -q tests/e2e
+
+screenshots:  ## the README's screenshots from the last browser test
+	cp build/e2e/03_trigger_form_defaults.png build/e2e/05_backfill_form.png build/e2e/07_task_log_lineage.png \
+		build/e2e/08_review_form.png docs/images/
 
 bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path, jury/second opinion
 	$(PY) scripts/bench_parse.py
 	$(PY) scripts/bench_classifier.py
+	$(PY) scripts/bench_ocr.py
 	$(PY) scripts/bench_pipeline.py
 	$(PY) scripts/bench_llm.py
 	$(PY) scripts/bench_jury.py
@@ -41,6 +64,7 @@ bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accu
 # ------------------------------------------------------------------ the nightly DAG, locally
 $(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml
 	mkdir -p $(AIRFLOW_HOME)
+	$(PY) scripts/write_airflow_cfg.py $(AIRFLOW_HOME)/airflow.cfg
 	airflow db migrate > $(AIRFLOW_HOME)/db_migrate.log 2>&1 || (tail -30 $(AIRFLOW_HOME)/db_migrate.log; exit 1)
 	$(PY) scripts/load_settings.py airflow_settings.yaml
 	touch $(AIRFLOW_STAMP)
@@ -52,10 +76,11 @@ incoming:  ## copy the sample batch into data/incoming/$(DS)/ (inputs are never 
 	cp include/samples/*.pdf include/samples/*.classification.json $(DATA)/incoming/$(DS)/
 
 run: airflow-init incoming  ## the DAG on the sample batch, embedded default (no cloud, no LLM)
-	airflow dags test clinical_doc_verification $(DS) > $(AIRFLOW_HOME)/last_run.log 2>&1 \
+	airflow dags test clinical_doc_verification $(RUN_DATE) > $(AIRFLOW_HOME)/last_run.log 2>&1 \
 		|| (tail -60 $(AIRFLOW_HOME)/last_run.log; echo "the run failed: full log in $(AIRFLOW_HOME)/last_run.log"; exit 1)
 	$(PY) scripts/show_report.py $(DATA) $(DS)
 
+up: export DOCVERIFY_DEADLINE_MINUTES ?= 240
 up: airflow-init  ## the Airflow UI at http://localhost:8080 (login: see airflow_home/simple_auth_manager_passwords.json.generated)
 	airflow standalone
 
@@ -72,7 +97,7 @@ samples: $(STAMP)
 	$(PY) scripts/make_samples.py
 
 lock: $(STAMP)
-	$(UV) pip compile -q requirements.in -o requirements.txt --python-version 3.11
+	$(UV) pip compile -q requirements.in -o requirements.txt --python-version 3.11 --override requirements-overrides.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(AIRFLOW_HOME)

@@ -40,7 +40,9 @@ with page images: `sme_packets/sme_packet_<doc>.html`. Logs carry doc ids, versi
     schedule=SME_PACKETS,
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
-    max_active_runs=1,  # a packet is never open in two runs at once
+    # runs overlap: an unanswered review (72 h by default) never holds back the next night's; a
+    # packet is open in one run at a time through its claim (docverify.sme_claims)
+    max_active_runs=16,
     default_args={"owner": "docverify", "retries": 2, "retry_delay": timedelta(minutes=1),
                   "execution_timeout": timedelta(minutes=10)},
     doc_md=DOC_MD,
@@ -48,7 +50,7 @@ with page images: `sme_packets/sme_packet_<doc>.html`. Logs carry doc ids, versi
     params={
         "max_reviews": Param(50, type="integer", minimum=1, maximum=1000,
                              description="Open at most this many reviews per run (most severe first)"),
-        "assignees": Param("", type="string",
+        "assignees": Param(None, type=["null", "string"],
                            description="User names who may answer, comma separated (empty: the Variable "
                                        "docverify_sme_assignees, else anyone)"),
         "response_timeout_hours": Param(72, type="number", minimum=0.01,

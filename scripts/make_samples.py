@@ -36,7 +36,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
 
 from fpdf import FPDF  # noqa: E402
-from fpdf import image_parsing as _fpdf_images  # noqa: E402
 from fpdf.enums import XPos, YPos  # noqa: E402
 
 from docverify.examples import (  # noqa: E402
@@ -56,6 +55,7 @@ CHARS_PER_PAGE = 2500
 # The real records used (see include/samples/SOURCE.md).
 TCGA_ID = "tcga-brain-TCGA-19-1787"
 IU_ID = "iu-101"
+SCAN_IU_ID = "iu-571"  # the report of the scanned sample
 MTS_ID = "mts-19"
 
 ADMIN_KEYWORDS = ("requisition", "authorization number", "fax cover", "test request", "specimen receipt")
@@ -261,6 +261,12 @@ def make_pathology(out: pathlib.Path, corpora: pathlib.Path) -> str:
 def make_radiology(out: pathlib.Path, corpora: pathlib.Path) -> str:
     rec = load_csv(corpora / "text_labeled" / "iu_xray_reports" / "iu_xray_sample.csv")[IU_ID]
     doc_id = "radiology_iu_" + IU_ID.split("-", 1)[1]
+    radiology_pdf(rec).write_to(out / f"{doc_id}.pdf")
+    return doc_id
+
+
+def radiology_pdf(rec: dict) -> SamplePDF:
+    """One IU chest X-ray report laid out as a radiology report page."""
     pdf = SamplePDF("Radiology report")
     pdf.add_page()
     pdf.title_line("RADIOLOGY REPORT")
@@ -279,8 +285,7 @@ def make_radiology(out: pathlib.Path, corpora: pathlib.Path) -> str:
             pdf.para(item)
         pdf.gap(1.5)
     assert not has_admin_or_vendor(" ".join(rec.values()))
-    pdf.write_to(out / f"{doc_id}.pdf")
-    return doc_id
+    return pdf
 
 
 _MTS_SECTION = re.compile(r"(?:^|,)\s*([A-Z][A-Z0-9 /&()'-]*[A-Z)]:)\s*,?\s*")
@@ -664,40 +669,25 @@ def make_radiology_mention(out: pathlib.Path) -> str:
 # =========================================================================== broken PDFs
 
 
-def pgm_scan(width: int = 102, height: int = 132) -> bytes:
-    """A grayscale 'scanned page' (binary PGM, pure Python): white paper, dark bars where text
-    lines would be, a box for a letterhead, a signature stroke. No text anywhere."""
-    px = bytearray([236]) * (width * height)
+def make_scanned(out: pathlib.Path, corpora: pathlib.Path) -> str:
+    """A real report as a scan: the IU chest X-ray report SCAN_IU_ID laid out like
+    ``radiology_iu_101``, rendered by pypdfium2 to a 200-dpi grayscale bitmap, JPEG-encoded by
+    Pillow (both pinned: the same bytes on every run) and placed as the page's only object: no
+    text layer. The local parser OCRs it; with OCR off it is NO_TEXT_LAYER."""
+    import pypdfium2 as pdfium
 
-    def box(x0: int, y0: int, x1: int, y1: int, v: int) -> None:
-        for y in range(y0, y1):
-            px[y * width + x0:y * width + x1] = bytes([v]) * (x1 - x0)
-
-    box(8, 6, 60, 14, 40)  # letterhead block
-    box(70, 6, 94, 22, 120)  # logo square
-    y = 28
-    lengths = [86, 80, 84, 62, 86, 78, 70, 0, 86, 84, 80, 86, 58, 0, 86, 82, 86, 74, 86, 40]
-    for n in lengths:
-        if n:
-            box(8, y, 8 + n, y + 2, 60)
-        y += 4
-    box(8, y + 8, 44, y + 9, 30)  # signature line
-    for i in range(30):  # signature stroke
-        yy = y + 4 + (i % 6 if (i // 6) % 2 == 0 else 5 - i % 6)
-        px[yy * width + 10 + i] = 20
-    return b"P5\n%d %d\n255\n" % (width, height) + bytes(px)
-
-
-def make_scanned(out: pathlib.Path) -> str:
+    rec = load_csv(corpora / "text_labeled" / "iu_xray_reports" / "iu_xray_sample.csv")[SCAN_IU_ID]
+    source = pdfium.PdfDocument(bytes(radiology_pdf(rec).output()))
+    try:
+        image = source[0].render(scale=200 / 72, grayscale=True).to_pil().convert("L")
+    finally:
+        source.close()
+    jpeg = io.BytesIO()
+    image.save(jpeg, format="JPEG", quality=70, optimize=False, progressive=False)
     doc_id = "scanned_no_text"
     pdf = SamplePDF("Scanned page")
     pdf.add_page()
-    level = _fpdf_images.SETTINGS.compression_level
-    _fpdf_images.SETTINGS.compression_level = 0  # stored, not deflated: the same bytes on any zlib
-    try:
-        pdf.image(io.BytesIO(pgm_scan()), x=0, y=0, w=pdf.w, h=pdf.h)
-    finally:
-        _fpdf_images.SETTINGS.compression_level = level
+    pdf.image(io.BytesIO(jpeg.getvalue()), x=0, y=0, w=pdf.w, h=pdf.h)
     pdf.write_to(out / f"{doc_id}.pdf")
     return doc_id
 
@@ -797,8 +787,8 @@ def main(argv: list[str] | None = None) -> int:
     companions: dict[str, dict] = {}
     builders: list[Callable[[pathlib.Path], str]] = [
         lambda o: make_pathology(o, corpora), lambda o: make_radiology(o, corpora), lambda o: make_note(o, corpora),
-        make_genomic, make_fax_cover, make_requisition, make_mixed, make_radiology_mention, make_scanned,
-        make_corrupt,
+        make_genomic, make_fax_cover, make_requisition, make_mixed, make_radiology_mention,
+        lambda o: make_scanned(o, corpora), make_corrupt,
     ]
     for build in builders:
         written.append(build(out))

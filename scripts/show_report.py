@@ -20,7 +20,8 @@ print(f"  LLM calls:    {llm['calls']} (cache hits {llm['cache_hits']}, estimate
       f"implementations: {', '.join(rep['implementations'])})")
 print()
 for d in rep["per_document"]:
-    print(f"  {d['doc_id']:<34} {d.get('route', ''):<18} {d['final_decision']:<16} rule {d.get('rule', '')}")
+    why = f"error {d['error']}" if d.get("error") and d.get("rule") is None else f"rule {d.get('rule', '')}"
+    print(f"  {d['doc_id']:<34} {d.get('route', ''):<18} {d['final_decision']:<16} {why}")
 print()
 print(f"report:      {data / 'reports' / ds / 'batch_report.html'} (also .md, .json)")
 print(f"accepted:    {data / 'accepted' / ds}/")

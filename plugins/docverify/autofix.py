@@ -19,7 +19,7 @@ from docverify.models import (
     TypeClassification,
 )
 from docverify.verify.common import is_number
-from docverify.verify.v2_consistency import SHARE_TOLERANCE
+from docverify.verify.v2_consistency import SHARE_TOLERANCE, derive_mixture, pages_by_dominant_type
 
 Fixer = Callable[[ClassificationOutput, list[Issue]], str | None]
 FIXERS: dict[str, Fixer] = {}
@@ -122,6 +122,34 @@ def fix_evidence_page(cls: ClassificationOutput, issues: list[Issue]) -> str | N
             ev.page = d["fix_page"]
             moved.append(f"{issue.issue_id or issue.code}: page {d['claimed_page']} → {d['fix_page']}")
     return f"Corrected evidence pages ({'; '.join(moved)})" if moved else None
+
+
+@fixer("MIXTURE_CONTRADICTS_SEGMENTS")
+def fix_mixture_from_segments(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
+    """The mixture summarises the segments, so the segments win: the whole mixture is derived
+    from them (strongest level, page-weighted share), which also keeps its shares summing to 1."""
+    derived = derive_mixture(cls)
+    before = {m.doc_type: (m.presence_level, m.overall_share) for m in cls.document_mixture}
+    if before == {m.doc_type: (m.presence_level, m.overall_share) for m in derived}:
+        return None
+    changed = [f"{m.doc_type} {before.get(m.doc_type, ('absent',))[0]} → {m.presence_level}"
+               for m in derived if before.get(m.doc_type, ("absent",))[0] != m.presence_level]
+    cls.document_mixture = derived
+    return ("Derived the mixture from the segments (strongest presence level, page-weighted share)"
+            + (f": {'; '.join(changed)}" if changed else ""))
+
+
+@fixer("DOMINANT_OVERALL_CONTRADICTS_SEGMENTS")
+def fix_dominant_overall(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
+    pages = pages_by_dominant_type(cls)
+    if not pages or cls.dominant_type_overall in pages:
+        return None
+    top = max(pages.values())
+    best = [t for t, n in pages.items() if n == top]
+    if len(best) != 1:  # a tie is a judgment (the issue is then not auto-fixable)
+        return None
+    old, cls.dominant_type_overall = cls.dominant_type_overall, best[0]
+    return f"Set dominant_type_overall from {old} to {best[0]} (the type of the segments covering the most pages)"
 
 
 @fixer("JURY_FLIP")

@@ -202,17 +202,20 @@ def _error_record(doc: dict, code: str, message: str, stage: str) -> dict:
     return {"doc_id": doc["doc_id"], "stage": stage, "error": code, "message": message, "file": doc["pdf_uri"]}
 
 
-def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0) -> dict:
+def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> dict:
     """The embedded default's layout: the local PDF parser, each file in a bounded child
-    process. A file that fails gets ``runs/<ds>/<doc>/error.json`` and goes to the SME queue."""
+    process (``ocr``: scanned pages are OCR'd there). A file that fails gets
+    ``runs/<ds>/<doc>/error.json`` and goes to the SME queue."""
     from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import PARSER_ID, parse_many_bounded
+    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID, parse_many_bounded
+
+    reusable = (PARSER_ID, OCR_PARSER_ID()) if ocr else (PARSER_ID,)
 
     stats = StageStats("layout")
     docs = batch.manifest()["documents"]
     todo = []
     for doc in docs:
-        if batch.reuse and _bundle_reusable(batch, doc, PARSER_ID):
+        if batch.reuse and _bundle_reusable(batch, doc, reusable):
             stats.cache_hits += 1
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
                     cache="hit", output_uri=batch.store.uri(batch.run_rel(doc["doc_id"], "bundle.json")))
@@ -222,11 +225,13 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0) -> 
         local = {}
         for doc in todo:
             local[_local_file(batch, doc, tmp)] = doc
-        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s):
+        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr):
             doc = local[path]
-            _record_layout(batch, doc, result, PARSER_ID, ParseError, stats)
+            _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats)
     stats.docs = len(docs)
-    return stats.save(batch, parser=PARSER_ID)
+    # the stage's implementation: with OCR on, the OCR engine is part of it (each bundle's
+    # ``parser`` names the engine only when one of its pages was OCR'd)
+    return stats.save(batch, parser=OCR_PARSER_ID() if ocr else PARSER_ID)
 
 
 def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
@@ -241,12 +246,13 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     return target
 
 
-def _bundle_reusable(batch: Batch, doc: dict, parser: str) -> bool:
+def _bundle_reusable(batch: Batch, doc: dict, parser: str | tuple[str, ...]) -> bool:
     rel = batch.run_rel(doc["doc_id"], "bundle.json")
     if not batch.store.exists(rel):
         return False
     head = batch.store.read_json(rel)
-    if head.get("sha256") == doc["sha256"] and head.get("parser") == parser:
+    parsers = (parser,) if isinstance(parser, str) else parser
+    if head.get("sha256") == doc["sha256"] and head.get("parser") in parsers:
         _clear_error(batch, doc["doc_id"])
         return True
     return False
@@ -568,8 +574,8 @@ def arbiter(batch: Batch, second_opinion: Any = None) -> dict:
         if batch.store.exists(batch.run_rel(doc_id, "error.json")):
             routes["write_sme_packets"].append(doc_id)
             err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": 1, "error": err["error"]}
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"])
+            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"]}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"])
             continue
         raw = _classification(batch, doc_id)
         outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
@@ -591,10 +597,12 @@ def arbiter(batch: Batch, second_opinion: Any = None) -> dict:
         base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
         batch.write_if_changed(f"{base}/report.json", report)
         batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
-        if decision.decision != "AUTO_RETRY":  # decided on attempt 0: this is the final result
+        repair = rec.blocker_repair and cls is not None  # auto-fixable BLOCKERs: fixed once before rule 1
+        if decision.decision != "AUTO_RETRY" and not repair:  # decided on attempt 0: the final result
             batch.write_if_changed(_final_rel(batch, doc_id), make_result(
                 doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
-        route = {"AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
+        route = "auto_fix_retry" if repair else {
+            "AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
             decision.decision]
         routes[route].append(doc_id)
         decisions[doc_id] = {"decision": decision.decision, "rule": decision.rule}
@@ -752,7 +760,7 @@ def write_sme_packets(batch: Batch) -> dict:
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
         html_uri, _ = write_packet_html(batch.store, doc_id)
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
-        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=1, error=err["error"],
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"],
                 output_uri=uri, html_uri=html_uri, packet=outcome)
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept_reviewed=kept)

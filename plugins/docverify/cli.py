@@ -99,7 +99,7 @@ def cmd_parse(args) -> int:
         else:
             from docverify.layout.local_pdf import parse_pdf_bounded
 
-            bundle = parse_pdf_bounded(path, timeout_s=args.timeout)
+            bundle = parse_pdf_bounded(path, timeout_s=args.timeout, ocr=not args.no_ocr)
     except ParseError as exc:
         _emit(exc.to_dict())
         return EXIT_INPUT_ERROR
@@ -236,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("parse", help="PDF, or Document AI output (.json or a folder of shards) → DocumentBundle JSON")
     sp.add_argument("file", help="a PDF, a Document AI output .json, or a folder of its <name>-<n>.json shards")
     sp.add_argument("--timeout", type=float, default=60.0, help="seconds before TIMEOUT (default 60)")
+    sp.add_argument("--no-ocr", action="store_true", help="do not OCR scanned pages (they stay NO_TEXT_LAYER)")
     sp.set_defaults(fn=cmd_parse)
     sc = sub.add_parser("classify", help="DocumentBundle → ClassificationOutput")
     sc.add_argument("bundle")

@@ -64,6 +64,20 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("EVIDENCE_WEAK", "V4", _M, False, "IG-6", "Evidence is generic or too short to support the label"),
         # Any judgment phase
         CodeSpec("VERIFICATION_INCOMPLETE", "ANY", _M, False, "IG-11", "A judgment could not be completed"),
+        # Consistency between fields (issue 10). Severity/fixability and the reason for each are in
+        # README "Consistency between fields"; in short: a repair that is unambiguous (the mixture and the
+        # overall type are summaries of the segments) is a fixable MAJOR; a contradiction whose repair
+        # needs a judgment (which segment owns a page, which of two claims is wrong) is a BLOCKER.
+        CodeSpec("PAGE_NOT_COVERED", "V1", _B, False, "IG-2", "A page of the document is in no segment"),
+        CodeSpec("EVIDENCE_PAGE_OUTSIDE_DOCUMENT", "V1", _B, False, "IG-9", "Evidence cites a page the document does not have"),
+        CodeSpec("SEGMENT_TYPE_CONTRADICTS_PRESENCE", "V2", _B, False, "IG-10",
+                 "A segment's dominant_type is not its strongest presence (or is NO_EVIDENCE/MENTION_ONLY)"),
+        CodeSpec("PRIMARY_WITHOUT_SHARE", "V2", _M, False, "IG-3",
+                 "A PRIMARY type has no share of a segment (or of the mixture) whose shares are not all zero"),
+        CodeSpec("MIXTURE_CONTRADICTS_SEGMENTS", "V2", _M, True, "IG-10",
+                 "A mixture presence level differs from the strongest level in the segments"),
+        CodeSpec("DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "V2", _M, True, "IG-10",
+                 "dominant_type_overall is the dominant_type of no segment"),
         # The CR_V2 jury over a judgment's findings (issue 14; only when the jury is enabled)
         CodeSpec("JURY_FLIP", "ANY", _M, True, "IG-10", "The jury found the opposite presence level (applied as a fix)"),
         CodeSpec("JURY_FLAG", "ANY", _M, False, "IG-11", "The jury could not settle a finding"),

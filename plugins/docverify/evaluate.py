@@ -526,7 +526,8 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
         outcome = "corrected" if src == "SME_CORRECTED" else "validated"
         escalated[0] += outcome == "corrected"
         escalated[1] += 1
-        by_rule[f"rule {rule}" if rule is not None else "rule unknown"][outcome] += 1
+        by_rule[f"rule {rule}" if rule is not None else (
+            "error" if packet.get("error") else "rule unknown")][outcome] += 1
         for code in row.issue_codes:
             by_code[code][outcome] += 1
         for code, action in source.jury_decisions(doc_id):

@@ -18,6 +18,10 @@ from docverify.models import DocumentBundle, Page
 
 #: The labelled sample, relative to the corpora folder.
 SAMPLE = pathlib.Path("text_labeled") / "combined_sample.jsonl"
+#: The administrative ("Other") and genomic texts added for issue 13, relative to the corpora folder.
+MORE = pathlib.Path("text_labeled_more") / "records.jsonl"
+#: The fixed tuning/test split of both (record ids only), relative to the repository.
+SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split.json"
 PAGE_CHARS = 3000
 
 
@@ -82,3 +86,30 @@ def to_bundle(record: dict[str, Any], page_chars: int = PAGE_CHARS) -> DocumentB
         pages=[Page(page_num=i, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
                for i, t in enumerate(texts, 1)],
     )
+
+
+def load_all_records(corpora: pathlib.Path | str) -> list[dict[str, Any]]:
+    """The records of ``combined_sample.jsonl`` and, when present, ``text_labeled_more``."""
+    records = load_records(corpora)
+    more = pathlib.Path(corpora) / MORE
+    if more.is_file():
+        with more.open(encoding="utf-8") as fh:
+            records += [json.loads(line) for line in fh if line.strip()]
+    return records
+
+
+def source_group(record: dict[str, Any]) -> str:
+    """Records from one source document share a group (the pages of one PDF report, one FHIR
+    file; instances of one shared examples file are their own documents)."""
+    labels = record.get("labels") or {}
+    key = labels.get("report") or labels.get("instance")
+    if key:
+        return f"{record['corpus']}:{key}"
+    if "pdf_page" in labels and labels.get("repo_path"):
+        return f"{record['corpus']}:{labels['repo_path']}"
+    return f"{record['corpus']}:{record['id']}"
+
+
+def load_split(repo: pathlib.Path | str) -> dict[str, Any]:
+    """The committed split (``docs/benchmarks/classifier_split.json``)."""
+    return json.loads((pathlib.Path(repo) / SPLIT_FILE).read_text(encoding="utf-8"))

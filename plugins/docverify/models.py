@@ -73,6 +73,9 @@ class Page(_Model):
     text: str
     paragraphs: list[str] = Field(default_factory=list)
     layout_metadata: LayoutMetadata = Field(default_factory=LayoutMetadata)
+    #: set only on a page whose text came from OCR of its image (no text layer): the OCR
+    #: engine's confidence in [0, 1] (0 = OCR read nothing); None = text from the PDF itself
+    ocr_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class DocumentBundle(_Model):
@@ -244,6 +247,11 @@ class AttemptRecord(_Model):
     fingerprint: str
     quality_score: float
     runs: list[VerifierRun] = Field(default_factory=list)
+    blocker_repair: bool = Field(
+        default=False,
+        description="Every BLOCKER of this attempt was auto-fixable (with a fixer) and no earlier attempt "
+        "was such a repair: the fixes ran once before V5's rule 1 applied, and the next attempt was decided "
+        "instead (README: 'Auto-fixable BLOCKERs').")
 
 
 class VerificationResult(_Model):
@@ -262,6 +270,9 @@ class VerificationResult(_Model):
     fixes_applied: list[FixApplied] = Field(default_factory=list)
     final_classification: dict[str, Any] = Field(
         description="The classification after the fixes (raw JSON when it did not parse)."
+    )
+    original_classification: dict[str, Any] | None = Field(
+        default=None, description="The classifier's output as verified on attempt 0, before any fix."
     )
 
 
@@ -294,7 +305,8 @@ class SMEPacket(_Model):
     total_pages: int
     bundle_path: str
     v5_decision: Literal["ESCALATE_TO_SME"] = "ESCALATE_TO_SME"
-    v5_rule: int
+    v5_rule: int | None = Field(description="The V5 rule of the last attempt; None when the document could not "
+                                "be processed (then escalation_reason is 'error').")
     v5_reason: str
     v5_explanation: str = Field(default="", exclude_if=lambda v: not v,
                                 description="The V5 decision's explanation for the SME (issue ids, codes, pages).")
@@ -304,6 +316,15 @@ class SMEPacket(_Model):
         default_factory=list, exclude_if=lambda v: not v,
         description="Only when the CR_V2 jury ran: every vote of every attempt (finding code, A/B/C votes and "
         "reason codes, decision, flag reason, rule) — also the findings it dropped.")
+    escalation_reason: Literal["arbiter", "max_retries", "cycle", "schema", "error"] = Field(
+        default="arbiter", description="Why the document is here: V5 escalated (arbiter), the retry ran out "
+        "(max_retries) or repeated itself (cycle), the classification could not be read (schema), or the PDF "
+        "could not be parsed/classified (error: no verification ran, no V5 rule applies).")
+    original_classification: dict[str, Any] | None = Field(
+        default=None, description="What the classifier said, before any automatic fix (attempt 0).")
+    attempt_history: list[dict[str, Any]] = Field(
+        default_factory=list, description="Every attempt: its decision (rule, reason, blocker_repair), its issues "
+        "(id, severity, agent, code, message, location) and the fixes applied after it (fixer, codes, description).")
     total_issues: int
     issues_summary: list[SMEIssueSummary]
     primary_classification: dict[str, Any] | None
@@ -341,6 +362,10 @@ class GroundTruthRecord(_Model):
     corrected_segments: list[dict[str, Any]] | None = Field(
         default=None, description="The SME's segments as given: [{page_start, page_end, dominant_type}]."
     )
+    corrected_presence: dict[str, str] | None = Field(
+        default=None, description="The SME's presence levels for the whole document as given: {doc type: level}.")
+    corrected_mixture: dict[str, str] | None = Field(
+        default=None, description="The SME's mixture presence levels as given: {doc type: level}.")
     corrections_applied: list[str] = Field(
         default_factory=list,
         description="What the correction changed in the copy of the primary classification, one line each "

@@ -6,7 +6,9 @@ numbers the issues ``V1-0001``…. The DAG runs the same agent functions as sepa
 
 Skips, as the specification orders them:
 * a classification that does not match the schema stops after V1 (nothing else can be read);
-* V2's judgment phase is skipped when any rule phase (V1–V4) found a BLOCKER.
+* every judgment phase (V2, V3 and V4) is skipped when any rule phase (V1–V4) of the attempt
+  found a BLOCKER: the arbiter's rule 1 escalates such a document whatever an LLM says, so no
+  LLM money is spent on it (the report's runs say which phase was skipped and why).
 """
 
 from __future__ import annotations
@@ -60,24 +62,32 @@ def rule_phases(bundle: DocumentBundle, cls: ClassificationOutput,
     return phases
 
 
-def _any_blocker(phases: dict[str, list[Issue]]) -> bool:
-    return any(i.severity == Severity.BLOCKER.value for issues in phases.values() for i in issues)
+def judgment_skip_reason(phases: dict[str, list[Issue]]) -> str:
+    """Why the attempt's judgment phases (LLM or offline) are skipped, or '' when they run:
+    a rule-phase BLOCKER means V5's rule 1 escalates (or, when every BLOCKER is auto-fixable,
+    the repair runs first and the repaired attempt is judged), so no judgment can change it."""
+    blockers = sorted({f"{i.agent} {i.code}" for issues in phases.values() for i in issues
+                       if i.severity == Severity.BLOCKER.value})
+    if not blockers:
+        return ""
+    return f"a rule phase found a BLOCKER ({', '.join(blockers)}): no judgment (and no LLM call) on this attempt"
 
 
 async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutput, judge: Judge,
                     *, phases: dict[str, list[Issue]] | None = None) -> AgentOutcome:
     """Rule phase + judgment phase of V2, V3 or V4.
 
-    ``phases`` are this attempt's rule phases when the caller already has them. Without them,
-    V2 computes all four itself (its judgment is skipped when any rule phase found a BLOCKER;
-    a DAG task recomputes them rather than wait for the other verifiers' tasks)."""
+    ``phases`` are this attempt's rule phases when the caller already has them. Without them
+    the agent computes all four itself (its judgment is skipped when any rule phase found a
+    BLOCKER; a DAG task recomputes them rather than wait for the other verifiers' tasks)."""
     if phases is None:
-        phases = rule_phases(bundle, cls) if agent == "V2" else {agent: _RULES[agent](bundle, cls)}
+        phases = rule_phases(bundle, cls)
     rules = phases[agent]
     runs = [VerifierRun(agent=agent, phase="rules", implementation="rules-v1", issue_count=len(rules))]
-    if agent == "V2" and _any_blocker(phases):
-        runs.append(VerifierRun(agent="V2", phase="judgment", implementation=judge.name, skipped=True,
-                                skip_reason="a rule phase found a BLOCKER (spec: no LLM on broken structure)"))
+    skip = judgment_skip_reason(phases)
+    if skip:
+        runs.append(VerifierRun(agent=agent, phase="judgment", implementation=judge.name, skipped=True,
+                                skip_reason=skip))
         return AgentOutcome(rules, runs)
     method = {"V2": judge.judge_consistency, "V3": judge.judge_context, "V4": judge.judge_evidence}[agent]
     result: JudgmentResult = await method(bundle, cls)

@@ -52,7 +52,8 @@ def build(batch: Batch) -> dict[str, Any]:
         if batch.store.exists(err_rel):
             err = batch.store.read_json(err_rel)
             errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"], "message": err["message"]})
-            entry.update(final_decision="ESCALATE_TO_SME", rule=1, error=err["error"], attempts=0,
+            # no verification ran: the reason is the error, not a V5 rule (issue 10)
+            entry.update(final_decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"], attempts=0,
                          route="write_sme_packets")
             final_routes["ESCALATE_TO_SME"] += 1
             rules["error"] += 1
@@ -270,6 +271,9 @@ def llm_line(llm: dict) -> str:
 
 def summary_line(rep: dict) -> str:
     routes = ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()) or "none"
+    if not rep["documents"]:
+        return (f"batch {rep['ds']}: EMPTY NIGHT — 0 documents found, nothing was verified (check the delivery "
+                f"of this date's PDFs, then re-run it)")
     return (f"batch {rep['ds']}: {rep['documents']} document(s); routes: {routes}; "
             f"errors: {len(rep['errors'])}; LLM calls: {rep['llm']['calls']}")
 
@@ -286,7 +290,7 @@ def to_markdown(rep: dict) -> str:
               "|---|---|---|---|---|---|"]
     for d in rep["per_document"]:
         codes = ", ".join(d.get("issue_codes", [])) or d.get("error", "")
-        lines.append(f"| {d['doc_id']} | {d.get('route', '')} | {d['final_decision']} | {d.get('rule', '')} | "
+        lines.append(f"| {d['doc_id']} | {d.get('route', '')} | {d['final_decision']} | {rule_label(d)} | "
                      f"{d.get('attempts', '')} | {codes} |")
     lines += ["", "## Errors", ""]
     lines += [f"- **{e['doc_id']}** ({e['stage']}): `{e['error']}` — {e['message']}" for e in rep["errors"]] or ["none"]
@@ -328,11 +332,18 @@ def _bars(title: str, data: dict[str, int]) -> str:
             f"height='{h}' xmlns='http://www.w3.org/2000/svg'>{''.join(rows)}</svg>")
 
 
+def rule_label(d: dict) -> str:
+    """'rule 5', or 'error CORRUPT' for a document that could not be processed (no V5 rule)."""
+    if d.get("error") and d.get("rule") is None:
+        return f"error {d['error']}"
+    return f"rule {d['rule']}" if d.get("rule") is not None else ""
+
+
 def to_html(rep: dict) -> str:
     esc = html.escape
     docs = "".join(
         f"<tr><td>{esc(d['doc_id'])}</td><td>{esc(str(d.get('route', '')))}</td><td>{esc(d['final_decision'])}</td>"
-        f"<td>{esc(str(d.get('rule', '')))}</td><td>{esc(str(d.get('attempts', '')))}</td>"
+        f"<td>{esc(rule_label(d))}</td><td>{esc(str(d.get('attempts', '')))}</td>"
         f"<td>{esc(', '.join(d.get('issue_codes', [])) or d.get('error', ''))}</td></tr>" for d in rep["per_document"])
     errors = "".join(f"<li><b>{esc(e['doc_id'])}</b> ({esc(e['stage'])}): <code>{esc(e['error'])}</code> — "
                      f"{esc(e['message'])}</li>" for e in rep["errors"]) or "<li>none</li>"

@@ -4,6 +4,9 @@ Attempts 0, 1 and 2: an AUTO_RETRY after attempt 2 escalates. Before each re-ver
 MD5 fingerprint of the fixed classification is compared with every earlier one: a fix that
 changed nothing (or brought back an earlier state) escalates at once instead of spending another
 verification. Every attempt's issues and decision are kept.
+
+An attempt whose BLOCKERs are all auto-fixable is repaired once before V5's rule 1 applies
+(:func:`needs_blocker_repair`); the V5 table itself is unchanged.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from docverify.arbiter import decide
-from docverify.autofix import apply_fixes
+from docverify.autofix import FIXERS, apply_fixes
 from docverify.models import (
     AttemptRecord,
     ClassificationOutput,
     Decision,
     FixApplied,
+    Issue,
+    Severity,
     VerificationReport,
     VerificationResult,
 )
@@ -58,9 +63,19 @@ def fingerprint(cls: ClassificationOutput | dict | Any) -> str:
 AttemptFn = Callable[[ClassificationOutput, int], Awaitable[VerificationReport]]
 
 
-def attempt_record(report: VerificationReport) -> AttemptRecord:
+def needs_blocker_repair(issues: list[Issue], earlier: list[AttemptRecord] = ()) -> bool:
+    """Auto-fixable BLOCKERs (README 'Auto-fixable BLOCKERs'): when the attempt has BLOCKERs and
+    every one is auto-fixable with a registered fixer, the fixes run once before V5's rule 1
+    applies. Once per document: a BLOCKER still there after the repair escalates by rule 1."""
+    blockers = [i for i in issues if Severity(i.severity) == Severity.BLOCKER]
+    return (bool(blockers) and all(i.auto_fixable and i.code in FIXERS for i in blockers)
+            and not any(a.blocker_repair for a in earlier))
+
+
+def attempt_record(report: VerificationReport, earlier: list[AttemptRecord] = ()) -> AttemptRecord:
     return AttemptRecord(attempt=report.attempt, issues=report.issues, decision=decide(report.issues),
-                         fingerprint=report.fingerprint, quality_score=report.quality_score, runs=report.runs)
+                         fingerprint=report.fingerprint, quality_score=report.quality_score, runs=report.runs,
+                         blocker_repair=needs_blocker_repair(report.issues, earlier))
 
 
 async def run_loop(
@@ -70,7 +85,8 @@ async def run_loop(
     *,
     first_report: VerificationReport | None = None,
     max_retries: int = MAX_RETRIES,
-    decide_attempt: Callable[[VerificationReport, ClassificationOutput | None], Awaitable[AttemptRecord]] | None = None,
+    decide_attempt: Callable[[VerificationReport, ClassificationOutput | None, list[AttemptRecord]],
+                             Awaitable[AttemptRecord]] | None = None,
 ) -> VerificationResult:
     """Verify ``classification`` and retry with fixes until V5 accepts or escalates.
 
@@ -86,15 +102,17 @@ async def run_loop(
     report = first_report or await verify_attempt(cls if cls is not None else classification, 0)
     seen = {report.fingerprint}
     while True:
-        rec = attempt_record(report) if decide_attempt is None else await decide_attempt(report, cls)
+        rec = (attempt_record(report, attempts) if decide_attempt is None
+               else await decide_attempt(report, cls, attempts))
         attempts.append(rec)
         decision = rec.decision.decision
-        if decision != Decision.AUTO_RETRY.value or cls is None:
+        if (decision != Decision.AUTO_RETRY.value and not rec.blocker_repair) or cls is None:
             stop = "schema" if cls is None else "arbiter"
             return make_result(doc_id, attempts, fixes, cls, classification, stop, "")
         if rec.attempt >= max_retries:
+            still = "auto-fixable BLOCKER(s)" if rec.blocker_repair else "AUTO_RETRY"
             return make_result(doc_id, attempts, fixes, cls, classification, "max_retries",
-                           f"Still AUTO_RETRY after attempt {rec.attempt} (MAX_RETRIES = {max_retries})")
+                           f"Still {still} after attempt {rec.attempt} (MAX_RETRIES = {max_retries})")
         cls, applied = apply_fixes(cls, rec.issues, rec.attempt)
         fixes += applied
         fp = fingerprint(cls)
@@ -116,4 +134,6 @@ def make_result(doc_id, attempts, fixes, cls, raw, stop, why) -> VerificationRes
         escalation_reason=why if final == "ESCALATE_TO_SME" else "",
         attempts=attempts, fixes_applied=fixes,
         final_classification=cls.model_dump(mode="json") if cls is not None else raw,
+        original_classification=raw.model_dump(mode="json") if isinstance(raw, ClassificationOutput) else (
+            raw if isinstance(raw, dict) else None),
     )

@@ -136,8 +136,11 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         comparison = compare_production(primary, production_classification)
     if result:
         rule, reason = result.final_rule, result.escalation_reason or result.attempts[-1].decision.reason
-    else:
-        rule, reason = 1, f"Rule 1: the document could not be processed ({(error or {}).get('error', 'ERROR')})"
+        kind = result.stop_reason
+    else:  # a parse/classification error: no verification ran, so no V5 rule decided
+        err = error or {}
+        rule, kind = None, "error"
+        reason = f"Not verified: the document could not be processed ({err.get('error', 'ERROR')}: {err.get('message', '')})"
     summaries = []
     for i in issues:
         s = SMEIssueSummary(issue_id=i.issue_id, severity=i.severity, agent=i.agent, code=i.code,
@@ -159,7 +162,27 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         issues_summary=summaries, primary_classification=primary,
         production_classification=production_classification, production_differs=differs,
         production_comparison=comparison, error=error, created_at=now_iso(), run_id=run_id,
+        escalation_reason=kind, attempt_history=attempt_history(result) if result else [],
+        original_classification=result.original_classification if result else None,
     )
+
+
+def attempt_history(result: VerificationResult) -> list[dict[str, Any]]:
+    """Every attempt with its decision and issues, and the fixes applied after it (packets)."""
+    out = []
+    for a in result.attempts:
+        d = a.decision
+        out.append({
+            "attempt": a.attempt, "decision": d.decision, "rule": d.rule, "reason": d.reason,
+            "blocker_repair": a.blocker_repair,
+            "issues": [{"issue_id": i.issue_id, "severity": i.severity, "agent": i.agent, "code": i.code,
+                        "message": i.message, "location": i.location, "auto_fixable": i.auto_fixable}
+                       for i in sort_issues(a.issues)],
+            "skipped_judgments": [f"{r.agent}: {r.skip_reason}" for r in a.runs if r.skipped],
+            "fixes_after": [{"fixer": f.fixer, "codes": f.codes, "issue_ids": f.issue_ids,
+                             "description": f.description} for f in result.fixes_applied if f.attempt == a.attempt],
+        })
+    return out
 
 
 def write_packet(store: ArtifactStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:
@@ -255,9 +278,9 @@ def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
         where = f"{field}[{k}]"
         if not isinstance(seg, dict):
             raise ValueError(f"{where}: must be an object with keys {', '.join(SEGMENT_KEYS)}")
-        extra, missing = set(seg) - set(SEGMENT_KEYS), [key for key in SEGMENT_KEYS if key not in seg]
+        extra, missing = set(seg) - {*SEGMENT_KEYS, "presence"}, [key for key in SEGMENT_KEYS if key not in seg]
         if extra or missing:
-            raise ValueError(f"{where}: keys must be exactly {', '.join(SEGMENT_KEYS)} "
+            raise ValueError(f"{where}: keys must be exactly {', '.join(SEGMENT_KEYS)} (and optionally presence) "
                              f"(missing: {', '.join(missing) or 'none'}; unknown: {', '.join(sorted(extra)) or 'none'})")
         start, end = seg["page_start"], seg["page_end"]
         for key, v in (("page_start", start), ("page_end", end)):
@@ -272,6 +295,10 @@ def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
             raise ValueError(f"{where}.page_end: {end} is beyond the document's last page; allowed: 1..{total_pages}")
         _check_type(seg["dominant_type"], f"{where}.dominant_type")
         out.append({"page_start": start, "page_end": end, "dominant_type": seg["dominant_type"]})
+        if seg.get("presence") is not None:
+            from docverify.sme_correction import check_levels
+
+            out[-1]["presence"] = check_levels(seg["presence"], f"{where}.presence")
         expect = end + 1
     if total_pages and expect != total_pages + 1:
         raise ValueError(f"{field}: the segments end at page {expect - 1} but the document has {total_pages} page(s); "
@@ -285,31 +312,34 @@ def _ranges(segs: list[dict]) -> str:
 
 def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
                      corrected_dominant_type: str | None = None,
-                     corrected_segments: list[dict] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The SME's classification: a copy of the primary classification with exactly these changes
-    (each listed in the returned lines):
+                     corrected_segments: list[dict] | None = None,
+                     corrected_presence: dict[str, str] | None = None,
+                     corrected_mixture: dict[str, str] | None = None,
+                     bundle: DocumentBundle | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The SME's classification: the primary classification with the SME's corrections, and
+    everything they did not set derived from what they set (:mod:`docverify.sme_correction`),
+    each change listed in the returned lines:
 
-    * ``corrected_segments`` given → ``segments`` are replaced by them (``segment_index`` 0..n-1,
-      ``segment_page_count``, ``dominant_type``); a segment whose page range equals a primary
-      segment's keeps that segment's ``reasoning`` and per-type ``classifications``, any other gets
-      empty ones; ``number_of_segments`` follows.
-    * ``corrected_dominant_type`` given → ``dominant_type_overall``; without corrected segments,
-      a classification of exactly one segment gets that segment's ``dominant_type`` too (the SME
-      said what the whole document is); with several segments they are kept.
-    * only segments given → ``dominant_type_overall`` becomes the type covering the most pages
-      (ties: the earliest segment).
+    * ``corrected_segments`` → the segments (``segment_index`` 0..n-1); a segment may carry
+      ``presence`` ``{doc type: level}``; without them the primary's page ranges are kept (one
+      segment over all pages when there is no primary classification and the page count is known);
+    * ``corrected_dominant_type`` → ``dominant_type_overall``, and the dominant type of a
+      classification of exactly one segment; it must be the type of some segment;
+    * ``corrected_presence`` ``{doc type: level}`` → that level in every segment (a segment's
+      own ``presence`` wins); ``corrected_mixture`` ``{doc type: level}`` → the mixture's levels.
 
-    Everything else (``document_mixture``, ``vendor_signals``, ``self_evaluation``, the per-type
-    presence levels and evidence) stays the primary agent's claim. Without a primary
-    classification (a parse error) the result is a minimal classification: doc_id, the dominant
-    type and the segments (one segment over all pages when only a type is given and the page
-    count is known). Raises ValueError naming the bad field."""
+    With ``bundle`` (the page text), evidence not found on its page is dropped. Raises
+    ValueError naming the bad field, or when the correction changes nothing."""
+    from docverify.sme_correction import check_levels, derive
+
     if corrected_dominant_type is not None:
         _check_type(corrected_dominant_type, "corrected_dominant_type")
     segs_in = validate_segments(corrected_segments, total_pages) if corrected_segments is not None else None
-    if corrected_dominant_type is None and segs_in is None:
-        raise ValueError("a correction needs corrected_dominant_type and/or corrected_segments "
-                         "(to keep the primary classification as is, answer agrees=True)")
+    presence = check_levels(corrected_presence, "corrected_presence")
+    mixture = check_levels(corrected_mixture, "corrected_mixture")
+    if corrected_dominant_type is None and segs_in is None and not presence and not mixture:
+        raise ValueError("a correction needs corrected_dominant_type, corrected_segments, corrected_presence "
+                         "and/or corrected_mixture (to keep the primary classification as is, answer agrees=True)")
     has_primary = isinstance(primary, dict)
     gt: dict[str, Any] = copy.deepcopy(primary) if has_primary else {
         "doc_id": doc_id, "dominant_type_overall": None, "number_of_segments": 0, "segments": [],
@@ -317,38 +347,35 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
     changes: list[str] = []
     old_segs = [s for s in gt.get("segments") or [] if isinstance(s, dict)]
     if segs_in is not None:
-        by_range = {(s.get("page_start"), s.get("page_end")): s for s in old_segs}
-        new = []
-        for i, s in enumerate(segs_in):
-            base = copy.deepcopy(by_range.get((s["page_start"], s["page_end"]), {"reasoning": "", "classifications": []}))
-            base.update(segment_index=i, page_start=s["page_start"], page_end=s["page_end"],
-                        segment_page_count=s["page_end"] - s["page_start"] + 1, dominant_type=s["dominant_type"])
-            new.append(base)
+        new = segs_in
         if _segment_shape({"segments": new}) != _segment_shape({"segments": old_segs}):
             changes.append(f"segments: {_ranges(old_segs)} → {_ranges(new)}")
-        gt["segments"], gt["number_of_segments"] = new, len(new)
-    elif not has_primary and total_pages:
-        gt["segments"] = [{"segment_index": 0, "page_start": 1, "page_end": total_pages,
-                           "segment_page_count": total_pages, "dominant_type": corrected_dominant_type,
-                           "reasoning": "", "classifications": []}]
-        gt["number_of_segments"] = 1
+    elif not has_primary:
+        if corrected_dominant_type is None:
+            raise ValueError("this packet has no classification (the document could not be processed): give "
+                             "corrected_dominant_type and/or corrected_segments")
+        if not total_pages:  # nothing known about the pages: only the document's type can be recorded
+            gt["dominant_type_overall"] = corrected_dominant_type
+            return gt, [f"dominant_type_overall: None → {corrected_dominant_type} (page count unknown: no segments)"]
+        new = [{"page_start": 1, "page_end": total_pages, "dominant_type": corrected_dominant_type}]
         changes.append(f"segments: none (no classification) → 1–{total_pages} {corrected_dominant_type}")
-    elif len(old_segs) == 1 and old_segs[0].get("dominant_type") != corrected_dominant_type:
-        changes.append(f"segments[0].dominant_type: {old_segs[0].get('dominant_type')} → {corrected_dominant_type}")
-        old_segs[0]["dominant_type"] = corrected_dominant_type
-    overall = corrected_dominant_type
-    if overall is None:
-        pages: dict[str, int] = {}
-        for s in segs_in or []:
-            pages[s["dominant_type"]] = pages.get(s["dominant_type"], 0) + s["page_end"] - s["page_start"] + 1
-        overall = max(pages, key=lambda t: pages[t])  # dicts keep insertion order: ties → earliest
-    if gt.get("dominant_type_overall") != overall:
-        changes.append(f"dominant_type_overall: {gt.get('dominant_type_overall')} → {overall}")
-        gt["dominant_type_overall"] = overall
+    else:
+        new = [{"page_start": s.get("page_start"), "page_end": s.get("page_end"),
+                "dominant_type": s.get("dominant_type")} for s in old_segs]
+        try:  # kept segments must hold too: pages 1..total_pages each in exactly one, in order
+            validate_segments(new, total_pages)
+        except ValueError as exc:
+            raise ValueError(f"the primary classification's segments cannot be kept ({exc}): give corrected_segments "
+                             f"covering pages 1..{total_pages or 'N'}") from None
+        if len(new) == 1 and corrected_dominant_type and new[0]["dominant_type"] != corrected_dominant_type:
+            changes.append(f"segments[0].dominant_type: {new[0]['dominant_type']} → {corrected_dominant_type}")
+            new[0]["dominant_type"] = corrected_dominant_type
+    out = derive(gt, new, dominant=corrected_dominant_type, presence=presence, mixture=mixture, bundle=bundle,
+                 old_segments=old_segs, changes=changes)
     if not changes:
         raise ValueError("the correction changes nothing in the primary classification "
-                         "(same dominant type and segments): answer agrees=True instead")
-    return gt, changes
+                         "(same dominant type, segments, presence levels and mixture): answer agrees=True instead")
+    return out, changes
 
 
 def _write_versioned(store: ArtifactStore, record: GroundTruthRecord) -> tuple[GroundTruthRecord, str]:
@@ -386,9 +413,24 @@ def _mark_reviewed(store: ArtifactStore, doc_id: str) -> None:
         store.write_json(rel, SMEPacket.model_validate(current))
 
 
+def _packet_bundle(store: ArtifactStore, packet: SMEPacket) -> DocumentBundle | None:
+    """The packet's DocumentBundle when it lies in this store (so a correction can drop evidence
+    that is not on its page); None otherwise."""
+    prefix = store.uri("x")[:-1]
+    if not packet.bundle_path or not packet.bundle_path.startswith(prefix):
+        return None
+    try:
+        return DocumentBundle.model_validate(store.read_json(packet.bundle_path[len(prefix):]))
+    except Exception:  # a missing or unreadable bundle: the correction is still recorded, unchecked
+        log.warning("bundle of %s not readable: evidence of the correction not checked against the pages", packet.doc_id)
+        return None
+
+
 def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_dominant_type: str | None = None,
                 corrected_segments: list[dict] | None = None, correction_notes: str = "", reviewer: str,
-                reviewed_at: str | None = None, channel: str = "") -> tuple[GroundTruthRecord, str]:
+                reviewed_at: str | None = None, channel: str = "",
+                corrected_presence: dict[str, str] | None = None,
+                corrected_mixture: dict[str, str] | None = None) -> tuple[GroundTruthRecord, str]:
     """Record an SME's answer for ``doc_id`` as ground truth; returns (record, uri).
 
     ``agrees`` → ``SME_VALIDATED`` with the packet's primary classification as is; otherwise
@@ -407,7 +449,8 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
         raise ValueError("reviewer: give the SME's user name (who answered)")
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
     if agrees:
-        if corrected_dominant_type is not None or corrected_segments is not None:
+        if (corrected_dominant_type is not None or corrected_segments is not None or corrected_presence
+                or corrected_mixture):
             raise ValueError("agrees=True takes no corrected_dominant_type/corrected_segments: "
                              "to change the classification answer agrees=False")
         if primary is None:
@@ -418,13 +461,17 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
     else:
         classification, changes = apply_correction(
             primary, doc_id=doc_id, total_pages=packet.total_pages,
-            corrected_dominant_type=corrected_dominant_type, corrected_segments=corrected_segments)
+            corrected_dominant_type=corrected_dominant_type, corrected_segments=corrected_segments,
+            corrected_presence=corrected_presence, corrected_mixture=corrected_mixture,
+            bundle=_packet_bundle(store, packet))
         source = "SME_CORRECTED"
     record = GroundTruthRecord(
         doc_id=doc_id, ground_truth_source=source, ground_truth_classification=classification,
         corrected_dominant_type=None if agrees else corrected_dominant_type,
         corrected_segments=None if agrees or corrected_segments is None else validate_segments(
             corrected_segments, packet.total_pages),
+        corrected_presence=None if agrees else corrected_presence or None,
+        corrected_mixture=None if agrees else corrected_mixture or None,
         corrections_applied=changes, correction_notes=correction_notes or "", reviewer=reviewer.strip(),
         reviewed_at=reviewed_at or now_iso(), packet_path=store.uri(ArtifactStore.packet_rel(doc_id)),
         channel=channel)
@@ -488,11 +535,13 @@ class SMEReviewHelper:
 
     def save_review(self, doc_id: str, agrees: bool, corrected_dominant_type: str | None = None,
                     correction_notes: str = "", reviewer: str | None = None, *,
-                    corrected_segments: list[dict] | None = None) -> tuple[GroundTruthRecord, str]:
+                    corrected_segments: list[dict] | None = None, corrected_presence: dict[str, str] | None = None,
+                    corrected_mixture: dict[str, str] | None = None) -> tuple[GroundTruthRecord, str]:
         """Save the answer as ground truth (see :func:`save_review`); the reviewer defaults to the
         helper's ``reviewer``, else the login name."""
         return save_review(self.store, doc_id, agrees=agrees, corrected_dominant_type=corrected_dominant_type,
                            corrected_segments=corrected_segments, correction_notes=correction_notes,
+                           corrected_presence=corrected_presence, corrected_mixture=corrected_mixture,
                            reviewer=reviewer or self.reviewer or getpass.getuser(), channel="notebook")
 
     def ground_truth(self, doc_id: str) -> list[GroundTruthRecord]:

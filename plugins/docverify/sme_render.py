@@ -12,7 +12,6 @@ that page. No script, no external resource.
 from __future__ import annotations
 
 import html
-import json
 import logging
 import re
 from typing import Any
@@ -235,7 +234,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
     if status == "reviewed":
         info += [("Reviewer", _e(packet.reviewer)), ("Reviewed at", _e(packet.reviewed_at)),
                  ("Ground truth", _e(f"{packet.ground_truth_path} (version {packet.ground_truth_version})"))]
-    decision = [("Decision", _e(packet.v5_decision)), ("Rule", _e(packet.v5_rule)), ("Reason", _e(packet.v5_reason))]
+    decision = [("Decision", _e(packet.v5_decision)), ("Rule", _e(decided_by(packet))), ("Reason", _e(packet.v5_reason))]
     if packet.v5_explanation:  # issue 14: the V5 decision's explanation for the SME
         decision.append(("Why", "<br>".join(_e(line) for line in packet.v5_explanation.splitlines())))
     if packet.jury_votes:
@@ -272,8 +271,42 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
         f"handle as PHI.</p>"
         f"<h2>Document</h2>{_dl(info)}<h2>Decision</h2>{_dl(decision)}{_production_html(packet)}"
         f"<h2>Issues (BLOCKER → MAJOR → MINOR)</h2>{''.join(issues)}"
-        f"<h2>Primary classification</h2>{_classification_html(primary)}"
+        f"<h2>History: attempts, issues and fixes</h2>{_history_html(packet)}"
+        f"<h2>Primary classification{' (after the automatic fixes)' if packet.attempt_history[1:] else ''}</h2>"
+        f"{_classification_html(primary)}"
+        + (f"<h2>Original classification (what the classifier said, before any fix)</h2>"
+           f"{_classification_html(packet.original_classification)}"
+           if packet.original_classification is not None and packet.original_classification != primary else "") +
         "</main></body></html>\n")
+
+
+def decided_by(packet: SMEPacket) -> str:
+    """'rule 4', 'rule 5 (max_retries)', or 'not processed: CORRUPT' — a parse error is its own
+    reason, never a V5 rule (issue 10)."""
+    if packet.v5_rule is None:
+        return f"not processed: {(packet.error or {}).get('error', 'error')}"
+    stop = packet.escalation_reason
+    return f"rule {packet.v5_rule}" + (f" ({stop})" if stop not in ("arbiter", "error") else "")
+
+
+def history_lines(packet: SMEPacket) -> list[str]:
+    """One line per attempt and per fix after it (plain text; escape for the medium)."""
+    out = []
+    for a in packet.attempt_history:
+        codes = ", ".join(f"{i['issue_id']} {i['severity']} {i['code']}" for i in a["issues"]) or "no issues"
+        repair = " — every BLOCKER auto-fixable: repaired once before rule 1" if a.get("blocker_repair") else ""
+        out.append(f"Attempt {a['attempt']}: {a['decision']} by rule {a['rule']}{repair} — {codes}")
+        out += [f"  skipped {s}" for s in a.get("skipped_judgments", [])[:1]]
+        out += [f"  fix {f['fixer']} ({', '.join(f['codes'])}): {f['description']}" for f in a["fixes_after"]]
+    if packet.attempt_history:
+        out.append(f"Final: {packet.v5_decision} — {decided_by(packet)}")
+    return out
+
+
+def _history_html(packet: SMEPacket) -> str:
+    if not packet.attempt_history:
+        return f"<p class='muted'>No attempt: {_e(decided_by(packet))}.</p>"
+    return "<pre>" + _e("\n".join(history_lines(packet))) + "</pre>"
 
 
 def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBundle | None = None,
@@ -352,7 +385,8 @@ def _jury_line(v: dict) -> str:
 
 def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
-    out = [f"## {_inline(packet.doc_id)} — V5 rule {packet.v5_rule}", "",
+    title = f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet)
+    out = [f"## {_inline(packet.doc_id)} — {_inline(title)}", "",
            f"**Document:** {_inline(packet.pdf_filename)} · {packet.total_pages} page(s) · run {_inline(packet.run_id)}",
            f"**Decision:** {packet.v5_decision} — {_inline(packet.v5_reason)}"]
     if packet.error:
@@ -366,7 +400,11 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
         out.append(f"**Production classifier:** {'agrees' if c.get('agrees') else 'differs'} (dominant type "
                    f"{_inline(c.get('dominant_type', {}).get('production'))})")
     if html_uri:
-        out.append(f"**Full packet with page images** (open the file in a browser): `{html_uri.replace('`', '%60')}`")
+        if html_uri.startswith("/"):  # served by the Airflow api-server: a link the SME clicks
+            out.append(f"**[Full packet with page images]({html_uri.replace(')', '%29').replace(' ', '%20')})** "
+                       "(every page once, every issue marked, the history of the attempts)")
+        else:
+            out.append(f"**Full packet with page images** (open the file in a browser): `{html_uri.replace('`', '%60')}`")
     out = [line for pair in zip(out, [""] * len(out), strict=True) for line in pair]  # one paragraph per line
     out += [f"### Issues ({packet.total_issues}, BLOCKER → MAJOR → MINOR)"]
     for s in packet.issues_summary:
@@ -382,6 +420,8 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
             out.append(_fence("\n".join(block)))
     if not packet.issues_summary:
         out += ["", "No verifier issues: the document could not be processed (see the error)."]
+    if packet.attempt_history:
+        out += ["", "### History (attempts, issues, fixes)", "", _fence("\n".join(history_lines(packet)))]
     out += ["", "### Primary classification"]
     if primary is None:
         out.append("None (the document could not be processed).")
@@ -396,7 +436,7 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
                      for t in DOC_TYPES]
             out.append(f"| {_cell(seg.get('segment_index'))} | {_cell(seg.get('page_start'))}–"
                        f"{_cell(seg.get('page_end'))} | {_cell(seg.get('dominant_type'))} | " + " | ".join(cells) + " |")
-    out += ["", "**Answer:** *Agree* keeps this classification as ground truth. *Correct* needs the corrected "
-            "dominant type and/or corrected segments as JSON, e.g. "
-            + _inline(json.dumps([{"page_start": 1, "page_end": 2, "dominant_type": "Genomic Report"}]))]
+    out += ["", "**Answer:** *Agree* keeps this classification as ground truth. *Correct* with the corrected "
+            "dominant type and/or the type of each page that is wrong (the pages are preset to what the classifier "
+            "said; for a long document, page ranges such as " + _inline("1-2 Genomic Report; 3 Clinical Note") + ")."]
     return "\n".join(out) + "\n"

@@ -29,6 +29,9 @@ VAR_DOCAI_PROCESSOR = "docverify_docai_processor"
 VAR_DOCAI_CONN = "docverify_docai_conn_id"
 VAR_DOCAI_POLL = "docverify_docai_poll_s"
 LAYOUTS = ("local", "document_ai")
+VAR_OCR = "docverify_ocr"
+_ON = ("on", "true", "1", "yes")
+_OFF = ("off", "false", "0", "no")
 # issue 14: the CR_V2 jury over the judgment phases' findings, and the V5 second opinion (both off by default)
 VAR_JURY = "docverify_jury"
 VAR_JURY_CONNS = "docverify_jury_conn_ids"
@@ -175,6 +178,14 @@ def layout_mode() -> str:
     if mode not in LAYOUTS:
         raise ValueError(f"Variable {VAR_LAYOUT}={mode!r} is not a layout: use one of {', '.join(LAYOUTS)}")
     return mode
+
+
+def ocr_enabled() -> bool:
+    """Local OCR of scanned pages on the local layout (Variable ``docverify_ocr``: on | off)."""
+    value = _variable(VAR_OCR, "on").strip().lower() or "on"
+    if value not in _ON + _OFF:
+        raise ValueError(f"Variable {VAR_OCR}={value!r} is not a switch: use 'on' or 'off'")
+    return value in _ON
 
 
 def docai_conn_id() -> str:

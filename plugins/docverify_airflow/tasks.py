@@ -15,11 +15,36 @@ from docverify_airflow import config
 log = logging.getLogger(__name__)
 
 
+def batch_prefix(params: dict[str, Any], ds: str) -> str:
+    """The ``batch_prefix`` param for the run of ``ds``: unset/empty → "" (the batch is
+    ``incoming/<ds>/``); ``{ds}`` inside it is replaced by the run's date, so one prefix serves a
+    whole backfill with each date reading its own folder."""
+    return (params.get("batch_prefix") or "").strip().replace("{ds}", ds)
+
+
+def night_of(context: dict[str, Any]) -> str:
+    """The night (YYYY-MM-DD) a run verifies: its logical date; a run triggered without one (the
+    REST API's default in Airflow 3: ``logical_date: null``) has no ``ds``, and verifies the date
+    it was triggered for (``run_after``, UTC)."""
+    ds = context.get("ds")
+    if ds:
+        return str(ds)
+    run_after = getattr(context.get("dag_run"), "run_after", None)
+    if run_after is None:
+        raise ValueError("this run has neither a logical date nor run_after: trigger it with a logical date")
+    import datetime as dt
+
+    if isinstance(run_after, str):
+        run_after = dt.datetime.fromisoformat(run_after.replace("Z", "+00:00"))
+    return run_after.astimezone(dt.UTC).strftime("%Y-%m-%d")
+
+
 def make_batch(context: dict[str, Any]) -> B.Batch:
     params = context["params"]
     store = B.ArtifactStore(config.storage_root())
-    return B.Batch(store=store, ds=context["ds"], run_id=str(context.get("run_id", "")),
-                   prefix=params.get("batch_prefix") or "", reuse=bool(params.get("reuse_cached", True)),
+    ds = night_of(context)
+    return B.Batch(store=store, ds=ds, run_id=str(context.get("run_id", "")),
+                   prefix=batch_prefix(params, ds), reuse=bool(params.get("reuse_cached", True)),
                    concurrency=int(params.get("concurrency", 8)))
 
 
@@ -27,6 +52,10 @@ def discover(context) -> dict:
     batch = make_batch(context)
     out = B.discover(batch, int(context["params"].get("max_documents", 0)))
     log.info("discovered %d PDF(s) under %s", out["documents"], batch.store.uri(batch.incoming))
+    if not out["documents"]:  # an empty night is reported (batch report) and alerted, never silently green
+        from docverify_airflow import notify
+
+        notify.send("empty_night", context, incoming=batch.store.uri(batch.incoming))
     return out
 
 
@@ -44,7 +73,8 @@ def layout(context) -> dict:
     batch = make_batch(context)
     if config.layout_mode() == "local":
         return B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
-                              timeout_s=float(context["params"].get("parse_timeout_s", 60)))
+                              timeout_s=float(context["params"].get("parse_timeout_s", 60)),
+                              ocr=config.ocr_enabled())
     conn_id = config.docai_conn_id()
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
@@ -105,6 +135,12 @@ def accept(context) -> dict:
 
 def write_sme_packets(context) -> dict:
     out = B.write_sme_packets(make_batch(context))
+    if out["packets"]:
+        from docverify_airflow import notify
+
+        notify.send("reviews_waiting", context, packets=len(out["packets"]), uri=out["uri"])
+        log.info("%d packet(s) to review: Browse → Required Actions (DAG sme_review); readable pages on the "
+                 "api-server at /docverify/packets/", len(out["packets"]))
     if not out["packets"] and not out["kept_reviewed"]:
         from airflow.sdk.exceptions import AirflowSkipException
 

@@ -58,7 +58,35 @@ def test_graph_shape(dag):
     # a failed task fails the run, although batch_report (all_done) still runs
     watcher = t["fail_run_if_a_task_failed"]
     assert watcher.trigger_rule == "one_failed" and not watcher.downstream_task_ids
-    assert set(watcher.upstream_task_ids) == set(t) - {watcher.task_id, "v5_arbiter"}
+    assert set(watcher.upstream_task_ids) == {"accept", "write_sme_packets", "batch_report"}
+    # every other task reaches the watcher through a route whose trigger rule turns a failure
+    # upstream into upstream_failed (none_failed_min_one_success), never through all_done alone
+    routes = {"accept", "write_sme_packets"}
+    for task_id, task in t.items():
+        if task_id in routes | {watcher.task_id, "batch_report"}:
+            continue
+        assert routes & task.get_flat_relative_ids(upstream=False), task_id
+    assert all(t[r].trigger_rule == "none_failed_min_one_success" for r in routes)
+
+
+def test_failure_notifier_is_wired(dag):
+    from docverify_airflow.notify import DocverifyNotifier
+
+    callbacks = dag.on_failure_callback if isinstance(dag.on_failure_callback, list) else [dag.on_failure_callback]
+    assert any(isinstance(c, DocverifyNotifier) and c.event == "run_failed" for c in callbacks)
+    assert not dag.deadline  # off unless DOCVERIFY_DEADLINE_MINUTES is set (dags test cannot run with one)
+
+
+def test_deadline_from_the_environment(monkeypatch):
+    import runpy
+
+    monkeypatch.setenv("DOCVERIFY_DEADLINE_MINUTES", "90")
+    ns = runpy.run_path(str(REPO / "dags" / "clinical_doc_verification.py"))
+    dag = ns["clinical_doc_verification"]() if callable(ns.get("clinical_doc_verification")) else None
+    alerts = dag.deadline if isinstance(dag.deadline, list) else [dag.deadline]
+    assert alerts and alerts[0].callback.path == "docverify_airflow.notify.deadline_missed"
+    assert alerts[0].reference.__class__.__name__ == "DagRunQueuedAtDeadline"
+    assert alerts[0].interval.total_seconds() == 90 * 60
 
 
 def test_parsing_imports_no_heavy_library():

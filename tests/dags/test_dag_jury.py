@@ -18,7 +18,10 @@ DS = "2026-11-18"
 pytestmark = pytest.mark.slow
 
 
-def test_sample_night_with_jury_and_second_opinion(airflow_db, tmp_path):
+EXTRA = "normal_minimal_latex.pdf"  # a corpus PDF whose offline V4 judgment raises a finding
+
+
+def test_sample_night_with_jury_and_second_opinion(airflow_db, tmp_path, corpora_dir):
     fake = FakeGemini().start()
     try:
         incoming = tmp_path / "incoming" / DS
@@ -26,6 +29,7 @@ def test_sample_night_with_jury_and_second_opinion(airflow_db, tmp_path):
         for f in (REPO / "include" / "samples").iterdir():
             if f.suffix in (".pdf", ".json") and f.name != "expected_routes.json":
                 shutil.copy(f, incoming / f.name)
+        shutil.copy(corpora_dir / "pdfs" / EXTRA, incoming / EXTRA)
         env = {"AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT": str(tmp_path), "AIRFLOW_VAR_DOCVERIFY_JUDGE": "offline",
                "AIRFLOW_VAR_DOCVERIFY_JURY": "cr_v2", "AIRFLOW_VAR_DOCVERIFY_V5_SECOND_OPINION": "on",
                "AIRFLOW_VAR_DOCVERIFY_LLM_MAX_ATTEMPTS": "2",
@@ -37,7 +41,7 @@ def test_sample_night_with_jury_and_second_opinion(airflow_db, tmp_path):
         rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
         got = {d["doc_id"]: ("AUTO_RETRY→" + d["final_decision"]) if d.get("route") == "auto_fix_retry"
                else d["final_decision"] for d in rep["per_document"]}
-        assert got == expected_routes()
+        assert got == {**expected_routes(), EXTRA[:-4]: "ESCALATE_TO_SME"}  # the kept finding escalates it
         assert rep["jury"]["findings_reviewed"] > 0 and rep["jury"]["final_actions"] == {
             "KEEP": rep["jury"]["findings_reviewed"]}
         assert rep["second_opinion"]["asked"] > 0 and rep["second_opinion"]["changed"] == 0

@@ -57,7 +57,14 @@ def _ops(dag, **params) -> dict:
 
 
 def _answer(op, option, user="sme.anna", **fields):
-    params = {"corrected_dominant_type": None, "corrected_segments": None, "notes": "", **fields}
+    """What the form sends: every field of this document's form (page fields preset to the
+    classifier's types) with the SME's changes."""
+    from docverify_airflow import sme_tasks
+    from docverify_airflow.operators.sme_review import review_form_params
+
+    form = review_form_params(sme_tasks.page_types(op.doc_id))
+    params = {k: form[k].value for k in form}
+    params.update(fields)
     event = {"chosen_options": [option], "params_input": params, "timedout": False,
              "responded_at": dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC),
              "responded_by_user": {"id": user, "name": user}}
@@ -74,7 +81,7 @@ def test_dag_is_scheduled_on_the_asset_the_nightly_dag_emits(bag, dag):
     assert dag.timetable.asset_condition == SME_PACKETS
     nightly = bag.dags["clinical_doc_verification"]
     assert list(nightly.task_dict["write_sme_packets"].outlets) == [SME_PACKETS]
-    assert dag.catchup is False and dag.max_active_runs == 1
+    assert dag.catchup is False and dag.max_active_runs > 1  # reviews of one night never hold back the next
     assert dag.doc_md and "Required Actions" in dag.doc_md and {"sme", "hitl"} <= set(dag.tags)
 
 
@@ -111,13 +118,15 @@ def test_pending_packets_become_review_forms(dag, night):
     ops = _ops(dag)
     assert set(ops) == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
     op = ops["quest_cbc_panel"]
-    assert op.subject.startswith("quest_cbc_panel — V5 rule 1, BLOCKER, 3 issue(s)")
+    # 1 issue: after the V3 trap BLOCKER no judgment runs (issue 10; was 3 with the V3/V4 judgments)
+    assert op.subject.startswith("quest_cbc_panel — V5 rule 1, BLOCKER, 1 issue(s)")
     assert op.options == ["Agree", "Correct"] and op.defaults is None and op.multiple is False
     assert isinstance(op.params, ParamsDict) and set(op.params) == {"corrected_dominant_type", "corrected_segments",
                                                                     "notes"}  # no Dag params on the form
-    proposals = op.params.get_param("corrected_dominant_type").schema["examples"]
-    assert proposals == ["Clinical Note", "Pathology Report", "Genomic Report", "Radiology Report", "Other"]
-    assert "enum" not in op.params.get_param("corrected_dominant_type").schema  # no "null" choice in the form
+    # a choice of the five types; "not corrected" is how the form shows the empty choice
+    schema = op.params.get_param("corrected_dominant_type").schema
+    assert schema["enum"] == [None, "Clinical Note", "Pathology Report", "Genomic Report", "Radiology Report", "Other"]
+    assert schema["values_display"] == {"null": "— not corrected —"}
     assert op.response_timeout == timedelta(hours=72) and op.execution_timeout == timedelta(minutes=10)
     assert op.assigned_users == [{"id": "sme.anna", "name": "sme.anna"}, {"id": "7", "name": "sme.ben"}]
     assert len(_ops(dag, max_reviews=2)) == 2
@@ -136,7 +145,7 @@ def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypa
         op.execute(ctx)
     body = sent["body"]
     assert body.startswith("## quest\\_cbc\\_panel — V5 rule 1") and "[BLOCKER] V3-0001" in body
-    assert ">> Quest Diagnostics" in body and "sme_packet_quest_cbc_panel.html" in body
+    assert ">> Quest Diagnostics" in body and "(/docverify/packets/quest_cbc_panel)" in body
     assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct"]
     assert "\n\n**Decision:**" in body  # header lines are separate paragraphs in the UI's Markdown
     # a document that could not be parsed has no classification to agree with: only Correct
@@ -175,13 +184,13 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
     packet = load_packet(night, "quest_cbc_panel")
     assert (packet.review_status, packet.reviewer, packet.ground_truth_version) == ("reviewed", "sme.anna", 1)
 
+    # the page-by-page form: the SME changes page 3 only; nothing typed, the segments follow
     out = _answer(_ops(dag, max_reviews=50).get("fabricated_evidence"), "Correct", user="sme.ben",
-                  corrected_segments=json.dumps([{"page_start": 1, "page_end": 2, "dominant_type": "Genomic Report"},
-                                                 {"page_start": 3, "page_end": 3, "dominant_type": "Clinical Note"}]))
+                  page_1="Genomic Report", page_2="Genomic Report", page_3="Other")
     [fab] = ground_truth_versions(night, "fabricated_evidence")
     assert out["ground_truth_source"] == fab.ground_truth_source == "SME_CORRECTED"
-    assert [s["dominant_type"] for s in fab.ground_truth_classification["segments"]] == ["Genomic Report",
-                                                                                         "Clinical Note"]
+    assert [(s["page_start"], s["page_end"], s["dominant_type"]) for s in fab.ground_truth_classification["segments"]
+            ] == [(1, 2, "Genomic Report"), (3, 3, "Other")]
 
     # a second answer for the same document (an operator re-opened it): version 2, v1 untouched
     out = _answer(ops["quest_cbc_panel"], "Correct", user="sme.ben", corrected_dominant_type="Other",
@@ -210,24 +219,122 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
     assert "routine CBC" not in caplog.text and "looks right" not in caplog.text
 
 
-@pytest.mark.parametrize("option,fields,match", [
-    ("Agree", {"corrected_dominant_type": "Other"}, "'Agree' was chosen but a correction was filled in"),
-    ("Correct", {"corrected_segments": "[{page_start: 1}"}, "corrected_segments: not valid JSON"),
-    ("Correct", {}, "needs corrected_dominant_type and/or corrected_segments"),
-    ("Maybe", {}, "not in"),
+@pytest.mark.parametrize("doc,option,fields,match", [
+    ("fabricated_evidence", "Agree", {"corrected_dominant_type": "Other"},
+     "'Agree' was chosen but a correction was filled in"),
+    ("fabricated_evidence", "Agree", {"page_3": "Other"}, "'Agree' was chosen but a correction was filled in"),
+    # refused by the form's schema (as the UI refuses it) before anything is read
+    ("corrupt_truncated", "Correct", {"corrected_segments": "[{page_start: 1}"}, "Invalid input for param corrected_segments"),
+    ("corrupt_truncated", "Correct", {"corrected_segments": "[{page_start: 1]"}, "corrected_segments: not valid JSON"),
+    ("corrupt_truncated", "Correct", {"corrected_segments": "1-2 Lab Report"}, "range #1 names no document type"),
+    ("corrupt_truncated", "Correct", {"corrected_segments": "pages one to two"},
+     "Invalid input for param corrected_segments"),
+    ("fabricated_evidence", "Correct", {}, "needs corrected_dominant_type, corrected_segments"),
+    ("fabricated_evidence", "Maybe", {}, "not in"),
 ])
-def test_unusable_answers_fail_the_task_and_write_nothing(dag, night, option, fields, match):
+def test_unusable_answers_fail_the_task_and_write_nothing(dag, night, doc, option, fields, match):
     from docverify.sme import load_packet
 
     with pytest.raises(ValueError, match=match):
-        _answer(_ops(dag)["fabricated_evidence"], option, **fields)
-    assert not night.exists("ground_truth/gt_fabricated_evidence.json")
-    assert load_packet(night, "fabricated_evidence").review_status == "pending"
+        _answer(_ops(dag)[doc], option, **fields)
+    assert not night.exists(f"ground_truth/gt_{doc}.json")
+    assert load_packet(night, doc).review_status == "pending"
+
+
+def test_page_ranges_are_read_without_json():
+    from docverify_airflow.sme_tasks import parse_segments, segments_from_pages
+
+    assert parse_segments("1-2 Genomic Report; 3 clinical note") == [
+        {"page_start": 1, "page_end": 2, "dominant_type": "Genomic Report"},
+        {"page_start": 3, "page_end": 3, "dominant_type": "Clinical Note"}]
+    assert parse_segments("1 Other\n2-5 Pathology Report;") == [
+        {"page_start": 1, "page_end": 1, "dominant_type": "Other"},
+        {"page_start": 2, "page_end": 5, "dominant_type": "Pathology Report"}]
+    assert parse_segments("  ") is None and parse_segments(None) is None
+    assert segments_from_pages(["Other", "Other", "Clinical Note"]) == [
+        {"page_start": 1, "page_end": 2, "dominant_type": "Other"},
+        {"page_start": 3, "page_end": 3, "dominant_type": "Clinical Note"}]
+
+
+def test_the_form_has_a_type_per_page_preset_to_the_classifier(dag, night):
+    import re
+
+    from docverify_airflow import sme_tasks
+    from docverify_airflow.operators.sme_review import MAX_PAGE_FIELDS, review_form_params
+
+    types = sme_tasks.page_types("fabricated_evidence")
+    form = review_form_params(types)
+    assert [form[f"page_{i}"].value for i in range(1, len(types) + 1)] == types and "corrected_segments" not in form
+    assert set(form.get_param("page_1").schema["enum"]) >= {"Clinical Note", "Other"} if hasattr(form, "get_param") \
+        else set(form["page_1"].schema["enum"]) >= {"Clinical Note", "Other"}
+    # unknown page count (could not be parsed) or a long document: a page-range line, its syntax in the schema
+    for long_or_unknown in ([], ["Other"] * (MAX_PAGE_FIELDS + 1)):
+        form = review_form_params(long_or_unknown)
+        pattern = form["corrected_segments"].schema["pattern"]
+        assert "page_1" not in form and re.match(pattern, "1-2 Genomic Report; 3 Clinical Note")
+        assert not re.match(pattern, "pages one to two")
 
 
 def test_a_bad_form_value_is_refused_and_nothing_is_written(dag, night):
     # the form proposes the five types; anything else is refused by save_review (the try fails,
     # its retry opens the form again)
-    with pytest.raises(ValueError, match="'Lab Report' is not a document type; allowed values: Clinical Note"):
+    with pytest.raises(ValueError, match="Invalid input for param corrected_dominant_type: 'Lab Report' is not one of"):
         _answer(_ops(dag)["fabricated_evidence"], "Correct", corrected_dominant_type="Lab Report")
     assert not night.exists("ground_truth/gt_fabricated_evidence.json")
+
+
+# --------------------------------------------------------------------------- overlapping runs
+
+
+def _run_context(dag, run_id, **params):
+    return {**_context(dag, **params), "run_id": run_id, "dag": dag}
+
+
+def test_overlapping_runs_never_open_one_packet_twice_and_never_wait_for_each_other(dag, night):
+    """Night 1's run keeps its reviews open (nobody answers for days); night 2's run starts while
+    it is active: it opens none of night 1's packets and is not held back."""
+    from docverify_airflow import sme_tasks
+
+    first = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
+    assert len(first) == 4
+    second = sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))
+    assert second == []  # every pending packet is open in the first run
+    # the first run's task retried: it gets its own packets back
+    again = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
+    assert again == first
+
+
+def test_a_timed_out_or_answered_review_frees_its_packet_for_the_next_run(dag, night):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from docverify_airflow import sme_tasks
+
+    ctx1 = _run_context(dag, "asset_triggered__night1")
+    ops = {k["doc_id"]: dag.task_dict["review"].unmap(k) for k in sme_tasks.review_kwargs(ctx1)}
+    ti = SimpleNamespace(dag_id=DAG_ID, run_id="asset_triggered__night1", task_id="review", map_index=0)
+    with pytest.raises(AirflowSkipException):
+        ops["quest_cbc_panel"].execute_complete({**ctx1, "ti": ti}, {"error_type": "timeout"})
+    from docverify_airflow.operators.sme_review import review_form_params
+
+    form = review_form_params(sme_tasks.page_types("fabricated_evidence"))
+    ops["fabricated_evidence"].execute_complete({**ctx1, "ti": ti}, {
+        "chosen_options": ["Agree"], "params_input": {k: form[k].value for k in form},
+        "responded_at": dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC),
+        "responded_by_user": {"id": "sme.anna", "name": "sme.anna"}})
+    nxt = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))}
+    # the timed-out packet is pending and free again; the answered one is reviewed; the other two
+    # are still open in the first run
+    assert nxt == {"quest_cbc_panel"}
+
+
+def test_a_manual_run_catches_up_on_every_free_pending_packet(dag, night):
+    """Asset events sent while sme_review was paused do not start runs after unpausing; a manual
+    trigger (no Asset event) lists every pending packet nobody has open, of every night."""
+    from docverify.sme_claims import claim
+    from docverify_airflow import sme_tasks
+
+    # a claim of a run that died long ago has expired
+    assert claim(night, "corrupt_truncated", "sme_review/old_run", dt.timedelta(hours=1),
+                 now=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
+    manual = {k["doc_id"] for k in sme_tasks.review_kwargs(_run_context(dag, "manual__catch_up"))}
+    assert manual == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 
 import pytest
 from tests.docverify.test_batch_llm import DS, run_all, sample_batch
@@ -43,16 +44,23 @@ def judged(fake, store, *, jury=True, second=True) -> OfflineJudge:
     return j
 
 
+#: A corpus PDF whose offline V4 judgment raises a finding (the samples' judgments find nothing
+#: since issue 10/13), so the jury has something to review; with the finding kept it escalates.
+EXTRA = "normal_minimal_latex.pdf"
+
+
 @pytest.mark.slow
-def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, fake, caplog):
+def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, corpora_dir, fake, caplog):
     b = sample_batch(tmp_path, repo_dir)
+    shutil.copy(corpora_dir / "pdfs" / EXTRA, tmp_path / "incoming" / DS / EXTRA)
     plain = run_all(sample_batch(tmp_path / "plain", repo_dir), OfflineJudge())
     assert "jury" not in plain and "second_opinion" not in plain
     with caplog.at_level(logging.INFO, logger="docverify.lineage"):
         rep = run_all(b, judged(fake, b.store))
     expected = json.loads((repo_dir / "include" / "samples" / "expected_routes.json").read_text())["routes"]
     assert {d["doc_id"]: d["final_decision"] for d in rep["per_document"]} == {
-        k: ("AUTO_ACCEPT" if v.endswith("AUTO_ACCEPT") else "ESCALATE_TO_SME") for k, v in expected.items()}
+        **{k: ("AUTO_ACCEPT" if v.endswith("AUTO_ACCEPT") else "ESCALATE_TO_SME") for k, v in expected.items()},
+        EXTRA[:-4]: "ESCALATE_TO_SME"}
     # the jury reviewed the offline judgments' findings; every vote is in the report
     jury = rep["jury"]
     assert jury["findings_reviewed"] > 0 and jury["final_actions"] == {"KEEP": jury["findings_reviewed"]}

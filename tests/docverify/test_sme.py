@@ -257,9 +257,19 @@ def test_agree_then_correct_makes_versions_and_never_overwrites(store):
     gt = rec2.ground_truth_classification
     assert rec2.ground_truth_source == "SME_CORRECTED" and gt["dominant_type_overall"] == "Other"
     assert [s["dominant_type"] for s in gt["segments"]] == ["Other"]  # one segment: the whole document
-    assert gt["segments"][0]["classifications"] == primary["segments"][0]["classifications"]  # claims kept
+    # issue 10: the correction holds — Other becomes PRIMARY, the replaced Genomic Report drops to
+    # MENTION_ONLY (it keeps its snippet), shares and the mixture follow (was: claims kept as they were,
+    # so Genomic Report stayed PRIMARY with share 1.0 under an "Other" document)
+    levels = {tc["doc_type"]: (tc["presence_level"], tc["segment_share"]) for tc in gt["segments"][0]["classifications"]}
+    assert levels["Other"][0] == "PRIMARY" and levels["Genomic Report"][0] == "MENTION_ONLY"
+    assert levels["Other"][1] > levels["Genomic Report"][1] > 0
+    assert {m["doc_type"]: m["presence_level"] for m in gt["document_mixture"]}["Genomic Report"] == "MENTION_ONLY"
     assert rec2.corrections_applied == ["segments[0].dominant_type: Genomic Report → Other",
-                                        "dominant_type_overall: Genomic Report → Other"]
+                                        "segments[0] → Genomic Report: PRIMARY → MENTION_ONLY",
+                                        "segments[0] → Other: NO_EVIDENCE → PRIMARY",
+                                        "dominant_type_overall: Genomic Report → Other",
+                                        "document_mixture → Genomic Report: PRIMARY → MENTION_ONLY",
+                                        "document_mixture → Other: NO_EVIDENCE → PRIMARY"]
     assert load_packet(store, "quest_cbc_panel").ground_truth_version == 2
     assert [r.version for r in ground_truth_versions(store, "quest_cbc_panel")] == [1, 2]
     assert "reviewed" in store.read_bytes(html_rel("quest_cbc_panel")).decode()  # rendering refreshed
@@ -325,7 +335,7 @@ def test_corrected_segments_replace_the_segments(store):
     ({"corrected_segments": [{"start": 1, "page_end": 3, "dominant_type": "Other"}]}, "missing: page_start"),
     ({"corrected_segments": [{"page_start": 1, "page_end": 3, "dominant_type": "Lab"}]},
      r"corrected_segments\[0\].dominant_type: 'Lab' is not a document type"),
-    ({}, "needs corrected_dominant_type and/or corrected_segments"),
+    ({}, "needs corrected_dominant_type, corrected_segments, corrected_presence and/or corrected_mixture"),
     ({"corrected_dominant_type": "Genomic Report"}, "changes nothing"),
 ])
 def test_bad_corrections_are_refused_and_nothing_is_written(store, kwargs, match):

@@ -100,3 +100,23 @@ def test_offline_judgment_spec_example_weak_evidence():
 def test_offline_judgment_accepts_specific_evidence():
     b, c = genomic_then_note()
     assert v4_evidence.offline_judgment(b, ClassificationOutput.model_validate(c)) == []
+
+
+def test_ocr_pages_take_the_measured_ocr_threshold():
+    """Issue 13: a page the local parser OCR'd (ocr_confidence set) tolerates more noise
+    (fuzzy_threshold_ocr = 85, measured in docs/benchmarks/ocr.md) than a text-layer page (90)."""
+    from rapidfuzz import fuzz
+
+    from docverify.models import DocumentBundle, Page
+    from docverify.verify.common import normalise
+    from docverify.verify.v4_evidence import locate
+
+    snippet = "No pleural effusions or pneumothoraces, heart normal"
+    noisy = "Nop1eura1 effusi0nsor pneumothoraces.heart norrnal size"  # typical OCR slips
+    score = fuzz.partial_ratio(normalise(snippet), normalise(noisy))
+    assert 85 <= score < 90, score  # the case the two thresholds tell apart
+    layer = DocumentBundle(doc_id="d", file_path="d.pdf", total_pages=1, pages=[Page(page_num=1, text=noisy)])
+    scanned = DocumentBundle(doc_id="d", file_path="d.pdf", total_pages=1,
+                             pages=[Page(page_num=1, text=noisy, ocr_confidence=0.95)])
+    assert locate(layer, snippet, 1) == (False, [])
+    assert locate(scanned, snippet, 1) == (True, [])

@@ -140,14 +140,14 @@ class SecondOpinion:
 
 
 def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None, usage: Usage | None = None):
-    """For :func:`docverify.retry.run_loop`: ``async (report, cls) -> AttemptRecord`` with the
+    """For :func:`docverify.retry.run_loop`: ``async (report, cls, earlier) -> AttemptRecord`` with the
     second opinion applied, or None (no second opinion: the loop uses the table alone)."""
     if second_opinion is None:
         return None
     from docverify.retry import attempt_record
 
-    async def decide(report, cls):
-        rec = attempt_record(report)
+    async def decide(report, cls, earlier=()):
+        rec = attempt_record(report, earlier)
         decision, u = await second_opinion.review(bundle, cls, report.issues, rec.decision)
         if usage is not None:
             usage.add(u)

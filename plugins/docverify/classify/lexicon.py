@@ -56,6 +56,12 @@ SUPPORT_MIN = 2.0
 SUPPORT_RATIO = 0.5
 
 _KIND_RANK = {"header": 0, "term": 1}
+#: headers this short are matched case-sensitively (see :func:`_compile`)
+SHORT_HEADER = 3
+#: weight factor of a clinical cue on a form's option line (a checkbox, a blank to fill in):
+#: "[ ] Discharge Summary  [ ] Radiology" on a release form lists record types, it is not one
+FORM_LINE_FACTOR = 0.15
+_FORM_LINE = re.compile(r"\[\s?[xX✓]?\s?\]|[☐☑☒□■]|_{3,}|\(\s?\)")
 
 
 # --------------------------------------------------------------------------- compiled lexicon
@@ -80,6 +86,8 @@ class Hit:
     start: int
     end: int
     text: str
+    #: a record-type word in a form's option line (a checkbox list) counts for little
+    factor: float = 1.0
 
     @property
     def doc_type(self) -> str:
@@ -87,7 +95,7 @@ class Hit:
 
     @property
     def weight(self) -> float:
-        return self.entry.weight
+        return self.entry.weight * self.factor
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,10 @@ def _compile(lexicon: dict[str, Any], vendors: dict[str, Any]) -> CompiledLexico
                 entry = Entry(len(entries), doc_type, kind, term, float(weight))
                 entries.append(entry)
                 rx = _phrase_regex(term) + (_HEADER_TAIL if kind == "header" else "")
-                flags = re.MULTILINE | (re.IGNORECASE if ci else 0)
+                # a header of at most SHORT_HEADER letters ("CC", "PE", "HX") counts only in capitals:
+                # "cc:" in a memo is a copy list, not a chief complaint
+                short = kind == "header" and len(term) <= SHORT_HEADER
+                flags = re.MULTILINE | (re.IGNORECASE if ci and not short else 0)
                 cand = _Candidate(entry, re.compile(rx, flags), kind == "header")
                 order = (-len(term), _KIND_RANK[kind], entry.index)
                 for k in _keys(term):
@@ -402,9 +413,16 @@ def _score(hits: list[Hit], n_chars: int) -> float:
     weights: dict[int, float] = {}
     for h in hits:
         counts[h.entry.index] = counts.get(h.entry.index, 0) + 1
-        weights[h.entry.index] = h.weight
+        weights[h.entry.index] = max(weights.get(h.entry.index, 0.0), h.weight)
     raw = sum(weights[i] * math.sqrt(min(c, REPEAT_CAP)) for i, c in counts.items())
     return raw / math.sqrt(max(1.0, n_chars / LENGTH_UNIT))
+
+
+def _on_form_line(h: Hit, atoms: list[tuple[int, int]], atom_starts: list[int], form_atoms: list[bool]) -> Hit:
+    i = bisect.bisect_right(atom_starts, h.start) - 1
+    if 0 <= i < len(atoms) and h.start < atoms[i][1] and form_atoms[i]:
+        return Hit(h.entry, h.start, h.end, h.text, FORM_LINE_FACTOR)
+    return h
 
 
 def analyse(text: str) -> TextAnalysis:
@@ -432,6 +450,11 @@ def analyse(text: str) -> TextAnalysis:
     hits: dict[str, list[Hit]] = {}
     scores: dict[str, float] = {}
     raw = _raw_hits(text, lex)
+    form_atoms = [bool(_FORM_LINE.search(text, s, e)) for s, e in atoms]
+    if any(form_atoms):
+        for doc_type in DOC_TYPES:
+            if doc_type != OTHER:
+                raw[doc_type] = [_on_form_line(h, atoms, atom_starts, form_atoms) for h in raw[doc_type]]
     for doc_type in DOC_TYPES:
         kept = [h for h in raw[doc_type] if counted(h)]
         hits[doc_type] = kept

@@ -16,11 +16,19 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    without any cue) costs nothing under any label, so it joins its neighbours; a page with weak
    evidence joins its neighbours too; a 1-page segment survives only when its evidence beats
    its neighbours' type by more than 2 x SWITCH_PENALTY (1 x at either end of the document).
+   A page whose leading type has fewer than :data:`WEAK_PAGE_CUES` distinct cues has its costs
+   scaled by :data:`WEAK_PAGE_FACTOR`, and a change of type into it costs :data:`WEAK_SWITCH` x
+   the penalty: it continues the document before it (a footer page, an appendix).
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
    unit in the segment; when no type has any (no text, or no cue at all) the dominant type is
-   "Other" with a low confidence (:data:`FALLBACK_CONFIDENCE`). Neighbouring segments that end up
+   "Other" with a low confidence (:data:`FALLBACK_CONFIDENCE`). **Minimum-evidence rule**: when
+   the leading type is not "Other" but weak (mean score per page with text under
+   :data:`MIN_EVIDENCE_SCORE`, or under twice that with fewer than :data:`MIN_DISTINCT_CUES`
+   distinct cues), the segment is "Other" with :data:`WEAK_FALLBACK_CONFIDENCE`, and its
+   reasoning names the weak type and its cues. Cues on a form's option line (a checkbox or a
+   blank on the line) count 0.15 of their weight and not as distinct cues. Neighbouring segments that end up
    with the same dominant type are merged. The other types get, with ``ratio = total[t] /
    total[dominant]``:
 
@@ -75,7 +83,7 @@ from docverify.models import (
     TypeClassification,
 )
 
-IMPLEMENTATION = "offline-lexicon-v1"
+IMPLEMENTATION = "offline-lexicon-v2"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -84,7 +92,15 @@ MENTION_ONLY = PresenceLevel.MENTION_ONLY.value
 NO_EVIDENCE = PresenceLevel.NO_EVIDENCE.value
 
 #: Cost of a change of type between two neighbouring pages (in page-score points).
-SWITCH_PENALTY = 5.0
+SWITCH_PENALTY = 2.5
+#: Page-boundary logic: the emissions of a page whose leading type shows fewer than
+#: WEAK_PAGE_CUES distinct cues are scaled by WEAK_PAGE_FACTOR (a footer-only page, a page of
+#: boilerplate, an appendix), and a switch of type *into* such a page costs WEAK_SWITCH times the
+#: penalty, so that it continues the document before it; a page with its own evidence starts a
+#: segment.
+WEAK_PAGE_CUES = 3
+WEAK_PAGE_FACTOR = 0.3
+WEAK_SWITCH = 1.5
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -97,6 +113,11 @@ MENTION_MIN_PEAK = 1.5
 SHARE_WEIGHT = {PRIMARY: 1.0, EMBEDDED_RAW: 0.6, MENTION_ONLY: 0.15, NO_EVIDENCE: 0.0}
 #: Smallest share of a type that is present (so that "present" never means a share of 0).
 MIN_PRESENT_SHARE = 0.0001
+#: The minimum-evidence rule: a clinical type needs at least this mean score per page with text
+#: and this many distinct cues (outside form option lines), else the segment is "Other" with a
+#: low confidence (a weak or single cue is no report).
+MIN_EVIDENCE_SCORE = 1.5
+MIN_DISTINCT_CUES = 2
 #: Confidence of the "Other" fallback (no cue at all), with and without page text.
 FALLBACK_CONFIDENCE = 0.1
 NO_TEXT_CONFIDENCE = 0.05
@@ -150,7 +171,23 @@ class _Seg:
         candidates = [t for t in DOC_TYPES if self.total(t) > 0 and self.has_evidence(t)]
         if not candidates:
             return OTHER
-        return max(candidates, key=lambda t: (self.total(t), -DOC_TYPES.index(t)))
+        best = max(candidates, key=lambda t: (self.total(t), -DOC_TYPES.index(t)))
+        if best != OTHER and self.weak(best):
+            return OTHER  # the minimum-evidence rule
+        return best
+
+    def distinct_cues(self, t: str) -> int:
+        return len({h.entry.index for p in self.pages for h in p.analysis.hits.get(t, [])
+                    if h.factor == 1.0})
+
+    def weak(self, t: str) -> bool:
+        """Too little evidence for a document type: a mean score per page with text under
+        MIN_EVIDENCE_SCORE, or under twice that with fewer than MIN_DISTINCT_CUES distinct cues
+        (one word is no report)."""
+        text_pages = max(1, sum(1 for p in self.pages if p.analysis.has_text))
+        mean = self.total(t) / text_pages
+        return mean < MIN_EVIDENCE_SCORE or (self.distinct_cues(t) < MIN_DISTINCT_CUES
+                                             and mean < 2 * MIN_EVIDENCE_SCORE)
 
 
 # --------------------------------------------------------------------------- segmentation
@@ -167,9 +204,16 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     rank = {t: i for i, t in enumerate(pref)}
     n = len(pages)
     emit = []
+    weak: list[bool] = []
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
-        emit.append({t: best - p.score(t) for t in DOC_TYPES})
+        # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
+        # it joins its neighbours unless their type is absent from it
+        lead = max(DOC_TYPES, key=lambda t: p.score(t))
+        distinct = len({h.entry.index for h in p.analysis.hits.get(lead, ()) if h.factor == 1.0})
+        k = WEAK_PAGE_FACTOR if distinct < WEAK_PAGE_CUES else 1.0
+        weak.append(k < 1.0)
+        emit.append({t: k * (best - p.score(t)) for t in DOC_TYPES})
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
     for i in range(1, n):
@@ -181,7 +225,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
             for u in pref:
                 if u == t:
                     continue
-                c = cost[i - 1][u] + SWITCH_PENALTY
+                c = cost[i - 1][u] + SWITCH_PENALTY * (WEAK_SWITCH if weak[i] else 1.0)
                 if c < best_c - 1e-12:
                     best_u, best_c = u, c
             row[t] = best_c + emit[i][t]
@@ -349,7 +393,10 @@ def _classify_segment(index: int, seg: _Seg, dom: str) -> _SegResult:
     shares = _round_shares(raw, dom, present - {dom})
 
     text_pages = [p for p in seg.pages if p.analysis.has_text]
-    if has_cues:
+    fallback = dom == OTHER and _weak_fallback(seg)
+    if fallback:
+        dom_conf = WEAK_FALLBACK_CONFIDENCE
+    elif has_cues:
         mean = dom_total / max(1, len(text_pages))
         runner_up = max((totals[t] for t in DOC_TYPES if t != dom), default=0.0)
         margin = max(0.0, (dom_total - runner_up) / dom_total)
@@ -387,6 +434,16 @@ def _classify_segment(index: int, seg: _Seg, dom: str) -> _SegResult:
     return _SegResult(segment, shares, levels, round(min(1.0, max(0.0, dom_conf)), 4))
 
 
+#: Confidence of "Other" chosen by the minimum-evidence rule (another type led, weakly).
+WEAK_FALLBACK_CONFIDENCE = 0.3
+
+
+def _weak_fallback(seg: _Seg) -> bool:
+    """Other by the minimum-evidence rule: another type out-scored Other, but weakly."""
+    best = max(DOC_TYPES, key=lambda t: (seg.total(t), -DOC_TYPES.index(t)))
+    return best != OTHER and seg.total(best) > 0 and seg.has_evidence(best) and seg.weak(best)
+
+
 def _cue_labels(seg: _Seg, t: str, limit: int = 5) -> list[str]:
     """The lexicon labels of t's strongest cues in the segment (vocabulary, no patient data)."""
     weights: dict[str, float] = {}
@@ -403,6 +460,11 @@ def _reasoning(seg: _Seg, dom: str, has_cues: bool, levels: dict[str, str],
         if not any(p.analysis.has_text for p in seg.pages):
             return f"No text on {pages}: defaulted to Other with low confidence."
         return f"No lexicon cue of any type on {pages}: defaulted to Other with low confidence."
+    if dom == OTHER and _weak_fallback(seg):
+        best = max(DOC_TYPES, key=lambda t: (seg.total(t), -DOC_TYPES.index(t)))
+        return (f"Minimum-evidence rule on {pages}: {best} led with too little evidence "
+                f"({seg.distinct_cues(best)} distinct cue(s): {', '.join(_cue_labels(seg, best, 3))}); "
+                f"defaulted to Other with low confidence.")
     text = f"{dom} cues on {pages}: {', '.join(_cue_labels(seg, dom))}."
     others = sorted((t for t in DOC_TYPES if t != dom and levels[t] != NO_EVIDENCE),
                     key=lambda t: -ratios[t])

@@ -137,6 +137,7 @@ def parse_pdf(
     max_pages: int = DEFAULT_MAX_PAGES,
     min_chars_per_doc: int = 1,
     scan_max_chars_per_page: int = SCAN_MAX_CHARS_PER_PAGE,
+    ocr: bool = False,
 ) -> DocumentBundle:
     """Parse one PDF in this process.
 
@@ -149,6 +150,9 @@ def parse_pdf(
         min_chars_per_doc: fewer non-space characters in the whole document → ``NO_TEXT_LAYER``.
         scan_max_chars_per_page: a document none of whose pages has this many non-space
             characters, with page images, is a scan → ``NO_TEXT_LAYER``; 0 disables the rule.
+        ocr: OCR the pages without a text layer that are mostly images (:mod:`.ocr`); the
+            bundle's ``parser`` then names the OCR engine and those pages carry
+            ``ocr_confidence``. A scan OCR reads nothing on stays ``NO_TEXT_LAYER``.
 
     Raises:
         ParseError: always this type, with a code from ``PARSE_ERROR_CODES``.
@@ -163,6 +167,7 @@ def parse_pdf(
             max_pages=max_pages,
             min_chars_per_doc=min_chars_per_doc,
             scan_max_chars_per_page=scan_max_chars_per_page,
+            ocr=ocr,
         )
     except ParseError:
         raise
@@ -589,6 +594,7 @@ def _parse(
     max_pages: int,
     min_chars_per_doc: int,
     scan_max_chars_per_page: int,
+    ocr: bool = False,
 ) -> DocumentBundle:
     name, file_ref = p.name, str(p)
     try:
@@ -631,7 +637,8 @@ def _parse(
     sha = hashlib.sha256(data).hexdigest()
 
     with _PDFIUM_LOCK:
-        pages, total = _extract_pages(data, name, file_ref, max_pages, min_chars_per_doc, scan_max_chars_per_page)
+        pages, total = _extract_pages(data, name, file_ref, max_pages, min_chars_per_doc, scan_max_chars_per_page,
+                                      ocr=ocr)
 
     return DocumentBundle(
         doc_id=doc_id if doc_id is not None else p.stem,
@@ -639,7 +646,7 @@ def _parse(
         sha256=sha,
         total_pages=total,
         processing_timestamp=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        parser=PARSER_ID,
+        parser=OCR_PARSER_ID() if any(pg.ocr_confidence is not None for pg in pages) else PARSER_ID,
         pages=pages,
     )
 
@@ -694,6 +701,7 @@ def _extract_pages(
     max_pages: int,
     min_chars_per_doc: int,
     scan_max_chars_per_page: int,
+    ocr: bool = False,
 ) -> tuple[list[Page], int]:
     doc, n = _open(data, name, file_ref)
     try:
@@ -715,6 +723,7 @@ def _extract_pages(
         total_chars = 0
         dense_pages = 0
         image_pages = 0
+        ocr_state = _OCRState() if ocr else None
         for i in range(n):
             try:
                 page = doc[i]
@@ -732,11 +741,15 @@ def _extract_pages(
                 finally:
                     textpage.close()
                 chars = len("".join(result.text.split()))  # non-space characters
+                ocr_conf = None
+                if chars < max(1, scan_max_chars_per_page) and _image_coverage(page) >= SCAN_MIN_IMAGE_COVERAGE:
+                    image_pages += 1
+                    if ocr_state is not None:
+                        result, ocr_conf = _ocr_page(page, result, ocr_state)
+                        chars = len("".join(result.text.split()))
                 total_chars += chars
                 if chars >= max(1, scan_max_chars_per_page):
                     dense_pages += 1
-                elif _image_coverage(page) >= SCAN_MIN_IMAGE_COVERAGE:
-                    image_pages += 1
             finally:
                 page.close()
             pages.append(
@@ -745,13 +758,20 @@ def _extract_pages(
                     text=result.text,
                     paragraphs=result.paragraphs,
                     layout_metadata=LayoutMetadata(block_types=result.block_types, has_tables=result.has_tables),
+                    ocr_confidence=ocr_conf,
                 )
             )
     finally:
         doc.close()
 
+    ocr_note = _ocr_note(ocr_state)
     if total_chars < max(1, min_chars_per_doc):
-        if image_pages:
+        if image_pages and ocr_note:
+            msg = (
+                f"{name} is a scan with no text layer ({n} page(s) of images) {ocr_note}; check the scan's "
+                f"quality (resolution, contrast) or route it through Document AI"
+            )
+        elif image_pages:
             msg = (
                 f"{name} is a scan with no text layer ({n} page(s) of images, {total_chars} characters "
                 f"of text); OCR it or route it through Document AI"
@@ -768,10 +788,66 @@ def _extract_pages(
             NO_TEXT_LAYER,
             f"{name} is a scan with no usable text layer (none of its {n} page(s) has "
             f"{scan_max_chars_per_page} characters of text, {total_chars} in total, and its pages are "
-            f"images); OCR it or route it through Document AI",
+            f"images)" + (f" {ocr_note}; check the scan's quality or route it through Document AI"
+                          if ocr_note else "; OCR it or route it through Document AI"),
             file_ref,
         )
     return pages, n
+
+
+@dataclass
+class _OCRState:
+    """OCR within one document: pages tried and read, or why the engine could not run."""
+
+    tried: int = 0
+    read: int = 0
+    unavailable: str = ""
+
+
+def OCR_PARSER_ID() -> str:  # noqa: N802 - a constant computed on first use (the OCR package is optional)
+    from docverify.layout.ocr import engine_id
+
+    return f"{PARSER_ID}+{engine_id()}"
+
+
+def _ocr_page(page: pdfium.PdfPage, result: _PageLayout, state: _OCRState) -> tuple[_PageLayout, float | None]:
+    """OCR an image page without a text layer (kept in its own function: the parse worker's
+    memory limits are set elsewhere). Returns the page layout built from the OCR'd lines and
+    its confidence, or the unchanged layout and None when the engine is unavailable."""
+    from docverify.layout import ocr
+
+    if state.unavailable:
+        return result, None
+    try:
+        ocr.get_engine()
+    except ocr.OCRUnavailable as exc:
+        state.unavailable = str(exc)
+        return result, None
+    state.tried += 1
+    try:
+        read = ocr.read_page(page)
+    except Exception:  # the engine failed on this image: the page stays unread (confidence 0)
+        return result, 0.0
+    if not read.paragraphs:
+        return result, 0.0
+    state.read += 1
+    paragraphs = [normalise_line(p) for p in read.paragraphs]
+    paragraphs = [p for p in paragraphs if p.strip()]
+    return (
+        _PageLayout(text="\n\n".join(paragraphs), paragraphs=paragraphs,
+                    block_types=["paragraph"] * len(paragraphs), has_tables=False),
+        read.confidence,
+    )
+
+
+def _ocr_note(state: _OCRState | None) -> str:
+    if state is None:
+        return ""
+    if state.unavailable:
+        return f"and OCR is unavailable here ({_clip(state.unavailable)})"
+    if state.tried:
+        return f"and OCR read no usable text on its {state.tried} image page(s)"
+    return ""
 
 
 def _image_coverage(page: pdfium.PdfPage) -> float:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from docverify.codes import make_issue
 from docverify.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
-from docverify.verify.common import is_number, seg_loc, type_loc
+from docverify.verify.common import is_number, iter_type_entries, seg_loc, type_loc
 
 IMPLEMENTATION = "rules-v1"
 
@@ -124,6 +124,61 @@ def check(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
             f"self_evaluation.confidence {cls.self_evaluation.confidence} is outside [0.0, 1.0]",
             location="self_evaluation.confidence", suggested_fix="Re-run the classifier",
         ))
+    issues += page_coverage(bundle, cls)
+    issues += evidence_pages(bundle, cls)
+    return issues
+
+
+def _spans(pages: list[int]) -> str:
+    """[1, 2, 3, 7] → '1–3, 7'."""
+    out, start = [], None
+    for k, p in enumerate(pages):
+        if start is None:
+            start = p
+        if k + 1 == len(pages) or pages[k + 1] != p + 1:
+            out.append(str(start) if start == p else f"{start}–{p}")
+            start = None
+    return ", ".join(out)
+
+
+def page_coverage(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """Every page 1..total_pages lies in some segment (``PAGE_NOT_COVERED``, BLOCKER: which
+    segment owns the page is a classification, not arithmetic). Pages beyond ``total_pages`` are
+    ``PAGE_OUT_OF_BOUNDS`` and two segments on one page V2's ``PAGE_OVERLAP``, so together every
+    page is in exactly one segment."""
+    if not cls.segments:
+        return []  # SCHEMA_INVALID already says no page is classified
+    covered: set[int] = set()
+    for seg in cls.segments:
+        lo, hi = max(1, min(seg.page_start, seg.page_end)), min(bundle.total_pages, max(seg.page_start, seg.page_end))
+        covered.update(range(lo, hi + 1))
+    missing = [p for p in range(1, bundle.total_pages + 1) if p not in covered]
+    if not missing:
+        return []
+    return [make_issue(
+        "PAGE_NOT_COVERED",
+        f"Page(s) {_spans(missing)} of {bundle.total_pages} are in no segment",
+        location="segments", suggested_fix="Re-segment the document so that every page belongs to one segment",
+        details={"pages": missing},
+    )]
+
+
+def evidence_pages(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """Every evidence item cites a page 1..total_pages (``EVIDENCE_PAGE_OUTSIDE_DOCUMENT``,
+    BLOCKER). A page that does not exist is not a wrong page: V4 leaves such items alone, so the
+    wrong-page fixer never "repairs" them."""
+    issues = []
+    for pos, seg, tc in iter_type_entries(cls):
+        for k, ev in enumerate(tc.top_evidence):
+            if not 1 <= ev.page <= bundle.total_pages:
+                issues.append(make_issue(
+                    "EVIDENCE_PAGE_OUTSIDE_DOCUMENT",
+                    f"Evidence {k + 1} for {tc.doc_type} in segment {seg.segment_index} cites page {ev.page} "
+                    f"but the document has pages 1–{bundle.total_pages}",
+                    location=f"{type_loc(seg, tc)}.top_evidence[{k}].page",
+                    suggested_fix="Re-run the classifier: evidence must cite a page of this document",
+                    details={"segment_pos": pos, "doc_type": tc.doc_type, "evidence_index": k, "page": ev.page},
+                ))
     return issues
 
 

@@ -12,7 +12,14 @@ text lexically supports each PRIMARY label; the LLM one lives in ``docverify.llm
 from __future__ import annotations
 
 from docverify.codes import make_issue
-from docverify.models import ClassificationOutput, DocumentBundle, Issue
+from docverify.models import (
+    DOC_TYPES,
+    PRESENCE_RANK,
+    ClassificationOutput,
+    DocumentBundle,
+    Issue,
+    MixtureEntry,
+)
 from docverify.verify.common import is_number, seg_loc, segment_text
 
 IMPLEMENTATION = "rules-v1"
@@ -64,7 +71,152 @@ def rule_phase(cls: ClassificationOutput) -> list[Issue]:
                     suggested_fix="Re-segment the document so that every page belongs to one segment",
                     details={"segments": [a_idx, b_idx], "pages": [lo, hi]},
                 ))
+    issues += field_consistency(cls)
     return issues
+
+
+# --------------------------------------------------------------------------- consistency between fields
+
+#: A share at or below this counts as "no share" (the share-sum tolerance).
+ZERO_SHARE = SHARE_TOLERANCE
+
+
+def segment_strongest(cls: ClassificationOutput) -> dict[str, str]:
+    """The strongest presence level of each type over the segments only (what the mixture
+    must say)."""
+    out = dict.fromkeys(DOC_TYPES, "NO_EVIDENCE")
+    for seg in cls.segments:
+        for tc in seg.classifications:
+            if PRESENCE_RANK[tc.presence_level] > PRESENCE_RANK[out[tc.doc_type]]:
+                out[tc.doc_type] = tc.presence_level
+    return out
+
+
+def pages_by_dominant_type(cls: ClassificationOutput) -> dict[str, int]:
+    pages: dict[str, int] = {}
+    for seg in cls.segments:
+        n = max(0, seg.page_end - seg.page_start + 1)
+        pages[seg.dominant_type] = pages.get(seg.dominant_type, 0) + n
+    return pages
+
+
+def derive_mixture(cls: ClassificationOutput) -> list[MixtureEntry]:
+    """The mixture the segments imply: each type's strongest segment presence level, and its
+    page-weighted segment share (normalised to sum 1; 0 for NO_EVIDENCE). The repair of
+    ``MIXTURE_CONTRADICTS_SEGMENTS`` and what an SME correction derives."""
+    levels = segment_strongest(cls)
+    weights = dict.fromkeys(DOC_TYPES, 0.0)
+    for seg in cls.segments:
+        n = max(0, seg.page_end - seg.page_start + 1)
+        for tc in seg.classifications:
+            if is_number(tc.segment_share) and tc.segment_share > 0 and levels[tc.doc_type] != "NO_EVIDENCE":
+                weights[tc.doc_type] += n * tc.segment_share
+    total = sum(weights.values())
+    return [MixtureEntry(doc_type=t, presence_level=levels[t],
+                         overall_share=round(weights[t] / total, 6) if total > 0 else 0.0)
+            for t in DOC_TYPES]
+
+
+def field_consistency(cls: ClassificationOutput) -> list[Issue]:
+    """Claims of one classification that contradict each other (issue 10): each segment's type
+    against its own presence levels, a PRIMARY type without share, the mixture against the
+    segments (both directions), and the overall type against the segments."""
+    return (_segment_type_vs_presence(cls) + _primary_without_share(cls)
+            + _mixture_vs_segments(cls) + _overall_vs_segments(cls))
+
+
+def _segment_type_vs_presence(cls: ClassificationOutput) -> list[Issue]:
+    issues = []
+    for seg in cls.segments:
+        levels = {tc.doc_type: tc.presence_level for tc in seg.classifications}
+        own = levels.get(seg.dominant_type, "NO_EVIDENCE")
+        stronger = sorted(t for t, lv in levels.items() if PRESENCE_RANK[lv] > PRESENCE_RANK[own])
+        if own in ("NO_EVIDENCE", "MENTION_ONLY") or stronger:
+            why = f"{seg.dominant_type} is {own} in its own classifications"
+            if stronger:
+                why += f" while {', '.join(f'{t} is {levels[t]}' for t in stronger)}"
+            issues.append(make_issue(
+                "SEGMENT_TYPE_CONTRADICTS_PRESENCE",
+                f"Segment {seg.segment_index} is a {seg.dominant_type} but {why}",
+                location=f"{seg_loc(seg)}.dominant_type",
+                suggested_fix="Re-classify the segment: its dominant_type must be its strongest presence level",
+                details={"segment_index": seg.segment_index, "dominant_type": seg.dominant_type,
+                         "presence_level": own, "stronger": stronger},
+            ))
+    return issues
+
+
+def _primary_without_share(cls: ClassificationOutput) -> list[Issue]:
+    """A PRIMARY type with no share of its segment. (A NO_EVIDENCE type *with* a share is not
+    flagged: the specification's own worked example gives NO_EVIDENCE types shares of 0.02–0.06.)
+    A segment whose shares are all zero is SEGMENT_SHARE_SUM's (not fixable) already; the
+    mixture's PRIMARY without share is MIXTURE_CONTRADICTS_SEGMENTS (the segments give it one)."""
+    groups = [(f"Segment {seg.segment_index}", seg_loc(seg),
+               [(tc.doc_type, tc.presence_level, tc.segment_share) for tc in seg.classifications])
+              for seg in cls.segments]
+    issues = []
+    for what, loc, entries in groups:
+        if not all(is_number(v) for _, _, v in entries) or sum(v for _, _, v in entries) <= ZERO_SHARE:
+            continue
+        for doc_type, level, share in entries:
+            if level == "PRIMARY" and share <= ZERO_SHARE:
+                issues.append(make_issue(
+                    "PRIMARY_WITHOUT_SHARE",
+                    f"{what}: {doc_type} is PRIMARY with share {share:.3f}",
+                    location=f"{loc} → {doc_type}",
+                    suggested_fix="A PRIMARY type has a positive share: re-classify (whether the level or the "
+                                  "share is wrong is a judgment)",
+                    details={"doc_type": doc_type, "share": share},
+                ))
+    return issues
+
+
+def _mixture_vs_segments(cls: ClassificationOutput) -> list[Issue]:
+    if not cls.segments:
+        return []
+    want = segment_strongest(cls)
+    derived = {d.doc_type: d.overall_share for d in derive_mixture(cls)}
+    issues = []
+    for m in cls.document_mixture:
+        unshared = (m.presence_level == "PRIMARY" and is_number(m.overall_share) and m.overall_share <= ZERO_SHARE
+                    and derived[m.doc_type] > ZERO_SHARE)
+        if m.presence_level == want[m.doc_type] and not unshared:
+            continue
+        if m.presence_level == want[m.doc_type]:
+            why = f"its share is {m.overall_share:.3f} while the segments give it {derived[m.doc_type]:.3f}"
+        elif m.presence_level == "NO_EVIDENCE":
+            why = f"a segment has it {want[m.doc_type]}"
+        elif want[m.doc_type] == "NO_EVIDENCE":
+            why = "no segment has it"
+        else:
+            why = f"its strongest level in the segments is {want[m.doc_type]}"
+        issues.append(make_issue(
+            "MIXTURE_CONTRADICTS_SEGMENTS",
+            f"The mixture has {m.doc_type} {m.presence_level} but {why}",
+            location=f"document_mixture → {m.doc_type}",
+            suggested_fix="Derive the mixture from the segments (strongest presence level, page-weighted share)",
+            details={"doc_type": m.doc_type, "mixture_level": m.presence_level, "segment_level": want[m.doc_type]},
+        ))
+    return issues
+
+
+def _overall_vs_segments(cls: ClassificationOutput) -> list[Issue]:
+    pages = pages_by_dominant_type(cls)
+    if not pages or cls.dominant_type_overall in pages:
+        return []
+    top = max(pages.values())
+    best = sorted(t for t, n in pages.items() if n == top)
+    return [make_issue(
+        "DOMINANT_OVERALL_CONTRADICTS_SEGMENTS",
+        f"dominant_type_overall is {cls.dominant_type_overall} but no segment is of that type "
+        f"(segments: {', '.join(f'{t} {n} page(s)' for t, n in pages.items())})",
+        location="dominant_type_overall",
+        suggested_fix=(f"Set dominant_type_overall to {best[0]} (the type covering the most pages)" if len(best) == 1
+                       else f"Choose between {', '.join(best)} (they cover equally many pages)"),
+        # unambiguous only when one type covers the most pages
+        auto_fixable=len(best) == 1,
+        details={"pages_by_type": pages, "fix_type": best[0] if len(best) == 1 else None},
+    )]
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:

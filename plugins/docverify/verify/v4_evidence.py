@@ -4,12 +4,17 @@ Rule phase, deterministic, against the DocumentBundle (never against the classif
 
 * every snippet is looked up on its claimed page after normalising case, width, dashes and
   whitespace, tolerating OCR noise (fuzzy ``partial_ratio`` ≥ the threshold in
-  ``include/rules/evidence.json``);
+  ``include/rules/evidence.json``; a page the local parser OCR'd takes ``fuzzy_threshold_ocr``);
 * not there: found on another page of the same segment → ``EVIDENCE_WRONG_PAGE`` (MAJOR,
   auto-fixable: the page number is corrected); found only outside the segment →
   ``EVIDENCE_OUTSIDE_SEGMENT`` (MAJOR); found nowhere → ``EVIDENCE_FABRICATED`` (BLOCKER);
 * every anchor must be on the claimed page: absent there → ``ANCHOR_NOT_ON_PAGE`` (MAJOR, not
-  fixable), absent from the whole document → the same code as a BLOCKER.
+  fixable), absent from the whole document → the same code as a BLOCKER. When the snippet is
+  ``EVIDENCE_WRONG_PAGE``, the anchors are checked on the page the fix moves it to: anchors found
+  there travel with the one fixable issue (issue 10, item 3);
+* a snippet found on its claimed page, but that page is outside its segment →
+  ``EVIDENCE_OUTSIDE_SEGMENT``; a page the document does not have is V1's
+  ``EVIDENCE_PAGE_OUTSIDE_DOCUMENT``: such an item is only checked for fabrication here.
 
 Judgment phase (evidence quality). The offline implementation flags a PRIMARY or EMBEDDED_RAW
 type whose every snippet is generic ("see attached results"), too short, or carries no term of
@@ -49,11 +54,18 @@ def quality_score(issues: list[Issue]) -> float:
 def locate(bundle: DocumentBundle, text: str, claimed_page: int) -> tuple[bool, list[int]]:
     """(found on the claimed page?, other pages where it was found)."""
     cfg = _cfg()
-    kw = {"threshold": cfg["fuzzy_threshold"], "fuzzy_min_chars": cfg["fuzzy_min_chars"]}
-    page_text = bundle.page_text(claimed_page)
-    if page_text is not None and contains(page_text, text, **kw):
+
+    def kw(page) -> dict:
+        # an OCR'd page (no text layer) tolerates more noise: fuzzy_threshold_ocr, measured by
+        # scripts/bench_ocr.py (docs/benchmarks/ocr.md)
+        ocr = page is not None and page.ocr_confidence is not None
+        return {"threshold": cfg.get("fuzzy_threshold_ocr", cfg["fuzzy_threshold"]) if ocr else cfg["fuzzy_threshold"],
+                "fuzzy_min_chars": cfg["fuzzy_min_chars"]}
+
+    claimed = next((p for p in bundle.pages if p.page_num == claimed_page), None)
+    if claimed is not None and contains(claimed.text, text, **kw(claimed)):
         return True, []
-    return False, [p.page_num for p in bundle.pages if p.page_num != claimed_page and contains(p.text, text, **kw)]
+    return False, [p.page_num for p in bundle.pages if p.page_num != claimed_page and contains(p.text, text, **kw(p))]
 
 
 def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
@@ -67,15 +79,34 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
             if not normalise(ev.snippet):
                 continue  # an empty snippet is a quality problem (judgment phase), not a lookup
             on_page, elsewhere = locate(bundle, ev.snippet, ev.page)
+            if not 1 <= ev.page <= bundle.total_pages and elsewhere:
+                # a page the document does not have is V1's EVIDENCE_PAGE_OUTSIDE_DOCUMENT (BLOCKER), never
+                # a wrong page to "fix"; only a snippet found nowhere is still reported (fabricated, below)
+                continue
+            anchor_page = ev.page  # the page the anchors must be on
+            if on_page and ev.page not in seg_pages:
+                issues.append(make_issue(
+                    "EVIDENCE_OUTSIDE_SEGMENT",
+                    f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} in segment {seg.segment_index} "
+                    f"(pages {seg.page_start}–{seg.page_end}) cites page {ev.page}, outside the segment",
+                    location=loc, suggested_fix="Check the segment boundaries and the evidence",
+                    details={**ref, "found_on_pages": [ev.page]},
+                ))
             if not on_page:
                 in_seg = [p for p in elsewhere if p in seg_pages]
                 if in_seg:
+                    # The fix moves the whole item, anchors included: anchors found on the new page
+                    # travel with it (one fixable issue), only the others are reported below.
+                    anchor_page = in_seg[0]
+                    moving = [a for a in ev.anchors_found if normalise(a) and locate(bundle, a, in_seg[0])[0]]
                     issues.append(make_issue(
                         "EVIDENCE_WRONG_PAGE",
                         f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} is not on page {ev.page} "
-                        f"but on page {in_seg[0]} of the same segment",
+                        f"but on page {in_seg[0]} of the same segment"
+                        + (f" (with {len(moving)} of its anchor(s))" if moving else ""),
                         location=loc, suggested_fix=f"Set the evidence page to {in_seg[0]}",
-                        details={**ref, "found_on_pages": elsewhere, "fix_page": in_seg[0]},
+                        details={**ref, "found_on_pages": elsewhere, "fix_page": in_seg[0],
+                                 "anchors_moving": len(moving)},
                     ))
                 elif elsewhere:
                     issues.append(make_issue(
@@ -97,14 +128,16 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
             for anchor in ev.anchors_found:
                 if not normalise(anchor):
                     continue
-                a_on_page, a_elsewhere = locate(bundle, anchor, ev.page)
+                a_on_page, a_elsewhere = locate(bundle, anchor, anchor_page)
                 if a_on_page:
                     continue
                 where = (f"it appears on page(s) {', '.join(map(str, a_elsewhere))}" if a_elsewhere
                          else "it appears nowhere in the document")
+                claimed = (f"its claimed page {ev.page}" if anchor_page == ev.page
+                           else f"page {anchor_page}, where its snippet really is")
                 issues.append(make_issue(
                     "ANCHOR_NOT_ON_PAGE",
-                    f"Anchor '{_short(anchor, 40)}' for {tc.doc_type} is not on its claimed page {ev.page}; {where}",
+                    f"Anchor '{_short(anchor, 40)}' for {tc.doc_type} is not on {claimed}; {where}",
                     location=f"{loc}.anchors_found",
                     suggested_fix="Anchors must be verbatim text of the cited page",
                     severity=Severity.MAJOR if a_elsewhere else Severity.BLOCKER,

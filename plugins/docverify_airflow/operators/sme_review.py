@@ -16,29 +16,54 @@ from typing import Any
 
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import Param
+from airflow.sdk.definitions.param import ParamsDict
 
 AGREE = "Agree"
 CORRECT = "Correct"
-FORM_FIELDS = ("corrected_dominant_type", "corrected_segments", "notes")
 
 
-def review_form_params() -> dict[str, Param]:
-    """The form fields of the review (all optional; the corrections only with *Correct*)."""
+#: Documents up to this many pages get one type field per page (nothing to type, always a valid
+#: segmentation); longer ones (and documents whose page count is unknown) a page-range line.
+MAX_PAGE_FIELDS = 30
+NOT_CORRECTED = "— not corrected —"
+
+
+def page_field(page: int) -> str:
+    return f"page_{page}"
+
+
+def review_form_params(page_types: list[str | None] | None = None) -> dict[str, Param]:
+    """The form fields of the review (the corrections count only with *Correct*).
+
+    ``page_types``: the primary classification's type of each page (None where it has none).
+    Up to :data:`MAX_PAGE_FIELDS` pages, each page is a choice of the five types, preset to what
+    the classifier said: the SME changes the pages that are wrong and the segments follow.
+    Otherwise one optional text field takes page ranges, ``1-2 Genomic Report; 3 Clinical Note``."""
     from docverify.models import DOC_TYPES
 
-    return {
+    fields: dict[str, Param] = {
         "corrected_dominant_type": Param(
-            # examples, not enum: an enum must list null for the empty default, and the form then
-            # offers "null" as a choice; a value outside the five types is refused by save_review
-            None, type=["null", "string"], examples=list(DOC_TYPES), title="Corrected dominant type",
-            description="Only with Correct: what the whole document really is (one of the five types)."),
-        "corrected_segments": Param(
-            None, type=["null", "string"], title="Corrected segments (JSON)",
-            description='Only with Correct, optional: [{"page_start": 1, "page_end": 2, "dominant_type": '
-                        '"Genomic Report"}, …] in page order, covering every page once.'),
-        "notes": Param("", type=["null", "string"], title="Notes",
-                       description="Why: what you saw on the page (kept with the ground truth)."),
+            None, type=["null", "string"], enum=[None, *DOC_TYPES], values_display={"null": NOT_CORRECTED},
+            title="Corrected dominant type",
+            description="Only with Correct: what the whole document really is (leave it at "
+                        f"'{NOT_CORRECTED}' when the page types below say it all)."),
     }
+    if page_types and len(page_types) <= MAX_PAGE_FIELDS:
+        for i, kind in enumerate(page_types, start=1):
+            fields[page_field(i)] = Param(
+                kind, type=["null", "string"], enum=[None, *DOC_TYPES],
+                values_display={"null": "— no type (unclassified) —"}, title=f"Page {i}",
+                description="The type of this page; change it only if it is wrong (with Correct)."
+                if i == 1 else "")
+    else:
+        fields["corrected_segments"] = Param(
+            None, type=["null", "string"], title="Corrected segments (page ranges)",
+            pattern=r"^\s*(\[.*\]|\d+\s*(-\s*\d+)?\s+[A-Za-z ]+?\s*([;\n]\s*\d+\s*(-\s*\d+)?\s+[A-Za-z ]+?\s*)*;?)\s*$",
+            description="Only with Correct, optional: page ranges in page order covering every page once, "
+                        "e.g. 1-2 Genomic Report; 3 Clinical Note")
+    fields["notes"] = Param("", type=["null", "string"], title="Notes",
+                            description="Why: what you saw on the page (kept with the ground truth).")
+    return fields
 
 
 def assigned_users(assignees: str | list[str] | None) -> list[dict[str, str]] | None:
@@ -81,9 +106,14 @@ class SMEReviewOperator(HITLOperator):
     def execute(self, context: Any) -> Any:
         from docverify_airflow import sme_tasks
 
-        self.body = sme_tasks.review_body(self.doc_id)  # skips the task when the packet is no longer pending
+        try:
+            self.body = sme_tasks.review_body(self.doc_id)  # skips the task when the packet is no longer pending
+        except Exception:
+            sme_tasks.release_claim(context, self.doc_id, "no review opened")
+            raise
         if not sme_tasks.has_primary(self.doc_id):
             self.options = [CORRECT]  # a document that could not be parsed/classified has nothing to agree with
+        self.params = ParamsDict(review_form_params(sme_tasks.page_types(self.doc_id)))
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
@@ -91,6 +121,11 @@ class SMEReviewOperator(HITLOperator):
         from docverify_airflow import sme_tasks
 
         if event.get("error_type") == "timeout":
+            sme_tasks.release_claim(context, self.doc_id, "response timeout")
             sme_tasks.timed_out(self.doc_id)  # raises AirflowSkipException: the packet stays pending
+        # the form of this document (page fields) as execute() wrote it: the answer is checked against it
+        self.params = ParamsDict(review_form_params(sme_tasks.page_types(self.doc_id)))
         answer = super().execute_complete(context=context, event=event)
-        return sme_tasks.record_answer(context, self.doc_id, answer)
+        saved = sme_tasks.record_answer(context, self.doc_id, answer)
+        sme_tasks.release_claim(context, self.doc_id, "answered")
+        return saved

@@ -380,7 +380,7 @@ def test_accuracy_floor_on_labelled_real_texts(corpora_dir, repo_dir):
     res = bench.evaluate(records)
     assert res["documents"] == 281 and res["implementation"] == IMPLEMENTATION
     assert sum(sum(row.values()) for row in res["confusion"].values()) == 281
-    # Measured with offline-lexicon-v1 / lexicon-v1: overall 97.9% (275/281); recall Clinical
+    # Measured with offline-lexicon-v1 and again with v2: overall 97.9% (275/281); recall Clinical
     # Note 93.8% (75/80; the five misses are echocardiogram/Doppler study reports, read as
     # imaging), Pathology Report 99.1% (107/108), Radiology Report 100% (93/93); precision
     # 100% / 100% / 94.9%. The floors sit a few points below.

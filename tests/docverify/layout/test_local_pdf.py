@@ -595,3 +595,51 @@ def test_parse_error_api():
                                  # the Document AI layout stages (docverify.batch)
                                  "DOCAI_FAILED", "DOCAI_NO_RESULT")
     assert PARSER_ID.startswith("local:pypdfium2-")
+
+
+# --------------------------------------------------------------------------- local OCR (issue 13)
+
+#: With OCR on, the two scans whose images hold real text become bundles; the scans of blank
+#: or bar-code-like images stay NO_TEXT_LAYER (OCR reads nothing usable), every other file keeps
+#: its outcome.
+EXPECTED_OCR = {**EXPECTED, "scan_fax_decode_parms_10p.pdf": OK, "corrupt_malformed_pdfplumber932.pdf": OK}
+#: OCR takes 1–5 s a page on one core (more on a loaded machine: the 10-page fax scan took
+#: 9 s alone and over 30 s during the full suite on 2 shared cores), so its time bound is larger.
+OCR_TIMEOUT_S = 120.0
+
+
+def test_parse_many_bounded_over_the_corpus_with_ocr(corpora_dir):
+    paths = sorted(_pdfs(corpora_dir).glob("*.pdf"))
+    seen = dict(parse_many_bounded(paths, workers=2, timeout_s=OCR_TIMEOUT_S, ocr=True))
+    assert {pathlib.Path(p).name: _outcome(r) for p, r in seen.items()} == EXPECTED_OCR
+    for p, r in seen.items():
+        name = pathlib.Path(p).name
+        if isinstance(r, ParseError):
+            assert r.code in ("NO_TEXT_LAYER", "CORRUPT", "ENCRYPTED", "EMPTY_FILE", "ZERO_PAGES"), name
+            continue
+        ocr_pages = [pg for pg in r.pages if pg.ocr_confidence is not None]
+        if name in ("scan_fax_decode_parms_10p.pdf", "corrupt_malformed_pdfplumber932.pdf"):
+            assert ocr_pages and r.parser == local_pdf.OCR_PARSER_ID() != PARSER_ID
+            assert any(pg.text and 0.5 <= pg.ocr_confidence <= 1 for pg in ocr_pages)
+        else:  # a page with a text layer is never OCR'd
+            assert not ocr_pages and r.parser == PARSER_ID, name
+    fax = seen[str(_pdfs(corpora_dir) / "scan_fax_decode_parms_10p.pdf")]
+    assert "potato" in fax.full_text().lower()  # the images' words, read by OCR
+    failed = seen[str(_pdfs(corpora_dir) / "scan_ccitt_fax_g4.pdf")]
+    assert "OCR read no usable text" in failed.message
+    assert not local_pdf.live_worker_pids()
+
+
+def test_ocr_off_keeps_scans_typed_errors(corpora_dir):
+    with pytest.raises(ParseError) as ei:
+        parse_pdf(_pdfs(corpora_dir) / "scan_fax_decode_parms_10p.pdf", ocr=False)
+    assert ei.value.code == "NO_TEXT_LAYER"
+
+
+def test_ocr_models_ship_in_the_wheel():
+    import importlib.util as iu
+
+    spec = iu.find_spec("rapidocr_onnxruntime")
+    models = pathlib.Path(spec.origin).parent / "models"
+    assert sorted(p.name for p in models.glob("*.onnx")) == [
+        "ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx"]

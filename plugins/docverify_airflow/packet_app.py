@@ -1,0 +1,71 @@
+"""The SME packets in the browser: a FastAPI app the Airflow api-server mounts at ``/docverify``
+(registered by ``plugins/docverify_plugin.py``), behind Airflow's own authentication.
+
+* ``GET /docverify/packets/`` — the packets waiting for review (HTML list, newest night first);
+* ``GET /docverify/packets/{doc_id}`` — one packet's self-contained HTML rendering (page images,
+  every issue marked, the whole history), as written by the nightly run.
+
+A request needs a logged-in Airflow user allowed to read the ``sme_review`` Dag (the UI's session
+cookie or a bearer token), exactly like the Required Actions it belongs to. Documents are read
+from the storage root of the Variable ``docverify_storage_root``; a doc id is checked before it
+becomes part of a path. Responses forbid framing and caching (the pages hold PHI)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from airflow.api_fastapi.core_api.security import requires_access_dag
+from fastapi import Depends, FastAPI, HTTPException
+from fastapi.responses import HTMLResponse
+
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "SAMEORIGIN", "X-Content-Type-Options": "nosniff",
+           "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+                                      "frame-ancestors 'self'"}
+
+app = FastAPI(title="docverify SME packets", description="SME review packets of the nightly verification")
+AUTH = [Depends(requires_access_dag("GET", param_dag_id="sme_review"))]
+
+
+def _store():
+    from docverify.store import ArtifactStore
+    from docverify_airflow import config
+
+    return ArtifactStore(config.storage_root())
+
+
+def packet_url(doc_id: str) -> str:
+    """The packet's address on the api-server, relative to its root (works behind any host name)."""
+    return f"/docverify/packets/{doc_id}"
+
+
+@app.get("/packets/", response_class=HTMLResponse, dependencies=AUTH)
+def pending() -> HTMLResponse:
+    from docverify.sme import list_pending_reviews
+
+    rows = list_pending_reviews(_store())
+    items = "".join(
+        f'<tr><td><a href="{html.escape(r["doc_id"])}">{html.escape(r["doc_id"])}</a></td>'
+        f'<td>{html.escape(str(r.get("v5_rule") if r.get("v5_rule") is not None else "error"))}</td>'
+        f'<td>{html.escape(str(r.get("top_severity") or ""))}</td><td>{html.escape(str(r.get("total_issues")))}</td>'
+        f'<td>{html.escape(str(r.get("created_at") or ""))}</td></tr>' for r in rows)
+    body = ("<!doctype html><html><head><meta charset='utf-8'><title>SME packets</title><style>"
+            "body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style></head><body>"
+            f"<h1>SME packets waiting for review ({len(rows)})</h1><p>Answer them in Airflow: Browse → Required "
+            "Actions.</p><table><tr><th>document</th><th>V5 rule</th><th>top severity</th><th>issues</th>"
+            f"<th>created</th></tr>{items}</table></body></html>")
+    return HTMLResponse(body, headers=HEADERS)
+
+
+@app.get("/packets/{doc_id}", response_class=HTMLResponse, dependencies=AUTH)
+def packet(doc_id: str) -> HTMLResponse:
+    if not SAFE_ID.match(doc_id) or ".." in doc_id:
+        raise HTTPException(status_code=400, detail="not a document id")
+    from docverify.sme import html_rel
+
+    try:
+        data = _store().read_bytes(html_rel(doc_id))
+    except FileNotFoundError:
+        raise HTTPException(status_code=404, detail=f"no packet for {doc_id}") from None
+    return HTMLResponse(data.decode("utf-8", errors="replace"), headers=HEADERS)

@@ -1,0 +1,19 @@
+"""The one Airflow plugin of the project: the SME packet pages on the api-server (see
+docverify_airflow/packet_app.py), linked from the review form and the Browse menu."""
+
+from __future__ import annotations
+
+from airflow.plugins_manager import AirflowPlugin
+
+
+class DocverifyPlugin(AirflowPlugin):
+    name = "docverify"
+
+    @property
+    def fastapi_apps(self):  # imported when the api-server loads plugins, not in every task process
+        from docverify_airflow.packet_app import app
+
+        return [{"app": app, "url_prefix": "/docverify", "name": "docverify SME packets"}]
+
+    external_views = [{"name": "SME packets", "href": "/docverify/packets/", "category": "browse",
+                       "url_route": "docverify_packets"}]

@@ -1,0 +1,63 @@
+"""Split the labelled texts once into a tuning part and a test part (fixed seed).
+
+    python scripts/make_classifier_split.py [--corpora DIR]
+
+Reads ``text_labeled/combined_sample.jsonl`` and ``text_labeled_more/records.jsonl`` and writes
+``docs/benchmarks/classifier_split.json``: record ids only (the texts are not redistributable).
+Records that come from one source document (the pages of one PDF, the instances of one
+FHIR file of a report) share a group and land on the same side; each corpus × type is split
+half/half over its groups with ``random.Random(SEED)``. The classifier's lexicon and thresholds
+are tuned on ``tune`` only; ``scripts/bench_classifier.py`` reports both parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import random
+import sys
+from collections import defaultdict
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "plugins"))
+
+from docverify.labelled_corpus import MORE, SPLIT_FILE, load_all_records, source_group  # noqa: E402
+
+SEED = 13
+
+
+def make_split(records: list[dict]) -> dict:
+    by_stratum: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        by_stratum[(r["corpus"], r["proposed_doc_type"])][source_group(r)].append(r["id"])
+    rng = random.Random(SEED)
+    tune: list[str] = []
+    test: list[str] = []
+    for key in sorted(by_stratum):
+        groups = sorted(by_stratum[key])
+        rng.shuffle(groups)
+        half = (len(groups) + 1) // 2
+        for i, g in enumerate(groups):
+            (tune if i < half else test).extend(sorted(by_stratum[key][g]))
+    return {"seed": SEED, "made_by": "scripts/make_classifier_split.py",
+            "sources": ["text_labeled/combined_sample.jsonl", MORE.as_posix()],
+            "tune": sorted(tune), "test": sorted(test)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpora", type=pathlib.Path, default=None)
+    args = ap.parse_args(argv)
+    from docverify.resources import default_corpora_dir
+
+    corpora = args.corpora or default_corpora_dir()
+    split = make_split(load_all_records(corpora))
+    out = REPO / SPLIT_FILE
+    out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Write the local Airflow home's airflow.cfg with the project's folders and no examples.
+
+`make` exports the same settings as environment variables; this file makes them hold for
+anyone who only sets AIRFLOW_HOME (the README's exports), e.g. to run `airflow dags test` or
+`airflow backfill create` by hand. An existing file keeps its other sections and keys: only the
+keys below are set (Airflow fills every missing key with its default). The secrets Airflow
+writes into a config file it creates itself (the Fernet key for connections and the JWT secret
+that the scheduler, api-server and task processes must share) are generated here when missing;
+the file is readable by its owner only."""
+
+from __future__ import annotations
+
+import base64
+import configparser
+import os
+import pathlib
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+SETTINGS = {
+    "core": {
+        "dags_folder": str(REPO / "dags"),
+        "plugins_folder": str(REPO / "plugins"),
+        "load_examples": "False",
+        "dags_are_paused_at_creation": "True",
+    },
+}
+
+
+def write(path: pathlib.Path) -> None:
+    cfg = configparser.ConfigParser(interpolation=None)
+    if path.exists():
+        cfg.read(path)
+    for section, values in SETTINGS.items():
+        if not cfg.has_section(section):
+            cfg.add_section(section)
+        for key, value in values.items():
+            cfg.set(section, key, value)
+    secrets = {("core", "fernet_key"): lambda: base64.urlsafe_b64encode(os.urandom(32)).decode(),
+               ("api_auth", "jwt_secret"): lambda: base64.b64encode(os.urandom(16)).decode()}
+    for (section, key), make in secrets.items():
+        if not cfg.has_section(section):
+            cfg.add_section(section)
+        if not cfg.get(section, key, fallback=""):
+            cfg.set(section, key, make())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        cfg.write(fh)
+    os.chmod(path, 0o600)
+
+
+if __name__ == "__main__":
+    write(pathlib.Path(sys.argv[1]))
+    print(f"wrote {sys.argv[1]}")

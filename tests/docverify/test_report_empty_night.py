@@ -1,0 +1,17 @@
+"""An empty night is reported as such in every format, not as a green batch of nothing."""
+
+from tests.batch_stages import run_stages
+
+from docverify import batch as B
+from docverify import report
+from docverify.judges import OfflineJudge
+
+
+def test_empty_night_says_so(tmp_path):
+    b = B.Batch(store=B.ArtifactStore(tmp_path), ds="2026-11-20", run_id="scheduled__x")
+    run_stages(b, OfflineJudge())
+    out = report.write(b)
+    assert out["summary"].startswith("batch 2026-11-20: EMPTY NIGHT — 0 documents found")
+    md = (tmp_path / "reports" / "2026-11-20" / "batch_report.md").read_text()
+    html = (tmp_path / "reports" / "2026-11-20" / "batch_report.html").read_text()
+    assert "EMPTY NIGHT" in md and "EMPTY NIGHT" in html

@@ -1,0 +1,260 @@
+"""What an operator and an SME do, in a real browser against the real Airflow components:
+
+log in → the scheduled night runs when the DAG is unpaused → trigger a run from the UI with the
+default params → backfill three dates from the UI form → open a task log and find a lineage line
+→ in Browse → Required Actions answer one review Agree and one Correct → ground truth, packets and
+reports are where the README says. A screenshot per step lands in build/e2e/.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import pathlib
+import shutil
+import time
+
+import pytest
+from scripts.airflow_stack import AirflowStack
+from tests.e2e.conftest import REPO, SHOTS
+
+DAG = "clinical_doc_verification"
+SAMPLES = REPO / "include" / "samples"
+EXPECTED = json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+
+
+class UI:
+    """The few gestures of the Airflow 3 UI the test needs, by visible text and stable attributes."""
+
+    def __init__(self, driver, base_url: str):
+        self.d, self.base = driver, base_url
+
+    def shot(self, name: str) -> None:
+        self.d.save_screenshot(str(SHOTS / f"{name}.png"))
+
+    def wait(self, find, timeout: float = 30, what: str = "element"):
+        end = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < end:
+            try:
+                found = find()
+                if found:
+                    return found
+            except Exception as exc:  # not rendered yet
+                last = exc
+            time.sleep(0.3)
+        self.shot(f"timeout_{int(time.time())}")
+        raise TimeoutError(f"{what} not found after {timeout}s ({last!r}) at {self.d.current_url}")
+
+    def by_css(self, css: str, timeout: float = 30):
+        from selenium.webdriver.common.by import By
+
+        return self.wait(lambda: [e for e in self.d.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()],
+                         timeout, css)[0]
+
+    def button(self, text: str, timeout: float = 30):
+        from selenium.webdriver.common.by import By
+
+        xp = f"//button[normalize-space()='{text}']"
+        return self.wait(lambda: [e for e in self.d.find_elements(By.XPATH, xp) if e.is_displayed()],
+                         timeout, f"button {text!r}")[-1]
+
+    def click(self, element) -> None:
+        self.d.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+        element.click()
+
+    def login(self, password: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.d.get(self.base + "/")
+        self.wait(lambda: self.d.find_elements(By.NAME, "username"), what="login form")
+        self.d.find_element(By.NAME, "username").send_keys("admin")
+        self.d.find_element(By.NAME, "password").send_keys(password)
+        self.shot("01_login")
+        self.d.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        self.wait(lambda: "/auth/login" not in self.d.current_url and self.d.find_elements(
+            By.XPATH, "//button[normalize-space()='Browse']"), what="home page after login")
+
+    def open_trigger_form(self, dag_id: str) -> None:
+        self.d.get(f"{self.base}/dags/{dag_id}")
+        self.click(self.by_css("button[aria-label='Trigger Dag']"))
+        self.by_css("[data-testid='trigger-dag-submit'], [role=dialog]")
+
+    def trigger_with_defaults(self, dag_id: str) -> None:
+        self.open_trigger_form(dag_id)
+        submit = self.by_css("[data-testid='trigger-dag-submit']")
+        assert submit.is_enabled(), "the Trigger button of the form is disabled with the default params"
+        self.shot("03_trigger_form_defaults")
+        self.click(submit)
+
+    def _set_datetime(self, index: int, day: dt.date, hhmm: str) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        triggers = self.wait(lambda: [e for e in self.d.find_elements(By.CSS_SELECTOR, "[data-testid='datetime-input']")
+                                      if e.is_displayed()], what="date pickers")
+        self.click(triggers[index])
+        date_in = self.by_css("[data-part=content][data-state=open] input[placeholder='YYYY/MM/DD']")
+        date_in.send_keys(Keys.CONTROL, "a")
+        date_in.send_keys(day.strftime("%Y/%m/%d"))
+        time_in = self.by_css("[data-part=content][data-state=open] input[placeholder='HH:mm']")
+        time_in.send_keys(Keys.CONTROL, "a")
+        time_in.send_keys(hhmm)
+        time_in.send_keys(Keys.ESCAPE)
+        time.sleep(0.5)
+
+    def backfill(self, dag_id: str, first: dt.date, last: dt.date) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.open_trigger_form(dag_id)
+        self.click(self.wait(lambda: self.d.find_elements(By.XPATH, "//*[normalize-space()='Backfill']"),
+                             what="Backfill option")[0])
+        self._set_datetime(0, first, "00:00")
+        self._set_datetime(1, last, "23:59")
+        run = self.button("Run Backfill")
+        self.wait(lambda: run.is_enabled(), 20, "an enabled Run Backfill button")
+        self.shot("05_backfill_form")
+        self.click(run)
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, needle: str) -> None:
+        from urllib.parse import quote
+
+        self.d.get(f"{self.base}/dags/{dag_id}/runs/{quote(run_id, safe='')}/tasks/{task_id}")
+        self.wait(lambda: needle in self.d.page_source, 60, f"{needle!r} in the log of {task_id}")
+
+    def open_review(self, doc_id: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.d.get(self.base + "/")
+        self.click(self.button("Browse"))
+        self.click(self.wait(lambda: self.d.find_elements(By.XPATH, "//a[normalize-space()='Required Actions']"),
+                             what="Required Actions menu entry")[0])
+        link = self.wait(lambda: [a for a in self.d.find_elements(By.PARTIAL_LINK_TEXT, f"{doc_id} —")
+                                  if a.is_displayed()], 120, f"the review of {doc_id}")[0]
+        self.click(link)
+        self.by_css("input[name='element_notes']")
+
+    def choose(self, field: str, value: str) -> None:
+        """Pick ``value`` in the form's select ``field`` (a react-select: type to filter, Enter)."""
+        from selenium.webdriver.common.keys import Keys
+
+        box = self.by_css(f"#element_{field} input[role=combobox]")
+        self.click(box)
+        box.send_keys(value)
+        box.send_keys(Keys.ENTER)
+        self.wait(lambda: value in self.by_css(f"#element_{field}").text, 10, f"{value!r} chosen in {field}")
+
+    def open_packet_page(self) -> str:
+        """Follow the form's link to the packet served by the api-server; its page title."""
+        from selenium.webdriver.common.by import By
+
+        link = self.wait(lambda: self.d.find_elements(By.PARTIAL_LINK_TEXT, "Full packet"), what="packet link")[0]
+        href = link.get_attribute("href")
+        self.d.get(href)
+        self.wait(lambda: self.d.title.startswith("SME packet"), 30, "the packet page")
+        return self.d.title
+
+    def answer(self, option: str, *, corrected_type: str | None = None, pages: dict[int, str] | None = None,
+               notes: str = "") -> None:
+        if corrected_type:
+            self.choose("corrected_dominant_type", corrected_type)
+        for page, kind in (pages or {}).items():
+            self.choose(f"page_{page}", kind)
+        if notes:
+            self.by_css("input[name='element_notes']").send_keys(notes)
+        self.click(self.button(option))
+
+
+def _copy_samples(root: pathlib.Path, day: dt.date) -> None:
+    incoming = root / "incoming" / day.isoformat()
+    incoming.mkdir(parents=True, exist_ok=True)
+    for f in sorted(SAMPLES.glob("*.pdf")) + sorted(SAMPLES.glob("*.classification.json")):
+        shutil.copy2(f, incoming / f.name)
+
+
+def _routes(root: pathlib.Path, day: dt.date) -> dict[str, str]:
+    rep = json.loads((root / "reports" / day.isoformat() / "batch_report.json").read_text())
+    return {d["doc_id"]: ("AUTO_RETRY→" if d.get("route") == "auto_fix_retry" else "") + d["final_decision"]
+            for d in rep["per_document"]}
+
+
+def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
+    work = tmp_path_factory.mktemp("e2e")
+    root, home = work / "store", work / "airflow_home"
+    today = dt.datetime.now(dt.UTC).date()
+    backfilled = [today - dt.timedelta(days=n) for n in (3, 2, 1)]
+    for day in [today, *backfilled]:
+        _copy_samples(root, day)
+
+    with AirflowStack(home, root) as stack:
+        ui = UI(driver, stack.base_url)
+        ui.login(stack.password)
+        ui.shot("02_home")
+
+        # the nightly DAG is paused at creation; unpausing it lets the scheduler run the latest night
+        stack.unpause("sme_review")
+        stack.unpause(DAG)
+        scheduled = ui.wait(lambda: [r for r in stack.runs(DAG) if r["run_type"] == "scheduled"], 120,
+                            "the scheduled night")[0]
+        assert stack.wait_for_run(DAG, scheduled["dag_run_id"], 600)["state"] == "success"
+
+        # a manual run from the UI form, nothing typed: the defaults submit
+        ui.trigger_with_defaults(DAG)
+        manual = ui.wait(lambda: [r for r in stack.runs(DAG) if r["run_type"] == "manual"], 60, "the manual run")[0]
+        assert stack.wait_for_run(DAG, manual["dag_run_id"], 600)["state"] == "success"
+        ui.d.get(f"{stack.base_url}/dags/{DAG}")
+        ui.shot("04_runs")
+        assert _routes(root, today) == EXPECTED
+
+        # a backfill of three dates from the UI form: each date reads its own incoming/<ds>/
+        ui.backfill(DAG, backfilled[0], backfilled[-1])
+        runs = ui.wait(lambda: (lambda b: b if len(b) == 3 else None)(
+            [r for r in stack.runs(DAG) if r["run_type"] == "backfill"]), 120, "three backfill runs")
+        for run in runs:
+            assert stack.wait_for_run(DAG, run["dag_run_id"], 900)["state"] == "success", run["dag_run_id"]
+        for day in backfilled:
+            assert _routes(root, day) == EXPECTED, day
+        ui.shot("06_backfill_done")
+
+        # a data engineer traces a document through the task log
+        ui.task_log(DAG, manual["dag_run_id"], "write_sme_packets", "lineage")
+        assert '"doc_id": "quest_cbc_panel"' in ui.d.page_source or "quest_cbc_panel" in ui.d.page_source
+        ui.shot("07_task_log_lineage")
+
+        # the SME answers two reviews in Browse → Required Actions
+        ui.open_review("fabricated_evidence")
+        ui.shot("08_review_form")
+        ui.answer("Agree", notes="the snippet is on no page; the rest is right")
+        ui.open_review("quest_cbc_panel")
+        assert ui.open_packet_page() == "SME packet — quest_cbc_panel"  # served behind the login
+        ui.shot("09_packet_page")
+        ui.open_review("quest_cbc_panel")
+        ui.answer("Correct", pages={1: "Other"}, notes="routine CBC panel, not genomic")
+        ui.shot("10_review_answered")
+
+        gt = root / "ground_truth"
+        ui.wait(lambda: len(list(gt.glob("*.json"))) >= 2, 120, "two ground-truth records")
+        records = {json.loads(p.read_text())["doc_id"]: json.loads(p.read_text()) for p in gt.glob("*.json")}
+        assert records["fabricated_evidence"]["ground_truth_source"] == "SME_VALIDATED"
+        assert records["quest_cbc_panel"]["ground_truth_source"] == "SME_CORRECTED"
+        corrected = records["quest_cbc_panel"]["ground_truth_classification"]
+        assert corrected["dominant_type_overall"] == "Other"
+        assert [s["dominant_type"] for s in corrected["segments"]] == ["Other"]
+        # consistent: the genomic claim the SME corrected is no longer PRIMARY
+        assert all(m["presence_level"] != "PRIMARY" for m in corrected["document_mixture"]
+                   if m["doc_type"] == "Genomic Report")
+
+        # packets and reports of every night
+        for day in [today, *backfilled]:
+            assert (root / "reports" / day.isoformat() / "batch_report.html").exists()
+        assert list((root / "sme_packets").glob("*.html"))
+
+        # no failed task anywhere; the Airflow components are still up
+        for run in stack.runs(DAG) + stack.runs("sme_review"):
+            for ti in stack.task_instances(run["dag_id"], run["dag_run_id"]):
+                assert ti["state"] != "failed", (run["dag_run_id"], ti["task_id"])
+        assert all(p.poll() is None for p in stack.procs.values())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    pytest.main([__file__, "-x", "-q"])
