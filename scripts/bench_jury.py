@@ -5,7 +5,7 @@ endpoint (tests/fake_gemini.py: its jurors vote KEEP, its second opinion propose
 
 The findings put to the jury are those of the offline judgment phases (V2/V3/V4 judgments of the
 embedded default): the fake's LLM judgments find nothing, so they would give the jury nothing to
-review. The LLM judge's own requests (classify + V2 + V3 + V4, 3.85 per document) are in
+review. The LLM judge's own requests (classify + V2 + V3 + V4, 3.79 per document) are in
 docs/benchmarks/llm.md and add to these.
 
     python scripts/bench_jury.py [--corpora DIR] [--no-write]
@@ -107,7 +107,7 @@ def main() -> int:
         f"({len(pdfs)} PDFs: the sample batch and the corpus PDFs that parse; offline classifications), "
         "the real google-genai client against the local fake Gemini endpoint (jurors vote KEEP, the second "
         "opinion proposes AUTO_ACCEPT 0.9). The findings the jury reviews are the offline judgment phases' "
-        "(the fake's LLM judgments find none); the LLM judge's own requests (mean 3.85 per document, "
+        "(the fake's LLM judgments find none); the LLM judge's own requests (mean 3.79 per document, "
         "docs/benchmarks/llm.md) add to these.",
         "",
         "| configuration | requests per document (mean, max) | requests on a re-run | findings reviewed | requests by kind |",
