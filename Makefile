@@ -21,7 +21,7 @@ RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: venv browser test test-fast test-e2e screenshots lint bench schemas samples examples lock clean airflow-init incoming run up
+.PHONY: venv browser test test-fast test-e2e screenshots lint bench hostile schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -61,6 +61,9 @@ bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accu
 	$(PY) scripts/bench_llm.py
 	$(PY) scripts/bench_jury.py
 
+hostile: $(STAMP)  ## the hostile night's figures of the README ("What can go wrong")
+	$(PY) scripts/hostile_night.py
+
 # ------------------------------------------------------------------ the nightly DAG, locally
 $(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml
 	mkdir -p $(AIRFLOW_HOME)
@@ -81,8 +84,8 @@ run: airflow-init incoming  ## the DAG on the sample batch, embedded default (no
 	$(PY) scripts/show_report.py $(DATA) $(DS)
 
 up: export DOCVERIFY_DEADLINE_MINUTES ?= 240
-up: airflow-init  ## the Airflow UI at http://localhost:8080 (login: see airflow_home/simple_auth_manager_passwords.json.generated)
-	airflow standalone
+up: airflow-init  ## the Airflow UI at http://127.0.0.1:8080, loopback only (login: airflow_home/simple_auth_manager_passwords.json.generated, mode 600)
+	exec scripts/up.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check plugins dags tests scripts

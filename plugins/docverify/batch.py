@@ -15,9 +15,9 @@ decisions and rules; never page text, snippets or issue messages (they may hold 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-import re
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -26,8 +26,17 @@ from typing import Any
 
 from docverify.codes import make_issue
 from docverify.judges import Judge, Usage
+from docverify.limits import (
+    MAX_COMPANION_BYTES,
+    MAX_PAGE_CHARS,
+    MAX_PDF_BYTES,
+    InputError,
+    check_size,
+    load_classification,
+)
 from docverify.models import DocumentBundle, Issue, VerificationResult
 from docverify.outputs import write_outcome
+from docverify.paths import doc_id_for, safe_ds, safe_prefix
 from docverify.pipeline import AGENTS, AgentOutcome, assemble, run_agent, run_v1, verify_document
 from docverify.resources import sha256_bytes
 from docverify.retry import attempt_record, make_result
@@ -43,7 +52,6 @@ ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
 ROUTE_TASKS = {"accept": "accept", "auto_fix_retry": "plan_retry_shards", "write_sme_packets": "write_sme_packets"}
 #: Top-level keys that change on every run and do not make an output different.
 VOLATILE = ("accepted_at", "created_at", "run_id")
-_SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def lineage(task: str, doc_id: str, **fields: Any) -> None:
@@ -63,9 +71,14 @@ class Batch:
     reuse: bool = True
     concurrency: int = 8
 
+    def __post_init__(self) -> None:
+        safe_ds(self.ds)  # the date and the batch_prefix param become paths: refused when unsafe
+        if self.prefix.strip("/"):
+            safe_prefix(self.prefix)
+
     @property
     def incoming(self) -> str:
-        return self.prefix.strip("/") or f"incoming/{self.ds}"
+        return safe_prefix(self.prefix) if self.prefix.strip("/") else f"incoming/{self.ds}"
 
     def run_rel(self, doc_id: str, name: str = "") -> str:
         base = ArtifactStore.run_dir(self.ds, doc_id)
@@ -151,39 +164,60 @@ async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: i
     return await asyncio.gather(*(one(f) for f in factories))
 
 
-def doc_id_for(name: str) -> str:
-    stem = name.rsplit("/", 1)[-1]
-    stem = stem[: -len(".pdf")] if stem.lower().endswith(".pdf") else stem
-    return _SAFE_ID.sub("_", stem).strip("_") or "document"
-
-
 # =========================================================================== discover
+
+
+def _input_error(batch: Batch, entry: dict, code: str, message: str) -> None:
+    """A document refused at discovery (not a regular file, too large): its error record, so it
+    is escalated with the error in its packet — counted, never dropped, never read."""
+    batch.write_if_changed(batch.run_rel(entry["doc_id"], "error.json"),
+                           {**_error_record(entry, code, message, "discover"), "sha256": entry["sha256"]})
 
 
 def discover(batch: Batch, max_documents: int = 0) -> dict:
     """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json``) into the
-    manifest. Inputs are never modified."""
+    manifest. Inputs are never modified. A symbolic link or another non-regular file named
+    ``*.pdf`` is never followed or read, and a file over ``MAX_PDF_BYTES`` is never read: each is
+    an error record of its document (``INPUT_NOT_REGULAR`` / ``TOO_LARGE``). Hashes are streamed."""
     stats = StageStats("discover")
-    names = batch.store.list(batch.incoming)
-    pdfs = [n for n in names if n.lower().endswith(".pdf")]
+    entries = batch.store.entries(batch.incoming)
+    files = {n for n, kind, _ in entries if kind == "file"}
+    pdfs = [(n, kind, size) for n, kind, size in entries if n.lower().endswith(".pdf")]
     skipped = len(pdfs) - max_documents if max_documents and len(pdfs) > max_documents else 0
     if skipped:
         pdfs = pdfs[:max_documents]
     docs, seen = [], set()
-    for name in pdfs:
+    for name, kind, size in pdfs:
         doc_id = doc_id_for(name)
-        if doc_id in seen:  # two names that sanitise alike: keep both, distinctly
-            doc_id = f"{doc_id}_{sha256_bytes(name.encode())[:8]}"
+        if doc_id in seen:  # only when a safe name equals another's encoded id: keep both, distinctly
+            doc_id = f"{doc_id}_{sha256_bytes(name.encode('utf-8', 'surrogatepass'))[:16]}"
         seen.add(doc_id)
         rel = f"{batch.incoming}/{name}"
-        data = batch.store.read_bytes(rel)
         companion = f"{name[:-4]}.classification.json"
-        entry = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": batch.store.uri(rel), "sha256": sha256_bytes(data),
-                 "bytes": len(data),
-                 "classification_rel": f"{batch.incoming}/{companion}" if companion in names else None}
+        entry = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": batch.store.uri(rel), "sha256": "",
+                 "bytes": size, "classification_rel": f"{batch.incoming}/{companion}" if companion in files else None}
+        error = None
+        if kind != "file":
+            error = ("INPUT_NOT_REGULAR", f"{entry['pdf_uri']} is a {'symbolic link' if kind == 'symlink' else kind} "
+                     f"entry, not a regular file: it is not followed or read; put the PDF itself in the folder")
+        else:
+            try:
+                check_size(size, MAX_PDF_BYTES, entry["pdf_uri"], "PDF")
+                entry["sha256"] = batch.store.sha256(rel)
+            except InputError:
+                error = ("TOO_LARGE", f"{entry['pdf_uri']} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
+                         f"(docverify.limits.MAX_PDF_BYTES); it was not read — split it")
+        if error:
+            entry["input_error"] = error[0]
+            stats.errors += 1
+            _input_error(batch, entry, *error)
+        elif batch.store.exists(batch.run_rel(doc_id, "error.json")):
+            old = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
+            if old.get("stage") == "discover":  # the file was fixed since: forget the old refusal
+                _clear_error(batch, doc_id)
         docs.append(entry)
-        lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=len(data),
-                provided_classification=entry["classification_rel"] is not None)
+        lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=size,
+                provided_classification=entry["classification_rel"] is not None, error=entry.get("input_error"))
     stats.docs = len(docs)
     manifest = {"ds": batch.ds, "incoming": batch.store.uri(batch.incoming), "documents": docs,
                 "skipped_over_max_documents": skipped}
@@ -215,6 +249,9 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
     docs = batch.manifest()["documents"]
     todo = []
     for doc in docs:
+        if doc.get("input_error"):  # refused at discovery: never parsed
+            stats.errors += 1
+            continue
         if batch.reuse and _bundle_reusable(batch, doc, reusable):
             stats.cache_hits += 1
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
@@ -263,7 +300,8 @@ def _clear_error(batch: Batch, doc_id: str) -> None:
     transient fault)."""
     err = batch.run_rel(doc_id, "error.json")
     if batch.store.exists(err):
-        batch.store.path(err).unlink()
+        with contextlib.suppress(FileNotFoundError):  # a concurrent run of the night cleared it
+            batch.store.path(err).unlink()
 
 
 def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats) -> None:
@@ -275,6 +313,12 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
         lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
                 error=result.code, output_uri=batch.store.uri(err_rel))
         return
+    longest = max((len(p.text) for p in result.pages), default=0)
+    if longest > MAX_PAGE_CHARS:  # one limit for every parser: such a page is never classified
+        result = error_type("TOO_LARGE", f"{doc['pdf_uri']}: a page holds {longest} characters of text, over the "
+                            f"limit of {MAX_PAGE_CHARS} (docverify.limits.MAX_PAGE_CHARS); split or re-export it",
+                            doc["pdf_uri"])
+        return _record_layout(batch, doc, result, parser, error_type, stats)
     bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})
     batch.store.write_json(bundle_rel, bundle)
     _clear_error(batch, doc_id)
@@ -298,6 +342,7 @@ def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
     false in its error record) — a re-run does not pay the service again for either. ``docs``:
     the manifest's documents when the caller has them already."""
     docs = batch.manifest()["documents"] if docs is None else docs
+    docs = [d for d in docs if not d.get("input_error")]  # refused at discovery: never sent
     if not batch.reuse:
         return list(docs)
     out = []
@@ -434,12 +479,29 @@ def _bundle(batch: Batch, doc_id: str) -> DocumentBundle:
 # =========================================================================== classify
 
 
+def read_companion(batch: Batch, rel: str) -> dict:
+    """A ``<doc>.classification.json`` beside a PDF, within ``docverify.limits`` (size checked
+    before the read; bytes, nesting, numbers, segment counts, a JSON object), or InputError."""
+    uri = batch.store.uri(rel)
+    check_size(batch.store.size(rel), MAX_COMPANION_BYTES, uri, "classification")
+    return load_classification(batch.store.read_bytes(rel), uri)
+
+
 async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats) -> None:
     doc_id = doc["doc_id"]
     rel, meta_rel = batch.run_rel(doc_id, "classification.json"), batch.run_rel(doc_id, "classification_meta.json")
     bundle = _bundle(batch, doc_id)
     if doc.get("classification_rel"):
-        raw = batch.store.read_json(doc["classification_rel"])
+        try:
+            raw = read_companion(batch, doc["classification_rel"])
+        except InputError as exc:  # this document only: escalated with the error in its packet
+            stats.errors += 1
+            batch.write_if_changed(batch.run_rel(doc_id, "error.json"),
+                                   _error_record(doc, exc.code, exc.message, "classify"))
+            lineage("classify", doc_id, source="provided", error=exc.code,
+                    input_uri=batch.store.uri(doc["classification_rel"]))
+            return
+        _clear_error(batch, doc_id)
         batch.write_if_changed(rel, raw)
         meta = {"source": "provided", "uri": batch.store.uri(doc["classification_rel"]), "implementation": "provided",
                 "bundle_sha256": bundle.sha256}
@@ -517,7 +579,12 @@ def v1_shard(batch: Batch, shard: list[str], shard_key: str = "") -> dict:
         raw = _classification(batch, doc_id)
         if raw is None:  # classification failed: recorded as a document error
             continue
-        _, outcome = run_v1(_bundle(batch, doc_id), raw)
+        try:
+            _, outcome = run_v1(_bundle(batch, doc_id), raw)
+        except Exception as exc:  # noqa: BLE001 - this document only: no V1 result → VERIFICATION_INCOMPLETE
+            stats.errors += 1
+            lineage("V1", doc_id, error="VERIFIER_FAILED", exception=type(exc).__name__)
+            continue
         _save_outcome(batch, doc_id, "V1", outcome)
         stats.docs += 1
         lineage("V1", doc_id, implementation="rules-v1", issue_codes=sorted(i.code for i in outcome.issues))
@@ -529,6 +596,13 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
     stats = StageStats(agent)
 
     async def one(doc_id: str) -> None:
+        try:
+            await one_doc(doc_id)
+        except Exception as exc:  # noqa: BLE001 - this document only: no result → VERIFICATION_INCOMPLETE
+            stats.errors += 1
+            lineage(agent, doc_id, error="VERIFIER_FAILED", exception=type(exc).__name__)
+
+    async def one_doc(doc_id: str) -> None:
         raw = _classification(batch, doc_id)
         if raw is None:
             return
@@ -571,45 +645,18 @@ def arbiter(batch: Batch, second_opinion: Any = None) -> dict:
     for doc in batch.manifest()["documents"]:
         doc_id = doc["doc_id"]
         stats.docs += 1
-        if batch.store.exists(batch.run_rel(doc_id, "error.json")):
-            routes["write_sme_packets"].append(doc_id)
-            err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-            decisions[doc_id] = {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"]}
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"])
-            continue
-        raw = _classification(batch, doc_id)
-        outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
-        missing = [a for a, o in zip(("V1", *AGENTS), outcomes, strict=True) if o is None]
-        if missing:  # a verifier task failed for this document: never accept silently
-            outcomes = [o or AgentOutcome([], []) for o in outcomes]
-            outcomes.append(AgentOutcome([make_issue(
-                "VERIFICATION_INCOMPLETE", f"No result from {', '.join(missing)} for this document",
-                agent=missing[0])], []))
-        cls, _ = parse(raw)
-        report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
-        rec = attempt_record(report)
-        # --- issue 14: the V5 second opinion (optional; it can only make the route stricter)
-        if second_opinion is not None:
-            from docverify.arbiters.second_opinion import record_second_opinion
-
-            rec = record_second_opinion(second_opinion, _bundle(batch, doc_id), cls, report, rec, stats, so_counts)
-        decision = rec.decision
-        base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
-        batch.write_if_changed(f"{base}/report.json", report)
-        batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
-        repair = rec.blocker_repair and cls is not None  # auto-fixable BLOCKERs: fixed once before rule 1
-        if decision.decision != "AUTO_RETRY" and not repair:  # decided on attempt 0: the final result
-            batch.write_if_changed(_final_rel(batch, doc_id), make_result(
-                doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
-        route = "auto_fix_retry" if repair else {
-            "AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
-            decision.decision]
+        try:
+            route, decisions[doc_id] = _decide(batch, doc, second_opinion, stats, so_counts)
+        except Exception as exc:  # noqa: BLE001 - this document only, never the night
+            stats.errors += 1
+            batch.write_if_changed(batch.run_rel(doc_id, "error.json"), _error_record(
+                doc, "VERIFICATION_FAILED", f"{doc['pdf_uri']}: the verification could not be assembled "
+                f"({type(exc).__name__}); check its classification, then re-run", "v5_arbiter"))
+            route, decisions[doc_id] = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None,
+                                                             "reason": "error", "error": "VERIFICATION_FAILED"}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error",
+                    error="VERIFICATION_FAILED", exception=type(exc).__name__)
         routes[route].append(doc_id)
-        decisions[doc_id] = {"decision": decision.decision, "rule": decision.rule}
-        lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
-                issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
-                output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"), audit=decision.explanation_audit,
-                **({"second_opinion": decision.second_opinion["override"]} if decision.second_opinion else {}))
     batch.write_if_changed(batch.routes_rel, {"ds": batch.ds, "routes": routes, "attempt_0": decisions})
     follow = [r for r in ROUTES if routes[r]]
     if routes["auto_fix_retry"]:  # documents from the retry end in accept or write_sme_packets
@@ -618,6 +665,50 @@ def arbiter(batch: Batch, second_opinion: Any = None) -> dict:
     stats.save(batch, counts=counts, **({"second_opinion": so_counts} if second_opinion is not None else {}))
     log.info("V5 routes: %s; following %s", counts, follow)
     return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
+
+
+def _decide(batch: Batch, doc: dict, second_opinion: Any = None, stats: StageStats | None = None,
+            so_counts: dict[str, int] | None = None) -> tuple[str, dict]:
+    """Attempt 0 of one document → (route, decision summary)."""
+    doc_id = doc["doc_id"]
+    if batch.store.exists(batch.run_rel(doc_id, "error.json")):
+        err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
+        lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"])
+        return "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
+                                     "error": err["error"]}
+    raw = _classification(batch, doc_id)
+    outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
+    missing = [a for a, o in zip(("V1", *AGENTS), outcomes, strict=True) if o is None]
+    if missing:  # a verifier task failed for this document: never accept silently
+        outcomes = [o or AgentOutcome([], []) for o in outcomes]
+        outcomes.append(AgentOutcome([make_issue(
+            "VERIFICATION_INCOMPLETE", f"No result from {', '.join(missing)} for this document",
+            agent=missing[0])], []))
+    cls, _ = parse(raw)
+    report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
+    rec = attempt_record(report)
+    # --- issue 14: the V5 second opinion (optional; it can only make the route stricter)
+    if second_opinion is not None:
+        from docverify.arbiters.second_opinion import record_second_opinion
+
+        rec = record_second_opinion(second_opinion, _bundle(batch, doc_id), cls, report, rec, stats,
+                                    so_counts if so_counts is not None else {})
+    decision = rec.decision
+    base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
+    batch.write_if_changed(f"{base}/report.json", report)
+    batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
+    repair = rec.blocker_repair and cls is not None  # auto-fixable BLOCKERs: fixed once before rule 1
+    if decision.decision != "AUTO_RETRY" and not repair:  # decided on attempt 0: the final result
+        batch.write_if_changed(_final_rel(batch, doc_id), make_result(
+            doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
+    route = "auto_fix_retry" if repair else {
+        "AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
+        decision.decision]
+    lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
+            issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
+            output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"), audit=decision.explanation_audit,
+            **({"second_opinion": decision.second_opinion["override"]} if decision.second_opinion else {}))
+    return route, {"decision": decision.decision, "rule": decision.rule}
 
 
 def retry_shards(batch: Batch, shard_size: int = 25) -> list[list[str]]:
@@ -694,15 +785,59 @@ def _errors(batch: Batch) -> dict[str, dict]:
     return out
 
 
+def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str | None:
+    """Move a stale output of an earlier run of this night aside, never deleting it:
+    ``withdrawn/<ds>/<kind>_<doc_id>[.<n>].json`` holds the record, its URI, the reason and the
+    run that withdrew it (create-if-absent: an earlier withdrawal is never overwritten). None when
+    another run of the same night withdrew it first."""
+    from docverify.sme import now_iso
+
+    record = batch.store.read_json_if_exists(rel)
+    if record is None:
+        return None
+    moved = {"withdrawn_at": now_iso(), "run_id": batch.run_id, "reason": reason, "kind": kind,
+             "doc_id": doc_id, "original_uri": batch.store.uri(rel), "record": record}
+    n = 1
+    while True:
+        target = f"withdrawn/{batch.ds}/{kind}_{doc_id}" + (f".{n}" if n > 1 else "") + ".json"
+        if batch.store.write_json(target, moved, overwrite=False):
+            break
+        n += 1
+    with contextlib.suppress(FileNotFoundError):  # a concurrent run of the night moved it already
+        batch.store.path(rel).unlink()
+    lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=batch.store.uri(rel),
+            output_uri=batch.store.uri(target))
+    return target
+
+
+def _withdraw_pending_packet(batch: Batch, doc: dict, reason: str) -> None:
+    """A *pending* packet of this night's document (same input URI) from an earlier run; a
+    reviewed packet and ground truth are never touched."""
+    from docverify.sme import html_rel
+
+    rel = ArtifactStore.packet_rel(doc["doc_id"])
+    packet = batch.store.read_json_if_exists(rel)
+    if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending" \
+            or packet.get("pdf_path") != doc["pdf_uri"]:
+        return
+    withdraw(batch, rel, "sme_packet", doc["doc_id"], reason)
+    with contextlib.suppress(FileNotFoundError):  # the packet's rendering goes with it
+        batch.store.path(html_rel(doc["doc_id"])).unlink()
+
+
 def accept(batch: Batch) -> dict:
     """Write ``accepted/<ds>/<doc>.json`` for every document whose final decision is
-    AUTO_ACCEPT (directly, or after the retry)."""
+    AUTO_ACCEPT (directly, or after the retry). A pending packet of an earlier run of this night
+    for such a document is withdrawn (moved aside with the reason): one route per document."""
     stats = StageStats("accept")
     written = []
+    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
     for doc_id, result in _final_results(batch).items():
         if result.final_decision != "AUTO_ACCEPT":
             continue
         outputs = _write_final(batch, doc_id, result)
+        _withdraw_pending_packet(batch, by_id[doc_id], f"accepted by a later run of {batch.ds} "
+                                 f"(rule {result.final_rule})")
         written.append(doc_id)
         lineage("accept", doc_id, decision="AUTO_ACCEPT", rule=result.final_rule, attempts=len(result.attempts),
                 output_uri=outputs.get("accepted"))
@@ -733,9 +868,21 @@ def write_sme_packets(batch: Batch) -> dict:
     by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
 
     def production(doc_id: str) -> dict | None:
-        """A production classification supplied beside the PDF: ``<doc>.production.json``."""
+        """A production classification supplied beside the PDF: ``<doc>.production.json``
+        (within the companion limits; one that is not is left out of the packet)."""
         rel = by_id[doc_id]["pdf_rel"][: -len(".pdf")] + ".production.json"
-        return batch.store.read_json(rel) if batch.store.exists(rel) else None
+        if not batch.store.exists(rel):
+            return None
+        try:
+            return read_companion(batch, rel)
+        except InputError as exc:
+            lineage("write_sme_packets", doc_id, production_error=exc.code)
+            return None
+
+    def withdraw_accepted(doc_id: str, why: str) -> None:
+        rel = f"accepted/{batch.ds}/{doc_id}.json"
+        if batch.store.exists(rel):
+            withdraw(batch, rel, "accepted", doc_id, f"escalated by a later run of {batch.ds} ({why})")
 
     for doc_id, result in _final_results(batch).items():
         if result.final_decision != "ESCALATE_TO_SME":
@@ -747,6 +894,7 @@ def write_sme_packets(batch: Batch) -> dict:
                               production_classification=production(doc_id), run_id=batch.run_id, bundle=bundle)
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
         html_uri, _ = write_packet_html(batch.store, doc_id, bundle=bundle)
+        withdraw_accepted(doc_id, f"rule {result.final_rule}")
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=result.final_rule,
                 stop_reason=result.stop_reason, output_uri=uri, html_uri=html_uri, packet=outcome,
@@ -759,6 +907,7 @@ def write_sme_packets(batch: Batch) -> dict:
                               error=err, run_id=batch.run_id)
         uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
         html_uri, _ = write_packet_html(batch.store, doc_id)
+        withdraw_accepted(doc_id, err["error"])
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"],
                 output_uri=uri, html_uri=html_uri, packet=outcome)

@@ -41,14 +41,40 @@ def _emit(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
 
 
-def _read_json(path: str, what: str) -> Any:
+def _read_json(path: str, what: str, *, require_object: bool = False) -> Any:
+    """A JSON input within ``docverify.limits`` (size checked before the read, nesting, finite
+    numbers); a refusal is the CLI's JSON error with the limit's code, never a traceback. The
+    message names the file and the limit, never the file's content."""
+    from docverify.limits import MAX_DOCAI_JSON_BYTES, InputError, check_size, load_json_object
+
     p = pathlib.Path(path)
     if not p.is_file():
         raise CLIError("FILE_NOT_FOUND", f"{what} file {path} does not exist", path)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CLIError("INVALID_JSON", f"{what} file {path} is not valid JSON: {exc}", path) from exc
+        check_size(p.stat().st_size, MAX_DOCAI_JSON_BYTES, path, what)
+        return load_json_object(p.read_bytes(), path, what, max_bytes=MAX_DOCAI_JSON_BYTES,
+                                require_object=require_object)
+    except InputError as exc:
+        code = "INVALID_JSON" if exc.code == "INPUT_INVALID_JSON" else exc.code
+        raise CLIError(code, exc.message, path) from None
+
+
+def _read_classification(path: str) -> dict:
+    """A classification file within every limit of a companion classification (a JSON object,
+    segments, nesting, numbers)."""
+    from docverify.limits import MAX_COMPANION_BYTES, InputError, check_classification_shape, check_size
+
+    p = pathlib.Path(path)
+    if p.is_file():
+        try:
+            check_size(p.stat().st_size, MAX_COMPANION_BYTES, path, "classification")
+        except InputError as exc:
+            raise CLIError(exc.code, exc.message, path) from None
+    raw = _read_json(path, "classification", require_object=True)
+    try:
+        return check_classification_shape(raw, path)
+    except InputError as exc:
+        raise CLIError(exc.code, exc.message, path) from None
 
 
 def _load_bundle(path: str):
@@ -56,7 +82,7 @@ def _load_bundle(path: str):
 
     from docverify.models import DocumentBundle
 
-    raw = _read_json(path, "bundle")
+    raw = _read_json(path, "bundle", require_object=True)
     try:
         return DocumentBundle.model_validate(raw)
     except ValidationError as exc:
@@ -119,7 +145,7 @@ def cmd_verify(args) -> int:
     from docverify.pipeline import verify_document
 
     bundle = _load_bundle(args.bundle)
-    classification = _read_json(args.classification, "classification")
+    classification = _read_classification(args.classification)
     judge = make_judge(args.model)
     result = asyncio.run(verify_document(bundle, classification, judge))
     if args.out:
@@ -269,8 +295,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from docverify.limits import InputError
+
     try:
         return args.fn(args)
-    except CLIError as exc:
+    except (CLIError, InputError) as exc:
         _emit(exc.to_dict())
+        return EXIT_INPUT_ERROR
+    except (RecursionError, MemoryError) as exc:  # an input beyond what a check caught: still no traceback
+        _emit({"error": "INPUT_TOO_COMPLEX", "message": f"the input could not be processed ({type(exc).__name__}); "
+               f"check it against include/schemas/", "file": ""})
         return EXIT_INPUT_ERROR

@@ -392,11 +392,11 @@ def latest_ground_truth(store: ArtifactStore) -> tuple[dict[str, tuple[GroundTru
                 unreadable.append(UnreadableFile(uri=store.uri(rel), reason=_reason(exc, "GroundTruthRecord")
                                                  + "; fix the file or save the review again (a new version)"))
                 continue
-            if record.doc_id != doc_id:
+            if (record.review_id or record.doc_id) != doc_id:
                 unreadable.append(UnreadableFile(
                     uri=store.uri(rel),
-                    reason=f"holds doc_id {record.doc_id!r} but its name says {doc_id!r}: rename it "
-                           f"(gt_<doc_id>.json) or fix its doc_id"))
+                    reason=f"holds review {record.review_id or record.doc_id!r} but its name says {doc_id!r}: "
+                           f"rename it (gt_<review_id>.json) or fix its review_id/doc_id"))
                 continue
             latest[doc_id] = (record, version)
             break
@@ -503,7 +503,7 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
         if packet is not None and (packet.get("primary_classification") is not None or packet.get("error")):
             primary = packet.get("primary_classification")
         else:
-            primary = source.run_classification(doc_id)
+            primary = source.run_classification(record.doc_id)
         rule = packet.get("v5_rule") if packet and _is_int(packet.get("v5_rule")) else None
         row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version,
                               escalated=packet is not None, v5_rule=rule)

@@ -158,7 +158,7 @@ assert set(get_args(PresenceName)) == {p.value for p in PresenceLevel}
 
 class _LLMModel(BaseModel):
     # Unknown keys are ignored (a model adding a key is harmless); wrong values are not.
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)  # no model output in a traceback
 
 
 class LLMEvidence(_LLMModel):
@@ -607,27 +607,45 @@ def is_transient(exc: BaseException) -> bool:
 
 @dataclass
 class BackoffRetry:
-    """Bounded retries of transient faults with exponential backoff and full jitter (tenacity's
-    ``wait_random_exponential``): the n-th wait is uniform in ``[0, min(max_wait_s,
-    initial_wait_s * 2**n)]``, raised to the server's ``Retry-After`` when it sends one (capped
-    at ``max_wait_s``). At most ``max_attempts`` calls; the last fault is re-raised."""
+    """Bounded retries of transient faults (:func:`is_transient`; a deterministic fault fails at
+    once) with exponential backoff and full jitter (tenacity's ``wait_random_exponential``): the
+    n-th wait is uniform in ``[0, min(max_wait_s, initial_wait_s * 2**n)]``. A server's
+    ``Retry-After`` is honoured in full up to ``max_retry_after_s`` (default 15 min), plus a
+    jitter of up to ``retry_after_jitter`` of it so documents that were refused together do not
+    come back in lockstep; a ``Retry-After`` beyond that is not waited for here — the call
+    fails (the document escalates with ``VERIFICATION_INCOMPLETE``) and a re-run of the night
+    picks it up, with the verdicts already cached. At most ``max_attempts`` calls; the last fault
+    is re-raised."""
 
     max_attempts: int = 4
     initial_wait_s: float = 1.0
     max_wait_s: float = 30.0
+    max_retry_after_s: float = 900.0
+    retry_after_jitter: float = 0.1
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
 
+    @staticmethod
+    def _retry_after(exc: BaseException | None) -> float | None:
+        value = getattr(exc, "retry_after", None)
+        return float(value) if isinstance(value, int | float) and value > 0 else None
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Transient, and not asked to wait longer than ``max_retry_after_s``."""
+        after = self._retry_after(exc)
+        return is_transient(exc) and (after is None or after <= self.max_retry_after_s)
+
     def _wait(self, retry_state) -> float:
+        import random
+
         import tenacity
 
         base = tenacity.wait_random_exponential(multiplier=self.initial_wait_s, max=self.max_wait_s)(retry_state)
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        retry_after = getattr(exc, "retry_after", None)
-        if isinstance(retry_after, int | float) and retry_after > base:
-            return min(float(retry_after), self.max_wait_s)
+        after = self._retry_after(retry_state.outcome.exception() if retry_state.outcome else None)
+        if after is not None and after > base:
+            return after + random.uniform(0.0, after * self.retry_after_jitter)  # noqa: S311 - jitter, not crypto
         return base
 
     async def run(self, call: Callable[[], Awaitable[T]]) -> T:
@@ -636,7 +654,7 @@ class BackoffRetry:
         retrying = tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(self.max_attempts),
             wait=self._wait,
-            retry=tenacity.retry_if_exception(is_transient),
+            retry=tenacity.retry_if_exception(self.should_retry),
             reraise=True,
             before_sleep=lambda rs: logger.warning(
                 "llm transient fault %s: attempt %d of %d, retrying in %.1fs",

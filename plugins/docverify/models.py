@@ -57,7 +57,8 @@ class Decision(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(use_enum_values=True, extra="forbid")
+    # a validation error names the field, never its value: values may be page text (PHI)
+    model_config = ConfigDict(use_enum_values=True, extra="forbid", hide_input_in_errors=True)
 
 
 # --------------------------------------------------------------------------- DocumentBundle
@@ -300,6 +301,10 @@ class SMEIssueSummary(_Model):
 
 class SMEPacket(_Model):
     doc_id: str
+    review_id: str = Field(
+        default="", description="The review this packet is: '<night>_<doc_id>_<first 10 hex of the PDF's sha256>' "
+        "(its file is sme_packets/sme_packet_<review_id>.json); one document of one night with its content. "
+        "Empty in packets written before per-night keys: their key is the doc_id.")
     pdf_filename: str
     pdf_path: str
     total_pages: int
@@ -351,6 +356,9 @@ class SMEPacket(_Model):
 
 class GroundTruthRecord(_Model):
     doc_id: str
+    review_id: str = Field(
+        default="", description="The reviewed packet's key (see SMEPacket.review_id); the file is "
+        "ground_truth/gt_<review_id>[.v<N>].json. Empty for records keyed by doc_id alone (older layout).")
     ground_truth_source: Literal["SME_VALIDATED", "SME_CORRECTED"]
     ground_truth_classification: dict[str, Any]
     corrected_dominant_type: DocType | None = None

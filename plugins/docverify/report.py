@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import logging
+import re
 from collections import Counter
 from typing import Any
 
@@ -278,6 +279,15 @@ def summary_line(rep: dict) -> str:
             f"errors: {len(rep['errors'])}; LLM calls: {rep['llm']['calls']}")
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+
+
+def md(text: Any) -> str:
+    """Text for a Markdown table cell or list item: Markdown and HTML characters escaped with
+    a backslash, line breaks folded — a file name never becomes markup or a link."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
 def to_markdown(rep: dict) -> str:
     lines = [f"# docverify batch report — {rep['ds']}", "", summary_line(rep), "",
              "## Final routes", "", "| route | documents |", "|---|---|"]
@@ -290,10 +300,11 @@ def to_markdown(rep: dict) -> str:
               "|---|---|---|---|---|---|"]
     for d in rep["per_document"]:
         codes = ", ".join(d.get("issue_codes", [])) or d.get("error", "")
-        lines.append(f"| {d['doc_id']} | {d.get('route', '')} | {d['final_decision']} | {rule_label(d)} | "
-                     f"{d.get('attempts', '')} | {codes} |")
+        lines.append(f"| {md(d['doc_id'])} | {d.get('route', '')} | {d['final_decision']} | {rule_label(d)} | "
+                     f"{d.get('attempts', '')} | {md(codes)} |")
     lines += ["", "## Errors", ""]
-    lines += [f"- **{e['doc_id']}** ({e['stage']}): `{e['error']}` — {e['message']}" for e in rep["errors"]] or ["none"]
+    lines += [f"- **{md(e['doc_id'])}** ({md(e['stage'])}): {md(e['error'])} — {md(e['message'])}"
+              for e in rep["errors"]] or ["none"]
     llm = rep["llm"]
     lines += ["", "## LLM usage", "", llm_line(llm), ""]
     used = [d for d in rep["per_document"] if d.get("llm", {}).get("calls") or d.get("llm", {}).get("cache_hits")]

@@ -120,7 +120,7 @@ def compare_production(primary: dict, production: dict) -> dict[str, Any]:
 def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: str,
                  result: VerificationResult | None, error: dict[str, Any] | None = None,
                  production_classification: dict | None = None, run_id: str = "",
-                 bundle: DocumentBundle | None = None) -> SMEPacket:
+                 bundle: DocumentBundle | None = None, review_id: str = "") -> SMEPacket:
     """A packet for an escalated document, or for one that could not be parsed/classified
     (``error`` set, ``result`` None).
 
@@ -153,7 +153,7 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
                                                     primary if isinstance(primary, dict) else None))
         summaries.append(s)
     return SMEPacket(
-        doc_id=doc_id, pdf_filename=pdf_path.rsplit("/", 1)[-1], pdf_path=pdf_path, total_pages=total_pages,
+        doc_id=doc_id, review_id=review_id, pdf_filename=pdf_path.rsplit("/", 1)[-1], pdf_path=pdf_path, total_pages=total_pages,
         bundle_path=bundle_path, v5_rule=rule, v5_reason=reason, total_issues=len(issues),
         v5_explanation=result.attempts[-1].decision.explanation_sme if result else "",
         v5_citations=result.attempts[-1].decision.citations if result else {},
@@ -185,10 +185,53 @@ def attempt_history(result: VerificationResult) -> list[dict[str, Any]]:
     return out
 
 
+def review_id(ds: str, doc_id: str, sha256: str | None) -> str:
+    """The key of one review: one document of one night with its content,
+    ``<night>_<doc_id>_<first 10 hex of sha256>``. The same file name on another night, or with
+    other bytes, is another review; the same night with the same bytes is the same one (a re-run
+    finds its packet). Without a hash (nothing could be read) the night and the id."""
+    digest = (sha256 or "")[:10]
+    return f"{ds}_{doc_id}_{digest}" if digest else f"{ds}_{doc_id}"
+
+
+def packet_key(packet: SMEPacket | dict) -> str:
+    """The key under which a packet and its ground truth are stored: its review_id, or its doc_id
+    for a packet of the older layout (``sme_packet_<doc_id>.json``)."""
+    if isinstance(packet, dict):
+        return packet.get("review_id") or packet["doc_id"]
+    return packet.review_id or packet.doc_id
+
+
+def _key_of_file(name: str) -> str:
+    return name[len("sme_packet_"):-len(".json")] if name.startswith("sme_packet_") else name[:-len(".json")]
+
+
+def resolve_key(store: ArtifactStore, key: str) -> str:
+    """``key`` as given when a packet is stored under it; else the one packet whose doc_id is
+    ``key`` (so ``load_packet(store, "quest_cbc_panel")`` still works while there is one review of
+    that file). Several nights with that file name → PacketNotFoundError listing their keys."""
+    if store.exists(ArtifactStore.packet_rel(key)):
+        return key
+    matches = []
+    for name in store.list("sme_packets", ".json"):
+        try:
+            p = store.read_json(f"sme_packets/{name}")
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(p, dict) and p.get("doc_id") == key:
+            matches.append(_key_of_file(name))
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise PacketNotFoundError(f"{len(matches)} reviews of document {key!r} (one per night or content): give one "
+                                  f"of {', '.join(sorted(matches))} (list_pending_reviews() shows review_id)")
+    return key
+
+
 def write_packet(store: ArtifactStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:
     """Write the packet unless an SME already reviewed it. Returns (uri, outcome) with outcome
     ``written`` | ``kept_reviewed``. ``write_json`` replaces ``store.write_json``."""
-    rel = ArtifactStore.packet_rel(packet.doc_id)
+    rel = ArtifactStore.packet_rel(packet_key(packet))
     if store.exists(rel):
         current = store.read_json(rel)
         if current.get("review_status", "pending") != "pending":
@@ -210,7 +253,7 @@ def load_packet(store: ArtifactStore, doc_id: str) -> SMEPacket:
             escalates it has not written it yet).
         ValueError: the file is not a valid packet (names the file).
     """
-    rel = ArtifactStore.packet_rel(doc_id)
+    rel = ArtifactStore.packet_rel(resolve_key(store, doc_id))
     if not store.exists(rel):
         raise PacketNotFoundError(
             f"no SME packet for document {doc_id!r} at {store.uri(rel)}: only escalated documents have one; "
@@ -248,11 +291,12 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
             continue
         if not isinstance(p, dict) or p.get("review_status", "pending") != "pending" or "doc_id" not in p:
             continue
-        rows.append({"doc_id": p["doc_id"], "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
+        rows.append({"doc_id": p["doc_id"], "review_id": _key_of_file(name),
+                     "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
                      "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
                      "error": (p.get("error") or {}).get("error"), "created_at": p.get("created_at", ""),
                      "packet_uri": store.uri(rel)})
-    rows.sort(key=lambda r: (_TOP_ORDER.get(r["top_severity"], 3), r["created_at"], r["doc_id"]))
+    rows.sort(key=lambda r: (_TOP_ORDER.get(r["top_severity"], 3), r["created_at"], r["review_id"]))
     return rows
 
 
@@ -379,11 +423,12 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
 
 
 def _write_versioned(store: ArtifactStore, record: GroundTruthRecord) -> tuple[GroundTruthRecord, str]:
-    """Create ``gt_<doc_id>.json``, or the first free ``.v<n>`` after it. Create-if-absent, so
+    """Create ``gt_<key>.json``, or the first free ``.v<n>`` after it. Create-if-absent, so
     concurrent writers never overwrite each other (atomic locally; on an object store the
     exists-then-upload window remains)."""
+    key = record.review_id or record.doc_id
     for version in range(1, MAX_VERSIONS + 1):
-        rel = ArtifactStore.ground_truth_rel(record.doc_id, version)
+        rel = ArtifactStore.ground_truth_rel(key, version)
         candidate = record.model_copy(update={"version": version})
         if store.write_json(rel, candidate, overwrite=False):
             return candidate, store.uri(rel)
@@ -445,6 +490,7 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
             without a classification to validate, or a bad correction (names the field).
     """
     packet = load_packet(store, doc_id)
+    key, doc_id = packet_key(packet), packet.doc_id  # files by the review's key; the record names the document
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise ValueError("reviewer: give the SME's user name (who answered)")
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
@@ -466,28 +512,31 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
             bundle=_packet_bundle(store, packet))
         source = "SME_CORRECTED"
     record = GroundTruthRecord(
-        doc_id=doc_id, ground_truth_source=source, ground_truth_classification=classification,
+        doc_id=doc_id, review_id=packet.review_id, ground_truth_source=source, ground_truth_classification=classification,
         corrected_dominant_type=None if agrees else corrected_dominant_type,
         corrected_segments=None if agrees or corrected_segments is None else validate_segments(
             corrected_segments, packet.total_pages),
         corrected_presence=None if agrees else corrected_presence or None,
         corrected_mixture=None if agrees else corrected_mixture or None,
         corrections_applied=changes, correction_notes=correction_notes or "", reviewer=reviewer.strip(),
-        reviewed_at=reviewed_at or now_iso(), packet_path=store.uri(ArtifactStore.packet_rel(doc_id)),
+        reviewed_at=reviewed_at or now_iso(), packet_path=store.uri(ArtifactStore.packet_rel(key)),
         channel=channel)
     record, uri = _write_versioned(store, record)
-    _mark_reviewed(store, doc_id)
+    _mark_reviewed(store, key)
     log.info("ground truth doc_id=%s source=%s version=%d uri=%s", doc_id, source, record.version, uri)
-    if store.exists(html_rel(doc_id)):
+    if store.exists(html_rel(key)):
         try:
-            write_packet_html(store, doc_id)
+            write_packet_html(store, key)
         except Exception as exc:  # the answer is saved; a stale rendering must not undo that
             log.warning("packet HTML of %s not refreshed (%s)", doc_id, type(exc).__name__)
     return record, uri
 
 
 def ground_truth_versions(store: ArtifactStore, doc_id: str) -> list[GroundTruthRecord]:
-    """Every ground-truth record of ``doc_id``, oldest version first."""
+    """Every ground-truth record of the review ``doc_id`` (a review_id, or a doc_id while one
+    review of it exists), oldest version first."""
+    if not store.exists(ArtifactStore.ground_truth_rel(doc_id, 1)):
+        doc_id = resolve_key(store, doc_id)
     out = []
     for version in range(1, MAX_VERSIONS + 1):
         rel = ArtifactStore.ground_truth_rel(doc_id, version)

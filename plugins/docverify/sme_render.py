@@ -314,7 +314,7 @@ def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBund
     """Render the stored packet of ``doc_id`` to ``sme_packets/sme_packet_<doc_id>.html``
     (bundle and PDF read from the packet's URIs unless given). Written only when the bytes
     changed. Returns (uri, written)."""
-    from docverify.sme import html_rel, load_packet
+    from docverify.sme import html_rel, load_packet, packet_key
 
     packet = load_packet(store, doc_id)
     if bundle is None:
@@ -325,7 +325,7 @@ def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBund
     if pdf_bytes is None and bundle is not None:
         pdf_bytes = load_pdf(store, packet)
     data = packet_html(packet, bundle=bundle, pdf_bytes=pdf_bytes).encode()
-    rel = html_rel(doc_id)
+    rel = html_rel(packet_key(packet))
     if store.exists(rel) and store.read_bytes(rel) == data:
         return store.uri(rel), False
     store.write_bytes(rel, data)

@@ -31,13 +31,18 @@ without the Airflow connection id that ``str(ObjectStoragePath)`` embeds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
+import stat as stat_mod
 import uuid
 from typing import Any
 
 from pydantic import BaseModel
+
+from docverify.limits import HASH_CHUNK_BYTES, INPUT_UNSAFE_NAME, InputError
+from docverify.paths import check_part, check_rel
 
 
 def as_root(root: Any) -> Any:
@@ -106,37 +111,54 @@ def dumps(obj: Any) -> bytes:
     return (json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
 
 
+class OutsideRootError(PermissionError):
+    """A path that would resolve outside the storage root (through a symbolic link)."""
+
+
 class ArtifactStore:
     def __init__(self, root: Any):
         self.root = as_root(root)
+        local = _local_path(self.root)
+        self._real_root = os.path.realpath(local) if local is not None else None
 
     # ------------------------------------------------------------------ paths
-    def path(self, rel: str) -> Any:
+    def path(self, rel: str, *, confine: bool = True) -> Any:
+        """``root / part / …``: every part through :func:`docverify.paths.check_part` (no
+        separators, ``..``, control characters or over-long names); on a local root the real path
+        (symbolic links resolved) must stay under the root's, else :class:`OutsideRootError`
+        (``confine=False`` only to *name* a path, never to open it)."""
         p = self.root
-        for part in rel.strip("/").split("/"):
-            if part:
-                p = p / part
+        for part in check_rel(rel):
+            p = p / part
+        if confine and self._real_root is not None:
+            real = os.path.realpath(_local_path(p))
+            if real != self._real_root and not real.startswith(self._real_root + os.sep):
+                raise OutsideRootError(f"{rel} resolves outside the storage root (a symbolic link); "
+                                       f"replace the link by the file itself")
         return p
 
     def uri(self, rel: str) -> str:
-        return uri_of(self.path(rel))
+        """The URI naming ``rel`` (a symbolic link is named, not resolved)."""
+        p = self.path(rel, confine=False)
+        local = _local_path(p)
+        return local.absolute().as_uri() if local is not None else uri_of(p)
 
     @staticmethod
     def run_dir(ds: str, doc_id: str) -> str:
-        return f"runs/{ds}/{doc_id}"
+        return f"runs/{check_part(ds, 'date partition')}/{check_part(doc_id, 'doc id')}"
 
     @staticmethod
     def attempt_dir(ds: str, doc_id: str, attempt: int) -> str:
-        return f"runs/{ds}/{doc_id}/attempt_{attempt}"
+        return f"{ArtifactStore.run_dir(ds, doc_id)}/attempt_{int(attempt)}"
 
     @staticmethod
     def packet_rel(doc_id: str) -> str:
-        return f"sme_packets/sme_packet_{doc_id}.json"
+        return f"sme_packets/sme_packet_{check_part(doc_id, 'doc id')}.json"
 
     @staticmethod
     def ground_truth_rel(doc_id: str, version: int = 1) -> str:
-        suffix = "" if version == 1 else f".v{version}"
-        return f"ground_truth/gt_{doc_id}{suffix}.json"
+        suffix = "" if version == 1 else f".v{int(version)}"
+        return f"ground_truth/gt_{check_part(doc_id, 'doc id')}{suffix}.json"
 
     # ------------------------------------------------------------------ reads
     def exists(self, rel: str) -> bool:
@@ -150,6 +172,56 @@ class ArtifactStore:
             fs, key = remote
             return fs.cat_file(key)
         return target.read_bytes()
+
+    def size(self, rel: str) -> int:
+        """The object's size in bytes, without reading it."""
+        target = self.path(rel)
+        remote = _remote(target)
+        if remote is not None:
+            fs, key = remote
+            return int(fs.info(key)["size"])
+        return target.stat().st_size
+
+    def sha256(self, rel: str) -> str:
+        """sha256 of the object, read in chunks of ``HASH_CHUNK_BYTES`` (memory stays flat)."""
+        h = hashlib.sha256()
+        target = self.path(rel)
+        remote = _remote(target)
+        with (remote[0].open(remote[1], "rb") if remote is not None else open(target, "rb")) as fh:  # noqa: SIM115
+            while chunk := fh.read(HASH_CHUNK_BYTES):
+                h.update(chunk)
+        return h.hexdigest()
+
+    def entries(self, rel_dir: str) -> list[tuple[str, str, int]]:
+        """``(name, kind, size)`` of everything directly under ``rel_dir``, sorted by name, without
+        following symbolic links: kind is ``file`` (a regular file), ``symlink`` or ``other`` (a
+        folder, FIFO, socket, device). Remote roots have regular objects only."""
+        d = self.path(rel_dir)
+        remote = _remote(d)
+        out = []
+        if remote is not None:
+            fs, key = remote
+            try:
+                listing = fs.ls(key, detail=True, refresh=True)
+            except FileNotFoundError:
+                return []
+            for e in listing:
+                name = e["name"].rstrip("/").rsplit("/", 1)[-1]
+                out.append((name, "file" if e.get("type") == "file" else "other", int(e.get("size") or 0)))
+        else:
+            local = _local_path(d)
+            if local is None:  # a pathlib-like object without an fsspec filesystem
+                return [(p.name, "file" if p.is_file() else "other", 0) for p in sorted(d.iterdir())] \
+                    if d.exists() else []
+            try:
+                scan = list(os.scandir(local))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            for e in scan:
+                st = e.stat(follow_symlinks=False)
+                kind = "symlink" if stat_mod.S_ISLNK(st.st_mode) else "file" if stat_mod.S_ISREG(st.st_mode) else "other"
+                out.append((e.name, kind, st.st_size))
+        return sorted((e for e in out if not e[0].startswith(".tmp-")), key=lambda e: e[0])
 
     def read_json(self, rel: str) -> Any:
         return json.loads(self.read_bytes(rel))
@@ -186,6 +258,8 @@ class ArtifactStore:
         ``pipe_file(mode="create")`` (gcsfs: one upload with ``ifGenerationMatch=0``, so two
         concurrent writers cannot both win). A filesystem without a native create mode falls back
         to fsspec's exists-then-write, which is not atomic."""
+        if not check_rel(rel):  # the root itself is never an object: its temp file would sit beside it
+            raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
         target = self.path(rel)
         remote = _remote(target)
         if remote is not None:
@@ -205,7 +279,7 @@ class ArtifactStore:
             target.write_bytes(data)
             return True
         local.parent.mkdir(parents=True, exist_ok=True)
-        tmp = local.parent / f".tmp-{local.name}-{uuid.uuid4().hex}"
+        tmp = local.parent / f".tmp-{uuid.uuid4().hex}"  # short: a 250-character name still fits
         tmp.write_bytes(data)
         try:
             if overwrite:

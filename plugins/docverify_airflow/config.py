@@ -45,14 +45,25 @@ _PROCESSOR_RE = re.compile(
 )
 
 
+class ConfigUnavailable(RuntimeError):
+    """A Variable or connection that exists (or may) but could not be read: a transient fault of
+    the metadata database / API server. The task fails naming it (and Airflow retries it); it
+    never runs on a default instead."""
+
+
 def _variable(key: str, default: str) -> str:
+    """The Variable ``key``; its documented ``default`` only when it is **missing**. A Variable
+    that cannot be read fails the task naming it (:class:`ConfigUnavailable`, retried by
+    Airflow) — never a silent switch to the default storage root or judge."""
     from airflow.sdk import Variable
 
     try:
         return Variable.get(key, default=default)
-    except Exception as exc:  # no metadata DB reachable (e.g. a bare unit test): use the default
-        log.warning("could not read Variable %s (%s): using %r", key, type(exc).__name__, default)
-        return default
+    except Exception as exc:
+        raise ConfigUnavailable(
+            f"Variable {key} could not be read ({type(exc).__name__}); the task fails instead of running on "
+            f"the default {default!r}: check the Airflow metadata database / API server, then clear the task"
+        ) from None
 
 
 def storage_root():
@@ -147,6 +158,7 @@ def second_opinion():
 
 def llm_judge(conn_id: str) -> Judge:
     """An :class:`~docverify.llm.LLMJudge` on the model of Airflow connection ``conn_id``."""
+    from airflow.exceptions import AirflowNotFoundException
     from airflow.providers.common.ai.hooks.pydantic_ai import PydanticAIHook
 
     from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
@@ -154,6 +166,13 @@ def llm_judge(conn_id: str) -> Judge:
 
     try:
         hook = PydanticAIHook.get_hook(conn_id)
+    except AirflowNotFoundException as exc:  # missing: deterministic
+        raise ValueError(f"the LLM connection {conn_id!r} could not give a model (it does not exist); create it "
+                         f"in airflow_settings.yaml or name another one in the Variable {VAR_LLM_CONN}") from exc
+    except Exception as exc:  # could not be read (metadata DB / API server): transient, the task is retried
+        raise ConfigUnavailable(f"the LLM connection {conn_id!r} could not be read ({type(exc).__name__}); "
+                                f"check the Airflow metadata database / API server, then clear the task") from None
+    try:
         model = hook.get_conn()
     except Exception as exc:
         raise ValueError(

@@ -46,14 +46,15 @@ def pending() -> HTMLResponse:
 
     rows = list_pending_reviews(_store())
     items = "".join(
-        f'<tr><td><a href="{html.escape(r["doc_id"])}">{html.escape(r["doc_id"])}</a></td>'
+        f'<tr><td><a href="{html.escape(r["review_id"])}">{html.escape(r["doc_id"])}</a></td>'
+        f'<td>{html.escape(r["review_id"])}</td>'
         f'<td>{html.escape(str(r.get("v5_rule") if r.get("v5_rule") is not None else "error"))}</td>'
         f'<td>{html.escape(str(r.get("top_severity") or ""))}</td><td>{html.escape(str(r.get("total_issues")))}</td>'
         f'<td>{html.escape(str(r.get("created_at") or ""))}</td></tr>' for r in rows)
     body = ("<!doctype html><html><head><meta charset='utf-8'><title>SME packets</title><style>"
             "body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style></head><body>"
             f"<h1>SME packets waiting for review ({len(rows)})</h1><p>Answer them in Airflow: Browse → Required "
-            "Actions.</p><table><tr><th>document</th><th>V5 rule</th><th>top severity</th><th>issues</th>"
+            "Actions.</p><table><tr><th>document</th><th>review (night, file, content)</th><th>V5 rule</th><th>top severity</th><th>issues</th>"
             f"<th>created</th></tr>{items}</table></body></html>")
     return HTMLResponse(body, headers=HEADERS)
 

@@ -64,7 +64,7 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
     for row in pending:
         if len(chosen) >= cap:
             break
-        if claim(store, row["doc_id"], owner, dt.timedelta(hours=hours)):
+        if claim(store, row["review_id"], owner, dt.timedelta(hours=hours)):
             chosen.append(row)
         else:
             open_elsewhere += 1
@@ -74,9 +74,11 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
     from docverify.batch import lineage
 
     for row in chosen:
-        lineage("list_pending_reviews", row["doc_id"], rule=row["v5_rule"], top_severity=row["top_severity"],
-                issues=row["total_issues"], packet_uri=row["packet_uri"], review="opened")
-    return [{"doc_id": r["doc_id"],
+        lineage("list_pending_reviews", row["doc_id"], review_id=row["review_id"], rule=row["v5_rule"],
+                top_severity=row["top_severity"], issues=row["total_issues"], packet_uri=row["packet_uri"],
+                review="opened")
+    # the task's doc_id is the review's key (night, file name, content); the subject names the document
+    return [{"doc_id": r["review_id"],
              "subject": f"{r['doc_id']} — " + (f"V5 rule {r['v5_rule']}" if r["v5_rule"] is not None
                                                 else f"not processed ({r.get('error') or 'error'})")
                         + (f", {r['top_severity']}" if r["top_severity"] else "")

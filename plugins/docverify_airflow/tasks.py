@@ -6,6 +6,7 @@ documents.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -13,6 +14,27 @@ from docverify import batch as B
 from docverify_airflow import config
 
 log = logging.getLogger(__name__)
+
+
+def retry_rule(fn):
+    """The one retry rule of the nightly tasks: a deterministic failure — a configuration value
+    or an input that is wrong (``ValueError``: an unknown judge, an unsafe ``batch_prefix``, a
+    malformed processor name, an invalid stored record) — fails the task **at once**
+    (``AirflowFailException``: another try would repeat it); anything else (an unreadable
+    Variable, a storage or network error) fails the try and Airflow retries it with its
+    exponential backoff (``retries``/``retry_delay`` of the DAG). LLM calls inside a task have
+    their own transient-fault retries (``docverify.llm.BackoffRetry``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            raise AirflowFailException(f"{type(exc).__name__}: {exc} (deterministic: not retried)") from exc
+
+    return wrapper
 
 
 def batch_prefix(params: dict[str, Any], ds: str) -> str:
@@ -48,6 +70,7 @@ def make_batch(context: dict[str, Any]) -> B.Batch:
                    concurrency=int(params.get("concurrency", 8)))
 
 
+@retry_rule
 def discover(context) -> dict:
     batch = make_batch(context)
     out = B.discover(batch, int(context["params"].get("max_documents", 0)))
@@ -66,6 +89,7 @@ def docai_results_rel(batch: B.Batch) -> str:
     return f"runs/{batch.ds}/{DOCAI_RESULTS}"
 
 
+@retry_rule
 def layout(context) -> dict:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
     processes) or ``document_ai``: on a gs:// root, the bundles come from the outputs of the
@@ -87,6 +111,7 @@ def layout(context) -> dict:
     return B.layout_docai_online(batch, lambda data: hook.process_document(name, data))
 
 
+@retry_rule
 def plan_shards(context) -> list[list[str]]:
     return B.plan_shards(make_batch(context), int(context["params"].get("shard_size", 25)))
 
@@ -95,35 +120,42 @@ def _key(context) -> str:
     return str(context["ti"].map_index)
 
 
+@retry_rule
 def classify(context, shard: list[str]) -> list[str]:
     B.classify_shard(make_batch(context), shard, config.judge(), _key(context))
     return shard
 
 
+@retry_rule
 def v1(context, shard: list[str]) -> list[str]:
     B.v1_shard(make_batch(context), shard, _key(context))
     return shard
 
 
+@retry_rule
 def agent(context, name: str, shard: list[str]) -> list[str]:
     B.agent_shard(make_batch(context), name, shard, config.judge(), _key(context))
     return shard
 
 
+@retry_rule
 def v5_arbiter(context) -> list[str]:
     """The branch: the task ids of the routes that have documents."""
     result = B.arbiter(make_batch(context), second_opinion=config.second_opinion())
     return result["routes"]
 
 
+@retry_rule
 def plan_retry_shards(context) -> list[list[str]]:
     return B.retry_shards(make_batch(context), int(context["params"].get("shard_size", 25)))
 
 
+@retry_rule
 def auto_fix_retry(context, shard: list[str]) -> dict:
     return B.auto_fix_retry_shard(make_batch(context), shard, config.judge(), _key(context))
 
 
+@retry_rule
 def accept(context) -> dict:
     out = B.accept(make_batch(context))
     if not out["accepted"]:
@@ -133,6 +165,7 @@ def accept(context) -> dict:
     return {"accepted": len(out["accepted"]), "uri": out["uri"]}
 
 
+@retry_rule
 def write_sme_packets(context) -> dict:
     out = B.write_sme_packets(make_batch(context))
     if out["packets"]:
@@ -148,6 +181,7 @@ def write_sme_packets(context) -> dict:
     return {"packets": len(out["packets"]), "kept_reviewed": len(out["kept_reviewed"]), "uri": out["uri"]}
 
 
+@retry_rule
 def batch_report(context) -> dict:
     from docverify import report
 

@@ -89,4 +89,8 @@ def test_discover_limits_and_counts(tmp_path, repo_dir, max_documents, expected)
 
 
 def test_doc_ids_are_safe_names():
-    assert B.doc_id_for("incoming/x/Report 7 (final).PDF") == "Report_7_final"
+    # issue 11: a name that had to be changed keeps a readable prefix plus a hash of the name,
+    # so two names that sanitise alike (a.pdf / a.PDF) never share an id
+    doc_id = B.doc_id_for("incoming/x/Report 7 (final).PDF")
+    assert doc_id.startswith("Report_7_final_") and len(doc_id) == len("Report_7_final_") + 10
+    assert doc_id == B.doc_id_for("Report 7 (final).PDF")  # stable, whatever the folder

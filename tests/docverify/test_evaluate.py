@@ -250,7 +250,7 @@ def test_broken_files_are_named_and_skipped(tmp_path):
     assert set(bad) == {"gt_H.json", "gt_A.v2.json", "gt_B.v2.json", "index.json", "gt_Z.json"}
     assert "not valid JSON" in bad["gt_H.json"]
     assert "ground_truth_source" in bad["gt_A.v2.json"] and "SECRET" not in json.dumps(bad)
-    assert "UTF-8" in bad["gt_B.v2.json"] and "doc_id 'other'" in bad["gt_Z.json"]
+    assert "UTF-8" in bad["gt_B.v2.json"] and "holds review 'other'" in bad["gt_Z.json"]
     assert "gt_H.json" in render_text(f) and "gt_H.json" in render_markdown(f)
 
 

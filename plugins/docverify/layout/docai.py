@@ -99,6 +99,7 @@ from docverify.layout.errors import (
     UNSUPPORTED,
     ParseError,
 )
+from docverify.limits import DOCAI_MAX_DEPTH, MAX_DOCAI_JSON_BYTES, scan_depth
 from docverify.models import DocumentBundle, LayoutMetadata, Page
 
 PARSER_ID_LAYOUT = "document_ai:layout-parser"
@@ -760,7 +761,23 @@ def _output_files(root: Any) -> list[Any]:
     return files
 
 
+def _size(f: Any) -> int | None:
+    try:
+        st = f.stat()
+    except Exception:  # noqa: BLE001 - no size available: the read itself is then the check
+        return None
+    size = getattr(st, "st_size", None)
+    if size is None and isinstance(st, dict):
+        size = st.get("size")
+    return int(size) if size is not None else None
+
+
 def _read(f: Any) -> bytes:
+    size = _size(f)
+    if size is not None and size > MAX_DOCAI_JSON_BYTES:  # checked before the read (docverify.limits)
+        raise ParseError(
+            DOCAI_INVALID_JSON, f"{f.name} has {size} bytes, over the limit of {MAX_DOCAI_JSON_BYTES} for one "
+            f"Document AI output shard (docverify.limits.MAX_DOCAI_JSON_BYTES); it was not read", str(f))
     try:
         return f.read_bytes()
     except FileNotFoundError as exc:
@@ -783,9 +800,13 @@ def _parse_json(data: bytes, f: Any) -> dict:
             f"or reprocess the document",
             str(f),
         )
+    if not scan_depth(data, DOCAI_MAX_DEPTH):
+        raise ParseError(
+            DOCAI_INVALID_JSON, f"{name} nests deeper than {DOCAI_MAX_DEPTH} levels (docverify.limits); it is not "
+            f"a Document AI output: download it again or reprocess the document", str(f))
     try:
         obj = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
         where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise ParseError(
             DOCAI_INVALID_JSON,

@@ -97,6 +97,7 @@ from docverify.layout.errors import (
     ZERO_PAGES,
     ParseError,
 )
+from docverify.limits import MAX_PAGES, MAX_PDF_BYTES, PARSE_WORKER_MEMORY_BYTES
 from docverify.models import DocumentBundle, LayoutMetadata, Page
 
 
@@ -110,8 +111,8 @@ def _pypdfium2_version() -> str:
 PARSER_ID = f"local:pypdfium2-{_pypdfium2_version()}"
 """Names the library and version that produced a bundle (``DocumentBundle.parser``)."""
 
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
-DEFAULT_MAX_PAGES = 500
+DEFAULT_MAX_BYTES = MAX_PDF_BYTES  # docverify.limits: every limit in one place
+DEFAULT_MAX_PAGES = MAX_PAGES
 DEFAULT_TIMEOUT_S = 60.0
 HEADER_WINDOW = 1024
 """``%PDF`` must occur within the first 1024 bytes (as Acrobat tolerates)."""
@@ -181,7 +182,7 @@ def parse_pdf(
     except Exception as exc:  # any library failure becomes a ParseError
         raise ParseError(
             CORRUPT,
-            f"{p.name} could not be parsed ({type(exc).__name__}: {_clip(str(exc))}); "
+            f"{p.name} could not be parsed ({type(exc).__name__}); "  # its text may quote the input
             f"the file is probably damaged: re-export it from the source system or repair it "
             f"(e.g. with qpdf) and retry",
             str(p),
@@ -303,8 +304,9 @@ def parse_many_bounded(
                     yield job, ParseError(
                         CORRUPT,
                         f"{name} crashed the PDF parser (child process exit code {_describe_exit(code)}); "
-                        f"the file is probably damaged: re-export or repair it (e.g. with qpdf) and retry, "
-                        f"or route it through Document AI",
+                        f"the file is probably damaged, or needed more than the parse worker's memory cap "
+                        f"(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or "
+                        f"repair it (e.g. with qpdf) and retry, or route it through Document AI",
                         job,
                     )
                     continue
@@ -504,6 +506,23 @@ def _resolve_parse_fn(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
+def _cap_memory() -> None:
+    """Cap this worker's address space (``RLIMIT_AS``) at ``PARSE_WORKER_MEMORY_BYTES`` (or
+    ``DOCVERIFY_PARSE_MEMORY_BYTES``): a decompression bomb ends as ``MemoryError`` → TOO_LARGE,
+    or as a killed worker → CORRUPT, never as a machine out of memory. Lowering a limit needs
+    no privilege; a platform without ``resource`` keeps only the timeout."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    limit = int(os.environ.get("DOCVERIFY_PARSE_MEMORY_BYTES") or PARSE_WORKER_MEMORY_BYTES)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def worker_main(spec: str) -> None:
     """Child loop (``python -m docverify.layout.worker SPEC``): report ready, then answer one
     JSON job per line until told to stop. stdout carries only the protocol: anything a library
@@ -513,6 +532,7 @@ def worker_main(spec: str) -> None:
     sys.stdout = sys.stderr
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    _cap_memory()
 
     def send(obj: Any) -> None:
         out.write(json.dumps(obj).encode() + b"\n")
@@ -539,11 +559,18 @@ def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:
         return {"ok": result}
     except ParseError as exc:
         return {"error": exc.to_dict()}
+    except MemoryError:
+        name = pathlib.Path(path).name
+        return {"error": ParseError(
+            TOO_LARGE, f"{name} needs more memory to parse than the worker's cap of "
+            f"{PARSE_WORKER_MEMORY_BYTES // 1048576} MB (docverify.limits.PARSE_WORKER_MEMORY_BYTES); "
+            f"the file may be a decompression bomb: repair or split it", path).to_dict()}
     except BaseException as exc:  # noqa: BLE001 - a custom parse_fn may raise anything
         name = pathlib.Path(path).name
+        # the exception's text may quote the document: only its type goes into the message
         return {
             "error": ParseError(
-                CORRUPT, f"{name} could not be parsed ({type(exc).__name__}: {_clip(str(exc))})", path
+                CORRUPT, f"{name} could not be parsed ({type(exc).__name__})", path
             ).to_dict()
         }
 
@@ -556,8 +583,7 @@ def _result_from_json(msg: dict[str, Any], path: str) -> DocumentBundle | ParseE
     except Exception as exc:  # a custom parse_fn returned something else
         return ParseError(
             CORRUPT,
-            f"{pathlib.Path(path).name}: the parser returned an invalid DocumentBundle "
-            f"({type(exc).__name__}: {_clip(str(exc))})",
+            f"{pathlib.Path(path).name}: the parser returned an invalid DocumentBundle ({type(exc).__name__})",
             path,
         )
 
@@ -578,11 +604,14 @@ _MAGIC = (
 
 
 def _sniff(head: bytes) -> str:
+    """What the file looks like, named by its format only: never its bytes (they may be PHI)."""
     stripped = head.lstrip()
     for magic, what in _MAGIC:
         if stripped.startswith(magic):
             return f"it looks like {what}"
-    return f"it starts with {head[:16]!r}"
+    if stripped[:64].isascii():
+        return "it looks like plain text"
+    return "its format is not recognised"
 
 
 def _parse(

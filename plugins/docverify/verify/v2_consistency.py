@@ -57,21 +57,33 @@ def rule_phase(cls: ClassificationOutput) -> list[Issue]:
             auto_fixable=total > 0,
             details={"sum": round(total, 6)},
         ))
-    # page overlap: every pair of segments sharing at least one page
-    spans = [(s.segment_index, min(s.page_start, s.page_end), max(s.page_start, s.page_end)) for s in cls.segments]
-    for i, (a_idx, a_lo, a_hi) in enumerate(spans):
-        for b_idx, b_lo, b_hi in spans[i + 1:]:
-            lo, hi = max(a_lo, b_lo), min(a_hi, b_hi)
-            if lo <= hi:
-                pages = f"page {lo}" if lo == hi else f"pages {lo}–{hi}"
-                issues.append(make_issue(
-                    "PAGE_OVERLAP",
-                    f"Segments {a_idx} and {b_idx} both claim {pages}",
-                    location=f"segments[{a_idx}], segments[{b_idx}]",
-                    suggested_fix="Re-segment the document so that every page belongs to one segment",
-                    details={"segments": [a_idx, b_idx], "pages": [lo, hi]},
-                ))
+    issues += _page_overlaps(cls)
     issues += field_consistency(cls)
+    return issues
+
+
+def _page_overlaps(cls: ClassificationOutput) -> list[Issue]:
+    """Segments that share a page, in O(n log n) and at most n − 1 issues: segments sorted by
+    their first page, each compared with the one reaching furthest so far (a segment that
+    overlaps any earlier one overlaps that one)."""
+    issues: list[Issue] = []
+    spans = sorted(((min(s.page_start, s.page_end), max(s.page_start, s.page_end), s.segment_index)
+                    for s in cls.segments), key=lambda t: (t[0], t[1]))
+    reach: tuple[int, int, int] | None = None  # (lo, hi, index) of the segment ending last so far
+    for lo, hi, idx in spans:
+        if reach is not None and lo <= reach[1]:
+            a_idx, b_idx = sorted((reach[2], idx))
+            o_lo, o_hi = lo, min(hi, reach[1])
+            pages = f"page {o_lo}" if o_lo == o_hi else f"pages {o_lo}–{o_hi}"
+            issues.append(make_issue(
+                "PAGE_OVERLAP",
+                f"Segments {a_idx} and {b_idx} both claim {pages}",
+                location=f"segments[{a_idx}], segments[{b_idx}]",
+                suggested_fix="Re-segment the document so that every page belongs to one segment",
+                details={"segments": [a_idx, b_idx], "pages": [o_lo, o_hi]},
+            ))
+        if reach is None or hi > reach[1]:
+            reach = (lo, hi, idx)
     return issues
 
 

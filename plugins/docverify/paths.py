@@ -1,0 +1,94 @@
+"""The one safe builder for every identifier that becomes part of a storage path.
+
+Every path the artifact store touches is ``root / part / part / …``; each part goes through
+:func:`check_part` (in :meth:`docverify.store.ArtifactStore.path`), so nothing is read or written
+outside the root: no separators inside a part, no ``.``/``..``, no control characters, no
+over-long component. Identifiers that come from outside (file names → doc ids, the date, the
+``batch_prefix`` param, doc ids given to the SME helper) are checked or encoded here first, and a
+refusal is an :class:`~docverify.limits.InputError` with code ``INPUT_UNSAFE_NAME``.
+
+Doc ids (:func:`doc_id_for`) are stable, readable and unique: a file name whose stem is already
+safe (``[A-Za-z0-9._-]``, not starting with ``.`` or ``-``, short, extension exactly ``.pdf``) is
+its own id; any other name keeps a readable, sanitised prefix plus ``_`` and 10 hex digits of the
+sha256 of the whole name — so ``a.pdf`` and ``a.PDF``, or two names made only of non-ASCII
+characters, never share an id, and the same name always gets the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+from docverify.limits import INPUT_UNSAFE_NAME, MAX_NAME_BYTES, InputError
+
+#: a file-system component may have 255 bytes; the store's own prefixes/suffixes stay far below
+MAX_PART_BYTES = 255
+MAX_DOC_ID_PREFIX = 80
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
+_DS = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.:+-]{0,63}$")
+
+
+def _refuse(value: str, why: str, what: str) -> InputError:
+    shown = value if len(value) <= 60 and value.isprintable() else f"<{len(value)} characters>"
+    return InputError(INPUT_UNSAFE_NAME, f"{what} {shown!r} cannot be part of a storage path: {why}", value)
+
+
+def check_part(part: str, what: str = "path component") -> str:
+    """One path component, or :class:`InputError`: non-empty, not ``.``/``..``, no ``/`` or
+    ``\\``, no control characters, at most 255 UTF-8 bytes."""
+    if not isinstance(part, str) or not part:
+        raise _refuse(str(part), "it is empty", what)
+    if part in (".", ".."):
+        raise _refuse(part, "it names the current or the parent folder", what)
+    if "/" in part or "\\" in part:
+        raise _refuse(part, "it holds a path separator", what)
+    if any(ord(c) < 32 or ord(c) == 127 for c in part):
+        raise _refuse(part, "it holds a control character", what)
+    if len(part.encode("utf-8", "surrogatepass")) > MAX_PART_BYTES:
+        raise _refuse(part, f"it is longer than {MAX_PART_BYTES} bytes", what)
+    return part
+
+
+def check_rel(rel: str, what: str = "relative path") -> list[str]:
+    """The parts of a relative path (``a/b/c``), each checked; empty parts (``a//b``, leading or
+    trailing ``/``) are dropped."""
+    return [check_part(p, what) for p in rel.split("/") if p]
+
+
+def safe_id(value: str, what: str = "id") -> str:
+    """An id used as a path component as it is (doc ids, shard keys): ``[A-Za-z0-9._-]``, not
+    starting with ``.`` or ``-``, at most :data:`~docverify.limits.MAX_NAME_BYTES` bytes."""
+    if not isinstance(value, str) or not _SAFE.match(value) or len(value) > MAX_NAME_BYTES:
+        raise _refuse(str(value), "use letters, digits, '.', '_' or '-' (not first), "
+                      f"at most {MAX_NAME_BYTES} characters", what)
+    return check_part(value, what)
+
+
+def safe_ds(ds: str) -> str:
+    """The run's date partition (``2026-11-21``, or a run id-like token)."""
+    if not isinstance(ds, str) or not _DS.match(ds) or ".." in ds:
+        raise _refuse(str(ds), "a date partition is a short token like 2026-11-21", "date partition")
+    return ds
+
+
+def safe_prefix(prefix: str) -> str:
+    """The ``batch_prefix`` param: a folder relative to the storage root, each part checked
+    (``..``, control characters and over-long parts refused; leading ``/`` ignored)."""
+    parts = check_rel(prefix, "batch_prefix")
+    if not parts:
+        raise _refuse(prefix, "it names no folder", "batch_prefix")
+    return "/".join(parts)
+
+
+def doc_id_for(name: str) -> str:
+    """A stable, readable, unique doc id for an incoming file name (see the module docstring)."""
+    base = name.rsplit("/", 1)[-1]
+    stem = base[:-4] if base.lower().endswith(".pdf") else base
+    if base.endswith(".pdf") and _SAFE.match(stem) and len(stem) <= MAX_DOC_ID_PREFIX:
+        return stem
+    folded = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()  # é → e, 名 → ''
+    readable = _UNSAFE_RUN.sub("_", folded).strip("._-")[:MAX_DOC_ID_PREFIX].rstrip("._-") or "doc"
+    digest = hashlib.sha256(base.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{readable}_{digest}"

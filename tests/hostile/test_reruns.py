@@ -1,0 +1,202 @@
+"""Re-runs converge: after any re-run each document is in exactly one route; a stale accepted
+record or pending packet of an earlier run of the same night is withdrawn (moved aside with a
+reason, never deleted); reviewed packets and ground truth are never touched; a run killed with
+SIGKILL after any stage, or two runs of one night at once, end like one clean run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+from tests.hostile import kit
+
+from docverify import batch as B
+from docverify import report
+from docverify.judges import OfflineJudge
+from docverify.store import ArtifactStore
+
+DS = kit.DS
+
+
+class Outage(OfflineJudge):
+    """The offline judge whose classifier is down, as during an LLM outage."""
+
+    name = "test-outage"
+
+    async def classify(self, bundle):
+        raise ConnectionError("endpoint down")
+
+
+def small_night(tmp_path) -> kit.Night:
+    root = tmp_path / "root"
+    night = kit.Night(root, tmp_path / "outside", root / "incoming" / DS)
+    night.incoming.mkdir(parents=True)
+    night.outside.mkdir()
+    (night.outside / "outside.pdf").write_bytes(b"")
+    (night.outside / "shadow").write_text("")
+    night.add("note_mts_19.pdf", kit.sample("note_mts_19.pdf"), "route")
+    night.add("retry_shares.pdf", kit.sample("retry_shares.pdf"), "route")
+    (night.incoming / "retry_shares.classification.json").write_bytes(kit.sample("retry_shares.classification.json"))
+    night.add("quest_cbc_panel.pdf", kit.sample("quest_cbc_panel.pdf"), "escalate")
+    (night.incoming / "quest_cbc_panel.classification.json").write_bytes(
+        kit.sample("quest_cbc_panel.classification.json"))
+    night.add("plaintext.pdf", kit.SECRET_TEXT.encode(), "error", "NOT_A_PDF")
+    night.add("comp_list.pdf", kit.sample("note_mts_19.pdf"), "error", "INPUT_NOT_OBJECT")
+    (night.incoming / "comp_list.classification.json").write_bytes(b"[1,2,3]")
+    return night
+
+
+def test_accepted_then_escalated_withdraws_the_accepted_record(tmp_path):
+    night = small_night(tmp_path)
+    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run1"))
+    assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
+    # the night's companion for note_mts_19 arrives broken: the re-run escalates it
+    (night.incoming / "note_mts_19.classification.json").write_bytes(b"null")
+    night.expect["note_mts_19.pdf"] = ("error", "INPUT_NOT_OBJECT")
+    run2 = kit.run_night(night, OfflineJudge(), run_id="run2")
+    kit.check_night(night, run2)
+    assert not (night.root / "accepted" / DS / "note_mts_19.json").exists()
+    moved = json.loads((night.root / "withdrawn" / DS / "accepted_note_mts_19.json").read_text())
+    assert moved["run_id"] == "run2" and "INPUT_NOT_OBJECT" in moved["reason"]
+    assert moved["record"]["doc_id"] == "note_mts_19" and moved["record"]["run_id"] == "run1"
+    report_docs = {d["doc_id"]: d for d in run2["report"]["per_document"]}
+    assert "accepted" not in report_docs["note_mts_19"]["outputs"]
+
+
+def test_after_an_outage_recovered_documents_lose_their_pending_packet(tmp_path):
+    night = small_night(tmp_path)
+    run1 = kit.run_night(night, Outage(), run_id="run1")
+    assert {d["doc_id"]: d.get("error") for d in run1["report"]["per_document"]}["note_mts_19"] == \
+        "CLASSIFICATION_FAILED"
+    assert (night.root / "sme_packets" / "sme_packet_note_mts_19.json").exists()
+    run2 = kit.run_night(night, OfflineJudge(), run_id="run2")
+    kit.check_night(night, run2)
+    assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
+    assert not (night.root / "sme_packets" / "sme_packet_note_mts_19.json").exists()
+    assert not (night.root / "sme_packets" / "sme_packet_note_mts_19.html").exists()
+    moved = json.loads((night.root / "withdrawn" / DS / "sme_packet_note_mts_19.json").read_text())
+    assert moved["record"]["error"]["error"] == "CLASSIFICATION_FAILED" and "accepted" in moved["reason"]
+    # a third run changes nothing: the withdrawal is not repeated, outputs stay byte for byte
+    before = {p: p.read_bytes() for p in night.root.rglob("*.json") if "_stages" not in p.parts
+              and "reports" not in p.parts}
+    kit.run_night(night, OfflineJudge(), run_id="run3")
+    after = {p: p.read_bytes() for p in night.root.rglob("*.json") if "_stages" not in p.parts
+             and "reports" not in p.parts}
+    assert after == before
+
+
+def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
+    from docverify.sme import SMEReviewHelper
+
+    night = small_night(tmp_path)
+    kit.run_night(night, Outage(), run_id="run1", watch=False)
+    SMEReviewHelper(night.root).save_review("note_mts_19", agrees=False, corrected_dominant_type="Clinical Note",
+                                            reviewer="dr.test")
+    packet = (night.root / "sme_packets" / "sme_packet_note_mts_19.json").read_bytes()
+    gt = (night.root / "ground_truth" / "gt_note_mts_19.json").read_bytes()
+    kit.run_night(night, OfflineJudge(), run_id="run2", watch=False)
+    assert (night.root / "sme_packets" / "sme_packet_note_mts_19.json").read_bytes() == packet
+    assert (night.root / "ground_truth" / "gt_note_mts_19.json").read_bytes() == gt
+    assert not (night.root / "withdrawn").exists()
+
+
+STAGES = ["discover", "layout", "classify", "V1", "V2", "V3", "V4", "arbiter", "retry", "accept", "packets"]
+
+
+def _stages_until(b: B.Batch, last: str, judge) -> None:
+    B.discover(b)
+    if last == "discover":
+        return
+    B.layout_local(b, workers=1, timeout_s=60)
+    if last == "layout":
+        return
+    shards = B.plan_shards(b, shard_size=2)
+    order = ["classify", "V1", "V2", "V3", "V4"]
+    for step in order[: order.index(last) + 1] if last in order else order:
+        for i, shard in enumerate(shards):
+            if step == "classify":
+                B.classify_shard(b, shard, judge, str(i))
+            elif step == "V1":
+                B.v1_shard(b, shard, str(i))
+            else:
+                B.agent_shard(b, step, shard, judge, str(i))
+    if last in order:
+        return
+    B.arbiter(b)
+    if last == "arbiter":
+        return
+    for i, shard in enumerate(B.retry_shards(b)):
+        B.auto_fix_retry_shard(b, shard, judge, str(i))
+    if last == "retry":
+        return
+    B.accept(b)
+    if last == "accept":
+        return
+    B.write_sme_packets(b)
+
+
+def _in_child(fn) -> int:
+    """Run ``fn`` in a forked child that is SIGKILLed when it returns; the child's exit status."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            fn()
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("last", STAGES)
+def test_sigkill_after_any_stage_then_a_rerun_ends_like_a_clean_run(tmp_path, last):
+    night = small_night(tmp_path)
+    status = _in_child(lambda: _stages_until(B.Batch(store=ArtifactStore(night.root), ds=DS, run_id="killed"),
+                                             last, OfflineJudge()))
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="rerun"))
+    assert not [p for p in night.root.rglob(".tmp-*")]
+
+
+@pytest.mark.slow
+def test_sigkill_in_the_middle_of_a_stage_then_a_rerun(tmp_path):
+    """Killed at an arbitrary moment (not between stages): atomic writes leave no torn file."""
+    night = small_night(tmp_path)
+    for delay in (0.3, 0.8, 1.5):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            try:
+                kit.run_night(night, OfflineJudge(), run_id="killed", watch=False)
+            finally:
+                os._exit(0)
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    for p in night.root.rglob("*.json"):
+        json.loads(p.read_text())  # no torn JSON
+    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="rerun"))
+
+
+@pytest.mark.slow
+def test_two_runs_of_one_night_at_once(tmp_path):
+    night = small_night(tmp_path)
+    pids = []
+    for run_id in ("a", "b"):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 0
+            try:
+                kit.run_night(night, OfflineJudge(), run_id=run_id, watch=False)
+            except BaseException:  # noqa: BLE001 - reported through the exit status
+                code = 1
+            os._exit(code)
+        pids.append(pid)
+    statuses = [os.waitpid(p, 0)[1] for p in pids]
+    assert all(os.WIFEXITED(s) and os.WEXITSTATUS(s) == 0 for s in statuses)
+    b = B.Batch(store=ArtifactStore(night.root), ds=DS, run_id="check")
+    report.write(b)
+    rep = json.loads((night.root / "reports" / DS / "batch_report.json").read_text())
+    kit.check_night(night, {"batch": b, "report": rep, "xcom": [], "logs": [], "outside": []})
