@@ -53,12 +53,13 @@ screenshots:  ## the README's screenshots from the last browser test
 	cp build/e2e/03_trigger_form_defaults.png build/e2e/05_backfill_form.png build/e2e/07_task_log_lineage.png \
 		build/e2e/08_review_form.png docs/images/
 
-bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path
+bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path, jury/second opinion
 	$(PY) scripts/bench_parse.py
 	$(PY) scripts/bench_classifier.py
 	$(PY) scripts/bench_ocr.py
 	$(PY) scripts/bench_pipeline.py
 	$(PY) scripts/bench_llm.py
+	$(PY) scripts/bench_jury.py
 
 hostile: $(STAMP)  ## the hostile night's figures of the README ("What can go wrong")
 	$(PY) scripts/hostile_night.py

@@ -18,7 +18,7 @@ def run_stages(b: B.Batch, judge: Judge, *, shard_size: int = 25, workers: int =
         B.v1_shard(b, shard, str(i))
         for agent in ("V2", "V3", "V4"):
             B.agent_shard(b, agent, shard, judge, str(i))
-    routes = B.arbiter(b)
+    routes = B.arbiter(b, second_opinion=getattr(judge, "second_opinion", None))
     for i, shard in enumerate(B.retry_shards(b)):
         B.auto_fix_retry_shard(b, shard, judge, str(i))
     B.accept(b)

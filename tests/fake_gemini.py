@@ -7,8 +7,8 @@ Two ways to answer:
   last one repeats). ``reply`` is a JSON body, a callable ``body -> JSON body``, :data:`MALFORMED`
   (a 200 whose body is not JSON) or ``Slow(seconds, reply)``;
 * the **brain** (when the script is empty): :func:`offline_brain` answers a classification request
-  with the *offline* classifier's output for the pages in the prompt, and every judgment with no
-  findings. It lets the nightly DAG run end to end against the real client without a model; what
+  with the *offline* classifier's output for the pages in the prompt, every judgment with no
+  findings, every juror with KEEP and the V5 second opinion with AUTO_ACCEPT at 0.9. It lets the nightly DAG run end to end against the real client without a model; what
   it answers is the embedded default's algorithm, so nothing here is an LLM verdict.
 
 Token counts in the usage metadata are ``len(text) // 4`` — plausible numbers for the cost and
@@ -50,6 +50,16 @@ def function_call(body: dict, args: dict, *, prompt_tokens: int = 1200, output_t
     }
 
 
+def text_reply(text: str, *, prompt_tokens: int = 400, output_tokens: int = 30) -> dict:
+    """A generateContent response with plain text (a call without output tools)."""
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+                          "totalTokenCount": prompt_tokens + output_tokens},
+        "modelVersion": "gemini-2.5-flash",
+    }
+
+
 def error_body(code: int, status: str, message: str = "fake error") -> dict:
     return {"error": {"code": code, "message": message, "status": status}}
 
@@ -61,6 +71,10 @@ def user_text(body: dict) -> str:
 def request_kind(body: dict) -> str:
     """``classify`` or the judgment (V2/V3/V4), from the output tool's schema."""
     params = json.dumps(body["tools"][0]["functionDeclarations"][0])
+    if "NEGATION_SCOPE" in params:  # the jury's vote (issue 14); the evidence-facet prompt names itself
+        return "JURY_EVIDENCE" if "juror C of three" in user_text(body) else "JURY"
+    if "ESCALATE_TO_SME" in params:
+        return "V5_SECOND"
     if "dominant_type_overall" in params:
         return "classify"
     for code, kind in (("LABEL_TEXT_MISMATCH", "V2"), ("TRAP_CONTEXT", "V3"), ("EVIDENCE_FABRICATED", "V4")):
@@ -76,8 +90,12 @@ def offline_brain(body: dict) -> dict:
 
     text = user_text(body)
     kind = request_kind(body)
-    if kind != "classify":
-        args: dict = {"findings": []}
+    if kind in ("JURY", "JURY_EVIDENCE"):  # every juror upholds the finding it is shown
+        args: dict = {"vote": "KEEP", "reason_code": "SUPPORTED_BY_TEXT"}
+    elif kind == "V5_SECOND":  # agrees with an acceptance; the safety overrides keep the table's retries
+        args = {"route": "AUTO_ACCEPT", "confidence": 0.9, "reasoning": "no serious issue"}
+    elif kind != "classify":
+        args = {"findings": []}
     else:
         pages = [Page(page_num=int(n), text=t) for n, t in PAGE_RE.findall(text)]
         bundle = DocumentBundle(doc_id="fake", file_path="fake.pdf", sha256="0" * 64, total_pages=len(pages),

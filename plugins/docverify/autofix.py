@@ -152,6 +152,27 @@ def fix_dominant_overall(cls: ClassificationOutput, issues: list[Issue]) -> str 
     return f"Set dominant_type_overall from {old} to {best[0]} (the type of the segments covering the most pages)"
 
 
+@fixer("JURY_FLIP")
+def fix_jury_flip(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
+    """Set the presence level the jury voted for (PRIMARY <-> MENTION_ONLY) in the segment, and in
+    the mixture when the document has one segment. Idempotent: a level already flipped stays."""
+    done = []
+    for issue in issues:
+        t = (issue.details or {}).get("flip") or {}
+        seg = next((s for s in cls.segments if s.segment_index == t.get("segment_index")), None)
+        if seg is None:
+            continue
+        for tc in seg.classifications:
+            if tc.doc_type == t.get("doc_type") and tc.presence_level == t.get("from"):
+                tc.presence_level = t["to"]
+                done.append(f"{tc.doc_type} in segment {seg.segment_index}: {t['from']} -> {t['to']}")
+                if len(cls.segments) == 1:
+                    for m in cls.document_mixture:
+                        if m.doc_type == tc.doc_type and m.presence_level == t["from"]:
+                            m.presence_level = t["to"]
+    return "Applied the jury's FLIP: " + "; ".join(done) if done else None
+
+
 def apply_fixes(cls: ClassificationOutput, issues: list[Issue], attempt: int) -> tuple[ClassificationOutput, list[FixApplied]]:
     """Apply the fixer of every auto-fixable issue code present. Returns a new classification
     (the input is not changed) and what was done."""

@@ -616,10 +616,12 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
         stats.docs += 1
         _save_outcome(batch, doc_id, agent, outcome)
         judgment = [r for r in outcome.runs if r.phase == "judgment"]
+        jury = [{k: v[k] for k in ("code", "votes", "reason_codes", "final_action", "flag_reason", "rule")}
+                for r in outcome.runs if r.phase == "jury" for v in r.votes or []]  # issue 14: codes only
         lineage(agent, doc_id, implementation=[r.implementation for r in outcome.runs],
                 judgment_skipped=bool(judgment and judgment[0].skipped),
                 llm_calls=outcome.usage.llm_calls, cache_hits=outcome.usage.cache_hits,
-                issue_codes=sorted(i.code for i in outcome.issues))
+                issue_codes=sorted(i.code for i in outcome.issues), **({"jury": jury} if jury else {}))
 
     asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
     return stats.save(batch, f"{agent}_{shard_key}" if shard_key else None)
@@ -628,7 +630,7 @@ def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_
 # =========================================================================== V5 arbiter
 
 
-def arbiter(batch: Batch) -> dict:
+def arbiter(batch: Batch, second_opinion: Any = None) -> dict:
     """Assemble attempt 0 of every document, decide, and split the documents by route
     (``runs/<ds>/_routes.json``).
 
@@ -637,13 +639,14 @@ def arbiter(batch: Batch) -> dict:
     from the retry, whose outcomes they read from the store.
     """
     stats = StageStats("v5_arbiter")
+    so_counts: dict[str, int] = {}
     routes: dict[str, list[str]] = {"accept": [], "auto_fix_retry": [], "write_sme_packets": []}
     decisions = {}
     for doc in batch.manifest()["documents"]:
         doc_id = doc["doc_id"]
         stats.docs += 1
         try:
-            route, decisions[doc_id] = _decide(batch, doc)
+            route, decisions[doc_id] = _decide(batch, doc, second_opinion, stats, so_counts)
         except Exception as exc:  # noqa: BLE001 - this document only, never the night
             stats.errors += 1
             batch.write_if_changed(batch.run_rel(doc_id, "error.json"), _error_record(
@@ -659,12 +662,13 @@ def arbiter(batch: Batch) -> dict:
     if routes["auto_fix_retry"]:  # documents from the retry end in accept or write_sme_packets
         follow = list(ROUTES)
     counts = {k: len(v) for k, v in routes.items()}
-    stats.save(batch, counts=counts)
+    stats.save(batch, counts=counts, **({"second_opinion": so_counts} if second_opinion is not None else {}))
     log.info("V5 routes: %s; following %s", counts, follow)
     return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
 
 
-def _decide(batch: Batch, doc: dict) -> tuple[str, dict]:
+def _decide(batch: Batch, doc: dict, second_opinion: Any = None, stats: StageStats | None = None,
+            so_counts: dict[str, int] | None = None) -> tuple[str, dict]:
     """Attempt 0 of one document → (route, decision summary)."""
     doc_id = doc["doc_id"]
     if batch.store.exists(batch.run_rel(doc_id, "error.json")):
@@ -683,6 +687,12 @@ def _decide(batch: Batch, doc: dict) -> tuple[str, dict]:
     cls, _ = parse(raw)
     report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
     rec = attempt_record(report)
+    # --- issue 14: the V5 second opinion (optional; it can only make the route stricter)
+    if second_opinion is not None:
+        from docverify.arbiters.second_opinion import record_second_opinion
+
+        rec = record_second_opinion(second_opinion, _bundle(batch, doc_id), cls, report, rec, stats,
+                                    so_counts if so_counts is not None else {})
     decision = rec.decision
     base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
     batch.write_if_changed(f"{base}/report.json", report)
@@ -696,7 +706,8 @@ def _decide(batch: Batch, doc: dict) -> tuple[str, dict]:
         decision.decision]
     lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
             issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
-            output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"))
+            output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"), audit=decision.explanation_audit,
+            **({"second_opinion": decision.second_opinion["override"]} if decision.second_opinion else {}))
     return route, {"decision": decision.decision, "rule": decision.rule}
 
 

@@ -4,7 +4,9 @@
     parse DOCAI.json | SHARDS_FOLDER/      → the same from Document AI output (Layout Parser or OCR)
     classify BUNDLE.json                   → ClassificationOutput (offline unless --model is given)
     verify --bundle B --classification C   → {"final_decision", "attempts", "fixes_applied", …}
-    arbiter ISSUES.json                    → ArbiterDecision
+    arbiter ISSUES.json                    → ArbiterDecision (V5; --kind v5 is the default)
+    arbiter --kind cr_v2 VOTES.json        → the CR_V2 vote per item (--cr-version v1 for CR v1)
+    arbiter --kind decision STATE.json     → {"decision": FraudDecision, …} (--model for the LLM, else fallback)
     evaluate --root ROOT [--corpus DIR]    → feedback figures: SME ground truth vs primary (text; --json)
 
 Every failure prints one JSON object ``{"error": CODE, "message": …, "file": …}`` on stdout and
@@ -161,6 +163,11 @@ def cmd_verify(args) -> int:
 
 
 def cmd_arbiter(args) -> int:
+    kind = getattr(args, "kind", "v5")
+    if kind == "cr_v2":
+        return _arbiter_cr(args)
+    if kind == "decision":
+        return _arbiter_decision(args)
     from pydantic import TypeAdapter, ValidationError
 
     from docverify.arbiter import decide
@@ -175,6 +182,50 @@ def cmd_arbiter(args) -> int:
         raise CLIError("INVALID_ISSUES", f"{args.issues} is not a JSON list of issues: {exc.errors()[0]['msg']}",
                        args.issues) from exc
     _emit(decide(issues))
+    return 0
+
+
+def _arbiter_cr(args) -> int:
+    """``{"actions_by_tuple": {id: {A, B, C}}, "conflict_flags": {id: type}}`` (the document's
+    input) or one item ``{"votes": {A, B, C}, "conflict_type": …}``; a vote is an action or
+    ``{"action", "reason_code"}``."""
+    from docverify.arbiters.cr_vote import VoteInputError, arbiter_vote, arbiter_vote_all
+
+    raw = _read_json(args.issues, "votes")
+    fix = ('give {"actions_by_tuple": {"<id>": {"A": "KEEP", "B": {"action": "FLIP", "reason_code": '
+           '"NEGATION_SCOPE"}, "C": "DROP"}}, "conflict_flags": {"<id>": "<conflict_type>"}}')
+    try:
+        if isinstance(raw, dict) and isinstance(raw.get("actions_by_tuple"), dict):
+            flags = raw.get("conflict_flags") or {}
+            if not isinstance(flags, dict):
+                raise VoteInputError("conflict_flags must be an object tuple_id → conflict_type")
+            results = arbiter_vote_all(raw["actions_by_tuple"], flags, version=args.cr_version)
+            _emit({"version": args.cr_version, "results": {k: v.to_dict() for k, v in results.items()}})
+        elif isinstance(raw, dict) and isinstance(raw.get("votes"), dict):
+            _emit(arbiter_vote(raw["votes"], raw.get("conflict_type"), version=args.cr_version).to_dict())
+        else:
+            raise VoteInputError("no actions_by_tuple (or votes) object")
+    except VoteInputError as exc:
+        raise CLIError("INVALID_VOTES", f"{args.issues}: {exc}; {fix}", args.issues) from exc
+    return 0
+
+
+def _arbiter_decision(args) -> int:
+    """``{"transaction", "evidence", "debate"?, "trace"?}`` → the decision arbiter's answer. With
+    ``--model`` (or $DOCVERIFY_MODEL) the LLM is asked; otherwise the deterministic fallback runs."""
+    from docverify.arbiters.decision import decision_arbiter_agent, validate_state
+
+    raw = _read_json(args.issues, "decision input")
+    try:
+        validate_state(raw)
+    except ValueError as exc:
+        raise CLIError("INVALID_DECISION_INPUT", f"{args.issues} is not a decision-arbiter input ({exc}); give "
+                       f'{{"transaction": {{"transaction_id": …}}, "evidence": {{"composite_risk_score": 0-100, '
+                       f'"risk_category": "low|medium|high|critical", "all_signals": […], "all_citations": […]}}, '
+                       f'"debate": {{…}}}}', args.issues) from exc
+    model = args.model or os.environ.get("DOCVERIFY_MODEL") or None
+    out = asyncio.run(decision_arbiter_agent(raw, model=model))
+    _emit({**out, "decision": out["decision"].model_dump(mode="json")})
     return 0
 
 
@@ -224,8 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--out", help="artifact store root: writes the per-document artifacts like the DAG")
     sv.add_argument("--ds", default="adhoc", help="date partition used under --out (default: adhoc)")
     sv.set_defaults(fn=cmd_verify)
-    sa = sub.add_parser("arbiter", help="a JSON list of issues → ArbiterDecision")
-    sa.add_argument("issues")
+    sa = sub.add_parser("arbiter", help="V5: a JSON list of issues → ArbiterDecision; or the CR_V2 vote / the "
+                        "decision arbiter (--kind)")
+    sa.add_argument("issues", metavar="FILE", help="issues (v5), votes (cr_v2) or {transaction, evidence, debate} "
+                    "(decision)")
+    sa.add_argument("--kind", choices=("v5", "cr_v2", "decision"), default="v5", help="which arbiter (default v5)")
+    sa.add_argument("--cr-version", choices=("v1", "v2"), default="v2", help="cr_v2 only: the rule version")
+    sa.add_argument("--model", help="decision only: pydantic-ai model name (default: $DOCVERIFY_MODEL, else the "
+                    "deterministic fallback)")
     sa.set_defaults(fn=cmd_arbiter)
     se = sub.add_parser("evaluate", help="feedback figures: SME ground truth vs primary classifications")
     se.add_argument("--root", required=True, help="artifact store root: a path or URI (file://, gs://)")

@@ -78,6 +78,9 @@ CATALOGUE: dict[str, CodeSpec] = {
                  "A mixture presence level differs from the strongest level in the segments"),
         CodeSpec("DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "V2", _M, True, "IG-10",
                  "dominant_type_overall is the dominant_type of no segment"),
+        # The CR_V2 jury over a judgment's findings (issue 14; only when the jury is enabled)
+        CodeSpec("JURY_FLIP", "ANY", _M, True, "IG-10", "The jury found the opposite presence level (applied as a fix)"),
+        CodeSpec("JURY_FLAG", "ANY", _M, False, "IG-11", "The jury could not settle a finding"),
     )
 }
 

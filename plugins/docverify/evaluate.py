@@ -177,6 +177,11 @@ class FeedbackFigures(_Figures):
     escalation_by_rule: dict[str, CodeFigures] = Field(default_factory=dict)
     false_alarm_by_code: dict[str, CodeFigures] = Field(default_factory=dict)
     false_alarm_by_trap: dict[str, CodeFigures] = Field(default_factory=dict)
+    false_alarm_by_jury: dict[str, CodeFigures] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="Only when the CR_V2 jury ran: per '<finding code> → <jury decision>' (KEEP, DROP, FLIP, "
+        "FLAG), the reviewed documents whose jury gave that decision on that code; 'validated' = the SME left the "
+        "classification unchanged (so a kept finding was a false alarm, a dropped one rightly dropped).")
     unreadable: list[UnreadableFile] = Field(default_factory=list)
     per_document: list[DocumentFigures] = Field(default_factory=list)
 
@@ -426,6 +431,22 @@ class _PrimarySource:
                 if runs.exists() else []
         return self._partitions
 
+    def jury_decisions(self, doc_id: str) -> list[tuple[str, str]]:
+        """(finding code, jury decision) of the newest ``verification.json`` of ``doc_id``, each
+        once; [] when the jury did not run."""
+        for ds in self.partitions():
+            rel = f"{ArtifactStore.run_dir(ds, doc_id)}/verification.json"
+            if self.store.exists(rel):
+                try:
+                    raw = _read_json(self.store, rel)
+                except (OSError, ValueError):
+                    return []
+                pairs = {(v.get("code"), v.get("final_action")) for a in (raw.get("attempts") or [])
+                         for r in (a.get("runs") or []) if isinstance(r, dict) and r.get("phase") == "jury"
+                         for v in (r.get("votes") or []) if isinstance(v, dict)}
+                return sorted(p for p in pairs if all(isinstance(x, str) for x in p))
+        return []
+
     def run_classification(self, doc_id: str) -> Any | None:
         """The newest ``runs/<ds>/<doc_id>/classification.json`` (by date partition)."""
         for ds in self.partitions():
@@ -473,6 +494,7 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
     escalated = [0, 0]  # corrected, n
     by_rule: dict[str, Counter] = defaultdict(Counter)
     by_code: dict[str, Counter] = defaultdict(Counter)
+    by_jury: dict[str, Counter] = defaultdict(Counter)
     sources = Counter()
     for doc_id, (record, version) in latest.items():
         src = record.ground_truth_source
@@ -508,6 +530,8 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
             "error" if packet.get("error") else "rule unknown")][outcome] += 1
         for code in row.issue_codes:
             by_code[code][outcome] += 1
+        for code, action in source.jury_decisions(doc_id):
+            by_jury[f"{code} → {action}"][outcome] += 1
     codes = {k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_code.items())}
     return FeedbackFigures(
         source=store.uri(""), n_reviewed=len(latest), n_validated=sources["SME_VALIDATED"],
@@ -517,6 +541,7 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
         escalation_by_rule={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_rule.items())},
         false_alarm_by_code=codes,
         false_alarm_by_trap={k: v for k, v in codes.items() if k.startswith(TRAP_PREFIX)},
+        false_alarm_by_jury={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_jury.items())},
         unreadable=unreadable, per_document=rows,
     )
 
@@ -613,7 +638,8 @@ def _code_tables_spec(f: FeedbackFigures) -> list[tuple[str, dict[str, CodeFigur
          ("trap", "n", "validated", "corrected", "false-alarm rate")),
         ("Escalations per V5 rule", f.escalation_by_rule,
          ("rule", "n", "validated", "corrected", "false-alarm rate")),
-    ]
+    ] + ([("False alarms per code with the CR_V2 jury's decision", f.false_alarm_by_jury,
+           ("code → jury", "n", "validated", "corrected", "validated share"))] if f.false_alarm_by_jury else [])
 
 
 def render_text(figures: FeedbackFigures, corpus: CorpusFigures | None = None) -> str:

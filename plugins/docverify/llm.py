@@ -93,6 +93,11 @@ PROMPTS: dict[str, str] = {
     "V2": "v2_consistency_v1",
     "V3": "v3_context_v1",
     "V4": "v4_evidence_v2",
+    # issue 14: the CR_V2 jury (jurors A, B: the general prompt; C: the evidence-facet prompt) and
+    # the V5 second opinion
+    "JURY": "jury_finding_v1",
+    "JURY_EVIDENCE": "jury_evidence_facet_v1",
+    "V5_SECOND": "v5_second_opinion_v1",
 }
 
 
@@ -140,6 +145,8 @@ RENDER_VERSION = 1
 DOCUMENT_TAG = register_tag("document")
 PAGE_TAG = register_tag("page")
 CLASSIFICATION_TAG = register_tag("classification")
+FINDING_TAG = register_tag("finding")
+ISSUES_TAG = register_tag("issues")
 
 # --------------------------------------------------------------------------- LLM-facing schemas
 
@@ -285,11 +292,47 @@ for _agent, _model in (("V2", ConsistencyFindings), ("V3", ContextFindings), ("V
     _finding_type = _model.model_fields["findings"].annotation.__args__[0]  # type: ignore[union-attr]
     assert set(get_args(_finding_type.model_fields["code"].annotation)) == set(AGENT_CODES[_agent])
 
+#: The jury's reason codes (README "CR_V2 jury"): the CR_V2 structural codes justify a FLIP, the
+#: drop-justified codes a DROP; the rest describe a KEEP or a FLAG.
+JURY_REASON_CODES: tuple[str, ...] = (
+    "NEGATION_SCOPE", "CONTRAST_CLAUSE", "STRUCTURAL_INCONSISTENT",  # structural (FLIP)
+    "WEAK_EVIDENCE", "REDUNDANT_UPPER_REF",  # drop-justified (DROP)
+    "SUPPORTED_BY_TEXT", "INSUFFICIENT_CONTEXT", "OTHER",
+)
+JuryReason = Literal[
+    "NEGATION_SCOPE", "CONTRAST_CLAUSE", "STRUCTURAL_INCONSISTENT", "WEAK_EVIDENCE", "REDUNDANT_UPPER_REF",
+    "SUPPORTED_BY_TEXT", "INSUFFICIENT_CONTEXT", "OTHER",
+]
+assert set(get_args(JuryReason)) == set(JURY_REASON_CODES)
+
+
+class JuryVote(_LLMModel):
+    """One juror's vote on one finding of a judgment phase."""
+
+    vote: Literal["KEEP", "DROP", "FLIP", "FLAG"] = Field(
+        description="KEEP: the finding stands. DROP: a false alarm. FLIP: the opposite presence level holds "
+        "(PRIMARY <-> MENTION_ONLY). FLAG: you cannot tell."
+    )
+    reason_code: JuryReason = Field(description="The one code that best explains the vote.")
+
+
+class SecondOpinionAnswer(_LLMModel):
+    """The V5 second opinion: a route for the document and how sure the model is."""
+
+    route: Literal["AUTO_ACCEPT", "AUTO_RETRY", "ESCALATE_TO_SME"]
+    confidence: float = Field(description="0.0-1.0: how sure you are of this route.")
+    reasoning: str = Field(description="One sentence with issue ids and codes only; no patient identifiers, "
+                           "no text copied from the document.")
+
+
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {
     "classify": ClassificationAnswer,
     "V2": ConsistencyFindings,
     "V3": ContextFindings,
     "V4": EvidenceFindings,
+    "JURY": JuryVote,
+    "JURY_EVIDENCE": JuryVote,
+    "V5_SECOND": SecondOpinionAnswer,
 }
 
 _AGENT_TITLES = {"V2": "consistency", "V3": "context", "V4": "evidence"}
@@ -446,6 +489,9 @@ def render_user_prompt(inputs: dict[str, Any], instructions: str) -> str:
     if "classification" in inputs:
         body = json.dumps(inputs["classification"], indent=1, ensure_ascii=False)
         blocks.append(wrap(CLASSIFICATION_TAG, "\n" + body + "\n"))
+    for key, tag in (("finding", FINDING_TAG), ("issues", ISSUES_TAG)):  # the jury / the V5 second opinion
+        if key in inputs:
+            blocks.append(wrap(tag, "\n" + json.dumps(inputs[key], indent=1, ensure_ascii=False) + "\n"))
     blocks.append(instructions)
     return "\n\n".join(blocks)
 
@@ -829,6 +875,14 @@ class LLMJudge(Judge):
             except Exception as exc:  # noqa: BLE001
                 logger.warning("llm %s doc_id=%s cache write failed error=%s", kind, doc_id, type(exc).__name__)
         return _Outcome(output, usage, key)
+
+    async def ask(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> tuple[BaseModel | None, Usage, str]:
+        """One cached, retried, bounded call of ``kind`` (the jury's and the V5 second opinion's
+        calls): (validated output or None, usage, error class name or "")."""
+        outcome = await self._call(kind, doc_id, inputs)
+        err = "" if outcome.error is None and outcome.output is not None else (
+            type(outcome.error).__name__ if outcome.error is not None else "NoOutput")
+        return outcome.output, outcome.usage, err
 
     # ------------------------------------------------------------------ classify
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult:

@@ -179,7 +179,7 @@ class VerifierRun(_Model):
     """What one verifier phase did: which implementation ran, or why it was skipped."""
 
     agent: Literal["V1", "V2", "V3", "V4"]
-    phase: Literal["rules", "judgment"]
+    phase: Literal["rules", "judgment", "jury"]
     implementation: str
     skipped: bool = False
     skip_reason: str = ""
@@ -188,6 +188,11 @@ class VerifierRun(_Model):
     cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    votes: list[dict[str, Any]] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="phase 'jury' only: per finding its code, the three votes (action, reason code) and the "
+        "CR_V2 result (final action, flag reason, rule). Codes only, no text.",
+    )
 
 
 class VerificationReport(_Model):
@@ -215,6 +220,17 @@ class ArbiterDecision(_Model):
     fixable_count: int
     major_fixable: int = 0
     major_non_fixable: int = 0
+    citations: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the decision rests on: the rule, the issue ids and codes, the evidence pages.",
+    )
+    explanation_sme: str = Field(default="", description="For the SME (in the packet); codes and titles, no page text.")
+    explanation_audit: str = Field(default="", description="One audit line (report, lineage log); no page text.")
+    second_opinion: dict[str, Any] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Set when the V5 second opinion ran: the table's decision, the LLM's proposal, the override "
+        "that decided.",
+    )
 
 
 class FixApplied(_Model):
@@ -297,6 +313,14 @@ class SMEPacket(_Model):
     v5_rule: int | None = Field(description="The V5 rule of the last attempt; None when the document could not "
                                 "be processed (then escalation_reason is 'error').")
     v5_reason: str
+    v5_explanation: str = Field(default="", exclude_if=lambda v: not v,
+                                description="The V5 decision's explanation for the SME (issue ids, codes, pages).")
+    v5_citations: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v,
+                                         description="The V5 decision's citations: rule, issue ids and codes, pages.")
+    jury_votes: list[dict[str, Any]] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="Only when the CR_V2 jury ran: every vote of every attempt (finding code, A/B/C votes and "
+        "reason codes, decision, flag reason, rule) — also the findings it dropped.")
     escalation_reason: Literal["arbiter", "max_retries", "cycle", "schema", "error"] = Field(
         default="arbiter", description="Why the document is here: V5 escalated (arbiter), the retry ran out "
         "(max_retries) or repeated itself (cycle), the classification could not be read (schema), or the PDF "

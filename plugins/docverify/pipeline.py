@@ -95,7 +95,15 @@ async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutpu
     runs.append(VerifierRun(agent=agent, phase="judgment", implementation=result.implementation,
                             issue_count=len(result.issues), llm_calls=u.llm_calls, cache_hits=u.cache_hits,
                             input_tokens=u.input_tokens, output_tokens=u.output_tokens))
-    return AgentOutcome(rules + result.issues, runs, u)
+    # --- issue 14: the CR_V2 jury reviews this judgment's findings (only when the judge carries one)
+    from docverify.jury import review_judgment
+
+    findings, jury_runs, jury_usage = await review_judgment(agent, bundle, cls, result, getattr(judge, "jury", None))
+    runs += jury_runs
+    total = Usage()
+    total.add(u)
+    total.add(jury_usage)
+    return AgentOutcome(rules + findings, runs, total)
 
 
 def assemble(doc_id: str, attempt: int, cls: ClassificationOutput | Any,
@@ -129,8 +137,12 @@ async def verify_document(bundle: DocumentBundle, classification: Any, judge: Ju
     async def attempt_fn(cls, n):
         return await verify_attempt(bundle, cls, judge, n, usage)
 
-    return await run_loop(bundle.doc_id, classification, attempt_fn,
-                          first_report=first_report, max_retries=max_retries)
+    # --- issue 14: the V5 second opinion decides each attempt (only when the judge carries one)
+    from docverify.arbiters.second_opinion import decider
+
+    return await run_loop(bundle.doc_id, classification, attempt_fn, first_report=first_report,
+                          max_retries=max_retries,
+                          decide_attempt=decider(bundle, getattr(judge, "second_opinion", None), usage))
 
 
 def verify_document_sync(bundle: DocumentBundle, classification: Any, judge: Judge, **kw) -> VerificationResult:

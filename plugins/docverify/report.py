@@ -74,6 +74,10 @@ def build(batch: Batch) -> dict[str, Any]:
             rules[f"rule {res.final_rule}" + (f" ({res.stop_reason})" if res.stop_reason not in ("arbiter",) else "")] += 1
             codes.update(i.code for i in res.attempts[0].issues)
             codes_final.update(i.code for i in res.attempts[-1].issues)
+            entry["v5_audit"] = res.attempts[-1].decision.explanation_audit
+            votes = jury_votes(res)  # issue 14: only when the jury ran
+            if votes:
+                entry["jury"] = votes
         else:
             entry.update(final_decision="UNKNOWN", error="NOT_VERIFIED")
             errors.append({"doc_id": doc_id, "stage": "verify", "error": "NOT_VERIFIED",
@@ -127,7 +131,18 @@ def build(batch: Batch) -> dict[str, Any]:
     cost = _cost(price_model, llm)
     if len(price_models) > 1:
         cost = dataclasses.replace(cost, usd=None, model=None, note=f"several models in one run: {sorted(price_models)}")
+    extra: dict[str, Any] = {}
+    jury_docs = [d for d in docs if d.get("jury")]
+    if jury_docs:
+        extra["jury"] = jury_counts(jury_docs)
+    so = [s["second_opinion"] for s in stages if s.get("second_opinion") is not None]
+    if so:
+        total: Counter = Counter()
+        for c in so:
+            total.update(c)
+        extra["second_opinion"] = dict(sorted(total.items()))
     return {
+        **extra,
         "ds": batch.ds, "run_id": batch.run_id, "documents": n,
         "routes_attempt_0": {k: len(v) for k, v in routes0.items()},
         "final_routes": _sorted(final_routes),
@@ -146,6 +161,58 @@ def build(batch: Batch) -> dict[str, Any]:
         "per_document": docs,
         "feedback": feedback_section(batch.store),
     }
+
+
+def jury_votes(res: VerificationResult) -> list[dict[str, Any]]:
+    """Every jury vote of a document's attempts (codes only): attempt, agent, finding code, the
+    votes, the final action, flag reason and rule."""
+    out = []
+    for a in res.attempts:
+        for r in a.runs:
+            if r.phase == "jury":
+                out += [{"attempt": a.attempt, "agent": r.agent, "code": v["code"], "votes": v["votes"],
+                         "reason_codes": v.get("reason_codes", {}), "final_action": v["final_action"],
+                         "flag_reason": v["flag_reason"], "rule": v["rule"], "version": v["version"]}
+                        for v in r.votes or []]
+    return out
+
+
+def jury_counts(docs: list[dict]) -> dict[str, Any]:
+    actions: Counter = Counter()
+    rules: Counter = Counter()
+    reasons: Counter = Counter()
+    for d in docs:
+        for v in d["jury"]:
+            actions[v["final_action"]] += 1
+            rules[f"rule {v['rule']}"] += 1
+            if v["flag_reason"]:
+                reasons[v["flag_reason"]] += 1
+    return {"documents": len(docs), "findings_reviewed": sum(actions.values()), "final_actions": _sorted(actions),
+            "rules": _sorted(rules), "flag_reasons": _sorted(reasons)}
+
+
+def jury_markdown(rep: dict) -> list[str]:
+    lines: list[str] = []
+    if rep.get("jury"):
+        j = rep["jury"]
+        lines += ["## CR_V2 jury", "", f"{j['findings_reviewed']} finding(s) of {j['documents']} document(s) reviewed; "
+                  f"final actions: " + ", ".join(f"{k}={v}" for k, v in j["final_actions"].items())
+                  + "; rules: " + ", ".join(f"{k}={v}" for k, v in j["rules"].items())
+                  + ("; flag reasons: " + ", ".join(f"{k}={v}" for k, v in j["flag_reasons"].items())
+                     if j["flag_reasons"] else ""), "",
+                  "| document | attempt | agent | finding | A | B | C | decision | flag reason | rule |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for d in rep["per_document"]:
+            for v in d.get("jury", []):
+                rc = v.get("reason_codes", {})
+                cell = [f"{v['votes'][a]}" + (f" ({rc[a]})" if rc.get(a) else "") for a in ("A", "B", "C")]
+                lines.append(f"| {d['doc_id']} | {v['attempt']} | {v['agent']} | {v['code']} | " + " | ".join(cell)
+                             + f" | {v['final_action']} | {v['flag_reason'] or ''} | {v['rule']} |")
+        lines.append("")
+    if rep.get("second_opinion"):
+        so = rep["second_opinion"]
+        lines += ["## V5 second opinion", "", ", ".join(f"{k}={v}" for k, v in so.items()), ""]
+    return lines
 
 
 def feedback_section(store) -> dict[str, Any]:
@@ -250,6 +317,7 @@ def to_markdown(rep: dict) -> str:
         lines += [f"| {d['doc_id']} | " + " | ".join(str(d["llm"][k]) for k in LLM_KEYS)
                   + f" | {_money(d['llm']['cost_usd'])} |" for d in used]
         lines.append("")
+    lines += jury_markdown(rep)
     lines += ["## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
     lines += ["", "## Stage timings", "", "| stage | tasks | documents | seconds |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['tasks']} | {v['docs']} | {v['seconds']} |" for k, v in rep["stage_timings"].items()]
@@ -316,10 +384,35 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 <table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th></tr>{docs}</table>
 <h2>Errors</h2><ul>{errors}</ul>
 <h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
-<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
+{jury_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
 <h2>Stage timings</h2><table><tr><th>stage</th><th>tasks</th><th>documents</th><th>seconds</th></tr>{stages}</table>
 {feedback_html(rep)}</body></html>
 """
+
+
+def jury_html(rep: dict) -> str:
+    """The jury and second-opinion sections ("" when neither ran)."""
+    md = jury_markdown(rep)
+    if not md:
+        return ""
+    out, rows = [], []
+    for line in md:
+        if line.startswith("## "):
+            if rows:
+                out.append("<table>" + "".join(rows) + "</table>")
+                rows = []
+            out.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("|---"):
+            continue
+        elif line.startswith("| "):
+            tag = "th" if not rows else "td"
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>")
+        elif line:
+            out.append(f"<p>{html.escape(line)}</p>")
+    if rows:
+        out.append("<table>" + "".join(rows) + "</table>")
+    return "\n".join(out) + "\n"
 
 
 def write(batch: Batch) -> dict:

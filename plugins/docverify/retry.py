@@ -85,11 +85,14 @@ async def run_loop(
     *,
     first_report: VerificationReport | None = None,
     max_retries: int = MAX_RETRIES,
+    decide_attempt: Callable[[VerificationReport, ClassificationOutput | None, list[AttemptRecord]],
+                             Awaitable[AttemptRecord]] | None = None,
 ) -> VerificationResult:
     """Verify ``classification`` and retry with fixes until V5 accepts or escalates.
 
     ``first_report`` lets the nightly DAG hand over attempt 0, which its V1–V4 tasks already
-    computed; the loop then starts with the fix.
+    computed; the loop then starts with the fix. ``decide_attempt`` replaces the V5 table's
+    record of an attempt (the V5 second opinion, :mod:`docverify.arbiters.second_opinion`).
     """
     from docverify.verify.v1_schema import parse
 
@@ -99,7 +102,8 @@ async def run_loop(
     report = first_report or await verify_attempt(cls if cls is not None else classification, 0)
     seen = {report.fingerprint}
     while True:
-        rec = attempt_record(report, attempts)
+        rec = (attempt_record(report, attempts) if decide_attempt is None
+               else await decide_attempt(report, cls, attempts))
         attempts.append(rec)
         decision = rec.decision.decision
         if (decision != Decision.AUTO_RETRY.value and not rec.blocker_repair) or cls is None:

@@ -157,6 +157,10 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
     return SMEPacket(
         doc_id=doc_id, review_id=review_id, pdf_filename=pdf_path.rsplit("/", 1)[-1], pdf_path=pdf_path, total_pages=total_pages,
         bundle_path=bundle_path, v5_rule=rule, v5_reason=reason, total_issues=len(issues),
+        v5_explanation=result.attempts[-1].decision.explanation_sme if result else "",
+        v5_citations=result.attempts[-1].decision.citations if result else {},
+        jury_votes=[{"attempt": a.attempt, "agent": r.agent, **v} for a in (result.attempts if result else [])
+                    for r in a.runs if r.phase == "jury" for v in r.votes or []],
         issues_summary=summaries, primary_classification=primary,
         production_classification=production_classification, production_differs=differs,
         production_comparison=comparison, error=error, created_at=now_iso(), run_id=run_id,

@@ -235,6 +235,10 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
         info += [("Reviewer", _e(packet.reviewer)), ("Reviewed at", _e(packet.reviewed_at)),
                  ("Ground truth", _e(f"{packet.ground_truth_path} (version {packet.ground_truth_version})"))]
     decision = [("Decision", _e(packet.v5_decision)), ("Rule", _e(decided_by(packet))), ("Reason", _e(packet.v5_reason))]
+    if packet.v5_explanation:  # issue 14: the V5 decision's explanation for the SME
+        decision.append(("Why", "<br>".join(_e(line) for line in packet.v5_explanation.splitlines())))
+    if packet.jury_votes:
+        decision.append(("Jury votes", "<br>".join(_e(_jury_line(v)) for v in packet.jury_votes)))
     if packet.error:
         decision += [("Error", _e(packet.error.get("error"))), ("Error message", _e(packet.error.get("message", "")))]
     issues = []
@@ -373,6 +377,12 @@ def packet_markdown(packet: SMEPacket, *, max_bytes: int = MARKDOWN_MAX_BYTES, h
     return cut + note
 
 
+def _jury_line(v: dict) -> str:
+    votes = ", ".join(f"{a}={v.get('votes', {}).get(a)}" for a in ("A", "B", "C"))
+    flag = f" ({v['flag_reason']})" if v.get("flag_reason") else ""
+    return f"{v.get('agent', '')} {v.get('code')}: {votes} -> {v.get('final_action')}{flag}, rule {v.get('rule')}"
+
+
 def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
     title = f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet)
@@ -381,6 +391,10 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
            f"**Decision:** {packet.v5_decision} — {_inline(packet.v5_reason)}"]
     if packet.error:
         out.append(f"**Error:** {_inline(packet.error.get('error'))} — {_inline(packet.error.get('message', ''))}")
+    if packet.v5_explanation:  # issue 14
+        out.append("**Why:** " + " ".join(_inline(line) for line in packet.v5_explanation.splitlines()))
+    if packet.jury_votes:
+        out.append("**Jury votes:** " + "; ".join(_inline(_jury_line(v)) for v in packet.jury_votes))
     if packet.production_comparison:
         c = packet.production_comparison
         out.append(f"**Production classifier:** {'agrees' if c.get('agrees') else 'differs'} (dominant type "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import pathlib
 import re
+from typing import Any
 
 from docverify.judges import Judge, OfflineJudge
 
@@ -31,6 +32,13 @@ LAYOUTS = ("local", "document_ai")
 VAR_OCR = "docverify_ocr"
 _ON = ("on", "true", "1", "yes")
 _OFF = ("off", "false", "0", "no")
+# issue 14: the CR_V2 jury over the judgment phases' findings, and the V5 second opinion (both off by default)
+VAR_JURY = "docverify_jury"
+VAR_JURY_CONNS = "docverify_jury_conn_ids"
+VAR_JURY_MAX_FINDINGS = "docverify_jury_max_findings"
+VAR_SECOND_OPINION = "docverify_v5_second_opinion"
+VAR_SECOND_OPINION_CONN = "docverify_v5_second_opinion_conn_id"
+JURY_MODES = ("off", "cr_v2", "cr_v1")
 _PROCESSOR_RE = re.compile(
     r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/processors/(?P<processor_id>[^/]+)"
     r"(?:/processorVersions/(?P<processor_version>[^/]+))?$"
@@ -90,13 +98,62 @@ def judge() -> Judge:
     Any other value fails loudly instead of silently running offline."""
     kind = _variable(VAR_JUDGE, "offline").strip().lower()
     if kind == "offline":
-        return OfflineJudge()
-    if kind != "llm":
+        j: Judge = OfflineJudge()
+    elif kind == "llm":
+        j = llm_judge(_llm_conn())
+    else:
         raise ValueError(
             f"Variable {VAR_JUDGE}={kind!r} is not a judge: use one of {', '.join(JUDGES)} "
             f"(set it in airflow_settings.yaml and re-import the settings)"
         )
-    return llm_judge(_variable(VAR_LLM_CONN, DEFAULT_LLM_CONN).strip() or DEFAULT_LLM_CONN)
+    j.jury = jury()  # type: ignore[attr-defined]
+    j.second_opinion = second_opinion()  # type: ignore[attr-defined]
+    return j
+
+
+def _llm_conn() -> str:
+    return _variable(VAR_LLM_CONN, DEFAULT_LLM_CONN).strip() or DEFAULT_LLM_CONN
+
+
+def jury():
+    """The CR_V2 jury of Variable ``docverify_jury`` (``off``, the default; ``cr_v2``; ``cr_v1``):
+    jurors A, B, C on the connections of ``docverify_jury_conn_ids`` (three comma-separated
+    connection ids; empty = all three on ``docverify_llm_conn_id``); C uses the evidence-facet
+    prompt. At most ``docverify_jury_max_findings`` findings per judgment are reviewed."""
+    mode = _variable(VAR_JURY, "off").strip().lower() or "off"
+    if mode not in JURY_MODES:
+        raise ValueError(f"Variable {VAR_JURY}={mode!r} is not a jury mode: use one of {', '.join(JURY_MODES)}")
+    if mode == "off":
+        return None
+    from docverify.jury import Juror, Jury
+
+    raw = _variable(VAR_JURY_CONNS, "").strip()
+    conns = [c.strip() for c in raw.split(",")] if raw else [_llm_conn()] * 3
+    if len(conns) != 3 or not all(conns):
+        raise ValueError(f"Variable {VAR_JURY_CONNS}={raw!r}: give three connection ids (jurors A, B, C) separated "
+                         f"by commas, or leave it empty for {VAR_LLM_CONN}")
+    llms: dict[str, Any] = {}
+    for c in conns:
+        if c not in llms:
+            llms[c] = llm_judge(c)
+    jurors = [Juror("A", llms[conns[0]], "JURY"), Juror("B", llms[conns[1]], "JURY"),
+              Juror("C", llms[conns[2]], "JURY_EVIDENCE")]
+    return Jury(jurors, version=mode.removeprefix("cr_"),
+                max_findings=int(_variable(VAR_JURY_MAX_FINDINGS, "8")))
+
+
+def second_opinion():
+    """The V5 second opinion of Variable ``docverify_v5_second_opinion`` (``off``, the default,
+    or ``on``) on the connection ``docverify_v5_second_opinion_conn_id`` (empty =
+    ``docverify_llm_conn_id``)."""
+    mode = _variable(VAR_SECOND_OPINION, "off").strip().lower() or "off"
+    if mode not in ("off", "on"):
+        raise ValueError(f"Variable {VAR_SECOND_OPINION}={mode!r}: use off or on")
+    if mode == "off":
+        return None
+    from docverify.arbiters.second_opinion import SecondOpinion
+
+    return SecondOpinion(llm_judge(_variable(VAR_SECOND_OPINION_CONN, "").strip() or _llm_conn()))
 
 
 def llm_judge(conn_id: str) -> Judge:

@@ -141,7 +141,7 @@ def agent(context, name: str, shard: list[str]) -> list[str]:
 @retry_rule
 def v5_arbiter(context) -> list[str]:
     """The branch: the task ids of the routes that have documents."""
-    result = B.arbiter(make_batch(context))
+    result = B.arbiter(make_batch(context), second_opinion=config.second_opinion())
     return result["routes"]
 
 

@@ -1,0 +1,173 @@
+"""The decision arbiter's pattern on V5: an LLM second opinion that can only make a route stricter.
+
+For a document the V5 table would accept or retry, an LLM sees the issues and the evidence and
+proposes a route with a confidence (``include/prompts/v5_second_opinion_v1.md``). Safety
+overrides decide, in order (the first that holds; rules as data, :data:`OVERRIDES`):
+
+1. ``TABLE_ESCALATES`` — the table escalates: escalate (the LLM is not even asked);
+2. ``LLM_FAILURE`` — no usable answer (fault, timeout, invalid output): the table's decision;
+3. ``BLOCKER_OR_NON_FIXABLE_MAJOR`` — any BLOCKER or non-fixable MAJOR: escalate, whatever the LLM says;
+4. ``LOW_CONFIDENCE`` — confidence < 0.55: escalate;
+5. ``NOTHING_TO_FIX`` — the LLM proposes AUTO_RETRY but no issue is auto-fixable: escalate
+   (a retry would change nothing and stop as a cycle);
+6. ``STRICTER_OF_TWO`` — the stricter of the table's route and the proposal
+   (AUTO_ACCEPT < AUTO_RETRY < ESCALATE_TO_SME).
+
+So the final route is never looser than the table's (a property test shows it). The decision keeps
+the table's rule number; ``second_opinion`` records the table's decision, the proposal, the
+override that decided and the model; the audit line gets a suffix with codes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from docverify.arbiters.v5 import Counts, count
+from docverify.judges import Usage
+from docverify.models import ArbiterDecision, ClassificationOutput, Decision, DocumentBundle, Issue
+
+STRICTNESS = {"AUTO_ACCEPT": 0, "AUTO_RETRY": 1, "ESCALATE_TO_SME": 2}
+MIN_CONFIDENCE = 0.55
+ESC = Decision.ESCALATE_TO_SME.value
+
+
+@dataclass(frozen=True)
+class Proposal:
+    route: str
+    confidence: float
+    reasoning: str = ""
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    table: str
+    counts: Counts
+    proposal: Proposal | None
+
+
+@dataclass(frozen=True)
+class Override:
+    name: str
+    condition: Callable[[_Ctx], bool]
+    route: Callable[[_Ctx], str]
+
+
+def _stricter(a: str, b: str) -> str:
+    return a if STRICTNESS[a] >= STRICTNESS[b] else b
+
+
+OVERRIDES: tuple[Override, ...] = (
+    Override("TABLE_ESCALATES", lambda x: x.table == ESC, lambda x: ESC),
+    Override("LLM_FAILURE", lambda x: x.proposal is None, lambda x: x.table),
+    Override("BLOCKER_OR_NON_FIXABLE_MAJOR", lambda x: x.counts.blocker_count > 0 or x.counts.major_non_fixable > 0,
+             lambda x: ESC),
+    Override("LOW_CONFIDENCE", lambda x: x.proposal.confidence < MIN_CONFIDENCE, lambda x: ESC),  # type: ignore[union-attr]
+    Override("NOTHING_TO_FIX", lambda x: x.proposal.route == "AUTO_RETRY" and x.counts.fixable_count == 0,  # type: ignore[union-attr]
+             lambda x: ESC),
+    Override("STRICTER_OF_TWO", lambda x: True, lambda x: _stricter(x.table, x.proposal.route)),  # type: ignore[union-attr]
+)
+
+
+def combine(table: ArbiterDecision, issues: list[Issue], proposal: Proposal | None, *, error: str = "",
+            model: str = "") -> ArbiterDecision:
+    """The table's decision and the LLM's proposal (None: it failed) → the final decision."""
+    table_route = Decision(table.decision).value
+    ctx = _Ctx(table_route, count(issues), proposal)
+    o = next(o for o in OVERRIDES if o.condition(ctx))
+    final = o.route(ctx)
+    record: dict[str, Any] = {
+        "model": model, "table_decision": table_route, "table_rule": table.rule,
+        "proposal": None if proposal is None else {"route": proposal.route, "confidence": round(proposal.confidence, 4),
+                                                   "reasoning": proposal.reasoning},
+        "error": error, "override": o.name, "decision": final, "changed": final != table_route,
+    }
+    prop = "none" if proposal is None else f"{proposal.route} {proposal.confidence:.2f}"
+    audit = f"{table.explanation_audit} | second opinion: {prop} -> {o.name} -> {final}"
+    sme = table.explanation_sme
+    if final != table_route:
+        sme += (f"\nA second opinion ({model or 'LLM'}) made the route stricter: {table_route} -> {final} "
+                f"({o.name}).")
+    update: dict[str, Any] = {"second_opinion": record, "explanation_audit": audit, "explanation_sme": sme}
+    if final != table_route:
+        update["decision"] = Decision(final)
+        update["reason"] = f"{table.reason}; second opinion: {o.name} -> {final}"
+    return table.model_copy(update=update)
+
+
+def second_opinion_inputs(bundle: DocumentBundle, cls: ClassificationOutput, issues: list[Issue],
+                          table: ArbiterDecision) -> dict[str, Any]:
+    """What the LLM reads: the evidence pages and the judgment view (as V4's judgment), the
+    issues as codes and facts (no messages) and the table's decision."""
+    from docverify.arbiters.v5 import evidence_pages
+    from docverify.llm import evidence_inputs
+
+    inputs = evidence_inputs(bundle, cls)
+    inputs["issues"] = {
+        "table": {"decision": Decision(table.decision).value, "rule": table.rule},
+        "issues": [{"issue_id": i.issue_id, "agent": i.agent, "code": i.code, "severity": i.severity,
+                    "auto_fixable": i.auto_fixable, "location": i.location, "pages": evidence_pages([i])}
+                   for i in issues],
+    }
+    return inputs
+
+
+class SecondOpinion:
+    """The LLM side: one cached call per (document state, table decision) on an ``LLMJudge``
+    (its model, verdict cache, retries and timeout)."""
+
+    kind = "V5_SECOND"
+
+    def __init__(self, llm: Any):
+        self.llm = llm
+        self.name = f"v5-second-opinion:{llm.model_id}"
+
+    async def review(self, bundle: DocumentBundle, cls: ClassificationOutput | None, issues: list[Issue],
+                     table: ArbiterDecision) -> tuple[ArbiterDecision, Usage]:
+        """Never raises: a fault is the table's decision (``LLM_FAILURE``)."""
+        if Decision(table.decision).value == ESC or cls is None:
+            return table, Usage()
+        try:
+            inputs = second_opinion_inputs(bundle, cls, issues, table)
+            out, usage, err = await self.llm.ask(self.kind, bundle.doc_id, inputs)
+        except Exception as exc:  # noqa: BLE001
+            out, usage, err = None, Usage(), type(exc).__name__
+        proposal = None
+        if out is not None:
+            proposal = Proposal(out.route, min(1.0, max(0.0, float(out.confidence))), out.reasoning)
+        return combine(table, issues, proposal, error=err, model=self.llm.model_id), usage
+
+
+def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None, usage: Usage | None = None):
+    """For :func:`docverify.retry.run_loop`: ``async (report, cls, earlier) -> AttemptRecord`` with the
+    second opinion applied, or None (no second opinion: the loop uses the table alone)."""
+    if second_opinion is None:
+        return None
+    from docverify.retry import attempt_record
+
+    async def decide(report, cls, earlier=()):
+        rec = attempt_record(report, earlier)
+        decision, u = await second_opinion.review(bundle, cls, report.issues, rec.decision)
+        if usage is not None:
+            usage.add(u)
+        return rec.model_copy(update={"decision": decision})
+
+    return decide
+
+
+def record_second_opinion(second_opinion: SecondOpinion, bundle: DocumentBundle, cls: ClassificationOutput | None,
+                          report: Any, rec: Any, stats: Any, counts: dict[str, int]) -> Any:
+    """The V5 stage's call (one document, synchronous): the attempt record with the second
+    opinion applied; its usage goes to the stage's ``stats``, the outcome into ``counts``
+    (asked, changed, and one count per deciding override)."""
+    import asyncio
+
+    decision, usage = asyncio.run(second_opinion.review(bundle, cls, report.issues, rec.decision))
+    stats.add_usage(bundle.doc_id, usage, second_opinion.llm)
+    so = decision.second_opinion
+    if so is not None:
+        counts["asked"] = counts.get("asked", 0) + 1
+        counts[so["override"]] = counts.get(so["override"], 0) + 1
+        counts["changed"] = counts.get("changed", 0) + int(so["changed"])
+    return rec.model_copy(update={"decision": decision})

@@ -1,0 +1,96 @@
+"""A sample night with the CR_V2 jury and the V5 second opinion on the fake Gemini endpoint (real
+google-genai client; the fake's jurors vote KEEP and its second opinion proposes AUTO_ACCEPT at
+0.9): it runs end to end, the routes are the embedded default's, the report shows every vote and
+the second-opinion counts, and a re-run costs no call. Without them the report has neither."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+
+import pytest
+from tests.docverify.test_batch_llm import DS, run_all, sample_batch
+from tests.fake_gemini import FakeGemini
+
+from docverify import batch as B
+from docverify.arbiters.second_opinion import SecondOpinion
+from docverify.judges import OfflineJudge
+from docverify.jury import Juror, Jury
+from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
+
+
+@pytest.fixture
+def fake():
+    server = FakeGemini().start()
+    yield server
+    server.stop()
+
+
+def gemini_llm(fake: FakeGemini, store) -> LLMJudge:
+    from pydantic_ai.models.google import GoogleModel
+    from pydantic_ai.providers.google import GoogleProvider
+
+    model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="fake-key", base_url=fake.base_url))
+    return LLMJudge(model, "google:gemini-2.5-flash", cache=VerdictCache(store),
+                    retry_policy=BackoffRetry(max_attempts=2, initial_wait_s=0.01, max_wait_s=0.02))
+
+
+def judged(fake, store, *, jury=True, second=True) -> OfflineJudge:
+    j = OfflineJudge()
+    llm = gemini_llm(fake, store)
+    j.jury = Jury([Juror("A", llm), Juror("B", llm), Juror("C", llm, "JURY_EVIDENCE")]) if jury else None  # type: ignore[attr-defined]
+    j.second_opinion = SecondOpinion(llm) if second else None  # type: ignore[attr-defined]
+    return j
+
+
+#: A corpus PDF whose offline V4 judgment raises a finding (the samples' judgments find nothing
+#: since issue 10/13), so the jury has something to review; with the finding kept it escalates.
+EXTRA = "normal_minimal_latex.pdf"
+
+
+@pytest.mark.slow
+def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, corpora_dir, fake, caplog):
+    b = sample_batch(tmp_path, repo_dir)
+    shutil.copy(corpora_dir / "pdfs" / EXTRA, tmp_path / "incoming" / DS / EXTRA)
+    plain = run_all(sample_batch(tmp_path / "plain", repo_dir), OfflineJudge())
+    assert "jury" not in plain and "second_opinion" not in plain
+    with caplog.at_level(logging.INFO, logger="docverify.lineage"):
+        rep = run_all(b, judged(fake, b.store))
+    expected = json.loads((repo_dir / "include" / "samples" / "expected_routes.json").read_text())["routes"]
+    assert {d["doc_id"]: d["final_decision"] for d in rep["per_document"]} == {
+        **{k: ("AUTO_ACCEPT" if v.endswith("AUTO_ACCEPT") else "ESCALATE_TO_SME") for k, v in expected.items()},
+        EXTRA[:-4]: "ESCALATE_TO_SME"}
+    # the jury reviewed the offline judgments' findings; every vote is in the report
+    jury = rep["jury"]
+    assert jury["findings_reviewed"] > 0 and jury["final_actions"] == {"KEEP": jury["findings_reviewed"]}
+    votes = [v for d in rep["per_document"] for v in d.get("jury", [])]
+    assert len(votes) == jury["findings_reviewed"]
+    assert all(v["votes"] == {"A": "KEEP", "B": "KEEP", "C": "KEEP"} and v["rule"] == 1 for v in votes)
+    assert all(v["agent"] in ("V2", "V3", "V4") for v in votes)
+    kinds = FakeGemini.kinds(fake)
+    assert kinds.count("JURY_EVIDENCE") >= 1 and set(kinds) <= {"JURY", "JURY_EVIDENCE", "V5_SECOND"}
+    # A and B share one model and prompt: one call for both; C its own
+    assert kinds.count("JURY") == kinds.count("JURY_EVIDENCE")
+    md = (tmp_path / "reports" / DS / "batch_report.md").read_text()
+    assert "## CR_V2 jury" in md and "## V5 second opinion" in md
+    assert "<h2>CR_V2 jury</h2>" in (tmp_path / "reports" / DS / "batch_report.html").read_text()
+    # the second opinion was asked for every accept/retry of attempt 0 and changed nothing
+    so = rep["second_opinion"]
+    assert so["asked"] == rep["routes_attempt_0"]["accept"] + rep["routes_attempt_0"]["auto_fix_retry"]
+    assert so["changed"] == 0 and so["STRICTER_OF_TWO"] == so["asked"]
+    # the packet of an escalated document carries the SME explanation; lineage carries the audit line
+    packet = json.loads(next((tmp_path / "sme_packets").glob("sme_packet_quest_cbc_panel*.json")).read_text())
+    assert "needs your review" in json.dumps(packet)
+    assert all(v["final_action"] == "KEEP" for v in packet.get("jury_votes", []))
+    page = next((tmp_path / "sme_packets").glob("sme_packet_quest_cbc_panel*.html")).read_text()
+    assert "<dt>Why</dt>" in page and "needs your review" in page
+    jury_lines = [r.getMessage() for r in caplog.records if '"jury": [' in r.getMessage()]
+    assert jury_lines and all('"votes": {"A": "KEEP"' in m for m in jury_lines)
+    audits = [r.getMessage() for r in caplog.records if '"task": "v5_arbiter"' in r.getMessage()]
+    assert audits and all('"audit": "V5 ' in m for m in audits if '"error"' not in m)
+    # a re-run of the same night costs no call
+    n = len(fake.requests)
+    rerun = run_all(B.Batch(store=b.store, ds=DS, run_id="jury-2"), judged(fake, b.store))
+    assert len(fake.requests) == n and rerun["llm"]["calls"] == 0
+    assert rerun["jury"] == jury
