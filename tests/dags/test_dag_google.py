@@ -15,6 +15,7 @@ and a second run of the same batch makes no LLM call and no Document AI request.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import urllib.parse
 import urllib.request
@@ -139,10 +140,17 @@ def test_nightly_dag_on_gcs_document_ai_and_gemini(google_env, gcs_emulator, air
 
     # Gemini: at most 4 calls per document; usage and an estimated cost in the report
     llm = rep["llm"]
-    assert llm["calls"] == len(gemini.requests) > 0 and llm["max_calls_per_document"] <= 4
+    # at most classify + V2 + V3 + V4 per attempt: a retry whose fix changed only the shares is all cache
+    # hits; a fix that changed what a judgment read (issue 10's mixture/dominant-type repairs) is judged
+    # again — a verdict on another classification is not reused
+    per_doc = {d: (v["llm"]["calls"], v.get("attempts")) for d, v in docs.items() if v.get("llm", {}).get("calls")}
+    assert llm["calls"] == len(gemini.requests) > 0
+    assert all(calls <= 1 + 3 * max(1, attempts or 1) for calls, attempts in per_doc.values()), per_doc
+    assert sum(calls > 4 for calls, _ in per_doc.values()) <= 1, per_doc
     assert llm["cost_usd"] > 0 and llm["price_model"] == "gemini-2.5-flash"
     names = set(gcs_emulator.object_names(PREFIX))
-    assert f"{PREFIX}/sme_packets/sme_packet_quest_cbc_panel.json" in names
+    assert any(re.fullmatch(rf"{PREFIX}/sme_packets/sme_packet_{DS}_quest_cbc_panel_[0-9a-f]{{10}}\.json", n)
+               for n in names)
     assert f"{PREFIX}/accepted/{DS}/genomic_brca_ngs.json" in names
     assert any(n.startswith(f"{PREFIX}/cache/llm/") for n in names)
 
