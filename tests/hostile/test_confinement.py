@@ -115,8 +115,11 @@ def test_a_symlinked_folder_inside_the_root_is_not_a_way_out(tmp_path):
     assert sorted(p.name for p in outside.iterdir()) == ["secret.json"]
 
 
+# gcsfs sends ';' percent-encoded (%3B) and real GCS stores it, but gcp-storage-emulator does not
+# find such an object again on download (checked by hand: 'a;b' written, GET → 404): names with ';'
+# would fail on the emulator only, at random, so this property leaves them out on the emulator.
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=NAMES)
+@given(name=NAMES.filter(lambda n: ";" not in n))
 def test_gcs_root_nothing_outside(gcs_root, name):
     store = ArtifactStore(gcs_root.path())
     before = set(gcs_root.emulator.object_names())
