@@ -208,11 +208,13 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
                 for s in packet.issues_summary:
                     ctx = contexts[s.issue_id]
                     page = ctx.get("page")
-                    if page is None or not pdf.has_text(page):
+                    if page is None or not 1 <= page <= pdf.page_count:
                         continue
                     if page not in pages and len(pages) >= max_page_images:
                         continue
-                    found = pdf.find_boxes(page, ctx.get("needle", "")) if ctx.get("found") else None
+                    # a scanned (OCR'd) page has no text layer to box: it is shown as an image, unboxed
+                    found = pdf.find_boxes(page, ctx.get("needle", "")) \
+                        if ctx.get("found") and pdf.has_text(page) else None
                     width, height = pdf.size(page)
                     # not found (e.g. a fabricated snippet): the page is shown without a box
                     ctx["highlight"] = found or {"image_width": width, "image_height": height, "scale": scale,
@@ -226,10 +228,24 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
             log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
             for ctx in contexts.values():
                 ctx.pop("highlight", None)
+    # a document that could not be read (a scan OCR read nothing on, a timeout, …) still shows its
+    # pages as images when its PDF opens: the SME answers from what the pages show
+    page_images, pdf_pages = [], packet.total_pages
+    if pdf_bytes and bundle is None and packet.error:
+        try:
+            with PdfPages(pdf_bytes, scale) as pdf:
+                pdf_pages = pdf.page_count
+                for page in range(1, min(pdf.page_count, max_page_images) + 1):
+                    png, _, _ = pdf.render_png(page)
+                    page_images.append(f"<figure><img alt='page {page}' src='{png_data_uri(png)}'>"
+                                       f"<figcaption>page {page}</figcaption></figure>")
+        except Exception as exc:  # not a readable PDF at all (corrupt, encrypted): no images
+            log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
     status = packet.review_status
     info = [("PDF", _e(packet.pdf_filename)), ("PDF path", _e(packet.pdf_path)),
-            ("Pages", _e(packet.total_pages)), ("Bundle", _e(packet.bundle_path or "none")),
+            ("Pages", _e(packet.total_pages or (f"{pdf_pages} (from the PDF; no text was read)" if pdf_pages
+                                                else "unknown (the PDF could not be opened)"))), ("Bundle", _e(packet.bundle_path or "none")),
             ("Run", _e(packet.run_id)), ("Packet created", _e(packet.created_at)), ("Review status", _e(status))]
     if status == "reviewed":
         info += [("Reviewer", _e(packet.reviewer)), ("Reviewed at", _e(packet.reviewed_at)),
@@ -270,7 +286,8 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
         f"<p class='muted'>{_e(packet.total_issues)} issue(s) · status {_e(status)}. Contains clinical text: "
         f"handle as PHI.</p>"
         f"<h2>Document</h2>{_dl(info)}<h2>Decision</h2>{_dl(decision)}{_production_html(packet)}"
-        f"<h2>Issues (BLOCKER → MAJOR → MINOR)</h2>{''.join(issues)}"
+        + (f"<h2>Pages ({len(page_images)} of {pdf_pages})</h2>{''.join(page_images)}" if page_images else "")
+        + f"<h2>Issues (BLOCKER → MAJOR → MINOR)</h2>{''.join(issues)}"
         f"<h2>History: attempts, issues and fixes</h2>{_history_html(packet)}"
         f"<h2>Primary classification{' (after the automatic fixes)' if packet.attempt_history[1:] else ''}</h2>"
         f"{_classification_html(primary)}"
@@ -322,7 +339,7 @@ def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBund
             bundle = load_bundle(store, packet)
         except FileNotFoundError:
             bundle = None
-    if pdf_bytes is None and bundle is not None:
+    if pdf_bytes is None and (bundle is not None or packet.error):
         pdf_bytes = load_pdf(store, packet)
     data = packet_html(packet, bundle=bundle, pdf_bytes=pdf_bytes).encode()
     rel = html_rel(packet_key(packet))
@@ -387,7 +404,9 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None) -> str:
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
     title = f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet)
     out = [f"## {_inline(packet.doc_id)} — {_inline(title)}", "",
-           f"**Document:** {_inline(packet.pdf_filename)} · {packet.total_pages} page(s) · run {_inline(packet.run_id)}",
+           f"**Document:** {_inline(packet.pdf_filename)} · "
+           + (f"{packet.total_pages} page(s)" if packet.total_pages else "no page text read (page images on the packet page)")
+           + f" · run {_inline(packet.run_id)}",
            f"**Decision:** {packet.v5_decision} — {_inline(packet.v5_reason)}"]
     if packet.error:
         out.append(f"**Error:** {_inline(packet.error.get('error'))} — {_inline(packet.error.get('message', ''))}")

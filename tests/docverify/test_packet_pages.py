@@ -1,0 +1,48 @@
+"""The packet page shows the pages: a scan nothing could be read from is shown as images (the SME
+answers from what the page shows), and a page without a text layer is still an image in an
+issue's context; a PDF that cannot be opened at all has none and says so."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from tests.docverify.sme_night import REPO
+
+from docverify import batch as B
+from docverify.judges import OfflineJudge
+from docverify.sme import load_packet, resolve_key
+from docverify.sme_render import packet_markdown
+from docverify.store import ArtifactStore
+
+DS = "2026-11-20"
+
+
+def _night_without_ocr(root, names):
+    incoming = root / "incoming" / DS
+    incoming.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        shutil.copy(REPO / "include" / "samples" / f"{n}.pdf", incoming / f"{n}.pdf")
+    b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="pages")
+    B.discover(b)
+    B.layout_local(b, workers=1, timeout_s=60, ocr=False)  # the scan stays NO_TEXT_LAYER
+    for i, shard in enumerate(B.plan_shards(b)):
+        B.classify_shard(b, shard, OfflineJudge(), str(i))
+        B.v1_shard(b, shard, str(i))
+        for agent in ("V2", "V3", "V4"):
+            B.agent_shard(b, agent, shard, OfflineJudge(), str(i))
+    B.arbiter(b)
+    B.write_sme_packets(b)
+    return b.store
+
+
+def test_an_unread_scan_shows_its_page_images_and_an_unopenable_pdf_says_so(tmp_path):
+    store = _night_without_ocr(tmp_path, ["scanned_no_text", "corrupt_truncated"])
+    scan = store.read_bytes(f"sme_packets/sme_packet_{resolve_key(store, 'scanned_no_text')}.html").decode()
+    assert "NO_TEXT_LAYER" in scan
+    assert re.search(r"<h2>Pages \(1 of 1\)</h2><figure><img alt='page 1' src='data:image/png;base64,", scan)
+    assert "1 (from the PDF; no text was read)" in scan
+    corrupt = store.read_bytes(f"sme_packets/sme_packet_{resolve_key(store, 'corrupt_truncated')}.html").decode()
+    assert "<img" not in corrupt and "unknown (the PDF could not be opened)" in corrupt
+    md = packet_markdown(load_packet(store, "scanned_no_text"))
+    assert "0 page(s)" not in md and "no page text read" in md
