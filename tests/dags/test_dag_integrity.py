@@ -26,6 +26,11 @@ def test_tags_doc_md_schedule(dag):
     assert dag.max_active_runs == 1
 
 
+def test_old_nights_can_be_backfilled(dag):
+    """A date before start_date would run green with no task: the default reaches far back."""
+    assert dag.start_date.year <= 2000 and dag.catchup is False
+
+
 def test_params_are_typed(dag):
     params = dag.params
     assert {"batch_prefix", "shard_size", "max_documents", "reuse_cached"} <= set(params.keys())
