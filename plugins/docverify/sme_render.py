@@ -326,6 +326,10 @@ def _history_html(packet: SMEPacket) -> str:
     return "<pre>" + _e("\n".join(history_lines(packet))) + "</pre>"
 
 
+#: parse errors of a PDF that opened and holds pages, only without readable text
+IMAGE_ONLY_ERRORS = ("NO_TEXT_LAYER",)
+
+
 def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBundle | None = None,
                       pdf_bytes: bytes | None = None) -> tuple[str, bool]:
     """Render the stored packet of ``doc_id`` to ``sme_packets/sme_packet_<doc_id>.html``
@@ -339,7 +343,9 @@ def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBund
             bundle = load_bundle(store, packet)
         except FileNotFoundError:
             bundle = None
-    if pdf_bytes is None and (bundle is not None or packet.error):
+    # a document whose PDF opened but gave no text (a scan) is shown as page images; never read the
+    # input of any other error (it may be a FIFO, a link out of the folder, a huge or corrupt file)
+    if pdf_bytes is None and (bundle is not None or (packet.error or {}).get("error") in IMAGE_ONLY_ERRORS):
         pdf_bytes = load_pdf(store, packet)
     data = packet_html(packet, bundle=bundle, pdf_bytes=pdf_bytes).encode()
     rel = html_rel(packet_key(packet))
