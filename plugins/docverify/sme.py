@@ -442,24 +442,32 @@ def _write_versioned(store: ArtifactStore, record: GroundTruthRecord) -> tuple[G
 _PACKET_LOCK = threading.Lock()
 
 
+def _newest_version(store: ArtifactStore, key: str) -> int:
+    version = 0
+    while store.exists(ArtifactStore.ground_truth_rel(key, version + 1)):
+        version += 1
+    return version
+
+
 def _mark_reviewed(store: ArtifactStore, doc_id: str) -> None:
     """Packet → reviewed, pointing at the newest ground-truth version that exists now (with its
-    reviewer and time). Serialised in this process, and every writer re-reads the versions after
-    creating its own, so the last update always names the newest record; across processes the
-    ground-truth files stay the truth and the pointer is informational."""
+    reviewer and time). Serialised in this process; across processes every writer looks again
+    after writing the pointer and rewrites it while a newer version has appeared meanwhile, so the
+    last writer to finish leaves the newest version named (the ground-truth files stay the truth)."""
     rel = ArtifactStore.packet_rel(doc_id)
     with _PACKET_LOCK:
-        version = 0
-        while store.exists(ArtifactStore.ground_truth_rel(doc_id, version + 1)):
-            version += 1
-        if not version:
-            return
-        newest = GroundTruthRecord.model_validate(store.read_json(ArtifactStore.ground_truth_rel(doc_id, version)))
-        current = store.read_json(rel)
-        current.update(review_status="reviewed", reviewed_at=newest.reviewed_at, reviewer=newest.reviewer,
-                       ground_truth_path=store.uri(ArtifactStore.ground_truth_rel(doc_id, newest.version)),
-                       ground_truth_version=newest.version)
-        store.write_json(rel, SMEPacket.model_validate(current))
+        written = 0
+        for _ in range(MAX_VERSIONS):
+            version = _newest_version(store, doc_id)
+            if not version or version == written:
+                return
+            newest = GroundTruthRecord.model_validate(store.read_json(ArtifactStore.ground_truth_rel(doc_id, version)))
+            current = store.read_json(rel)
+            current.update(review_status="reviewed", reviewed_at=newest.reviewed_at, reviewer=newest.reviewer,
+                           ground_truth_path=store.uri(ArtifactStore.ground_truth_rel(doc_id, newest.version)),
+                           ground_truth_version=newest.version)
+            store.write_json(rel, SMEPacket.model_validate(current))
+            written = version
 
 
 def _packet_bundle(store: ArtifactStore, packet: SMEPacket) -> DocumentBundle | None:

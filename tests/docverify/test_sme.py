@@ -420,3 +420,29 @@ def test_example_notebook_runs_against_a_store(store, monkeypatch):
     [rec] = ground_truth_versions(store, ns["DOC_ID"])
     assert rec.ground_truth_source == "SME_CORRECTED" and rec.ground_truth_classification["dominant_type_overall"] == "Other"
     assert set(DOC_TYPES) >= {rec.corrected_dominant_type}
+
+
+def _answer_in_a_process(root: str, key: str, k: int, start) -> None:
+    start.wait()
+    save_review(ArtifactStore(root), key, agrees=True, reviewer=f"proc{k}")
+
+
+def test_concurrent_answers_from_processes_leave_the_newest_version_named(store):
+    """Eight processes answer at the same moment, three rounds: every version is kept and the
+    packet names the newest one (each writer looks again after writing the pointer)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    key = resolve_key(store, "lab_requisition_form")
+    for round_ in range(3):
+        start = ctx.Event()
+        procs = [ctx.Process(target=_answer_in_a_process, args=(str(store.root), key, k, start)) for k in range(8)]
+        for p in procs:
+            p.start()
+        start.set()
+        for p in procs:
+            p.join(60)
+            assert p.exitcode == 0
+        versions = [r.version for r in ground_truth_versions(store, key)]
+        assert versions == list(range(1, 8 * (round_ + 1) + 1))
+        assert load_packet(store, key).ground_truth_version == versions[-1], round_
