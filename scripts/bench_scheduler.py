@@ -134,6 +134,18 @@ def dags_test(stack: AirflowStack, ds: str) -> dict:
             "cpu_s": usage.children_user + usage.children_system - before}
 
 
+def night_rows(stack: AirflowStack, sizes: list[int], first: dt.date, how: str, measure) -> list[tuple]:
+    """One night per size, on consecutive dates from ``first``, each measured by ``measure``."""
+    rows = []
+    for i, n in enumerate(sizes):
+        ds = (first + dt.timedelta(days=i)).isoformat()
+        fill(stack.storage_root, ds, n)
+        result = measure(stack, ds)
+        rows.append((n, how, result))
+        print(n, how, result, flush=True)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--documents", type=int, nargs="*", default=[13], help="night sizes (13 = the sample batch)")
@@ -150,20 +162,11 @@ def main() -> int:
             while time.monotonic() < deadline and any(r["state"] not in ("success", "failed")
                                                       for r in stack.runs(DAG)):
                 time.sleep(1)
-            for i, n in enumerate(args.documents):
-                ds = (dt.date(2026, 11, 1) + dt.timedelta(days=i)).isoformat()
-                fill(stack.storage_root, ds, n)
-                sched = under_scheduler(stack, ds)
-                rows.append((n, "scheduler (LocalExecutor)", sched))
-                print(n, "scheduler", sched, flush=True)
+            rows += night_rows(stack, args.documents, dt.date(2026, 11, 1), "scheduler (LocalExecutor)",
+                               under_scheduler)
         finally:
             stack.stop()
-        for i, n in enumerate(args.documents):
-            ds = (dt.date(2026, 11, 15) + dt.timedelta(days=i)).isoformat()
-            fill(stack.storage_root, ds, n)
-            test = dags_test(stack, ds)
-            rows.append((n, "airflow dags test", test))
-            print(n, "dags test", test, flush=True)
+        rows += night_rows(stack, args.documents, dt.date(2026, 11, 15), "airflow dags test", dags_test)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = ["# A night under the scheduler vs `airflow dags test`", "",
