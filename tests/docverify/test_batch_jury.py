@@ -80,10 +80,10 @@ def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, c
     assert so["asked"] == rep["routes_attempt_0"]["accept"] + rep["routes_attempt_0"]["auto_fix_retry"]
     assert so["changed"] == 0 and so["STRICTER_OF_TWO"] == so["asked"]
     # the packet of an escalated document carries the SME explanation; lineage carries the audit line
-    packet = json.loads(next((tmp_path / "sme_packets").glob("sme_packet_quest_cbc_panel*.json")).read_text())
+    packet = json.loads(next((tmp_path / "sme_packets").glob(f"sme_packet_{DS}_quest_cbc_panel_*.json")).read_text())
     assert "needs your review" in json.dumps(packet)
     assert all(v["final_action"] == "KEEP" for v in packet.get("jury_votes", []))
-    page = next((tmp_path / "sme_packets").glob("sme_packet_quest_cbc_panel*.html")).read_text()
+    page = next((tmp_path / "sme_packets").glob(f"sme_packet_{DS}_quest_cbc_panel_*.html")).read_text()
     assert "<dt>Why</dt>" in page and "needs your review" in page
     jury_lines = [r.getMessage() for r in caplog.records if '"jury": [' in r.getMessage()]
     assert jury_lines and all('"votes": {"A": "KEEP"' in m for m in jury_lines)
