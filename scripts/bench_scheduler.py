@@ -157,10 +157,10 @@ def main() -> int:
         stack = AirflowStack(work / "home", work / "store")
         stack.start()
         try:
-            stack.unpause(DAG)  # the scheduler creates today's scheduled run: let it finish first
-            deadline = time.monotonic() + 600
-            while time.monotonic() < deadline and any(r["state"] not in ("success", "failed")
-                                                      for r in stack.runs(DAG)):
+            stack.unpause(DAG)  # the scheduler creates today's (empty) scheduled run: let it finish first,
+            deadline = time.monotonic() + 600  # else the measured night waits behind it (max_active_runs=1)
+            while time.monotonic() < deadline and not (
+                    (runs := stack.runs(DAG)) and all(r["state"] in ("success", "failed") for r in runs)):
                 time.sleep(1)
             rows += night_rows(stack, args.documents, dt.date(2026, 11, 1), "scheduler (LocalExecutor)",
                                under_scheduler)
@@ -176,19 +176,21 @@ def main() -> int:
              "api-server (1 worker) and triggerer started by scripts/airflow_stack.py, LocalExecutor, parallelism 8. "
              "Wall: the run's start_date → end_date from the REST API (`dags test`: the command). CPU: every "
              "Airflow process and the task processes they reaped.", "",
-             "| documents | how | state | wall (s) | no task running (s) | task instances | CPU (s) | peak RSS of Airflow (MB) | slowest tasks |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| documents | how | state | run wall (s) | trigger → done (s) | no task running (s) | task instances | CPU (s) | peak RSS of Airflow (MB) | slowest tasks |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for n, how, r in rows:
-        lines.append(f"| {n} | {how} | {r['state']} | {r['wall_s']:.1f} | {r['idle_s']:.1f} | {r['task_instances']} | "
+        lines.append(f"| {n} | {how} | {r['state']} | {r['wall_s']:.1f} | {r['trigger_to_done_s']:.1f} | "
+                     f"{r['idle_s']:.1f} | {r['task_instances']} | "
                      f"{r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | {', '.join(r['slowest'])} |"
                      if "task_instances" in r else
-                     f"| {n} | {how} | {r['state']} | {r['wall_s']:.1f} | – | – | {r['cpu_s']:.1f} | – | – |")
+                     f"| {n} | {how} | {r['state']} | {r['wall_s']:.1f} | {r['wall_s']:.1f} | – | – | {r['cpu_s']:.1f} | – | – |")
     for n in args.documents:
         s = next(r for m, h, r in rows if m == n and h.startswith("scheduler"))
         t = next(r for m, h, r in rows if m == n and h.startswith("airflow"))
         lines.append("")
         lines.append(f"{n} documents: the scheduler night takes {s['wall_s'] / t['wall_s']:.2f}× the wall of "
-                     f"`airflow dags test`.")
+                     f"`airflow dags test` from the run's start to its end, {s['trigger_to_done_s'] / t['wall_s']:.2f}× "
+                     f"from the trigger (REST API) to done (`dags test`: the whole command, start-up included).")
     pathlib.Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -510,7 +510,8 @@ async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats
         return
     if batch.reuse and batch.store.exists(meta_rel) and batch.store.exists(rel):
         meta = batch.store.read_json(meta_rel)
-        if meta.get("source") == "classifier" and meta.get("judge") == judge.name and meta.get("bundle_sha256") == bundle.sha256:
+        if meta.get("source") == "classifier" and meta.get("classifier_id") == judge.classifier_id \
+                and meta.get("bundle_sha256") == bundle.sha256:
             stats.cache_hits += 1
             lineage("classify", doc_id, source="classifier", implementation=meta.get("implementation"), cache="hit",
                     output_uri=batch.store.uri(rel))
@@ -529,7 +530,7 @@ async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats
     _clear_error(batch, doc_id)
     batch.write_if_changed(rel, result.classification)
     batch.write_if_changed(meta_rel, {"source": "classifier", "judge": judge.name, "implementation": result.implementation,
-                                      "bundle_sha256": bundle.sha256})
+                                      "classifier_id": judge.classifier_id, "bundle_sha256": bundle.sha256})
     lineage("classify", doc_id, source="classifier", implementation=result.implementation, cache="miss",
             llm_calls=result.usage.llm_calls, dominant_type=result.classification.dominant_type_overall,
             segments=result.classification.number_of_segments, output_uri=batch.store.uri(rel))

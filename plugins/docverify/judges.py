@@ -65,6 +65,12 @@ class Judge(ABC):
     #: Stable id of the implementation, written into every report (e.g. ``offline-v1``).
     name: str
 
+    @property
+    def classifier_id(self) -> str:
+        """What a stored classification must have been made by to be reused on a re-run: a new
+        classifier version (or prompt) classifies again instead of reusing the old output."""
+        return self.name
+
     @abstractmethod
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult: ...
 
@@ -93,6 +99,12 @@ class OfflineJudge(Judge):
     ``verify/v4_evidence.py``."""
 
     name = "offline-v1"
+
+    @property
+    def classifier_id(self) -> str:
+        from docverify.classify.offline import IMPLEMENTATION
+
+        return f"{self.name}+{IMPLEMENTATION}"
 
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult:
         from docverify.classify.offline import IMPLEMENTATION, classify_offline

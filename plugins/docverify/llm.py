@@ -728,6 +728,11 @@ class LLMJudge(Judge):
             4 attempts, exponential backoff with jitter); None calls once.
     """
 
+    @property
+    def classifier_id(self) -> str:
+        """The model and the classifier prompt's hash: a new prompt classifies again on a re-run."""
+        return f"{self.name}+{PROMPTS['classify']}:{prompt_hash(PROMPTS['classify'])}"
+
     def __init__(
         self,
         model: Model | str,
