@@ -51,7 +51,7 @@ test-e2e: $(STAMP) browser  ## the operator's night: real Airflow components + h
 
 screenshots:  ## the README's screenshots from the last browser test
 	cp build/e2e/03_trigger_form_defaults.png build/e2e/05_backfill_form.png build/e2e/07_task_log_lineage.png \
-		build/e2e/08_review_form.png docs/images/
+		build/e2e/09_packet_page.png build/e2e/10_review_answered.png docs/images/
 
 bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path, jury/second opinion
 	$(PY) scripts/bench_parse.py
