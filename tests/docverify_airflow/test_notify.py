@@ -133,3 +133,36 @@ def test_messages_carry_no_file_names_or_text():
     with pytest.raises(ValueError, match="unknown notification event"):
         notify.message("party", CONTEXT)
 
+
+
+def test_slack_through_the_providers_webhook_notifier(monkeypatch):
+    """The Slack channel posts to the webhook of its connection (a local HTTP server here)."""
+    import http.server
+    import threading
+
+    got: list[dict] = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            got.append({"path": self.path, "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):  # keep the test output quiet
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        from docverify_airflow import notify
+
+        url = f"http://127.0.0.1:{server.server_address[1]}/services/T000/B000/XXX"
+        monkeypatch.setenv("AIRFLOW_CONN_DOCVERIFY_SLACK", json.dumps({"conn_type": "slackwebhook", "password": url}))
+        monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_NOTIFY_SLACK_CONN_ID", "docverify_slack")
+        monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_NOTIFY_EMAIL", raising=False)
+        assert notify.send("reviews_waiting", CONTEXT, packets=2, uri="data/sme_packets") == ["slack"]
+    finally:
+        server.shutdown()
+    assert len(got) == 1 and got[0]["path"] == "/services/T000/B000/XXX"
+    assert got[0]["body"]["text"].startswith("*[docverify] 2 SME review(s) waiting: clinical_doc_verification 2026-11-20*")
