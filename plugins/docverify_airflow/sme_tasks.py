@@ -79,8 +79,9 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
                 review="opened")
     # the task's doc_id is the review's key (night, file name, content); the subject names the document
     return [{"doc_id": r["review_id"],
-             "subject": f"{r['doc_id']}" + (f" ({r['night']})" if r.get("night") else "") + " — " + (f"V5 rule {r['v5_rule']}" if r["v5_rule"] is not None
-                                                else f"not processed ({r.get('error') or 'error'})")
+             "subject": f"{r['doc_id']}" + (f" ({r['night']})" if r.get("night") else "") + " — "
+                        + (f"V5 rule {r['v5_rule']}" if r["v5_rule"] is not None
+                           else f"not processed ({r.get('error') or 'error'})")
                         + (f", {r['top_severity']}" if r["top_severity"] else "")
                         + f", {r['total_issues']} issue(s)",
              "assignees": assignees, "response_timeout_hours": hours} for r in chosen]
@@ -205,10 +206,12 @@ def _utc(value: Any) -> str | None:
     return str(value) if value else None
 
 
-def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any]) -> dict[str, Any]:
+def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], *,
+                  preset_pages: list[str | None] | None = None) -> dict[str, Any]:
     """Save the SME's answer (HITL ``execute_complete`` payload) as ground truth. *Agree* →
     SME_VALIDATED; *Correct* → SME_CORRECTED with the corrected type and/or segments. Returns ids,
-    source, version and URI (nothing of the document)."""
+    source, version and URI (nothing of the document). ``preset_pages``: the page types the form
+    was preset to (:func:`page_types`), when the caller has them already."""
     from docverify.sme import save_review
     from docverify_airflow.operators.sme_review import AGREE, CORRECT, page_field
 
@@ -223,8 +226,9 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any]) 
     agrees = chosen[0] == AGREE
     corrected_type = params.get("corrected_dominant_type") or None
     segments = parse_segments(params.get("corrected_segments"))
-    pages = [params.get(page_field(i)) for i in range(1, 1 + sum(1 for k in params if k.startswith("page_")))]
-    if pages and pages != page_types(doc_id):  # the page-by-page form: the SME changed a page
+    preset = page_types(doc_id) if preset_pages is None else preset_pages
+    pages = [params.get(page_field(i)) for i in range(1, len(preset) + 1)] if page_field(1) in params else []
+    if pages and pages != preset:  # the page-by-page form: the SME changed a page
         if any(kind is None for kind in pages):
             raise ValueError(f"doc_id={doc_id}: every page needs a type (page "
                              f"{pages.index(None) + 1} has none); choose one of the five types")

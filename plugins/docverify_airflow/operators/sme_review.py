@@ -124,8 +124,9 @@ class SMEReviewOperator(HITLOperator):
             sme_tasks.release_claim(context, self.doc_id, "response timeout")
             sme_tasks.timed_out(self.doc_id)  # raises AirflowSkipException: the packet stays pending
         # the form of this document (page fields) as execute() wrote it: the answer is checked against it
-        self.params = ParamsDict(review_form_params(sme_tasks.page_types(self.doc_id)))
+        preset = sme_tasks.page_types(self.doc_id)
+        self.params = ParamsDict(review_form_params(preset))
         answer = super().execute_complete(context=context, event=event)
-        saved = sme_tasks.record_answer(context, self.doc_id, answer)
+        saved = sme_tasks.record_answer(context, self.doc_id, answer, preset_pages=preset)
         sme_tasks.release_claim(context, self.doc_id, "answered")
         return saved
