@@ -27,6 +27,7 @@ from collections import Counter
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
+from scripts.benchlib import publish  # noqa: E402
 from tests.fake_gemini import FakeGemini, request_kind  # noqa: E402
 
 from docverify.arbiters.second_opinion import SecondOpinion  # noqa: E402
@@ -124,12 +125,7 @@ def main() -> int:
         "judgment reads changed (share fixes do not change it: cache hits). The second opinion costs one "
         "request per accept/retry decision of each attempt (an escalation is not asked).",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_write:
-        out = ROOT / "docs" / "benchmarks" / "jury.md"
-        out.write_text(text)
-        print(f"written {out}")
+    publish(lines, "jury.md", write=not args.no_write)
     return 0
 
 

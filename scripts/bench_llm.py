@@ -25,6 +25,7 @@ from collections import defaultdict
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
+from scripts.benchlib import publish  # noqa: E402
 from tests.fake_gemini import FakeGemini, request_kind, user_text  # noqa: E402
 
 from docverify.cost import estimate_cost, price_source  # noqa: E402
@@ -169,12 +170,7 @@ def main() -> int:
         *[f"| {name} | {', '.join(codes)} | {n} | {final} |" for name, codes, n, final in blocker_rows],
         f"| **mean** | | **{statistics.mean(r[2] for r in blocker_rows):.2f}** | |",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_write:
-        out = ROOT / "docs" / "benchmarks" / "llm.md"
-        out.write_text(text)
-        print(f"written {out}")
+    publish(lines, "llm.md", write=not args.no_write)
     return 0
 
 

@@ -22,7 +22,9 @@ import time
 from collections import Counter
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "plugins"))
+sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
+
+from scripts.benchlib import publish  # noqa: E402
 
 from docverify.judges import OfflineJudge, Usage  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
@@ -89,12 +91,7 @@ def main() -> int:
         "Documents: the sample batch plus the 45 corpus PDFs (non-clinical ones included: they exercise the parser "
         "and the rules, their routes mean nothing clinically). Companion classifications are verified as given.",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_write:
-        out = ROOT / "docs" / "benchmarks" / "pipeline.md"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+    publish(lines, "pipeline.md", write=not args.no_write)
     return 0
 
 
