@@ -817,11 +817,11 @@ def _review_id(batch: Batch, doc: dict) -> str:
     return review_id(batch.ds, doc["doc_id"], doc.get("sha256"))
 
 
-def _night_packet_keys(batch: Batch) -> dict[str, list[str]]:
-    """This night's packet keys per doc id (``<ds>_<doc_id>_<10 hex>``), from one listing."""
+def _night_packet_keys(batch: Batch, docs: Iterable[str]) -> dict[str, list[str]]:
+    """This night's packet keys per doc id of ``docs`` (``<ds>_<doc_id>_<10 hex>``), from one listing."""
     import re
 
-    docs = {d["doc_id"] for d in batch.manifest()["documents"]}
+    docs = set(docs)
     out: dict[str, list[str]] = {}
     prefix = f"sme_packet_{batch.ds}_"
     for name in batch.store.list("sme_packets", ".json"):
@@ -861,7 +861,7 @@ def accept(batch: Batch) -> dict:
     stats = StageStats("accept")
     written = []
     by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
-    keys = _night_packet_keys(batch)
+    keys = _night_packet_keys(batch, by_id)
     for doc_id, result in _final_results(batch).items():
         if result.final_decision != "AUTO_ACCEPT":
             continue
@@ -896,7 +896,7 @@ def write_sme_packets(batch: Batch) -> dict:
     stats = StageStats("write_sme_packets")
     written, kept = [], []
     by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
-    keys = _night_packet_keys(batch)
+    keys = _night_packet_keys(batch, by_id)
 
     def production(doc_id: str) -> dict | None:
         """A production classification supplied beside the PDF: ``<doc>.production.json``
