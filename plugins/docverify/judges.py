@@ -24,6 +24,15 @@ from docverify.models import ClassificationOutput, DocumentBundle, Issue
 V3_CONTEXT_CHARS = 4000
 
 
+class JudgeThrottled(RuntimeError):
+    """The model's quota (429 / RESOURCE_EXHAUSTED) held a call back beyond the waiting budget.
+
+    Throttling is not a verdict: a stage never turns this into a document's
+    ``VERIFICATION_INCOMPLETE`` / ``CLASSIFICATION_FAILED``. It propagates, the task fails and
+    Airflow retries it later (outputs already written are reused), so a throttled night is slower,
+    never escalated. Only a real failure of the model may escalate a document."""
+
+
 @dataclass
 class Usage:
     llm_calls: int = 0
