@@ -1,11 +1,21 @@
 """One night's batch, stage by stage — the bodies of the nightly DAG's tasks, without Airflow.
 
-Every stage reads its inputs from the artifact store and writes its outputs there; what it
-returns is small (references, ids, counts) and is all that crosses XCom. Stages are idempotent:
-a second run of the same date reuses what is unchanged (a bundle whose PDF has the same sha256,
-a classification made by the same implementation from the same bundle) and rewrites an output
-only when its content changed, so a re-run produces the same files and no duplicates. A
-reviewed SME packet and a ground-truth record are never overwritten.
+Every stage reads its inputs through the night's typed run store (:class:`docverify.runstore.RunStore`:
+every path of the layout, one request per read, each object read at most once per task) and
+writes its outputs there; what it returns is small (references, ids, counts) and is all that
+crosses XCom. The graph: discover → layout → plan_shards → ``verify[shard]`` (classify when no
+companion classification, V1, V2–V4 with their judgments concurrent, V5's decision on attempt 0 —
+all through :func:`docverify.pipeline.verify_document`; one ``result.json`` per document and one
+summary per shard) → ``v5_arbiter`` (the branch, from the shard summaries) → ``auto_fix_retry``
+(the same pipeline from the stored attempt 0) → accept / write_sme_packets → batch_report.
+
+Stages are idempotent: a second run of the same date reuses what is unchanged (a bundle whose PDF
+has the same sha256, a classification made by the same implementation from the same bundle) and
+rewrites an output only when its content changed, so a re-run produces the same files and no
+duplicates. A reviewed SME packet and a ground-truth record are never overwritten.
+
+Throttling (:class:`docverify.judges.JudgeThrottled`) is never a document's verdict: it propagates
+out of the stage, the task fails and Airflow retries it (what was written is reused).
 
 Lineage: every stage logs one line per document on the ``docverify.lineage`` logger:
 ``lineage {"task": …, "doc_id": …, …}`` — ids, URIs, hashes, implementations, issue codes,
@@ -15,17 +25,16 @@ decisions and rules; never page text, snippets or issue messages (they may hold 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
+import math
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from docverify.codes import make_issue
-from docverify.judges import Judge, Usage
+from docverify.judges import Judge, JudgeThrottled, Usage
 from docverify.limits import (
     MAX_COMPANION_BYTES,
     MAX_PAGE_CHARS,
@@ -34,15 +43,23 @@ from docverify.limits import (
     check_size,
     load_classification,
 )
-from docverify.models import DocumentBundle, Issue, VerificationResult
-from docverify.outputs import write_outcome
+from docverify.models import DocumentBundle, VerificationReport, VerificationResult
 from docverify.paths import doc_id_for, safe_ds, safe_prefix
-from docverify.pipeline import AGENTS, AgentOutcome, assemble, run_agent, run_v1, verify_document
+from docverify.pipeline import verify_document
 from docverify.resources import sha256_bytes
-from docverify.retry import attempt_record, make_result
-from docverify.sme import build_packet, write_packet
-from docverify.store import ArtifactStore, dumps
-from docverify.verify.v1_schema import parse
+from docverify.runstore import (
+    VOLATILE,
+    BundleMeta,
+    ClassificationMeta,
+    DocResult,
+    ErrorRecord,
+    Manifest,
+    ManifestDoc,
+    NightIndex,
+    Routes,
+    RunStore,
+)
+from docverify.store import ArtifactStore
 
 log = logging.getLogger("docverify.batch")
 lineage_log = logging.getLogger("docverify.lineage")
@@ -50,8 +67,12 @@ lineage_log = logging.getLogger("docverify.lineage")
 ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
 #: The task the branch follows for each route (the retry route starts by planning its shards).
 ROUTE_TASKS = {"accept": "accept", "auto_fix_retry": "plan_retry_shards", "write_sme_packets": "write_sme_packets"}
-#: Top-level keys that change on every run and do not make an output different.
-VOLATILE = ("accepted_at", "created_at", "run_id")
+#: Mapped task instances per night at most (the shard size grows with the night to stay under it).
+MAX_SHARDS = 64
+#: Airflow's default ``[core] max_map_length``: more mapped instances than this cannot be created.
+AIRFLOW_MAP_LIMIT = 1024
+
+__all__ = ["VOLATILE", "ArtifactStore", "Batch", "doc_id_for"]
 
 
 def lineage(task: str, doc_id: str, **fields: Any) -> None:
@@ -62,7 +83,9 @@ def lineage(task: str, doc_id: str, **fields: Any) -> None:
 
 @dataclass
 class Batch:
-    """What every stage needs: where the artifacts live and which date partition this is."""
+    """What every stage needs: where the artifacts live and which date partition this is. Its
+    :attr:`rs` (the typed run store) memoises reads for the life of the object: the DAG builds one
+    per task, and so do the in-process stage runners (``tests/batch_stages.py``)."""
 
     store: ArtifactStore
     ds: str
@@ -70,45 +93,43 @@ class Batch:
     prefix: str = ""  # incoming prefix relative to the root; default incoming/<ds>
     reuse: bool = True
     concurrency: int = 8
+    rs: RunStore = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         safe_ds(self.ds)  # the date and the batch_prefix param become paths: refused when unsafe
         if self.prefix.strip("/"):
             safe_prefix(self.prefix)
+        self.rs = RunStore(self.store, self.ds)
+
+    def fresh(self) -> Batch:
+        """The same batch with an empty memo (what the next task of the night sees)."""
+        return Batch(store=self.store, ds=self.ds, run_id=self.run_id, prefix=self.prefix, reuse=self.reuse,
+                     concurrency=self.concurrency)
 
     @property
     def incoming(self) -> str:
         return safe_prefix(self.prefix) if self.prefix.strip("/") else f"incoming/{self.ds}"
 
     def run_rel(self, doc_id: str, name: str = "") -> str:
-        base = ArtifactStore.run_dir(self.ds, doc_id)
-        return f"{base}/{name}" if name else base
+        return self.rs.doc_rel(doc_id, name)
 
     @property
     def manifest_rel(self) -> str:
-        return f"runs/{self.ds}/_manifest.json"
+        return self.rs.manifest_rel
 
     @property
     def routes_rel(self) -> str:
-        return f"runs/{self.ds}/_routes.json"
+        return self.rs.routes_rel
 
     def stage_rel(self, stage: str) -> str:
-        return f"runs/{self.ds}/_stages/{stage}.json"
+        return self.rs.stage_rel(stage)
 
     def manifest(self) -> dict:
-        return self.store.read_json(self.manifest_rel)
+        """The manifest as stored (a dict; :meth:`RunStore.manifest` gives the model)."""
+        return self.rs.manifest().as_json()
 
     def write_if_changed(self, rel: str, obj: Any, volatile: Iterable[str] = VOLATILE) -> bool:
-        """Write unless the stored JSON is equal apart from ``volatile`` top-level keys
-        (timestamps, run ids): a re-run leaves unchanged outputs byte for byte."""
-        data = json.loads(dumps(obj))
-        if self.store.exists(rel):
-            old = self.store.read_json(rel)
-            strip = set(volatile)
-            if {k: v for k, v in old.items() if k not in strip} == {k: v for k, v in data.items() if k not in strip}:
-                return False
-        self.store.write_json(rel, data)
-        return True
+        return self.rs.write_if_changed(rel, obj, volatile)
 
 
 USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
@@ -142,12 +163,19 @@ class StageStats:
             for key, value in _usage_dict(usage).items():
                 d[key] += value
 
+    def record(self, **extra: Any) -> dict:
+        return {"stage": self.stage, "docs": self.docs, "errors": self.errors, "cache_hits": self.cache_hits,
+                "seconds": round(time.perf_counter() - self.started, 3),
+                "llm": _usage_dict(self.usage), "llm_per_document": self.per_doc,
+                "price_model": self.price_model, **extra}
+
     def save(self, batch: Batch, key: str | None = None, **extra: Any) -> dict:
-        out = {"stage": self.stage, "docs": self.docs, "errors": self.errors, "cache_hits": self.cache_hits,
-               "seconds": round(time.perf_counter() - self.started, 3),
-               "llm": _usage_dict(self.usage), "llm_per_document": self.per_doc,
-               "price_model": self.price_model, **extra}
-        batch.store.write_json(batch.stage_rel(key or self.stage), out)
+        out = self.record(**extra)
+        batch.rs.write_json(batch.rs.stage_rel(key or self.stage), out)
+        self.log(out)
+        return out
+
+    def log(self, out: dict) -> None:
         log.info("stage %s: %d document(s), %d error(s), %d reused, %.2fs, %d LLM call(s)", self.stage,
                  self.docs, self.errors, self.cache_hits, out["seconds"], self.usage.llm_calls)
         return out
@@ -167,25 +195,34 @@ async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: i
 # =========================================================================== discover
 
 
+def _error_record(doc: dict, code: str, message: str, stage: str) -> dict:
+    return {"doc_id": doc["doc_id"], "stage": stage, "error": code, "message": message, "file": doc["pdf_uri"]}
+
+
 def _input_error(batch: Batch, entry: dict, code: str, message: str) -> None:
     """A document refused at discovery (not a regular file, too large): its error record, so it
     is escalated with the error in its packet — counted, never dropped, never read."""
-    batch.write_if_changed(batch.run_rel(entry["doc_id"], "error.json"),
-                           {**_error_record(entry, code, message, "discover"), "sha256": entry["sha256"]})
+    batch.rs.write_if_changed(batch.rs.error_rel(entry["doc_id"]),
+                              {**_error_record(entry, code, message, "discover"), "sha256": entry["sha256"]})
 
 
 def discover(batch: Batch, max_documents: int = 0) -> dict:
-    """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json``) into the
-    manifest. Inputs are never modified. A symbolic link or another non-regular file named
-    ``*.pdf`` is never followed or read, and a file over ``MAX_PDF_BYTES`` is never read: each is
-    an error record of its document (``INPUT_NOT_REGULAR`` / ``TOO_LARGE``). Hashes are streamed."""
+    """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json`` /
+    ``<doc>.production.json``) into the manifest. Inputs are never modified. A symbolic link or
+    another non-regular file named ``*.pdf`` is never followed or read, and a file over
+    ``MAX_PDF_BYTES`` is never read: each is an error record of its document
+    (``INPUT_NOT_REGULAR`` / ``TOO_LARGE``). Hashes are streamed. A refusal of an earlier run that
+    no longer holds (the file was fixed) is cleared, known from the earlier manifest (one read)."""
+    rs = batch.rs
     stats = StageStats("discover")
     entries = batch.store.entries(batch.incoming)
-    files = {n for n, kind, _ in entries if kind == "file"}
+    files = {n: size for n, kind, size in entries if kind == "file"}
     pdfs = [(n, kind, size) for n, kind, size in entries if n.lower().endswith(".pdf")]
     skipped = len(pdfs) - max_documents if max_documents and len(pdfs) > max_documents else 0
     if skipped:
         pdfs = pdfs[:max_documents]
+    previous = rs.manifest_if_exists()
+    refused_before = {d.doc_id for d in previous.documents if d.input_error} if previous else set()
     docs, seen = [], set()
     for name, kind, size in pdfs:
         doc_id = doc_id_for(name)
@@ -193,9 +230,14 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
             doc_id = f"{doc_id}_{sha256_bytes(name.encode('utf-8', 'surrogatepass'))[:16]}"
         seen.add(doc_id)
         rel = f"{batch.incoming}/{name}"
-        companion = f"{name[:-4]}.classification.json"
-        entry = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": batch.store.uri(rel), "sha256": "",
-                 "bytes": size, "classification_rel": f"{batch.incoming}/{companion}" if companion in files else None}
+        companion, production = f"{name[:-4]}.classification.json", f"{name[:-4]}.production.json"
+        entry: dict[str, Any] = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": rs.uri(rel), "sha256": "",
+                                 "bytes": size,
+                                 "classification_rel": f"{batch.incoming}/{companion}" if companion in files else None}
+        if companion in files:
+            entry["classification_bytes"] = files[companion]
+        if production in files:
+            entry["production_rel"] = f"{batch.incoming}/{production}"
         error = None
         if kind != "file":
             error = ("INPUT_NOT_REGULAR", f"{entry['pdf_uri']} is a {'symbolic link' if kind == 'symlink' else kind} "
@@ -203,7 +245,7 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
         else:
             try:
                 check_size(size, MAX_PDF_BYTES, entry["pdf_uri"], "PDF")
-                entry["sha256"] = batch.store.sha256(rel)
+                entry["sha256"] = rs.sha256(rel)
             except InputError:
                 error = ("TOO_LARGE", f"{entry['pdf_uri']} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
                          f"(docverify.limits.MAX_PDF_BYTES); it was not read — split it")
@@ -211,29 +253,82 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
             entry["input_error"] = error[0]
             stats.errors += 1
             _input_error(batch, entry, *error)
-        elif batch.store.exists(batch.run_rel(doc_id, "error.json")):
-            old = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-            if old.get("stage") == "discover":  # the file was fixed since: forget the old refusal
-                _clear_error(batch, doc_id)
+        elif doc_id in refused_before:  # the file was fixed since: forget the old refusal
+            rs.delete(rs.error_rel(doc_id))
         docs.append(entry)
         lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=size,
                 provided_classification=entry["classification_rel"] is not None, error=entry.get("input_error"))
     stats.docs = len(docs)
-    manifest = {"ds": batch.ds, "incoming": batch.store.uri(batch.incoming), "documents": docs,
-                "skipped_over_max_documents": skipped}
-    batch.write_if_changed(batch.manifest_rel, manifest)
-    stats.save(batch, max_documents=max_documents, skipped_over_max_documents=skipped)
+    manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=[ManifestDoc(**d) for d in docs],
+                        skipped_over_max_documents=skipped)
+    # the stage's record rides in the manifest (``stats``, volatile): no object of its own
+    out = stats.record(max_documents=max_documents, skipped_over_max_documents=skipped)
+    rs.write_if_changed(rs.manifest_rel, {**manifest.as_json(), "stats": out}, volatile=(*VOLATILE, "stats"))
+    stats.log(out)
     if not docs:
         log.warning("no PDF under %s: nothing to verify (put files there, or set the batch_prefix param)",
-                    batch.store.uri(batch.incoming))
-    return {"manifest": batch.store.uri(batch.manifest_rel), "documents": len(docs)}
+                    rs.uri(batch.incoming))
+    return {"manifest": rs.uri(rs.manifest_rel), "documents": len(docs)}
 
 
 # =========================================================================== layout
 
 
-def _error_record(doc: dict, code: str, message: str, stage: str) -> dict:
-    return {"doc_id": doc["doc_id"], "stage": stage, "error": code, "message": message, "file": doc["pdf_uri"]}
+@dataclass
+class _Layout:
+    """What the layout stage learns per document, saved as its record (a
+    :class:`~docverify.runstore.NightIndex`, which the later stages read instead of the manifest):
+    the documents with a bundle, the error records of the others, and those whose run folder did
+    not exist before (``new``: nothing of theirs to reuse downstream, no request to find out)."""
+
+    batch: Batch
+    ok: set[str] = field(default_factory=set)
+    errors: dict[str, dict] = field(default_factory=dict)
+    new: list[str] = field(default_factory=list)
+    parsed: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rs = self.batch.rs
+        self.manifest = rs.manifest()
+        self.present = rs.names(rs.night)  # one listing: which documents have a run folder
+        self.previous = rs.night_index()
+
+    def seen(self, doc_id: str) -> None:
+        if doc_id not in self.present:
+            self.new.append(doc_id)
+
+    def reusable(self, doc: dict, parsers: Iterable[str] = (), prefix: str = "") -> bool:
+        """The bundle this night's earlier layout recorded for the same PDF (sha256) by one of
+        ``parsers`` (or a parser starting with ``prefix``) — known without reading the bundle."""
+        if self.previous is None or doc["doc_id"] not in self.present:
+            return False
+        sha, parser = (self.previous.parsed.get(doc["doc_id"]) or ["", ""])[:2]
+        return sha == doc["sha256"] and (parser in parsers or bool(prefix and parser.startswith(prefix)))
+
+    def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
+        self.ok.add(doc_id)
+        self.parsed[doc_id] = [sha256, parser]
+        if self.previous is not None and doc_id in self.previous.errors:  # an earlier error no longer holds
+            self.batch.rs.delete(self.batch.rs.error_rel(doc_id))
+
+    def failed(self, doc_id: str, record: dict) -> None:
+        self.errors[doc_id] = record
+
+    def input_error(self, doc: dict) -> None:
+        """A document refused at discovery: its error record (one read, refusals only)."""
+        rec = self.batch.rs.get_json(self.batch.rs.error_rel(doc["doc_id"])) or _error_record(
+            doc, doc["input_error"], f"{doc['pdf_uri']}: refused at discovery ({doc['input_error']})", "discover")
+        self.failed(doc["doc_id"], rec)
+
+    def save(self, stats: StageStats, **extra: Any) -> dict:
+        docs = self.manifest.documents
+        return stats.save(self.batch, documents=[d.model_dump(mode="json", exclude_none=True) for d in docs],
+                          ok=[d.doc_id for d in docs if d.doc_id in self.ok and d.doc_id not in self.errors],
+                          errors=self.errors, new=self.new, parsed=self.parsed, **extra)
+
+
+def _docs(batch: Batch) -> list[dict]:
+    return batch.manifest()["documents"]
 
 
 def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> dict:
@@ -246,16 +341,21 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
     reusable = (PARSER_ID, OCR_PARSER_ID()) if ocr else (PARSER_ID,)
 
     stats = StageStats("layout")
-    docs = batch.manifest()["documents"]
+    docs = _docs(batch)
+    state = _Layout(batch)
     todo = []
     for doc in docs:
+        state.seen(doc["doc_id"])
         if doc.get("input_error"):  # refused at discovery: never parsed
             stats.errors += 1
+            state.input_error(doc)
             continue
-        if batch.reuse and _bundle_reusable(batch, doc, reusable):
+        hit = _bundle_reusable(batch, doc, reusable, state) if batch.reuse else None
+        if hit:
             stats.cache_hits += 1
+            state.laid_out(doc["doc_id"], hit[0], hit[1])
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
-                    cache="hit", output_uri=batch.store.uri(batch.run_rel(doc["doc_id"], "bundle.json")))
+                    cache="hit", output_uri=batch.rs.uri(batch.rs.bundle_rel(doc["doc_id"])))
         else:
             todo.append(doc)
     with tempfile.TemporaryDirectory(prefix="docverify-layout-") as tmp:
@@ -264,11 +364,11 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
             local[_local_file(batch, doc, tmp)] = doc
         for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr):
             doc = local[path]
-            _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats)
+            _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
     stats.docs = len(docs)
     # the stage's implementation: with OCR on, the OCR engine is part of it (each bundle's
     # ``parser`` names the engine only when one of its pages was OCR'd)
-    return stats.save(batch, parser=OCR_PARSER_ID() if ocr else PARSER_ID)
+    return state.save(stats, parser=OCR_PARSER_ID() if ocr else PARSER_ID)
 
 
 def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
@@ -283,48 +383,45 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     return target
 
 
-def _bundle_reusable(batch: Batch, doc: dict, parser: str | tuple[str, ...]) -> bool:
-    rel = batch.run_rel(doc["doc_id"], "bundle.json")
-    if not batch.store.exists(rel):
-        return False
-    head = batch.store.read_json(rel)
+def _bundle_reusable(batch: Batch, doc: dict, parser: str | tuple[str, ...], state: _Layout) -> list[str] | None:
+    """[sha256, parser] of a bundle of the same PDF by one of ``parser``, or None: from this
+    night's earlier layout record (no request), else one read of the bundle (none for a document
+    without a run folder; the bundle is not kept in memory)."""
     parsers = (parser,) if isinstance(parser, str) else parser
-    if head.get("sha256") == doc["sha256"] and head.get("parser") in parsers:
-        _clear_error(batch, doc["doc_id"])
-        return True
-    return False
+    if state.previous is not None:  # the record says what this night's layout made
+        return state.previous.parsed[doc["doc_id"]][:2] if state.reusable(doc, parsers) else None
+    head = batch.rs.get_json(batch.rs.bundle_rel(doc["doc_id"]), memo=False)
+    if bool(head) and head.get("sha256") == doc["sha256"] and head.get("parser") in parsers:
+        return [head["sha256"], head["parser"]]
+    return None
 
 
-def _clear_error(batch: Batch, doc_id: str) -> None:
-    """Forget an earlier run's error for a document that now gets through (a re-run after a
-    transient fault)."""
-    err = batch.run_rel(doc_id, "error.json")
-    if batch.store.exists(err):
-        with contextlib.suppress(FileNotFoundError):  # a concurrent run of the night cleared it
-            batch.store.path(err).unlink()
-
-
-def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats) -> None:
+def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats,
+                   state: _Layout) -> None:
     doc_id = doc["doc_id"]
-    bundle_rel, err_rel = batch.run_rel(doc_id, "bundle.json"), batch.run_rel(doc_id, "error.json")
+    rs = batch.rs
+    bundle_rel, err_rel = rs.bundle_rel(doc_id), rs.error_rel(doc_id)
     if isinstance(result, error_type):
         stats.errors += 1
-        batch.write_if_changed(err_rel, _error_record(doc, result.code, result.message, "layout"))
+        record = {**_error_record(doc, result.code, result.message, "layout"), "sha256": doc["sha256"]}
+        state.failed(doc_id, record)
+        rs.write_if_changed(err_rel, record)
         lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
-                error=result.code, output_uri=batch.store.uri(err_rel))
+                error=result.code, output_uri=rs.uri(err_rel))
         return
     longest = max((len(p.text) for p in result.pages), default=0)
     if longest > MAX_PAGE_CHARS:  # one limit for every parser: such a page is never classified
         result = error_type("TOO_LARGE", f"{doc['pdf_uri']}: a page holds {longest} characters of text, over the "
                             f"limit of {MAX_PAGE_CHARS} (docverify.limits.MAX_PAGE_CHARS); split or re-export it",
                             doc["pdf_uri"])
-        return _record_layout(batch, doc, result, parser, error_type, stats)
+        return _record_layout(batch, doc, result, parser, error_type, stats, state)
     bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})
-    batch.store.write_json(bundle_rel, bundle)
-    _clear_error(batch, doc_id)
+    rs.write_json(bundle_rel, bundle)
+    rs.forget(rels=[bundle_rel])
+    state.laid_out(doc_id, bundle.sha256, bundle.parser)
     lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
             pages=bundle.total_pages, has_tables=any(p.layout_metadata.has_tables for p in bundle.pages),
-            output_uri=batch.store.uri(bundle_rel))
+            output_uri=rs.uri(bundle_rel))
 
 
 DOCAI_PARSER_PREFIX = "document_ai:"
@@ -334,6 +431,38 @@ DOCAI_PARSER_PREFIX = "document_ai:"
 _DOCAI_RETRYABLE_STATUS = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE
 
 
+def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARSER_PREFIX,
+                 state: _Layout | None = None) -> tuple[list[dict], dict[str, list[str]], dict[str, dict]]:
+    """(documents to lay out, reused laid-out id → [sha256, parser], reused permanent failures
+    id → error record). With the layout's ``state``, this night's earlier record answers without a
+    read; else the bundle and error record are read."""
+    docs = [d for d in docs if not d.get("input_error")]  # refused at discovery: never sent
+    if not batch.reuse:
+        return list(docs), {}, {}
+    out, ok, failed = [], {}, {}
+    rs = batch.rs
+    prev = state.previous if state is not None else None
+    for doc in docs:
+        doc_id = doc["doc_id"]
+        if prev is not None:
+            if state is not None and state.reusable(doc, prefix=parser_prefix):
+                ok[doc_id] = prev.parsed[doc_id]
+                continue
+            err = prev.errors.get(doc_id) if doc_id in state.present else None  # type: ignore[union-attr]
+        else:
+            head = rs.get_json(rs.bundle_rel(doc_id), memo=False)
+            if head and head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
+                ok[doc_id] = [head["sha256"], head["parser"]]
+                continue
+            err = rs.get_json(rs.error_rel(doc_id))
+        if err and err.get("sha256") == doc["sha256"] and str(err.get("parser", "")).startswith(parser_prefix) \
+                and err.get("retryable") is False:
+            failed[doc_id] = err
+            continue
+        out.append(doc)
+    return out, ok, failed
+
+
 def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
                    parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[dict]:
     """The manifest's documents that need a (new) layout: no bundle yet, another PDF (sha256), or
@@ -341,31 +470,36 @@ def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
     same parser family, and a permanent Document AI failure of the same PDF (``retryable``
     false in its error record) — a re-run does not pay the service again for either. ``docs``:
     the manifest's documents when the caller has them already."""
-    docs = batch.manifest()["documents"] if docs is None else docs
-    docs = [d for d in docs if not d.get("input_error")]  # refused at discovery: never sent
-    if not batch.reuse:
-        return list(docs)
-    out = []
-    for doc in docs:
-        head = batch.store.read_json_if_exists(batch.run_rel(doc["doc_id"], "bundle.json"))
-        if head and head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
-            continue
-        err = batch.store.read_json_if_exists(batch.run_rel(doc["doc_id"], "error.json"))
-        if err and err.get("sha256") == doc["sha256"] and err.get("parser", "").startswith(parser_prefix) \
-                and err.get("retryable") is False:
-            continue
-        out.append(doc)
-    return out
+    return _docai_reuse(batch, _docs(batch) if docs is None else docs, parser_prefix)[0]
 
 
-def _docai_error(batch: Batch, doc: dict, exc: Any, stats: StageStats, *, retryable: bool) -> None:
+def _docai_error(batch: Batch, doc: dict, exc: Any, stats: StageStats, state: _Layout, *, retryable: bool) -> None:
     """A Document AI document error: the usual error record plus what a re-run needs to know."""
     stats.errors += 1
-    rel = batch.run_rel(doc["doc_id"], "error.json")
-    batch.write_if_changed(rel, {**_error_record(doc, exc.code, exc.message, "layout"), "sha256": doc["sha256"],
-                                 "parser": DOCAI_PARSER_PREFIX + "layout-parser", "retryable": retryable})
+    rel = batch.rs.error_rel(doc["doc_id"])
+    record = {**_error_record(doc, exc.code, exc.message, "layout"), "sha256": doc["sha256"],
+              "parser": DOCAI_PARSER_PREFIX + "layout-parser", "retryable": retryable}
+    state.failed(doc["doc_id"], record)
+    batch.rs.write_if_changed(rel, record)
     lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser="document_ai",
-            cache="miss", error=exc.code, retryable=retryable, output_uri=batch.store.uri(rel))
+            cache="miss", error=exc.code, retryable=retryable, output_uri=batch.rs.uri(rel))
+
+
+def _docai_start(batch: Batch, stats: StageStats) -> tuple[list[dict], set[str], _Layout]:
+    docs = _docs(batch)
+    state = _Layout(batch)
+    todo, ok, failed = _docai_reuse(batch, docs, state=state)
+    for doc in docs:
+        state.seen(doc["doc_id"])
+        if doc.get("input_error"):
+            stats.errors += 1
+            state.input_error(doc)
+    for doc_id, (sha, parser) in ok.items():
+        state.laid_out(doc_id, sha, parser)
+    for doc_id, record in failed.items():
+        state.failed(doc_id, record)
+    stats.cache_hits += len(ok) + len(failed)
+    return docs, {d["doc_id"] for d in todo}, state
 
 
 def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callable[[str], Any]) -> dict:
@@ -381,36 +515,36 @@ def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callabl
 
     stats = StageStats("layout")
     by_uri = {r["input_uri"]: r for r in results}
-    docs = batch.manifest()["documents"]
-    todo = {d["doc_id"] for d in docs_to_layout(batch, docs)}
+    docs, todo, state = _docai_start(batch, stats)
     for doc in docs:
         if doc["doc_id"] not in todo:
-            stats.cache_hits += 1
-            lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="hit",
-                    parser="document_ai")
+            if not doc.get("input_error"):
+                lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="hit",
+                        parser="document_ai")
             continue
         r = by_uri.get(doc["pdf_uri"])
         if r is None:
             _docai_error(batch, doc, ParseError("DOCAI_NO_RESULT", f"{doc['pdf_uri']}: Document AI returned no "
                          f"result for this document; re-run the DAG run (it is submitted again)", doc["pdf_uri"]),
-                         stats, retryable=True)
+                         stats, state, retryable=True)
             continue
         if not r.get("ok"):
             code = r.get("error_code") or "DOCAI_FAILED"
             status = r.get("status_code")
             exc = ParseError(code, f"{doc['pdf_uri']}: Document AI could not process it (status {status}: "
                              f"{r.get('status_message') or 'no message'}); check the file, then re-run", doc["pdf_uri"])
-            _docai_error(batch, doc, exc, stats, retryable=code == "DOCAI_FAILED" and status in _DOCAI_RETRYABLE_STATUS)
+            _docai_error(batch, doc, exc, stats, state,
+                         retryable=code == "DOCAI_FAILED" and status in _DOCAI_RETRYABLE_STATUS)
             continue
         try:
             bundle = bundle_from_docai(load_docai_output(open_output(r["output_uri"])), doc_id=doc["doc_id"],
                                        file_path=doc["pdf_uri"], sha256=doc["sha256"])
         except ParseError as exc:
-            _docai_error(batch, doc, exc, stats, retryable=False)
+            _docai_error(batch, doc, exc, stats, state, retryable=False)
             continue
-        _record_layout(batch, doc, bundle, bundle.parser, ParseError, stats)
+        _record_layout(batch, doc, bundle, bundle.parser, ParseError, stats, state)
     stats.docs = len(docs)
-    return stats.save(batch, parser="document_ai:batch")
+    return state.save(stats, parser="document_ai:batch")
 
 
 def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_pages: int = 15) -> dict:
@@ -423,11 +557,9 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
     from docverify.layout.local_pdf import page_count
 
     stats = StageStats("layout")
-    docs = batch.manifest()["documents"]
-    todo = {d["doc_id"] for d in docs_to_layout(batch, docs)}
+    docs, todo, state = _docai_start(batch, stats)
     for doc in docs:
         if doc["doc_id"] not in todo:
-            stats.cache_hits += 1
             continue
         data = batch.store.read_bytes(doc["pdf_rel"])
         result: Any
@@ -440,350 +572,365 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
             result = bundle_from_docai(process(data), doc_id=doc["doc_id"], file_path=doc["pdf_uri"],
                                        sha256=doc["sha256"])
         except ParseError as exc:
-            _docai_error(batch, doc, exc, stats, retryable=False)
+            _docai_error(batch, doc, exc, stats, state, retryable=False)
             continue
         except Exception as exc:  # noqa: BLE001 - one document's fault never fails the stage
             _docai_error(batch, doc, ParseError("DOCAI_FAILED", f"{doc['pdf_uri']}: Document AI online processing "
                          f"failed ({type(exc).__name__}); re-run when the service is available", doc["pdf_uri"]),
-                         stats, retryable=True)
+                         stats, state, retryable=True)
             continue
-        _record_layout(batch, doc, result, result.parser, ParseError, stats)
+        _record_layout(batch, doc, result, result.parser, ParseError, stats, state)
     stats.docs = len(docs)
-    return stats.save(batch, parser="document_ai:online")
+    return state.save(stats, parser="document_ai:online")
 
 
 # =========================================================================== shards
 
 
+def night_index(batch: Batch) -> NightIndex:
+    """The layout stage's record (one read). A night laid out without it (a test writing bundles
+    by hand) is indexed from the manifest, probing each document's folder."""
+    rs = batch.rs
+    index = rs.night_index()
+    if index is not None:
+        return index
+    docs = rs.manifest().documents
+    ok, errors = [], {}
+    for d in docs:
+        err = rs.error(d.doc_id)
+        if d.input_error or err is not None:
+            errors[d.doc_id] = err.model_dump(mode="json") if err else _error_record(
+                d.model_dump(), d.input_error or "", f"{d.pdf_uri}: refused at discovery", "discover")
+        elif rs.exists(rs.bundle_rel(d.doc_id)):
+            ok.append(d.doc_id)
+    return NightIndex(documents=docs, ok=ok, errors=errors)
+
+
+def shard_size_for(documents: int, shard_size: int = 25, max_shards: int = MAX_SHARDS,
+                   map_limit: int = AIRFLOW_MAP_LIMIT) -> int:
+    """Documents per mapped task: ``shard_size`` is the minimum; it grows with the night so the
+    number of shards stays at most ``max_shards`` (and never above Airflow's ``map_limit``).
+    A bad value is a :class:`ValueError` (deterministic: the task fails at once)."""
+    if int(shard_size) < 1:
+        raise ValueError(f"shard_size must be at least 1, not {shard_size}")
+    if int(max_shards) < 1:
+        raise ValueError(f"max_shards must be at least 1, not {max_shards}")
+    if int(max_shards) > int(map_limit):
+        raise ValueError(f"max_shards={max_shards} is over Airflow's map limit ([core] max_map_length = "
+                         f"{map_limit}): lower the param or raise the limit")
+    return max(int(shard_size), math.ceil(documents / int(max_shards)) if documents else 1)
+
+
+def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
+          map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
+    size = shard_size_for(len(ids), shard_size, max_shards, map_limit)
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
+
+
 def failed_documents(batch: Batch) -> list[str]:
-    return [d["doc_id"] for d in batch.manifest()["documents"]
-            if batch.store.exists(batch.run_rel(d["doc_id"], "error.json"))]
+    return sorted(night_index(batch).errors)
 
 
-def plan_shards(batch: Batch, shard_size: int = 25) -> list[list[str]]:
-    """Documents with a bundle, in shards of ``shard_size`` (a shard is one mapped task)."""
-    ok = [d["doc_id"] for d in batch.manifest()["documents"]
-          if batch.store.exists(batch.run_rel(d["doc_id"], "bundle.json"))
-          and not batch.store.exists(batch.run_rel(d["doc_id"], "error.json"))]
-    size = max(1, int(shard_size))
-    shards = [ok[i:i + size] for i in range(0, len(ok), size)]
+def plan_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS,
+                map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
+    """Documents with a bundle in at most ``max_shards`` shards of at least ``shard_size`` (a shard
+    is one mapped ``verify`` task). The plan is the task's return value (XCom): the arbiter gets
+    it from there."""
+    index = night_index(batch)
+    ok = index.ok
+    shards = split(ok, shard_size, max_shards, map_limit)
+    size = shard_size_for(len(ok), shard_size, max_shards, map_limit)
     log.info("planned %d shard(s) of at most %d for %d document(s); %d document(s) failed layout",
-             len(shards), size, len(ok), len(failed_documents(batch)))
+             len(shards), size, len(ok), len(index.errors))
     return shards
 
 
 def _bundle(batch: Batch, doc_id: str) -> DocumentBundle:
-    return DocumentBundle.model_validate(batch.store.read_json(batch.run_rel(doc_id, "bundle.json")))
+    bundle = batch.rs.bundle(doc_id)
+    if bundle is None:
+        raise FileNotFoundError(f"{batch.rs.uri(batch.rs.bundle_rel(doc_id))}: no bundle")
+    return bundle
 
 
-# =========================================================================== classify
+# =========================================================================== verify
 
 
-def read_companion(batch: Batch, rel: str) -> dict:
+def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict:
     """A ``<doc>.classification.json`` beside a PDF, within ``docverify.limits`` (size checked
-    before the read; bytes, nesting, numbers, segment counts, a JSON object), or InputError."""
-    uri = batch.store.uri(rel)
-    check_size(batch.store.size(rel), MAX_COMPANION_BYTES, uri, "classification")
-    return load_classification(batch.store.read_bytes(rel), uri)
+    before the read — from discovery's listing when given; bytes, nesting, numbers, segment
+    counts, a JSON object), or InputError."""
+    uri = batch.rs.uri(rel)
+    check_size(batch.store.size(rel) if size is None else size, MAX_COMPANION_BYTES, uri, "classification")
+    data = batch.store.read_bytes(rel)
+    check_size(len(data), MAX_COMPANION_BYTES, uri, "classification")  # replaced since discovery
+    return load_classification(data, uri)
 
 
-async def _classify_one(batch: Batch, doc: dict, judge: Judge, stats: StageStats) -> None:
-    doc_id = doc["doc_id"]
-    rel, meta_rel = batch.run_rel(doc_id, "classification.json"), batch.run_rel(doc_id, "classification_meta.json")
-    bundle = _bundle(batch, doc_id)
-    if doc.get("classification_rel"):
+def _decision_value(d: Any) -> str:
+    return str(getattr(d, "value", d))
+
+
+def _error_result(doc: ManifestDoc, bundle: BundleMeta | None, code: str, message: str, stage: str) -> DocResult:
+    return DocResult(doc_id=doc.doc_id, route="write_sme_packets", bundle=bundle, production_rel=doc.production_rel,
+                     decision={"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": code},
+                     error=ErrorRecord(doc_id=doc.doc_id, stage=stage, error=code, message=message, file=doc.pdf_uri,
+                                       sha256=doc.sha256))
+
+
+async def _classification(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle, prior: DocResult | None,
+                          judge: Judge, stats: StageStats) -> tuple[Any, ClassificationMeta] | DocResult:
+    """The document's classification: the companion beside the PDF, the earlier run's (same
+    classifier, same bundle), or the judge's classifier. A fault is the document's error result."""
+    rs, doc_id = batch.rs, doc.doc_id
+    out_uri = rs.uri(rs.result_rel(doc_id))
+    if doc.classification_rel:
         try:
-            raw = read_companion(batch, doc["classification_rel"])
+            raw = read_companion(batch, doc.classification_rel, doc.classification_bytes)
         except InputError as exc:  # this document only: escalated with the error in its packet
             stats.errors += 1
-            batch.write_if_changed(batch.run_rel(doc_id, "error.json"),
-                                   _error_record(doc, exc.code, exc.message, "classify"))
-            lineage("classify", doc_id, source="provided", error=exc.code,
-                    input_uri=batch.store.uri(doc["classification_rel"]))
-            return
-        _clear_error(batch, doc_id)
-        batch.write_if_changed(rel, raw)
-        meta = {"source": "provided", "uri": batch.store.uri(doc["classification_rel"]), "implementation": "provided",
-                "bundle_sha256": bundle.sha256}
-        batch.write_if_changed(meta_rel, meta)
-        lineage("classify", doc_id, source="provided", input_uri=meta["uri"], output_uri=batch.store.uri(rel))
-        return
-    if batch.reuse and batch.store.exists(meta_rel) and batch.store.exists(rel):
-        meta = batch.store.read_json(meta_rel)
-        if meta.get("source") == "classifier" and meta.get("classifier_id") == judge.classifier_id \
-                and meta.get("bundle_sha256") == bundle.sha256:
-            stats.cache_hits += 1
-            lineage("classify", doc_id, source="classifier", implementation=meta.get("implementation"), cache="hit",
-                    output_uri=batch.store.uri(rel))
-            return
+            lineage("classify", doc_id, source="provided", error=exc.code, input_uri=rs.uri(doc.classification_rel))
+            return _error_result(doc, BundleMeta.of(bundle), exc.code, exc.message, "classify")
+        meta = ClassificationMeta(source="provided", uri=rs.uri(doc.classification_rel), implementation="provided",
+                                  bundle_sha256=bundle.sha256)
+        lineage("classify", doc_id, source="provided", input_uri=meta.uri, output_uri=out_uri)
+        return raw, meta
+    m = prior.classification_meta if prior is not None else None
+    if batch.reuse and m is not None and prior is not None and prior.classification is not None \
+            and m.source == "classifier" and m.classifier_id == judge.classifier_id and m.bundle_sha256 == bundle.sha256:
+        stats.cache_hits += 1
+        lineage("classify", doc_id, source="classifier", implementation=m.implementation, cache="hit",
+                output_uri=out_uri)
+        return prior.classification, m
     try:
         result = await judge.classify(bundle)
+    except JudgeThrottled:
+        raise  # throttling is not a verdict: the task fails and is retried
     except Exception as exc:  # a classifier fault becomes a document error, never a failed batch
         stats.add_usage(doc_id, getattr(exc, "usage", None), judge)  # a failed call still cost tokens
         stats.errors += 1
-        err = {"doc_id": doc_id, "stage": "classify", "error": "CLASSIFICATION_FAILED",
-               "message": f"The classifier {judge.name} failed: {type(exc).__name__}", "file": doc["pdf_uri"]}
-        batch.write_if_changed(batch.run_rel(doc_id, "error.json"), err)
-        lineage("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED", exception=type(exc).__name__)
-        return
+        lineage("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED",
+                exception=type(exc).__name__)
+        return _error_result(doc, BundleMeta.of(bundle), "CLASSIFICATION_FAILED",
+                             f"The classifier {judge.name} failed: {type(exc).__name__}", "classify")
     stats.add_usage(doc_id, result.usage, judge)
-    _clear_error(batch, doc_id)
-    batch.write_if_changed(rel, result.classification)
-    batch.write_if_changed(meta_rel, {"source": "classifier", "judge": judge.name, "implementation": result.implementation,
-                                      "classifier_id": judge.classifier_id, "bundle_sha256": bundle.sha256})
+    meta = ClassificationMeta(source="classifier", judge=judge.name, implementation=result.implementation,
+                              classifier_id=judge.classifier_id, bundle_sha256=bundle.sha256)
     lineage("classify", doc_id, source="classifier", implementation=result.implementation, cache="miss",
             llm_calls=result.usage.llm_calls, dominant_type=result.classification.dominant_type_overall,
-            segments=result.classification.number_of_segments, output_uri=batch.store.uri(rel))
+            segments=result.classification.number_of_segments, output_uri=out_uri)
+    return result.classification.model_dump(mode="json"), meta
 
 
-def classify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
-    stats = StageStats("classify")
-    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
-    asyncio.run(gather_bounded([lambda d=by_id[i]: _classify_one(batch, d, judge, stats) for i in shard],
-                               batch.concurrency))
-    stats.docs = len(shard)
-    return stats.save(batch, f"classify_{shard_key}" if shard_key else None, shard=shard)
+def _route(result: VerificationResult) -> str:
+    if result.stop_reason == "max_retries":  # verify_document(max_retries=0): V5 wants the retry
+        return "auto_fix_retry"
+    return "accept" if result.final_decision == "AUTO_ACCEPT" else "write_sme_packets"
 
 
-# =========================================================================== V1–V4 (attempt 0)
+async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: StageStats) -> DocResult:
+    rs, doc_id = batch.rs, doc.doc_id
+    bundle = _bundle(batch, doc_id)
+    prior = rs.result(doc_id)
+    got = await _classification(batch, doc, bundle, prior, judge, stats)
+    if isinstance(got, DocResult):
+        return got
+    raw, meta = got
+    usage = Usage()
+    # the one verify path: attempt 0 and its V5 decision (incl. the second opinion the judge carries)
+    result = await verify_document(bundle, raw, judge, max_retries=0, usage=usage, contain_faults=True)
+    stats.add_usage(doc_id, usage, judge)
+    route = _route(result)
+    rec0 = result.attempts[0]
+    decision = rec0.decision
+    rec = DocResult(doc_id=doc_id, route=route, bundle=BundleMeta.of(bundle), classification=raw,
+                    classification_meta=meta, production_rel=doc.production_rel,
+                    decision={"decision": _decision_value(decision.decision), "rule": decision.rule})
+    if route == "auto_fix_retry":
+        rec.attempt_0 = rec0
+        if prior is not None and prior.attempt_0 == rec0 and prior.classification == raw:
+            rec.result = prior.result  # the retry of an earlier run of the same state (it re-checks it)
+    else:
+        rec.result = result
+    judgment = [r for r in rec0.runs if r.phase == "judgment"]
+    jury = [{k: v[k] for k in ("code", "votes", "reason_codes", "final_action", "flag_reason", "rule")}
+            for r in rec0.runs if r.phase == "jury" for v in r.votes or []]  # issue 14: codes only
+    lineage("verify", doc_id, implementation=sorted({f"{r.agent}-{r.phase}:{r.implementation}" for r in rec0.runs}),
+            judgment_skipped=bool(judgment) and all(r.skipped for r in judgment),
+            llm_calls=usage.llm_calls, cache_hits=usage.cache_hits,
+            issue_codes=sorted(i.code for i in rec0.issues), **({"jury": jury} if jury else {}))
+    lineage("v5_arbiter", doc_id, decision=_decision_value(decision.decision), rule=decision.rule,
+            issue_codes=sorted(i.code for i in rec0.issues), fingerprint=rec0.fingerprint,
+            output_uri=rs.uri(rs.result_rel(doc_id)), audit=decision.explanation_audit,
+            **({"second_opinion": decision.second_opinion["override"]} if decision.second_opinion else {}))
+    return rec
 
 
-def _classification(batch: Batch, doc_id: str) -> Any:
-    rel = batch.run_rel(doc_id, "classification.json")
-    return batch.store.read_json(rel) if batch.store.exists(rel) else None
+def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
+    """The ``verify[shard]`` task: per document classify (unless a companion classification is
+    given or the earlier run's is reusable), V1, V2–V4 (judgments concurrent) and V5 on attempt 0,
+    through :func:`docverify.pipeline.verify_document`; one ``result.json`` per document and one
+    summary for the shard (routes, decisions, what the report shows) for the arbiter.
+    A document's fault is that document's error (it escalates); throttling propagates."""
+    from docverify.report import doc_summary
 
-
-def _agent_rel(batch: Batch, doc_id: str, agent: str) -> str:
-    return f"{ArtifactStore.attempt_dir(batch.ds, doc_id, 0)}/{agent}.json"
-
-
-def _save_outcome(batch: Batch, doc_id: str, agent: str, outcome: AgentOutcome) -> None:
-    batch.write_if_changed(_agent_rel(batch, doc_id, agent), {
-        "agent": agent, "issues": [i.model_dump(mode="json") for i in outcome.issues],
-        "runs": [r.model_dump(mode="json") for r in outcome.runs]})
-
-
-def _load_outcome(batch: Batch, doc_id: str, agent: str) -> AgentOutcome | None:
-    from docverify.models import VerifierRun
-
-    rel = _agent_rel(batch, doc_id, agent)
-    if not batch.store.exists(rel):
-        return None
-    data = batch.store.read_json(rel)
-    return AgentOutcome([Issue.model_validate(i) for i in data["issues"]],
-                        [VerifierRun.model_validate(r) for r in data["runs"]])
-
-
-def v1_shard(batch: Batch, shard: list[str], shard_key: str = "") -> dict:
-    stats = StageStats("V1")
-    for doc_id in shard:
-        raw = _classification(batch, doc_id)
-        if raw is None:  # classification failed: recorded as a document error
-            continue
-        try:
-            _, outcome = run_v1(_bundle(batch, doc_id), raw)
-        except Exception as exc:  # noqa: BLE001 - this document only: no V1 result → VERIFICATION_INCOMPLETE
-            stats.errors += 1
-            lineage("V1", doc_id, error="VERIFIER_FAILED", exception=type(exc).__name__)
-            continue
-        _save_outcome(batch, doc_id, "V1", outcome)
-        stats.docs += 1
-        lineage("V1", doc_id, implementation="rules-v1", issue_codes=sorted(i.code for i in outcome.issues))
-    return stats.save(batch, f"V1_{shard_key}" if shard_key else None)
-
-
-def agent_shard(batch: Batch, agent: str, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
-    """V2, V3 or V4 (rule phase + judgment phase) for every document of a shard."""
-    stats = StageStats(agent)
+    rs = batch.rs
+    stats = StageStats("verify")
+    index = night_index(batch)
+    by_id = {d.doc_id: d for d in index.documents}
+    new = set(index.new)
+    documents: dict[str, dict] = {}
+    so_counts: dict[str, int] = {}
 
     async def one(doc_id: str) -> None:
+        doc = by_id[doc_id]
+        if doc_id in new:  # no run folder before this night's layout: no earlier result to read
+            rs.assume_absent(rs.result_rel(doc_id))
         try:
-            await one_doc(doc_id)
-        except Exception as exc:  # noqa: BLE001 - this document only: no result → VERIFICATION_INCOMPLETE
+            rec = await _verify_one(batch, doc, judge, stats)
+        except JudgeThrottled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - this document only: it escalates, the night goes on
             stats.errors += 1
-            lineage(agent, doc_id, error="VERIFIER_FAILED", exception=type(exc).__name__)
-
-    async def one_doc(doc_id: str) -> None:
-        raw = _classification(batch, doc_id)
-        if raw is None:
-            return
-        bundle = _bundle(batch, doc_id)
-        cls, _ = parse(raw)
-        if cls is None:  # SCHEMA_INVALID: V1 already reported it; nothing else can be read
-            _save_outcome(batch, doc_id, agent, AgentOutcome([], []))
-            return
-        outcome = await run_agent(agent, bundle, cls, judge)
-        stats.add_usage(doc_id, outcome.usage, judge)
-        stats.docs += 1
-        _save_outcome(batch, doc_id, agent, outcome)
-        judgment = [r for r in outcome.runs if r.phase == "judgment"]
-        jury = [{k: v[k] for k in ("code", "votes", "reason_codes", "final_action", "flag_reason", "rule")}
-                for r in outcome.runs if r.phase == "jury" for v in r.votes or []]  # issue 14: codes only
-        lineage(agent, doc_id, implementation=[r.implementation for r in outcome.runs],
-                judgment_skipped=bool(judgment and judgment[0].skipped),
-                llm_calls=outcome.usage.llm_calls, cache_hits=outcome.usage.cache_hits,
-                issue_codes=sorted(i.code for i in outcome.issues), **({"jury": jury} if jury else {}))
+            lineage("verify", doc_id, error="VERIFICATION_FAILED", exception=type(exc).__name__)
+            bundle = rs.bundle(doc_id) if rs.exists(rs.bundle_rel(doc_id)) else None
+            rec = _error_result(doc, BundleMeta.of(bundle) if bundle else None, "VERIFICATION_FAILED",
+                                f"{doc.pdf_uri}: the verification could not be completed ({type(exc).__name__}); "
+                                f"check its classification, then re-run", "verify")
+        rs.write_result(rec)
+        documents[doc_id] = doc_summary(rec)
+        a0 = rec.attempt_0 or (rec.result.attempts[0] if rec.result else None)
+        so = a0.decision.second_opinion if a0 is not None else None
+        if so is not None:
+            so_counts["asked"] = so_counts.get("asked", 0) + 1
+            so_counts[so["override"]] = so_counts.get(so["override"], 0) + 1
+            so_counts["changed"] = so_counts.get("changed", 0) + int(so["changed"])
+        rs.forget(doc_id)
 
     asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
-    return stats.save(batch, f"{agent}_{shard_key}" if shard_key else None)
+    stats.docs = len(shard)
+    extra: dict[str, Any] = {"second_opinion": so_counts} if getattr(judge, "second_opinion", None) else {}
+    return stats.save(batch, f"verify_{shard_key}" if shard_key else None, shard=shard, documents=documents,
+                      **extra)
 
 
 # =========================================================================== V5 arbiter
 
 
-def arbiter(batch: Batch, second_opinion: Any = None) -> dict:
-    """Assemble attempt 0 of every document, decide, and split the documents by route
-    (``runs/<ds>/_routes.json``).
+def arbiter(batch: Batch, second_opinion: Any = None, shards: int | None = None) -> dict:
+    """The V5 branch: the routes of every document from the verify shards' summaries (attempt 0
+    was decided in ``verify``; ``second_opinion`` is kept for callers, the judge carries it),
+    ``runs/<ds>/_routes.json``, and the task ids to follow. ``shards``: how many verify shards
+    ran (``verify_0`` … in the stage records; the DAG passes the plan's length); None reads every
+    verify record of the night.
 
-    Returns ``{"routes": [...task ids to follow...], "counts": …}``.
-    ``accept`` and ``write_sme_packets`` are followed whenever documents may reach them — also
-    from the retry, whose outcomes they read from the store.
+    Returns ``{"routes": [...task ids to follow...], "counts": …}``. ``accept`` and
+    ``write_sme_packets`` are followed whenever documents may reach them — also from the retry.
+    A document with no verification result (its shard was not verified) is never accepted: it
+    gets the error ``VERIFICATION_FAILED`` and an SME packet.
     """
+    rs = batch.rs
     stats = StageStats("v5_arbiter")
-    so_counts: dict[str, int] = {}
-    routes: dict[str, list[str]] = {"accept": [], "auto_fix_retry": [], "write_sme_packets": []}
-    decisions = {}
-    for doc in batch.manifest()["documents"]:
-        doc_id = doc["doc_id"]
+    index = night_index(batch)
+    summaries: dict[str, dict] = {}
+    for i in range(shards or 0):
+        summaries.update((rs.stage(f"verify_{i}") or {}).get("documents") or {})
+    if shards is None:  # the shard keys are unknown: every verify record of the night
+        for s in rs.stages():
+            if s.get("stage") == "verify":
+                summaries.update(s.get("documents") or {})
+    routes: dict[str, list[str]] = {r: [] for r in ROUTES}
+    decisions: dict[str, dict] = {}
+    errors: dict[str, dict] = {}
+    for doc in index.documents:
+        doc_id = doc.doc_id
         stats.docs += 1
-        try:
-            route, decisions[doc_id] = _decide(batch, doc, second_opinion, stats, so_counts)
-        except Exception as exc:  # noqa: BLE001 - this document only, never the night
+        if doc_id in index.errors:
+            errors[doc_id] = index.errors[doc_id]
+            code = errors[doc_id].get("error")
+            route, dec = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
+                                               "error": code}
+            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=code)
+        elif doc_id in summaries:
+            route, dec = summaries[doc_id]["route"], summaries[doc_id]["decision"]
+        else:  # no verification result (its shard did not run): never accepted
             stats.errors += 1
-            batch.write_if_changed(batch.run_rel(doc_id, "error.json"), _error_record(
-                doc, "VERIFICATION_FAILED", f"{doc['pdf_uri']}: the verification could not be assembled "
-                f"({type(exc).__name__}); check its classification, then re-run", "v5_arbiter"))
-            route, decisions[doc_id] = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None,
-                                                             "reason": "error", "error": "VERIFICATION_FAILED"}
+            errors[doc_id] = {**_error_record(
+                doc.model_dump(), "VERIFICATION_FAILED", f"{doc.pdf_uri}: no verification result for this document "
+                "(its verify task did not run or failed); re-run", "v5_arbiter"), "sha256": doc.sha256}
+            rs.write_if_changed(rs.error_rel(doc_id), errors[doc_id])
+            route, dec = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
+                                               "error": "VERIFICATION_FAILED"}
             lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error",
-                    error="VERIFICATION_FAILED", exception=type(exc).__name__)
+                    error="VERIFICATION_FAILED")
         routes[route].append(doc_id)
-    batch.write_if_changed(batch.routes_rel, {"ds": batch.ds, "routes": routes, "attempt_0": decisions})
+        decisions[doc_id] = dec
+    rs.write_if_changed(rs.routes_rel, Routes(
+        ds=batch.ds, routes=routes, attempt_0=decisions, errors=errors, new=index.new,
+        documents={d: v for d, v in summaries.items() if d in decisions}).model_dump(mode="json"))
     follow = [r for r in ROUTES if routes[r]]
     if routes["auto_fix_retry"]:  # documents from the retry end in accept or write_sme_packets
         follow = list(ROUTES)
     counts = {k: len(v) for k, v in routes.items()}
-    stats.save(batch, counts=counts, **({"second_opinion": so_counts} if second_opinion is not None else {}))
+    stats.save(batch, counts=counts)
     log.info("V5 routes: %s; following %s", counts, follow)
     return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
 
 
-def _decide(batch: Batch, doc: dict, second_opinion: Any = None, stats: StageStats | None = None,
-            so_counts: dict[str, int] | None = None) -> tuple[str, dict]:
-    """Attempt 0 of one document → (route, decision summary)."""
-    doc_id = doc["doc_id"]
-    if batch.store.exists(batch.run_rel(doc_id, "error.json")):
-        err = batch.store.read_json(batch.run_rel(doc_id, "error.json"))
-        lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"])
-        return "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
-                                     "error": err["error"]}
-    raw = _classification(batch, doc_id)
-    outcomes = [_load_outcome(batch, doc_id, a) for a in ("V1", *AGENTS)]
-    missing = [a for a, o in zip(("V1", *AGENTS), outcomes, strict=True) if o is None]
-    if missing:  # a verifier task failed for this document: never accept silently
-        outcomes = [o or AgentOutcome([], []) for o in outcomes]
-        outcomes.append(AgentOutcome([make_issue(
-            "VERIFICATION_INCOMPLETE", f"No result from {', '.join(missing)} for this document",
-            agent=missing[0])], []))
-    cls, _ = parse(raw)
-    report = assemble(doc_id, 0, cls if cls is not None else raw, outcomes)
-    rec = attempt_record(report)
-    # --- issue 14: the V5 second opinion (optional; it can only make the route stricter)
-    if second_opinion is not None:
-        from docverify.arbiters.second_opinion import record_second_opinion
-
-        rec = record_second_opinion(second_opinion, _bundle(batch, doc_id), cls, report, rec, stats,
-                                    so_counts if so_counts is not None else {})
-    decision = rec.decision
-    base = ArtifactStore.attempt_dir(batch.ds, doc_id, 0)
-    batch.write_if_changed(f"{base}/report.json", report)
-    batch.write_if_changed(f"{base}/v5_arbiter_decision.json", decision)
-    repair = rec.blocker_repair and cls is not None  # auto-fixable BLOCKERs: fixed once before rule 1
-    if decision.decision != "AUTO_RETRY" and not repair:  # decided on attempt 0: the final result
-        batch.write_if_changed(_final_rel(batch, doc_id), make_result(
-            doc_id, [rec], [], cls, raw, "arbiter" if cls is not None else "schema", ""))
-    route = "auto_fix_retry" if repair else {
-        "AUTO_ACCEPT": "accept", "AUTO_RETRY": "auto_fix_retry", "ESCALATE_TO_SME": "write_sme_packets"}[
-        decision.decision]
-    lineage("v5_arbiter", doc_id, decision=decision.decision, rule=decision.rule,
-            issue_codes=sorted(i.code for i in report.issues), fingerprint=report.fingerprint,
-            output_uri=batch.store.uri(f"{base}/v5_arbiter_decision.json"), audit=decision.explanation_audit,
-            **({"second_opinion": decision.second_opinion["override"]} if decision.second_opinion else {}))
-    return route, {"decision": decision.decision, "rule": decision.rule}
-
-
-def retry_shards(batch: Batch, shard_size: int = 25) -> list[list[str]]:
-    retry = batch.store.read_json(batch.routes_rel)["routes"]["auto_fix_retry"]
-    size = max(1, int(shard_size))
-    return [retry[i:i + size] for i in range(0, len(retry), size)]
+def retry_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS,
+                 map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
+    routes = batch.rs.routes()
+    return split(routes.routes["auto_fix_retry"] if routes else [], shard_size, max_shards, map_limit)
 
 
 # =========================================================================== routes
 
 
-def _final_rel(batch: Batch, doc_id: str) -> str:
-    return batch.run_rel(doc_id, "verification.json")
-
-
-def _attempt0(batch: Batch, doc_id: str):
-    from docverify.models import VerificationReport
-
-    return VerificationReport.model_validate(
-        batch.store.read_json(f"{ArtifactStore.attempt_dir(batch.ds, doc_id, 0)}/report.json"))
-
-
 def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
-    """Fix → verify again (same V1–V5) for documents routed AUTO_RETRY, from attempt 0."""
+    """Fix → verify again (same pipeline, V1–V5) for documents routed AUTO_RETRY, from the stored
+    attempt 0; the final result goes into the document's ``result.json``."""
+    from docverify.report import doc_summary
+
+    rs = batch.rs
     stats = StageStats("auto_fix_retry")
+    documents: dict[str, dict] = {}
 
     async def one(doc_id: str) -> None:
-        bundle = _bundle(batch, doc_id)
+        rec = rs.result(doc_id)
+        a0 = None if rec is None else rec.attempt_0 or (rec.result.attempts[0] if rec.result else None)
+        if rec is None or a0 is None:
+            stats.errors += 1
+            lineage("auto_fix_retry", doc_id, error="NO_ATTEMPT_0")
+            return
         usage = Usage()
-        result = await verify_document(bundle, _classification(batch, doc_id), judge,
-                                       first_report=_attempt0(batch, doc_id), usage=usage)
-        stats.add_usage(doc_id, usage, judge)
-        stats.docs += 1
-        _write_result(batch, result)
-        lineage("auto_fix_retry", doc_id, attempts=len(result.attempts), final_decision=result.final_decision,
-                rule=result.final_rule, stop_reason=result.stop_reason, llm_calls=usage.llm_calls,
-                fixes=[f.fixer for f in result.fixes_applied],
-                issue_codes=[sorted(i.code for i in a.issues) for a in result.attempts])
+        first = VerificationReport(doc_id=doc_id, attempt=0, fingerprint=a0.fingerprint, issues=a0.issues,
+                                   runs=a0.runs, quality_score=a0.quality_score)
+        try:
+            result = await verify_document(_bundle(batch, doc_id), rec.classification, judge, first_report=first,
+                                           usage=usage, contain_faults=True)
+        except JudgeThrottled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - this document only: it escalates
+            stats.errors += 1
+            lineage("auto_fix_retry", doc_id, error="VERIFICATION_FAILED", exception=type(exc).__name__)
+            err = _error_result(ManifestDoc(doc_id=doc_id, pdf_rel="", pdf_uri=rec.bundle.file_path if rec.bundle else "",
+                                            sha256=rec.bundle.sha256 if rec.bundle else ""),
+                                rec.bundle, "VERIFICATION_FAILED", f"the retry could not be completed "
+                                f"({type(exc).__name__}); re-run", "auto_fix_retry")
+            new = rec.model_copy(update={"error": err.error, "result": None})
+        else:
+            stats.add_usage(doc_id, usage, judge)
+            stats.docs += 1
+            new = rec.model_copy(update={"result": result, "error": None})
+            lineage("auto_fix_retry", doc_id, attempts=len(result.attempts), final_decision=result.final_decision,
+                    rule=result.final_rule, stop_reason=result.stop_reason, llm_calls=usage.llm_calls,
+                    fixes=[f.fixer for f in result.fixes_applied],
+                    issue_codes=[sorted(i.code for i in a.issues) for a in result.attempts])
+        rs.write_result(new)
+        documents[doc_id] = doc_summary(new)
+        rs.forget(doc_id)
 
     asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
-    return stats.save(batch, f"auto_fix_retry_{shard_key}" if shard_key else None)
-
-
-def _write_result(batch: Batch, result: VerificationResult) -> None:
-    from docverify.outputs import write_attempts
-
-    write_attempts(batch.store, batch.ds, result, batch.write_if_changed)
-
-
-def _final_results(batch: Batch) -> dict[str, VerificationResult]:
-    """The final result of every verified document: written by the arbiter for documents it
-    decided on attempt 0, by the retry for the others."""
-    routes = batch.store.read_json(batch.routes_rel)["routes"]
-    errors = _errors(batch)
-    retried = set(routes["auto_fix_retry"])
-    out = {}
-    for doc_id in routes["accept"] + routes["write_sme_packets"] + routes["auto_fix_retry"]:
-        rel = _final_rel(batch, doc_id)
-        if doc_id in errors or not batch.store.exists(rel):
-            continue
-        res = VerificationResult.model_validate(batch.store.read_json(rel))
-        if doc_id in retried and len(res.attempts) == 1 and res.stop_reason == "arbiter":
-            continue  # an earlier run's attempt-0 result: the retry has not run for it
-        out[doc_id] = res
-    return out
-
-
-def _errors(batch: Batch) -> dict[str, dict]:
-    out = {}
-    for d in batch.manifest()["documents"]:
-        rel = batch.run_rel(d["doc_id"], "error.json")
-        if batch.store.exists(rel):
-            out[d["doc_id"]] = batch.store.read_json(rel)
-    return out
+    return stats.save(batch, f"auto_fix_retry_{shard_key}" if shard_key else None, documents=documents)
 
 
 def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str | None:
@@ -793,38 +940,38 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     another run of the same night withdrew it first."""
     from docverify.sme import now_iso
 
-    record = batch.store.read_json_if_exists(rel)
+    rs = batch.rs
+    record = rs.get_json(rel)
     if record is None:
         return None
     moved = {"withdrawn_at": now_iso(), "run_id": batch.run_id, "reason": reason, "kind": kind,
-             "doc_id": doc_id, "original_uri": batch.store.uri(rel), "record": record}
+             "doc_id": doc_id, "original_uri": rs.uri(rel), "record": record}
     n = 1
     while True:
-        target = f"withdrawn/{batch.ds}/{kind}_{doc_id}" + (f".{n}" if n > 1 else "") + ".json"
-        if batch.store.write_json(target, moved, overwrite=False):
+        target = rs.withdrawn_rel(kind, doc_id, n)
+        if rs.write_json(target, moved, overwrite=False):
             break
         n += 1
-    with contextlib.suppress(FileNotFoundError):  # a concurrent run of the night moved it already
-        batch.store.path(rel).unlink()
-    lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=batch.store.uri(rel),
-            output_uri=batch.store.uri(target))
+    rs.delete(rel)  # a concurrent run of the night may have moved it already
+    lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=rs.uri(rel), output_uri=rs.uri(target))
     return target
 
 
-def _review_id(batch: Batch, doc: dict) -> str:
+def _review_id(batch: Batch, doc_id: str, sha256: str | None) -> str:
     from docverify.sme import review_id
 
-    return review_id(batch.ds, doc["doc_id"], doc.get("sha256"))
+    return review_id(batch.ds, doc_id, sha256)
 
 
 def _night_packet_keys(batch: Batch, docs: Iterable[str]) -> dict[str, list[str]]:
-    """This night's packet keys per doc id of ``docs`` (``<ds>_<doc_id>_<10 hex>``), from one listing."""
+    """This night's packet keys per doc id of ``docs`` (``<ds>_<doc_id>_<10 hex>``), from one
+    listing (which also tells the run store which packets do not exist)."""
     import re
 
     docs = set(docs)
     out: dict[str, list[str]] = {}
     prefix = f"sme_packet_{batch.ds}_"
-    for name in batch.store.list("sme_packets", ".json"):
+    for name in batch.rs.list(batch.rs.PACKETS_DIR, ".json"):
         if not name.startswith(prefix):
             continue
         m = re.fullmatch(r"(.+)_([0-9a-f]{10})", name[len(prefix):-len(".json")])
@@ -833,127 +980,155 @@ def _night_packet_keys(batch: Batch, docs: Iterable[str]) -> dict[str, list[str]
     return out
 
 
-def _withdraw_pending_packets(batch: Batch, doc: dict, reason: str, keys: dict[str, list[str]], *,
+def _withdraw_pending_packets(batch: Batch, doc_id: str, current: str, reason: str, keys: dict[str, list[str]], *,
                               keep_current: bool) -> None:
     """*Pending* packets of this night's document from an earlier run: the one of its current
-    content (unless ``keep_current``: it is being written again) and those of content the night no
-    longer holds (the file was replaced). A reviewed packet and ground truth are never touched."""
-    from docverify.sme import html_rel
-
-    current = _review_id(batch, doc)
-    for key in keys.get(doc["doc_id"], []):
+    content ``current`` (unless ``keep_current``: it is being written again) and those of content
+    the night no longer holds (the file was replaced). A reviewed packet and ground truth are never
+    touched."""
+    rs = batch.rs
+    for key in keys.get(doc_id, []):
         if key == current and keep_current:
             continue
-        rel = ArtifactStore.packet_rel(key)
-        packet = batch.store.read_json_if_exists(rel)
+        rel = rs.packet_rel(key)
+        packet = rs.get_json(rel)
         if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending":
             continue
         why = reason if key == current else f"{reason}; the file now has other content (sha256 {current[-10:]}…)"
         withdraw(batch, rel, "sme_packet", key, why)
-        with contextlib.suppress(FileNotFoundError):  # the packet's rendering goes with it
-            batch.store.path(html_rel(key)).unlink()
+        rs.delete(rs.packet_html_rel(key))  # the packet's rendering goes with it
+
+
+def _earlier_outputs(batch: Batch, routes: Routes, candidates: list[str]) -> dict[str, list[str]]:
+    """This night's packet keys of ``candidates`` from earlier runs. A document new this night
+    (no run folder before its layout) has no earlier packet or accepted record: when every
+    candidate is new, nothing is listed and none of their outputs is looked for; else one listing
+    of the packets and one of the night's accepted records."""
+    rs = batch.rs
+    new = set(routes.new)
+    if all(d in new for d in candidates):
+        for d in candidates:
+            rs.assume_absent(rs.accepted_rel(d))
+        return {}
+    rs.names(rs.accepted_dir)
+    return _night_packet_keys(batch, candidates)
 
 
 def accept(batch: Batch) -> dict:
     """Write ``accepted/<ds>/<doc>.json`` for every document whose final decision is
-    AUTO_ACCEPT (directly, or after the retry). A pending packet of an earlier run of this night
-    for such a document is withdrawn (moved aside with the reason): one route per document."""
+    AUTO_ACCEPT (directly, or after the retry): reads the routes and the result of each document
+    it may write (the accept and retry routes), nothing else per document. A pending packet of an
+    earlier run of this night for such a document is withdrawn (moved aside with the reason): one
+    route per document."""
+    from docverify.outputs import accepted_record
+
+    rs = batch.rs
     stats = StageStats("accept")
     written = []
-    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
-    keys = _night_packet_keys(batch, by_id)
-    for doc_id, result in _final_results(batch).items():
-        if result.final_decision != "AUTO_ACCEPT":
+    routes = rs.routes()
+    candidates = (routes.routes["accept"] + routes.routes["auto_fix_retry"]) if routes else []
+    keys = _earlier_outputs(batch, routes, candidates) if routes else {}
+    for doc_id in candidates:
+        rec = rs.result(doc_id)
+        if rec is None or rec.result is None or rec.result.final_decision != "AUTO_ACCEPT" or rec.bundle is None:
+            rs.forget(doc_id)
             continue
-        outputs = _write_final(batch, doc_id, result)
-        _withdraw_pending_packets(batch, by_id[doc_id], f"accepted by a later run of {batch.ds} "
-                                  f"(rule {result.final_rule})", keys, keep_current=False)
+        result, meta = rec.result, rec.classification_meta
+        rel = rs.accepted_rel(doc_id)
+        rs.write_if_changed(rel, accepted_record(
+            doc_id, rec.bundle, result, bundle_uri=rs.uri(rs.bundle_rel(doc_id)), run_id=batch.run_id,
+            provenance={"classification_source": meta.source if meta else None,
+                        "classifier": meta.implementation if meta else None}))
+        _withdraw_pending_packets(batch, doc_id, _review_id(batch, doc_id, rec.bundle.sha256),
+                                  f"accepted by a later run of {batch.ds} (rule {result.final_rule})", keys,
+                                  keep_current=False)
         written.append(doc_id)
         lineage("accept", doc_id, decision="AUTO_ACCEPT", rule=result.final_rule, attempts=len(result.attempts),
-                output_uri=outputs.get("accepted"))
+                output_uri=rs.uri(rel))
+        rs.forget(doc_id)
     stats.docs = len(written)
     stats.save(batch, documents=written)
-    return {"accepted": written, "uri": batch.store.uri(f"accepted/{batch.ds}")}
-
-
-def _write_final(batch: Batch, doc_id: str, result: VerificationResult) -> dict:
-    """Accepted record or SME packet, rewritten only when its content changed."""
-    bundle = _bundle(batch, doc_id)
-    meta_rel = batch.run_rel(doc_id, "classification_meta.json")
-    meta = batch.store.read_json(meta_rel) if batch.store.exists(meta_rel) else {}
-    return write_outcome(batch.store, batch.ds, bundle, result, run_id=batch.run_id,
-                         provenance={"classification_source": meta.get("source"),
-                                     "classifier": meta.get("implementation")},
-                         write_json=batch.write_if_changed)
+    return {"accepted": written, "uri": rs.uri(rs.accepted_dir)}
 
 
 def write_sme_packets(batch: Batch) -> dict:
     """One packet per escalated document (after V5 or after the retry), and per document that
-    could not be parsed or classified. A packet an SME already reviewed is kept."""
-    from docverify.outputs import write_attempts
+    could not be parsed or classified. A packet an SME already reviewed is kept. Reads the routes,
+    the manifest and, per document it may write, its result (and bundle and PDF for the packet)."""
+    from docverify.sme import build_packet, write_packet
     from docverify.sme_render import write_packet_html
 
+    rs = batch.rs
     stats = StageStats("write_sme_packets")
     written, kept = [], []
-    by_id = {d["doc_id"]: d for d in batch.manifest()["documents"]}
-    keys = _night_packet_keys(batch, by_id)
+    routes = rs.routes()
+    candidates = (routes.routes["write_sme_packets"] + routes.routes["auto_fix_retry"]) if routes else []
+    errors = routes.errors if routes else {}
+    keys = _earlier_outputs(batch, routes, candidates) if routes else {}
+    new = set(routes.new) if routes else set()
 
-    def production(doc_id: str) -> dict | None:
+    def production(doc_id: str, rel: str | None) -> dict | None:
         """A production classification supplied beside the PDF: ``<doc>.production.json``
         (within the companion limits; one that is not is left out of the packet)."""
-        rel = by_id[doc_id]["pdf_rel"][: -len(".pdf")] + ".production.json"
-        if not batch.store.exists(rel):
+        if not rel:
             return None
         try:
             return read_companion(batch, rel)
-        except InputError as exc:
-            lineage("write_sme_packets", doc_id, production_error=exc.code)
+        except (InputError, FileNotFoundError) as exc:
+            lineage("write_sme_packets", doc_id, production_error=getattr(exc, "code", "NOT_FOUND"))
             return None
 
-    def withdraw_accepted(doc_id: str, why: str) -> None:
-        rel = f"accepted/{batch.ds}/{doc_id}.json"
-        if batch.store.exists(rel):
-            withdraw(batch, rel, "accepted", doc_id, f"escalated by a later run of {batch.ds} ({why})")
+    def finish(doc_id: str, key: str, packet: Any, bundle: DocumentBundle | None, why: str, **fields: Any) -> None:
+        if doc_id in new:  # no earlier packet of this night: nothing to look for
+            rs.assume_absent(rs.packet_rel(key))
+            rs.assume_absent(rs.packet_html_rel(key))
+        _withdraw_pending_packets(batch, doc_id, key, f"escalated again by a later run of {batch.ds}", keys,
+                                  keep_current=True)
+        uri, outcome = write_packet(rs, packet, write_json=rs.write_if_changed)
+        html_uri, _ = write_packet_html(rs, key, bundle=bundle)
+        if rs.exists(rs.accepted_rel(doc_id)):
+            withdraw(batch, rs.accepted_rel(doc_id), "accepted", doc_id,
+                     f"escalated by a later run of {batch.ds} ({why})")
+        (kept if outcome == "kept_reviewed" else written).append(doc_id)
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", output_uri=uri, html_uri=html_uri,
+                packet=outcome, **fields)
 
-    for doc_id, result in _final_results(batch).items():
-        if result.final_decision != "ESCALATE_TO_SME":
+    for doc_id in candidates:
+        if doc_id in errors:  # escalated without a verification: discover / layout / no result
+            err = errors[doc_id]
+            key = _review_id(batch, doc_id, err.get("sha256"))
+            packet = build_packet(doc_id=doc_id, pdf_path=err.get("file", ""), total_pages=0, bundle_path="",
+                                  result=None, error=err, run_id=batch.run_id, review_id=key)
+            finish(doc_id, key, packet, None, err["error"], rule=None, reason="error", error=err["error"])
             continue
-        bundle = _bundle(batch, doc_id)
-        write_attempts(batch.store, batch.ds, result, batch.write_if_changed)
-        key = _review_id(batch, by_id[doc_id])
-        packet = build_packet(doc_id=doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
-                              bundle_path=batch.store.uri(batch.run_rel(doc_id, "bundle.json")), result=result,
-                              production_classification=production(doc_id), run_id=batch.run_id, bundle=bundle,
-                              review_id=key)
-        _withdraw_pending_packets(batch, by_id[doc_id], f"escalated again by a later run of {batch.ds}", keys,
-                                  keep_current=True)
-        uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
-        html_uri, _ = write_packet_html(batch.store, key, bundle=bundle)
-        withdraw_accepted(doc_id, f"rule {result.final_rule}")
-        (kept if outcome == "kept_reviewed" else written).append(doc_id)
-        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=result.final_rule,
-                stop_reason=result.stop_reason, output_uri=uri, html_uri=html_uri, packet=outcome,
-                production_supplied=packet.production_classification is not None)
-    for doc_id, err in _errors(batch).items():
-        bundle_rel = batch.run_rel(doc_id, "bundle.json")
-        total = batch.store.read_json(bundle_rel)["total_pages"] if batch.store.exists(bundle_rel) else 0
-        key = _review_id(batch, by_id[doc_id])
-        packet = build_packet(doc_id=doc_id, pdf_path=by_id[doc_id]["pdf_uri"], total_pages=total,
-                              bundle_path=batch.store.uri(bundle_rel) if total else "", result=None,
-                              error=err, run_id=batch.run_id, review_id=key)
-        _withdraw_pending_packets(batch, by_id[doc_id], f"escalated again by a later run of {batch.ds}", keys,
-                                  keep_current=True)
-        uri, outcome = write_packet(batch.store, packet, write_json=batch.write_if_changed)
-        html_uri, _ = write_packet_html(batch.store, key)
-        withdraw_accepted(doc_id, err["error"])
-        (kept if outcome == "kept_reviewed" else written).append(doc_id)
-        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"],
-                output_uri=uri, html_uri=html_uri, packet=outcome)
+        rec = rs.result(doc_id)
+        if rec is None:
+            continue
+        if rec.error is not None:
+            total = rec.bundle.total_pages if rec.bundle else 0
+            err_json = rec.error.model_dump(mode="json", exclude={"sha256"})
+            key = _review_id(batch, doc_id, rec.bundle.sha256 if rec.bundle else rec.error.model_extra.get("sha256"))
+            packet = build_packet(doc_id=doc_id, pdf_path=rec.error.file, total_pages=total,
+                                  bundle_path=rs.uri(rs.bundle_rel(doc_id)) if total else "", result=None,
+                                  error=err_json, run_id=batch.run_id, review_id=key)
+            finish(doc_id, key, packet, None, rec.error.error, rule=None, reason="error", error=rec.error.error)
+        elif rec.result is not None and rec.result.final_decision == "ESCALATE_TO_SME":
+            result = rec.result
+            bundle = _bundle(batch, doc_id)
+            key = _review_id(batch, doc_id, bundle.sha256)
+            packet = build_packet(doc_id=doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
+                                  bundle_path=rs.uri(rs.bundle_rel(doc_id)), result=result,
+                                  production_classification=production(doc_id, rec.production_rel),
+                                  run_id=batch.run_id, bundle=bundle, review_id=key)
+            finish(doc_id, key, packet, bundle, f"rule {result.final_rule}", rule=result.final_rule,
+                   stop_reason=result.stop_reason, production_supplied=packet.production_classification is not None)
+        rs.forget(doc_id)
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept_reviewed=kept)
-    return {"packets": written, "kept_reviewed": kept, "uri": batch.store.uri("sme_packets")}
+    return {"packets": written, "kept_reviewed": kept, "uri": rs.uri(rs.PACKETS_DIR)}
 
 
 def load_stage_stats(batch: Batch) -> list[dict]:
-    rel = f"runs/{batch.ds}/_stages"
-    return [batch.store.read_json(f"{rel}/{n}") for n in batch.store.list(rel, ".json")]
+    """Every stage's record of the night: discover's (in the manifest), then ``_stages/``."""
+    manifest = batch.rs.get_json(batch.rs.manifest_rel) or {}
+    return ([manifest["stats"]] if manifest.get("stats") else []) + batch.rs.stages()

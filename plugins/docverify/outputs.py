@@ -1,4 +1,5 @@
-"""Per-document artifacts, written the same way by the DAG and by ``verify --out``."""
+"""Per-document artifacts of ``verify --out`` (the CLI), and the accepted record the DAG's
+``accept`` task writes too (:func:`accepted_record`)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,20 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
     return uris
 
 
+def accepted_record(doc_id: str, bundle: Any, result: VerificationResult, *, bundle_uri: str, run_id: str = "",
+                    provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``accepted/<ds>/<doc_id>.json``: the accepted classification and its provenance. ``bundle``
+    is a :class:`DocumentBundle` or anything with its ``file_path``, ``sha256`` and ``parser``."""
+    return {
+        "doc_id": doc_id, "accepted_at": now_iso(), "run_id": run_id,
+        "decision": {"final_decision": result.final_decision, "rule": result.final_rule,
+                     "attempts": len(result.attempts), "fixes_applied": [f.description for f in result.fixes_applied]},
+        "provenance": {"pdf": bundle.file_path, "sha256": bundle.sha256, "parser": bundle.parser,
+                       "bundle": bundle_uri, **(provenance or {})},
+        "classification": result.final_classification,
+    }
+
+
 def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result: VerificationResult,
                   *, provenance: dict[str, Any] | None = None, run_id: str = "",
                   write_json: JsonWriter | None = None) -> dict[str, str]:
@@ -43,14 +58,8 @@ def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result:
     bundle_rel = f"{ArtifactStore.run_dir(ds, bundle.doc_id)}/bundle.json"
     if result.final_decision == "AUTO_ACCEPT":
         rel = f"accepted/{ds}/{bundle.doc_id}.json"
-        write_json(rel, {
-            "doc_id": bundle.doc_id, "accepted_at": now_iso(), "run_id": run_id,
-            "decision": {"final_decision": result.final_decision, "rule": result.final_rule,
-                         "attempts": len(result.attempts), "fixes_applied": [f.description for f in result.fixes_applied]},
-            "provenance": {"pdf": bundle.file_path, "sha256": bundle.sha256, "parser": bundle.parser,
-                           "bundle": store.uri(bundle_rel), **(provenance or {})},
-            "classification": result.final_classification,
-        })
+        write_json(rel, accepted_record(bundle.doc_id, bundle, result, bundle_uri=store.uri(bundle_rel),
+                                        run_id=run_id, provenance=provenance))
         out["accepted"] = store.uri(rel)
     else:
         from docverify.sme import review_id

@@ -47,22 +47,18 @@ from docverify.paths import check_part, check_rel
 
 def as_root(root: Any) -> Any:
     """A path or URI string → a path object. ``file://`` and plain paths become
-    :class:`pathlib.Path`; other URIs (``gs://…``) become an ``ObjectStoragePath`` when Airflow
-    is installed, else a ``universal_pathlib`` ``UPath``."""
+    :class:`pathlib.Path`; other URIs (``gs://…``) a ``universal_pathlib`` ``UPath`` (fsspec). The
+    core never imports Airflow: the DAG's tasks pass an ``ObjectStoragePath`` (on the storage
+    connection) in as the root object instead of a string."""
     if not isinstance(root, str):
         return root
     if root.startswith("file://"):
         return pathlib.Path(root[len("file://") :])
     if "://" not in root:
         return pathlib.Path(root)
-    try:  # pragma: no cover - exercised by the Airflow-side tests
-        from airflow.sdk import ObjectStoragePath
+    from upath import UPath
 
-        return ObjectStoragePath(root)
-    except ImportError:  # pragma: no cover
-        from upath import UPath
-
-        return UPath(root)
+    return UPath(root)
 
 
 def _local_path(path: Any) -> pathlib.Path | None:
@@ -293,6 +289,19 @@ class ArtifactStore:
         finally:
             if tmp.exists():
                 tmp.unlink()
+
+    def delete(self, rel: str) -> bool:
+        """Remove the object (one request); False when there was none."""
+        target = self.path(rel)
+        remote = _remote(target)
+        try:
+            if remote is not None:
+                remote[0].rm_file(remote[1])
+            else:
+                target.unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def write_json(self, rel: str, obj: Any, *, overwrite: bool = True) -> bool:
         return self.write_bytes(rel, dumps(obj), overwrite=overwrite)
