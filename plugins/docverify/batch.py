@@ -308,7 +308,7 @@ class _Layout:
     def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
         self.ok.add(doc_id)
         self.parsed[doc_id] = [sha256, parser]
-        if self.previous is not None and doc_id in self.previous.errors:  # an earlier error no longer holds
+        if self.previous is not None and doc_id in self.previous.failed:  # an earlier error no longer holds
             self.batch.rs.delete(self.batch.rs.error_rel(doc_id))
 
     def failed(self, doc_id: str, record: dict) -> None:
@@ -324,7 +324,7 @@ class _Layout:
         docs = self.manifest.documents
         return stats.save(self.batch, documents=[d.model_dump(mode="json", exclude_none=True) for d in docs],
                           ok=[d.doc_id for d in docs if d.doc_id in self.ok and d.doc_id not in self.errors],
-                          errors=self.errors, new=self.new, parsed=self.parsed, **extra)
+                          failed=self.errors, new=self.new, parsed=self.parsed, **extra)
 
 
 def _docs(batch: Batch) -> list[dict]:
@@ -448,7 +448,7 @@ def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARS
             if state is not None and state.reusable(doc, prefix=parser_prefix):
                 ok[doc_id] = prev.parsed[doc_id]
                 continue
-            err = prev.errors.get(doc_id) if doc_id in state.present else None  # type: ignore[union-attr]
+            err = prev.failed.get(doc_id) if doc_id in state.present else None  # type: ignore[union-attr]
         else:
             head = rs.get_json(rs.bundle_rel(doc_id), memo=False)
             if head and head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
@@ -603,7 +603,7 @@ def night_index(batch: Batch) -> NightIndex:
                 d.model_dump(), d.input_error or "", f"{d.pdf_uri}: refused at discovery", "discover")
         elif rs.exists(rs.bundle_rel(d.doc_id)):
             ok.append(d.doc_id)
-    return NightIndex(documents=docs, ok=ok, errors=errors)
+    return NightIndex(documents=docs, ok=ok, failed=errors)
 
 
 def shard_size_for(documents: int, shard_size: int = 25, max_shards: int = MAX_SHARDS,
@@ -628,7 +628,7 @@ def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
 
 
 def failed_documents(batch: Batch) -> list[str]:
-    return sorted(night_index(batch).errors)
+    return sorted(night_index(batch).failed)
 
 
 def plan_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS,
@@ -641,7 +641,7 @@ def plan_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS
     shards = split(ok, shard_size, max_shards, map_limit)
     size = shard_size_for(len(ok), shard_size, max_shards, map_limit)
     log.info("planned %d shard(s) of at most %d for %d document(s); %d document(s) failed layout",
-             len(shards), size, len(ok), len(index.errors))
+             len(shards), size, len(ok), len(index.failed))
     return shards
 
 
@@ -797,7 +797,8 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
                                 f"{doc.pdf_uri}: the verification could not be completed ({type(exc).__name__}); "
                                 f"check its classification, then re-run", "verify")
         rs.write_result(rec)
-        documents[doc_id] = doc_summary(rec)
+        # a document waiting for the retry: its attempt 0 only (the retry's result is the retry's)
+        documents[doc_id] = doc_summary(rec if rec.route != "auto_fix_retry" else rec.model_copy(update={"result": None}))
         a0 = rec.attempt_0 or (rec.result.attempts[0] if rec.result else None)
         so = a0.decision.second_opinion if a0 is not None else None
         if so is not None:
@@ -844,8 +845,8 @@ def arbiter(batch: Batch, second_opinion: Any = None, shards: int | None = None)
     for doc in index.documents:
         doc_id = doc.doc_id
         stats.docs += 1
-        if doc_id in index.errors:
-            errors[doc_id] = index.errors[doc_id]
+        if doc_id in index.failed:
+            errors[doc_id] = index.failed[doc_id]
             code = errors[doc_id].get("error")
             route, dec = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
                                                "error": code}
@@ -864,14 +865,17 @@ def arbiter(batch: Batch, second_opinion: Any = None, shards: int | None = None)
                     error="VERIFICATION_FAILED")
         routes[route].append(doc_id)
         decisions[doc_id] = dec
-    rs.write_if_changed(rs.routes_rel, Routes(
-        ds=batch.ds, routes=routes, attempt_0=decisions, errors=errors, new=index.new,
-        documents={d: v for d, v in summaries.items() if d in decisions}).model_dump(mode="json"))
+    night = Routes(ds=batch.ds, routes=routes, attempt_0=decisions, errors=errors, new=index.new,
+                   documents={d: v for d, v in summaries.items() if d in decisions}).model_dump(mode="json")
+    # _routes.json: the routes, attempt 0's decisions and the error records (unchanged on a re-run);
+    # the stage's record (rewritten every run) carries them too, with this run's ``new`` documents
+    # and the summaries, for the route tasks and the report
+    rs.write_if_changed(rs.routes_rel, {k: night[k] for k in ("ds", "routes", "attempt_0", "errors")})
     follow = [r for r in ROUTES if routes[r]]
     if routes["auto_fix_retry"]:  # documents from the retry end in accept or write_sme_packets
         follow = list(ROUTES)
     counts = {k: len(v) for k, v in routes.items()}
-    stats.save(batch, counts=counts)
+    stats.save(batch, counts=counts, night=night)
     log.info("V5 routes: %s; following %s", counts, follow)
     return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
 
@@ -999,17 +1003,20 @@ def _withdraw_pending_packets(batch: Batch, doc_id: str, current: str, reason: s
         rs.delete(rs.packet_html_rel(key))  # the packet's rendering goes with it
 
 
-def _earlier_outputs(batch: Batch, routes: Routes, candidates: list[str]) -> dict[str, list[str]]:
-    """This night's packet keys of ``candidates`` from earlier runs. A document new this night
-    (no run folder before its layout) has no earlier packet or accepted record: when every
-    candidate is new, nothing is listed and none of their outputs is looked for; else one listing
-    of the packets and one of the night's accepted records."""
+def _earlier_outputs(batch: Batch, routes: Routes, candidates: list[str], *, list_packets: bool = False
+                     ) -> dict[str, list[str]]:
+    """This night's packet keys of ``candidates`` from earlier runs. A document new this run (no
+    run folder before its layout) has no accepted record or packet of an earlier run: when every
+    candidate is new, their accepted records are known absent without a request and the packets
+    are not listed — unless ``list_packets`` (the packet writer always lists them: a packet an SME
+    reviewed is never overwritten, even by a cleared and re-run task); else one listing of the
+    night's accepted records and one of the packets."""
     rs = batch.rs
     new = set(routes.new)
     if all(d in new for d in candidates):
         for d in candidates:
             rs.assume_absent(rs.accepted_rel(d))
-        return {}
+        return _night_packet_keys(batch, candidates) if list_packets else {}
     rs.names(rs.accepted_dir)
     return _night_packet_keys(batch, candidates)
 
@@ -1064,8 +1071,7 @@ def write_sme_packets(batch: Batch) -> dict:
     routes = rs.routes()
     candidates = (routes.routes["write_sme_packets"] + routes.routes["auto_fix_retry"]) if routes else []
     errors = routes.errors if routes else {}
-    keys = _earlier_outputs(batch, routes, candidates) if routes else {}
-    new = set(routes.new) if routes else set()
+    keys = _earlier_outputs(batch, routes, candidates, list_packets=True) if routes else {}
 
     def production(doc_id: str, rel: str | None) -> dict | None:
         """A production classification supplied beside the PDF: ``<doc>.production.json``
@@ -1079,9 +1085,6 @@ def write_sme_packets(batch: Batch) -> dict:
             return None
 
     def finish(doc_id: str, key: str, packet: Any, bundle: DocumentBundle | None, why: str, **fields: Any) -> None:
-        if doc_id in new:  # no earlier packet of this night: nothing to look for
-            rs.assume_absent(rs.packet_rel(key))
-            rs.assume_absent(rs.packet_html_rel(key))
         _withdraw_pending_packets(batch, doc_id, key, f"escalated again by a later run of {batch.ds}", keys,
                                   keep_current=True)
         uri, outcome = write_packet(rs, packet, write_json=rs.write_if_changed)

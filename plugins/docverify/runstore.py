@@ -142,22 +142,23 @@ class NightIndex(_Open):
     """``runs/<ds>/_stages/layout.json``: the layout stage's record, which every later stage reads
     instead of the manifest and the documents' folders — the manifest's documents (in order),
     those with a bundle (``ok``, in manifest order, with the bundle's ``parsed`` sha256 and parser),
-    the error records of those without one (``errors``: discover or layout; the same content as
+    the error records of those without one (``failed``: discover or layout; the same content as
     their ``error.json``), and ``new``: the documents that had no run folder before this night's
     layout (nothing of theirs — result, packet, accepted record — can exist; nobody asks)."""
 
     stage: str = "layout"
     documents: list[ManifestDoc] = Field(default_factory=list)
     ok: list[str] = Field(default_factory=list)
-    errors: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    failed: dict[str, dict[str, Any]] = Field(default_factory=dict)
     new: list[str] = Field(default_factory=list)
     parsed: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class Routes(_Open):
-    """``runs/<ds>/_routes.json`` (v5_arbiter): each route's documents, attempt 0's decisions, the
-    error records of documents escalated without a verification (``errors``), the documents new
-    this night (``new``) and every verified document's summary (``documents``: codes and rules)."""
+    """The arbiter's routes: each route's documents, attempt 0's decisions and the error records of
+    documents escalated without a verification (``errors``) — ``runs/<ds>/_routes.json`` — and, in
+    the arbiter's stage record, the documents new this run (``new``) and every verified document's
+    summary (``documents``: codes and rules)."""
 
     ds: str
     routes: dict[str, list[str]]
@@ -448,7 +449,11 @@ class RunStore:
         return NightIndex.model_validate(data) if data is not None and "ok" in data else None
 
     def routes(self) -> Routes | None:
-        data = self.get_json(self.routes_rel)
+        """The arbiter's routes of this run: from its stage record (which also holds this run's
+        ``new`` documents and the summaries), else ``_routes.json``."""
+        record = self.stage("v5_arbiter")
+        data = record.get("night") if record else None
+        data = data if data is not None else self.get_json(self.routes_rel)
         return None if data is None else Routes.model_validate(data)
 
     def stage(self, key: str) -> dict[str, Any] | None:
