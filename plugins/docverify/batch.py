@@ -636,6 +636,7 @@ def plan_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS
     """Documents with a bundle in at most ``max_shards`` shards of at least ``shard_size`` (a shard
     is one mapped ``verify`` task). The plan is the task's return value (XCom): the arbiter gets
     it from there."""
+    shard_size_for(0, shard_size, max_shards, map_limit)  # a bad param fails before anything is read
     index = night_index(batch)
     ok = index.ok
     shards = split(ok, shard_size, max_shards, map_limit)
@@ -882,6 +883,7 @@ def arbiter(batch: Batch, second_opinion: Any = None, shards: int | None = None)
 
 def retry_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS,
                  map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
+    shard_size_for(0, shard_size, max_shards, map_limit)  # a bad param fails before anything is read
     routes = batch.rs.routes()
     return split(routes.routes["auto_fix_retry"] if routes else [], shard_size, max_shards, map_limit)
 

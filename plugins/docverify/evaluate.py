@@ -431,16 +431,32 @@ class _PrimarySource:
                 if runs.exists() else []
         return self._partitions
 
+    def _result(self, ds: str, doc_id: str) -> dict | None:
+        """The night's ``result.json`` of ``doc_id`` (:class:`docverify.runstore.DocResult`), or None."""
+        from docverify.runstore import RunStore
+
+        rel = RunStore(self.store, ds).result_rel(doc_id)
+        try:
+            raw = self.store.read_json_if_exists(rel)
+        except (OSError, ValueError) as exc:
+            self.unreadable.append(UnreadableFile(uri=self.store.uri(rel), reason=_reason(exc, "result")))
+            return None
+        return raw if isinstance(raw, dict) else None
+
     def jury_decisions(self, doc_id: str) -> list[tuple[str, str]]:
-        """(finding code, jury decision) of the newest ``verification.json`` of ``doc_id``, each
-        once; [] when the jury did not run."""
+        """(finding code, jury decision) of the newest verification of ``doc_id`` (its
+        ``result.json``; ``verification.json`` of the CLI or of nights before issue 12), each once;
+        [] when the jury did not run."""
         for ds in self.partitions():
-            rel = f"{ArtifactStore.run_dir(ds, doc_id)}/verification.json"
-            if self.store.exists(rel):
+            rec = self._result(ds, doc_id)
+            raw = rec.get("result") if rec is not None else None
+            if raw is None:
+                rel = f"{ArtifactStore.run_dir(ds, doc_id)}/verification.json"
                 try:
-                    raw = _read_json(self.store, rel)
+                    raw = self.store.read_json_if_exists(rel)
                 except (OSError, ValueError):
                     return []
+            if isinstance(raw, dict):
                 pairs = {(v.get("code"), v.get("final_action")) for a in (raw.get("attempts") or [])
                          for r in (a.get("runs") or []) if isinstance(r, dict) and r.get("phase") == "jury"
                          for v in (r.get("votes") or []) if isinstance(v, dict)}
@@ -448,15 +464,21 @@ class _PrimarySource:
         return []
 
     def run_classification(self, doc_id: str) -> Any | None:
-        """The newest ``runs/<ds>/<doc_id>/classification.json`` (by date partition)."""
+        """The newest classification of ``doc_id`` (by date partition): its night's ``result.json``,
+        or ``classification.json`` (the CLI's, or of nights before issue 12)."""
         for ds in self.partitions():
+            rec = self._result(ds, doc_id)
+            if rec is not None and rec.get("classification") is not None:
+                return rec["classification"]
             rel = f"{ArtifactStore.run_dir(ds, doc_id)}/classification.json"
-            if self.store.exists(rel):
-                try:
-                    return _read_json(self.store, rel)
-                except (OSError, ValueError) as exc:
-                    self.unreadable.append(UnreadableFile(uri=self.store.uri(rel),
-                                                          reason=_reason(exc, "classification")))
+            try:
+                raw = self.store.read_json_if_exists(rel)
+            except (OSError, ValueError) as exc:
+                self.unreadable.append(UnreadableFile(uri=self.store.uri(rel),
+                                                      reason=_reason(exc, "classification")))
+                continue
+            if raw is not None:
+                return raw
         return None
 
 

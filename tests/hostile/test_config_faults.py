@@ -46,7 +46,12 @@ def test_deterministic_failures_fail_at_once_transient_ones_are_retried(monkeypa
         tasks.discover(ctx)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", "gemini-please")
     with pytest.raises(AirflowFailException, match="docverify_judge"):
-        tasks.classify({**ctx, "params": {}, "ti": type("TI", (), {"map_index": 0})()}, [])
+        tasks.verify({**ctx, "params": {}, "ti": type("TI", (), {"map_index": 0})()}, [])
+    monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_JUDGE")
+    # a shard param Airflow could not map (over [core] max_map_length) or a nonsense one: at once
+    for params in ({"max_shards": 5000}, {"shard_size": 0}):
+        with pytest.raises(AirflowFailException, match="not retried"):
+            tasks.plan_shards({**ctx, "params": params})
 
     @tasks.retry_rule
     def flaky():
