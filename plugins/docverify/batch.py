@@ -1095,6 +1095,7 @@ def write_sme_packets(batch: Batch) -> dict:
             withdraw(batch, rs.accepted_rel(doc_id), "accepted", doc_id,
                      f"escalated by a later run of {batch.ds} ({why})")
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
+        rs.forget(doc_id, rels=[rs.packet_rel(key)])
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", output_uri=uri, html_uri=html_uri,
                 packet=outcome, **fields)
 

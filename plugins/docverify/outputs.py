@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from docverify.models import DocumentBundle, VerificationResult
+from docverify.runstore import RunStore
 from docverify.sme import build_packet, now_iso, write_packet
 from docverify.store import ArtifactStore
 
@@ -19,6 +20,7 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
     and the whole result as ``runs/<ds>/<doc>/verification.json``. ``write_json`` replaces
     ``store.write_json`` (the DAG passes a writer that skips unchanged content)."""
     write_json = write_json or store.write_json
+    rs = RunStore(store, ds)
     uris = []
     for a in result.attempts:
         base = ArtifactStore.attempt_dir(ds, result.doc_id, a.attempt)
@@ -29,7 +31,7 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
         })
         write_json(f"{base}/v5_arbiter_decision.json", a.decision)
         uris.append(store.uri(base))
-    write_json(f"{ArtifactStore.run_dir(ds, result.doc_id)}/verification.json", result)
+    write_json(rs.doc_rel(result.doc_id, "verification.json"), result)
     return uris
 
 
@@ -55,9 +57,9 @@ def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result:
     leaves the files as they were."""
     write_json = write_json or store.write_json
     out = {"attempts": ", ".join(write_attempts(store, ds, result, write_json))}
-    bundle_rel = f"{ArtifactStore.run_dir(ds, bundle.doc_id)}/bundle.json"
+    bundle_rel = RunStore(store, ds).bundle_rel(bundle.doc_id)
     if result.final_decision == "AUTO_ACCEPT":
-        rel = f"accepted/{ds}/{bundle.doc_id}.json"
+        rel = RunStore(store, ds).accepted_rel(bundle.doc_id)
         write_json(rel, accepted_record(bundle.doc_id, bundle, result, bundle_uri=store.uri(bundle_rel),
                                         run_id=run_id, provenance=provenance))
         out["accepted"] = store.uri(rel)

@@ -314,10 +314,13 @@ class RunStore:
         self._memo.setdefault(rel, None)
 
     def forget(self, doc_id: str | None = None, rels: Iterable[str] = ()) -> None:
-        """Drop a document's objects (or ``rels``) from the memo (they stay in the store)."""
+        """Drop a document's objects (its run folder's, its accepted record) and ``rels`` from the
+        memo (they stay in the store): a stage that is done with a document forgets it, so its
+        memory does not grow with the night."""
         prefix = self.run_dir(doc_id) + "/" if doc_id else None
+        drop = set(rels) | ({self.accepted_rel(doc_id)} if doc_id else set())
         for rel in list(self._memo):
-            if (prefix and rel.startswith(prefix)) or rel in rels:
+            if (prefix and rel.startswith(prefix)) or rel in drop:
                 del self._memo[rel]
 
     def write_json(self, rel: str, obj: Any, *, overwrite: bool = True) -> bool:

@@ -35,6 +35,7 @@ from docverify.models import (
     SMEPacket,
     VerificationResult,
 )
+from docverify.runstore import RunStore
 from docverify.sme_context import get_issue_context
 from docverify.sme_render import packet_html, packet_markdown, write_packet_html
 from docverify.store import ArtifactStore, as_root
@@ -215,9 +216,9 @@ def resolve_key(store: ArtifactStore, key: str) -> str:
     if store.exists(ArtifactStore.packet_rel(key)):
         return key
     matches = []
-    for name in store.list("sme_packets", ".json"):
+    for name in store.list(RunStore.PACKETS_DIR, ".json"):
         try:
-            p = store.read_json(f"sme_packets/{name}")
+            p = store.read_json(f"{RunStore.PACKETS_DIR}/{name}")
         except (OSError, json.JSONDecodeError):
             continue
         if isinstance(p, dict) and p.get("doc_id") == key:
@@ -244,7 +245,7 @@ def write_packet(store: ArtifactStore, packet: SMEPacket, write_json=None) -> tu
 
 def html_rel(doc_id: str) -> str:
     """``sme_packets/sme_packet_<doc_id>.html``: the readable rendering beside the JSON."""
-    return ArtifactStore.packet_rel(doc_id)[: -len(".json")] + ".html"
+    return RunStore.packet_html_rel(doc_id)
 
 
 def load_packet(store: ArtifactStore, doc_id: str) -> SMEPacket:
@@ -284,8 +285,8 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
     created_at, packet URI. Most severe first, then oldest first. Unreadable packets are skipped
     with a warning naming the file."""
     rows = []
-    for name in store.list("sme_packets", ".json"):
-        rel = f"sme_packets/{name}"
+    for name in store.list(RunStore.PACKETS_DIR, ".json"):
+        rel = f"{RunStore.PACKETS_DIR}/{name}"
         try:
             p = store.read_json(rel)
         except (OSError, json.JSONDecodeError) as exc:

@@ -3,15 +3,16 @@
 The root is a :class:`pathlib.Path` in the CLI and the tests, and an Airflow
 ``ObjectStoragePath`` (``file://…`` or ``gs://…``) in the DAGs: the store only uses the
 operations both have (``/``, ``exists``, ``read_bytes``, ``write_bytes``, ``iterdir``,
-``mkdir``). The layout is DESIGN.md's:
+``mkdir``). The paths of a night's layout are built by :class:`docverify.runstore.RunStore` only
+(which also gives its objects as models and memoises reads); this class is the request layer::
 
     incoming/<ds>/<doc>.pdf                    input (never modified)
     runs/<ds>/<doc_id>/bundle.json             DocumentBundle
-    runs/<ds>/<doc_id>/classification.json     ClassificationOutput (attempt 0)
-    runs/<ds>/<doc_id>/attempt_<n>/report.json + v5_arbiter_decision.json
+    runs/<ds>/<doc_id>/result.json             classification, attempts, V5 decisions (the night's)
+    runs/<ds>/<doc_id>/attempt_<n>/…           report.json + v5_arbiter_decision.json (``verify --out``)
     accepted/<ds>/<doc_id>.json                accepted classification + provenance
-    sme_packets/sme_packet_<doc_id>.json       review packet
-    ground_truth/gt_<doc_id>.json              SME answer (versions: gt_<doc_id>.v2.json, …)
+    sme_packets/sme_packet_<review_id>.json    review packet
+    ground_truth/gt_<review_id>.json           SME answer (versions: gt_<review_id>.v2.json, …)
     reports/<ds>/batch_report.json|.md|.html
     cache/llm/<key>.json                       verdict cache
 
