@@ -178,8 +178,9 @@ def routes_of(store: ArtifactStore) -> dict[str, str]:
 
 
 #: GCS requests per document of the sample night, the stages and the report (issue 12). Measured
-#: 2026-11-23 on this code: about 11 per document on a first night, 10 on a re-run (gcsfs: a
-#: streamed sha256 is a metadata GET plus a ranged read; every other store operation one request).
+#: 2026-11-23 on this code: 149 on the first night (11.5 per document; 1,958 before the typed run
+#: store), 125 on the re-run below (9.6, after an extra layout pass). gcsfs sends a metadata GET
+#: and a ranged read for a streamed sha256; every other store operation is one request.
 GCS_REQUESTS_PER_DOCUMENT = 13
 
 
