@@ -38,7 +38,6 @@ import re
 import struct
 import unicodedata
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -505,12 +504,3 @@ def stored_context(ctx: dict[str, Any]) -> dict[str, Any]:
 
 def png_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def pages_of(contexts: Iterable[dict[str, Any]]) -> list[int]:
-    """Distinct pages with a highlight, in first-seen order."""
-    out: list[int] = []
-    for c in contexts:
-        if c.get("highlight") and c.get("page") not in out:
-            out.append(c["page"])
-    return out

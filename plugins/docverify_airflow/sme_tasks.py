@@ -213,7 +213,7 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], 
     source, version and URI (nothing of the document). ``preset_pages``: the page types the form
     was preset to (:func:`page_types`), when the caller has them already."""
     from docverify.sme import save_review
-    from docverify_airflow.operators.sme_review import AGREE, CORRECT, page_field
+    from docverify_airflow.sme_form import AGREE, CORRECT, page_field
 
     chosen = list(answer.get("chosen_options") or [])
     if len(chosen) != 1 or chosen[0] not in (AGREE, CORRECT):
