@@ -375,6 +375,7 @@ def _bench_module(repo_dir):
     return module
 
 
+@pytest.mark.slow
 def test_labelled_corpus_figures(corpora_dir, repo_dir, tmp_path):
     c = evaluate_labelled_corpus(corpora_dir)
     assert c.documents == 281 and c.implementation == "offline-lexicon-v2"

@@ -177,6 +177,7 @@ def routes_of(store: ArtifactStore) -> dict[str, str]:
             else d["final_decision"] for d in rep["per_document"]}
 
 
+@pytest.mark.slow
 def test_sample_batch_stages_on_gcs(gcs_root):
     expected = expected_routes()
     store = gcs_store(gcs_root)
