@@ -18,9 +18,8 @@ from docverify.evaluate import (
     Ratio,
     evaluate_labelled_corpus,
     evaluate_store,
-    render_markdown,
-    render_text,
 )
+from docverify.evaluate_render import render_markdown, render_text
 from docverify.models import (
     DOC_TYPES,
     ClassificationOutput,
