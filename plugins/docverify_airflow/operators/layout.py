@@ -26,7 +26,8 @@ class NightlyDocumentAIOperator(DocumentAIBatchProcessOperator):
         from docverify import batch as B
         from docverify_airflow import config, tasks
 
-        if config.layout_mode() != "document_ai":
+        s = config.settings(context)
+        if s.layout != "document_ai":
             raise AirflowSkipException("docverify_layout=local: the layout task parses the PDFs locally")
         batch = tasks.make_batch(context)
         if not config.is_remote(batch.store.root):
@@ -38,15 +39,15 @@ class NightlyDocumentAIOperator(DocumentAIBatchProcessOperator):
         if not docs:
             batch.store.write_json(tasks.docai_results_rel(batch), [])
             raise AirflowSkipException("every document already has a Document AI bundle for the same PDF")
-        proc = config.docai_processor()
+        proc = s.processor()
         self.project_id, self.location = proc["project"], proc["location"]
         self.processor_id, self.processor_version = proc["processor_id"], proc["processor_version"]
-        self.gcp_conn_id = config.docai_conn_id()
-        self.poll_interval = config.docai_poll_s()
+        self.gcp_conn_id = s.docai_conn_id
+        self.poll_interval = s.docai_poll_s
         self.gcs_input_uris = [d["pdf_uri"] for d in docs]
         self.gcs_output_uri = batch.store.uri(f"docai/{batch.ds}/")
         self.log.info("Document AI: %d of %d document(s) to process with %s → %s", len(docs),
-                      len(manifest), config.processor_name(), self.gcs_output_uri)
+                      len(manifest), s.processor_name(), self.gcs_output_uri)
         return self._store(context, super().execute(context))
 
     def execute_complete(self, context: Any, event: dict[str, Any], rejected: list[dict[str, Any]] | None = None):
