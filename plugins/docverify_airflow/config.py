@@ -240,18 +240,17 @@ class Settings:
     def processor(self) -> dict[str, str | None]:
         """The Layout Parser processor of Variable ``docverify_docai_processor`` as its parts
         (``project``, ``location``, ``processor_id``, ``processor_version``), parsed by the
-        client library's path helpers; a malformed name fails naming the Variable."""
-        from google.cloud.documentai import DocumentProcessorServiceClient as Client
+        client library's path helpers (through the Document AI package's hook); a malformed name
+        fails naming the Variable."""
+        from docverify_documentai.hooks.document_ai import parse_processor_name
 
-        name = self.docai_processor
-        parts = Client.parse_processor_version_path(name) or Client.parse_processor_path(name)
-        if not parts or "/" in parts.get("processor", "/"):
+        try:
+            return parse_processor_name(self.docai_processor)
+        except ValueError:
             raise ValueError(
-                f"Variable {VAR_DOCAI_PROCESSOR}={name!r} is not a processor resource name: set it to "
-                f"projects/<project>/locations/<us|eu>/processors/<processor id> (the Layout Parser processor's "
-                f"'Prediction endpoint' in the console, without the ':process' suffix)")
-        return {"project": parts["project"], "location": parts["location"], "processor_id": parts["processor"],
-                "processor_version": parts.get("processor_version")}
+                f"Variable {VAR_DOCAI_PROCESSOR}={self.docai_processor!r} is not a processor resource name: set it "
+                f"to projects/<project>/locations/<us|eu>/processors/<processor id> (the Layout Parser processor's "
+                f"'Prediction endpoint' in the console, without the ':process' suffix)") from None
 
     def processor_name(self) -> str:
         """``docverify_docai_processor``, checked (see :meth:`processor`)."""

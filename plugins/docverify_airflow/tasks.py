@@ -82,18 +82,19 @@ def discover(context) -> dict:
     return out
 
 
-DOCAI_RESULTS = "docai_results.json"  # under runs/<ds>/: the Document AI batch operator's per-input results
+@retry_rule
+def plan_document_ai(context) -> dict:
+    """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.document_ai.plan`."""
+    from docverify_airflow import document_ai
 
-
-def docai_results_rel(batch: B.Batch) -> str:
-    return f"runs/{batch.ds}/{DOCAI_RESULTS}"
+    return document_ai.plan(make_batch(context), config.settings(context))
 
 
 @retry_rule
 def layout(context) -> dict:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
     processes) or ``document_ai``: on a gs:// root, the bundles come from the outputs of the
-    ``document_ai`` batch task; on a local root, each PDF goes to the processor online."""
+    ``document_ai`` batch task (its XCom); on a local root, each PDF goes to the processor online."""
     batch, s = make_batch(context), config.settings(context)
     if s.layout == "local":
         return B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
@@ -103,9 +104,11 @@ def layout(context) -> dict:
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
 
-        results = batch.store.read_json_if_exists(docai_results_rel(batch)) or []
+        from docverify_airflow.document_ai import results_for_layout
+
+        results = results_for_layout(context["ti"].xcom_pull(task_ids="document_ai"))
         return B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id))
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     hook, name = DocumentAIHook(gcp_conn_id=conn_id), s.processor_name()
     return B.layout_docai_online(batch, lambda data: hook.process_document(name, data))
