@@ -127,9 +127,6 @@ def read_variable(key: str, default: str) -> str:
     return "" if value is None else str(value)
 
 
-_variable = read_variable  # the name callers used before Settings
-
-
 # --- parsing: each raises ValueError (deterministic: the task fails at once) naming the Variable ---
 
 def _text(key: str, raw: str, default: str) -> str:
