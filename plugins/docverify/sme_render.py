@@ -7,6 +7,11 @@ page text around it (2 paragraphs before, 3 after) and, when the PDF has a text 
 image with the matched text boxed. Everything from the packet or the document is escaped; page
 images are embedded once per page (CSS background, base64 PNG) and shared by the issues on
 that page. No script, no external resource.
+
+The markup is in ``include/templates/`` (``sme_packet.html.j2`` with ``_macros.html.j2`` and
+``sme_packet.css``; ``sme_packet.md.j2``), rendered by :func:`docverify.templating.render`: this
+module reads the packet, the bundle and the PDF and prepares the templates' context as plain text
+(the HTML template escapes it; the Markdown one escapes through its ``md_*`` filters).
 """
 
 from __future__ import annotations
