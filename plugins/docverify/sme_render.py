@@ -164,7 +164,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
             contexts[s.issue_id] = get_issue_context(bundle, packet, s.issue_id, highlight=False)
         else:
             contexts[s.issue_id] = dict(s.context or {})
-    page_css = []
+    page_backgrounds = []
     if pdf_bytes and bundle is not None:
         try:
             with PdfPages(pdf_bytes, scale) as pdf:
@@ -187,7 +187,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
                         pages.append(page)
                 for page in pages:
                     png, _, _ = pdf.render_png(page)
-                    page_css.append({"page": page, "uri": png_data_uri(png)})
+                    page_backgrounds.append({"page": page, "uri": png_data_uri(png)})
         except Exception as exc:  # an unreadable PDF: the packet is still rendered, without images
             log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
             for ctx in contexts.values():
@@ -234,7 +234,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
     original = packet.original_classification
     return render(
         "sme_packet.html.j2", doc_id=packet.doc_id, total_issues=packet.total_issues, status=status,
-        page_css=page_css, info=info, decision=decision, production=_production_rows(packet),
+        page_backgrounds=page_backgrounds, info=info, decision=decision, production=_production_rows(packet),
         page_images=page_images, pdf_pages=pdf_pages, issues=issues,
         history="\n".join(history_lines(packet)), decided_by=decided_by(packet),
         fixed=bool(packet.attempt_history[1:]), doc_types=DOC_TYPES, primary=_classification_view(primary),
