@@ -22,12 +22,12 @@ DOC_MD = """
 
 One run = one batch = the date partition `<storage_root>/incoming/{{ ds }}/` (or the
 `batch_prefix` param). Each PDF is parsed to a DocumentBundle (`document_ai`: Layout Parser batch
-on a gs:// root when Variable `docverify_layout` is `document_ai`, skipped otherwise; `layout`:
-the local parser on the embedded default, or the Document AI outputs), then `plan_shards` splits
-the documents into at most `max_shards` shards of at least `shard_size`, and one mapped
-`verify[shard]` task per shard classifies each document (unless a companion classification is
-given), runs V1–V4 (the V2–V4 judgments concurrently) and V5 on attempt 0 (one `result.json` per
-document); `v5_arbiter` (the branch) routes them from the shards' summaries:
+on a gs:// root when Variable `docverify_layout` is `document_ai`, as planned by `plan_document_ai`, skipped
+otherwise; `layout`: the local parser on the embedded default, or the Document AI outputs), then
+`plan_shards` splits the documents into at most `max_shards` shards of at least `shard_size`, and
+one mapped `verify[shard]` task per shard classifies each document (unless a companion
+classification is given), runs V1–V4 (the V2–V4 judgments concurrently) and V5 on attempt 0 (one
+`result.json` per document); `v5_arbiter` (the branch) routes them from the shards' summaries:
 
 * **accept** → `accepted/<ds>/<doc>.json`
 * **plan_retry_shards → auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
@@ -102,6 +102,10 @@ def clinical_doc_verification():
     def discover() -> dict:
         return T.discover(get_current_context())
 
+    @task(multiple_outputs=True)
+    def plan_document_ai() -> dict:
+        return T.plan_document_ai(get_current_context())
+
     @task(trigger_rule="none_failed")  # runs after document_ai whether it ran or skipped itself
     def layout() -> dict:
         return T.layout(get_current_context())
@@ -145,10 +149,19 @@ def clinical_doc_verification():
         T.fail_run(get_current_context())
 
     found = discover()
-    # Document AI batch on a gs:// root (deferred on the triggerer); skips itself on the local layout
-    docai = NightlyDocumentAIOperator(task_id="document_ai", retries=1)
+    # Document AI batch on a gs:// root, as planned from the Variables (the request arrives by XCom);
+    # it skips when the plan says so (local layout, local root, nothing new). The wait is deferred to
+    # the triggerer whatever [operators] default_deferrable says: a night's batch can take hours.
+    request = plan_document_ai()
+    found >> request
+    docai = NightlyDocumentAIOperator(
+        task_id="document_ai", retries=1, deferrable=True, skip_reason=request["skip"],
+        project_id=request["project_id"], location=request["location"], processor_id=request["processor_id"],
+        processor_version=request["processor_version"], gcs_input_uris=request["gcs_input_uris"],
+        gcs_output_uri=request["gcs_output_uri"], gcp_conn_id=request["gcp_conn_id"],
+        poll_interval=request["poll_interval"])
     laid_out = layout()
-    found >> docai >> laid_out
+    docai >> laid_out
     shards = plan_shards(laid_out)
     verified = verify.expand(shard=shards)
     arbiter = v5_arbiter(shards)

@@ -271,7 +271,7 @@ def _feedback_figures(rep: dict):
 
 def feedback_markdown(rep: dict) -> str:
     """The feedback section of the Markdown report ("" for a report built before it existed)."""
-    from docverify.evaluate import render_markdown
+    from docverify.evaluate_render import render_markdown
 
     if "feedback" not in rep:
         return ""
@@ -283,7 +283,7 @@ def feedback_markdown(rep: dict) -> str:
 
 def feedback_html(rep: dict) -> str:
     """The feedback section of the HTML report ("" for a report built before it existed)."""
-    from docverify.evaluate import render_html
+    from docverify.evaluate_render import render_html
 
     if "feedback" not in rep:
         return ""

@@ -63,7 +63,7 @@ def night_of(context: dict[str, Any]) -> str:
 
 def make_batch(context: dict[str, Any]) -> B.Batch:
     params = context["params"]
-    store = B.ArtifactStore(config.storage_root())
+    store = B.ArtifactStore(config.settings(context).root)
     ds = night_of(context)
     return B.Batch(store=store, ds=ds, run_id=str(context.get("run_id", "")),
                    prefix=batch_prefix(params, ds), reuse=bool(params.get("reuse_cached", True)),
@@ -82,32 +82,35 @@ def discover(context) -> dict:
     return out
 
 
-DOCAI_RESULTS = "docai_results.json"  # under runs/<ds>/: the Document AI batch operator's per-input results
+@retry_rule
+def plan_document_ai(context) -> dict:
+    """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.document_ai.plan`."""
+    from docverify_airflow import document_ai
 
-
-def docai_results_rel(batch: B.Batch) -> str:
-    return f"runs/{batch.ds}/{DOCAI_RESULTS}"
+    return document_ai.plan(make_batch(context), config.settings(context))
 
 
 @retry_rule
 def layout(context) -> dict:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
     processes) or ``document_ai``: on a gs:// root, the bundles come from the outputs of the
-    ``document_ai`` batch task; on a local root, each PDF goes to the processor online."""
-    batch = make_batch(context)
-    if config.layout_mode() == "local":
+    ``document_ai`` batch task (its XCom); on a local root, each PDF goes to the processor online."""
+    batch, s = make_batch(context), config.settings(context)
+    if s.layout == "local":
         return _small(B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
                                      timeout_s=float(context["params"].get("parse_timeout_s", 60)),
-                                     ocr=config.ocr_enabled()))
-    conn_id = config.docai_conn_id()
+                                     ocr=s.ocr))
+    conn_id = s.docai_conn_id
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
 
-        results = batch.store.read_json_if_exists(docai_results_rel(batch)) or []
-        return _small(B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+        from docverify_airflow.document_ai import results_for_layout
 
-    hook, name = DocumentAIHook(gcp_conn_id=conn_id), config.processor_name()
+        results = results_for_layout(context["ti"].xcom_pull(task_ids="document_ai"))
+        return _small(B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
+
+    hook, name = DocumentAIHook(gcp_conn_id=conn_id), s.processor_name()
     return _small(B.layout_docai_online(batch, lambda data: hook.process_document(name, data)))
 
 
@@ -143,12 +146,13 @@ def _key(context) -> str:
 @retry_rule
 def verify(context, shard: list[str]) -> dict:
     """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.batch.verify_shard``)."""
-    return _small(B.verify_shard(make_batch(context), shard, config.judge(), _key(context)))
+    return _small(B.verify_shard(make_batch(context), shard, config.judge(config.settings(context)), _key(context)))
 
 
 @retry_rule
 def v5_arbiter(context, shards: list[list[str]]) -> list[str]:
-    """The branch: the task ids of the routes that have documents (from the verify shards' summaries)."""
+    """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
+    the second opinion, when on, was asked in ``verify`` — the judge carries it)."""
     result = B.arbiter(make_batch(context), shards=len(shards))
     return result["routes"]
 
@@ -160,7 +164,8 @@ def plan_retry_shards(context) -> list[list[str]]:
 
 @retry_rule
 def auto_fix_retry(context, shard: list[str]) -> dict:
-    return _small(B.auto_fix_retry_shard(make_batch(context), shard, config.judge(), _key(context)))
+    return _small(B.auto_fix_retry_shard(make_batch(context), shard, config.judge(config.settings(context)),
+                                         _key(context)))
 
 
 @retry_rule

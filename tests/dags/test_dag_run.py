@@ -13,6 +13,9 @@ import pytest
 from tests.dags.airflow_env import REPO, airflow_cmd
 from tests.packets import has_packet, packet_file
 
+# airflow dags test runs of the sample night (~80 s): the full suite, not the inner loop
+pytestmark = pytest.mark.slow
+
 DS = "2026-11-20"
 SAMPLES = REPO / "include" / "samples"
 

@@ -18,9 +18,8 @@ from docverify.evaluate import (
     Ratio,
     evaluate_labelled_corpus,
     evaluate_store,
-    render_markdown,
-    render_text,
 )
+from docverify.evaluate_render import render_markdown, render_text
 from docverify.models import (
     DOC_TYPES,
     ClassificationOutput,
@@ -375,6 +374,7 @@ def _bench_module(repo_dir):
     return module
 
 
+@pytest.mark.slow
 def test_labelled_corpus_figures(corpora_dir, repo_dir, tmp_path):
     c = evaluate_labelled_corpus(corpora_dir)
     assert c.documents == 281 and c.implementation == "offline-lexicon-v2"

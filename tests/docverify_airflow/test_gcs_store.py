@@ -184,6 +184,7 @@ def routes_of(store: ArtifactStore) -> dict[str, str]:
 GCS_REQUESTS_PER_DOCUMENT = 13
 
 
+@pytest.mark.slow
 def test_sample_batch_stages_on_gcs(gcs_root, gcs_emulator):
     expected = expected_routes()
     store = gcs_store(gcs_root)

@@ -18,9 +18,13 @@ def test_an_unreadable_variable_fails_naming_it(monkeypatch):
 
     from docverify_airflow import config
 
+    real_get = Variable.get
     monkeypatch.setattr(Variable, "get", staticmethod(_broken_variable_get))
     with pytest.raises(config.ConfigUnavailable, match="Variable docverify_storage_root could not be read"):
         config.storage_root()
+    # the settings are read together (the first unreadable one stops the read): break only the judge's
+    monkeypatch.setattr(Variable, "get", staticmethod(
+        lambda key, default=None: _broken_variable_get(key) if key == "docverify_judge" else real_get(key)))
     with pytest.raises(config.ConfigUnavailable, match="Variable docverify_judge could not be read"):
         config.judge()
 

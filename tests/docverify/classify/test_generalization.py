@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+import pytest
+
 from docverify.classify.lexicon import analyse
 from docverify.classify.offline import WEAK_FALLBACK_CONFIDENCE, classify_offline
 from docverify.models import DocumentBundle, Page
@@ -93,6 +95,7 @@ def _bench(repo_dir):
     return module
 
 
+@pytest.mark.slow
 def test_figures_on_the_split(corpora_dir, repo_dir):
     parts = _bench(repo_dir).evaluate_parts(corpora_dir)
     test = parts["test"]
