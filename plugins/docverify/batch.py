@@ -627,10 +627,6 @@ def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
     return [ids[i:i + size] for i in range(0, len(ids), size)]
 
 
-def failed_documents(batch: Batch) -> list[str]:
-    return sorted(night_index(batch).failed)
-
-
 def plan_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS,
                 map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
     """Documents with a bundle in at most ``max_shards`` shards of at least ``shard_size`` (a shard
@@ -818,9 +814,9 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
 # =========================================================================== V5 arbiter
 
 
-def arbiter(batch: Batch, second_opinion: Any = None, shards: int | None = None) -> dict:
-    """The V5 branch: the routes of every document from the verify shards' summaries (attempt 0
-    was decided in ``verify``; ``second_opinion`` is kept for callers, the judge carries it),
+def arbiter(batch: Batch, shards: int | None = None) -> dict:
+    """The V5 branch: the routes of every document from the verify shards' summaries (attempt 0,
+    with the second opinion when the judge carries one, was decided in ``verify``),
     ``runs/<ds>/_routes.json``, and the task ids to follow. ``shards``: how many verify shards
     ran (``verify_0`` … in the stage records; the DAG passes the plan's length); None reads every
     verify record of the night.
