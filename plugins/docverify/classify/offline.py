@@ -100,7 +100,8 @@ SWITCH_PENALTY = 2.5
 #: segment.
 WEAK_PAGE_CUES = 3
 WEAK_PAGE_FACTOR = 0.3
-WEAK_SWITCH = 1.5
+WEAK_SWITCH = 1.25
+CONTINUE_RATIO = 0.5
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -213,7 +214,11 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         distinct = len({h.entry.index for h in p.analysis.hits.get(lead, ()) if h.factor == 1.0})
         k = WEAK_PAGE_FACTOR if distinct < WEAK_PAGE_CUES else 1.0
         weak.append(k < 1.0)
-        emit.append({t: k * (best - p.score(t)) for t in DOC_TYPES})
+        # ... but only into a type the page itself supports (CONTINUE_RATIO of its best score):
+        # a weak page whose few cues all belong to another type does not continue a segment
+        # of a type it shows (next to) nothing of
+        emit.append({t: (k if p.score(t) >= CONTINUE_RATIO * best else 1.0) * (best - p.score(t))
+                     for t in DOC_TYPES})
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
     for i in range(1, n):
