@@ -100,8 +100,9 @@ SWITCH_PENALTY = 2.5
 #: segment.
 WEAK_PAGE_CUES = 3
 WEAK_PAGE_FACTOR = 0.3
-WEAK_SWITCH = 1.25
+WEAK_SWITCH = 1.5
 CONTINUE_RATIO = 0.5
+STICKY_NEEDS_SUPPORT = True
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -206,6 +207,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     n = len(pages)
     emit = []
     weak: list[bool] = []
+    support: list[dict[str, bool]] = []
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
@@ -217,8 +219,9 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         # ... but only into a type the page itself supports (CONTINUE_RATIO of its best score):
         # a weak page whose few cues all belong to another type does not continue a segment
         # of a type it shows (next to) nothing of
-        emit.append({t: (k if p.score(t) >= CONTINUE_RATIO * best else 1.0) * (best - p.score(t))
-                     for t in DOC_TYPES})
+        supports = {t: p.score(t) >= CONTINUE_RATIO * best for t in DOC_TYPES}
+        support.append(supports)
+        emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
     for i in range(1, n):
@@ -230,7 +233,9 @@ def _viterbi(pages: list[_Page]) -> list[str]:
             for u in pref:
                 if u == t:
                     continue
-                c = cost[i - 1][u] + SWITCH_PENALTY * (WEAK_SWITCH if weak[i] else 1.0)
+                # leaving u for a weak page costs more only when that page could continue u
+                sticky = weak[i] and (support[i][u] or not STICKY_NEEDS_SUPPORT)
+                c = cost[i - 1][u] + SWITCH_PENALTY * (WEAK_SWITCH if sticky else 1.0)
                 if c < best_c - 1e-12:
                     best_u, best_c = u, c
             row[t] = best_c + emit[i][t]
