@@ -166,11 +166,13 @@ def _bench(repo_dir):
 def test_figures_on_the_split(corpora_dir, repo_dir):
     parts = _bench(repo_dir).evaluate_parts(corpora_dir)
     test = parts["test"]
-    # Measured (offline-lexicon-v2): test dominant 96.4%, Other recall 100%, Clinical precision
-    # 100%, multi-document page accuracy 94.3%, exact split 80.0% (docs/benchmarks/classifier.md).
+    # Measured (offline-lexicon-v3): test dominant 99.5%, Other recall 100%, Clinical precision
+    # 100%, Genomic recall 100%, multi-document page accuracy 97.2%, exact split 88.3%
+    # (docs/benchmarks/classifier.md; v2 had 96.4 / 100 / 100 / 75 / 94.3 / 80.0).
     assert test["documents"] > 150 and parts["tune"]["documents"] > 150
-    assert test["accuracy"] >= 0.93
+    assert test["accuracy"] >= 0.97
     assert test["per_type"]["Other"]["recall"] >= 0.95
     assert test["per_type"]["Clinical Note"]["precision"] >= 0.95
-    assert test["multi"]["page_accuracy"] >= 0.90
-    assert test["multi"]["exact_split"] >= 0.72
+    assert test["per_type"]["Genomic Report"]["recall"] >= 0.9
+    assert test["multi"]["page_accuracy"] >= 0.95
+    assert test["multi"]["exact_split"] >= 0.85
