@@ -25,6 +25,8 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    A weak page that shows (next to) nothing of the running segment's type gets neither
    discount: its own evidence, however small, disagrees with the segment, and a new segment
    starts there when that evidence outweighs the penalty (a short report after a long one).
+   A page that opens with a section header (within its first :data:`OPEN_CHARS` characters)
+   may start a document: a change of type into it costs :data:`OPEN_SWITCH` x the penalty.
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -110,6 +112,11 @@ WEAK_SWITCH = 1.5
 #: A page supports a type (could continue a segment of it) when its score for the type is at
 #: least this fraction of its best score.
 CONTINUE_RATIO = 0.5
+#: A page that opens with a section header (a header cue within its first OPEN_CHARS characters:
+#: "EXAMINATION:", "PREOPERATIVE DIAGNOSIS:", "FAX COVER SHEET") may start a document: a change of
+#: type into it costs OPEN_SWITCH times the penalty.
+OPEN_SWITCH = 0.7
+OPEN_CHARS = 150
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -215,6 +222,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     emit = []
     weak: list[bool] = []
     support: list[dict[str, bool]] = []
+    opens: list[bool] = []
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
@@ -226,6 +234,9 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         # ... but only into a type the page itself supports (CONTINUE_RATIO of its best score):
         # a weak page whose few cues all belong to another type does not continue a segment
         # of a type it shows (next to) nothing of
+        # a page that opens with a section header may start a new document
+        opens.append(any(h.entry.kind == "header" and h.start < OPEN_CHARS
+                         for hs in p.analysis.hits.values() for h in hs))
         supports = {t: p.score(t) >= CONTINUE_RATIO * best for t in DOC_TYPES}
         support.append(supports)
         emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
@@ -242,7 +253,8 @@ def _viterbi(pages: list[_Page]) -> list[str]:
                     continue
                 # leaving u for a weak page costs more only when that page could continue u
                 sticky = weak[i] and support[i][u]
-                c = cost[i - 1][u] + SWITCH_PENALTY * (WEAK_SWITCH if sticky else 1.0)
+                factor = (WEAK_SWITCH if sticky else 1.0) * (OPEN_SWITCH if opens[i] else 1.0)
+                c = cost[i - 1][u] + SWITCH_PENALTY * factor
                 if c < best_c - 1e-12:
                     best_u, best_c = u, c
             row[t] = best_c + emit[i][t]
