@@ -768,7 +768,7 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
     through :func:`docverify.pipeline.verify_document`; one ``result.json`` per document and one
     summary for the shard (routes, decisions, what the report shows) for the arbiter.
     A document's fault is that document's error (it escalates); throttling propagates."""
-    from docverify.report import doc_summary
+    from docverify.summaries import doc_summary
 
     rs = batch.rs
     stats = StageStats("verify")
@@ -890,7 +890,7 @@ def retry_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARD
 def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
     """Fix → verify again (same pipeline, V1–V5) for documents routed AUTO_RETRY, from the stored
     attempt 0; the final result goes into the document's ``result.json``."""
-    from docverify.report import doc_summary
+    from docverify.summaries import doc_summary
 
     rs = batch.rs
     stats = StageStats("auto_fix_retry")
@@ -940,7 +940,7 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     ``withdrawn/<ds>/<kind>_<doc_id>[.<n>].json`` holds the record, its URI, the reason and the
     run that withdrew it (create-if-absent: an earlier withdrawal is never overwritten). None when
     another run of the same night withdrew it first."""
-    from docverify.sme import now_iso
+    from docverify.sme_packets import now_iso
 
     rs = batch.rs
     record = rs.get_json(rel)
@@ -960,7 +960,7 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
 
 
 def _review_id(batch: Batch, doc_id: str, sha256: str | None) -> str:
-    from docverify.sme import review_id
+    from docverify.sme_packets import review_id
 
     return review_id(batch.ds, doc_id, sha256)
 
@@ -1060,7 +1060,7 @@ def write_sme_packets(batch: Batch) -> dict:
     """One packet per escalated document (after V5 or after the retry), and per document that
     could not be parsed or classified. A packet an SME already reviewed is kept. Reads the routes,
     the manifest and, per document it may write, its result (and bundle and PDF for the packet)."""
-    from docverify.sme import build_packet, write_packet
+    from docverify.sme_packets import build_packet, write_packet
     from docverify.sme_render import write_packet_html
 
     rs = batch.rs

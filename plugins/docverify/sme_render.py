@@ -29,6 +29,7 @@ from docverify.sme_context import (
     load_pdf,
     png_data_uri,
 )
+from docverify.sme_packets import html_rel, load_packet, packet_key
 from docverify.store import ArtifactStore
 from docverify.templating import render
 
@@ -273,8 +274,6 @@ def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBund
     """Render the stored packet of ``doc_id`` to ``sme_packets/sme_packet_<doc_id>.html``
     (bundle and PDF read from the packet's URIs unless given). Written only when the bytes
     changed. Returns (uri, written)."""
-    from docverify.sme import html_rel, load_packet, packet_key
-
     packet = load_packet(store, doc_id)
     if bundle is None:
         try:

@@ -48,7 +48,7 @@ def _setting(key: str, default: str = "") -> str:
 
 def _night(context: dict[str, Any]) -> str:
     try:
-        from docverify_airflow.tasks import night_of
+        from docverify_airflow.night import night_of
 
         return night_of(context)
     except Exception:  # a callback context without a run: the run id identifies the night

@@ -12,6 +12,7 @@ from typing import Any
 
 from docverify import batch as B
 from docverify_airflow import config
+from docverify_airflow.night import night_of
 
 log = logging.getLogger(__name__)
 
@@ -42,23 +43,6 @@ def batch_prefix(params: dict[str, Any], ds: str) -> str:
     ``incoming/<ds>/``); ``{ds}`` inside it is replaced by the run's date, so one prefix serves a
     whole backfill with each date reading its own folder."""
     return (params.get("batch_prefix") or "").strip().replace("{ds}", ds)
-
-
-def night_of(context: dict[str, Any]) -> str:
-    """The night (YYYY-MM-DD) a run verifies: its logical date; a run triggered without one (the
-    REST API's default in Airflow 3: ``logical_date: null``) has no ``ds``, and verifies the date
-    it was triggered for (``run_after``, UTC)."""
-    ds = context.get("ds")
-    if ds:
-        return str(ds)
-    run_after = getattr(context.get("dag_run"), "run_after", None)
-    if run_after is None:
-        raise ValueError("this run has neither a logical date nor run_after: trigger it with a logical date")
-    import datetime as dt
-
-    if isinstance(run_after, str):
-        run_after = dt.datetime.fromisoformat(run_after.replace("Z", "+00:00"))
-    return run_after.astimezone(dt.UTC).strftime("%Y-%m-%d")
 
 
 def make_batch(context: dict[str, Any]) -> B.Batch:
