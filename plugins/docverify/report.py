@@ -15,8 +15,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from docverify.batch import Batch, lineage, load_stage_stats
 from docverify.sme_packets import review_id
+from docverify.stages.common import Batch, lineage, load_stage_stats
 from docverify.summaries import doc_summary, jury_votes  # noqa: F401 - re-exported
 
 log = logging.getLogger("docverify.report")
