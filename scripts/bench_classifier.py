@@ -33,7 +33,6 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
     sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify.classify.lexicon import get_lexicon  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
 from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the tests)
     PAGE_CHARS,
@@ -44,6 +43,7 @@ from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the
     split_pages,
     to_bundle,
 )
+from docverify.lexicon import get_lexicon  # noqa: E402
 from docverify.models import (  # noqa: E402
     DOC_TYPES,  # noqa: E402
     DocumentBundle,

@@ -1,12 +1,12 @@
 """The offline classifier: the embedded default's "judgment" without an LLM.
 
-A real, deterministic algorithm over the lexicon of :mod:`docverify.classify.lexicon` — weaker
+A real, deterministic algorithm over the lexicon of :mod:`docverify.lexicon` — weaker
 than Gemini, never a canned answer. It produces a complete :class:`ClassificationOutput` that
 passes V1 and V2's rule checks by construction: all five types in every segment and in the
 mixture, shares summing to 1, pages in bounds, no overlaps, confidences in [0, 1], evidence for
 every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 
-1. **Pages.** Every page 1..N is scored (:func:`~docverify.classify.lexicon.analyse`): one
+1. **Pages.** Every page 1..N is scored (:func:`~docverify.lexicon.analyse`): one
    length-normalised score per type. N is ``max(total_pages, highest page_num)``; a page missing
    from the bundle counts as a page without text.
 2. **Segmentation** — a Viterbi pass over the pages. Labelling page *p* with type *t* costs
@@ -60,7 +60,7 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 5. **Document.** The mixture is the page-weighted average of the segment shares (rounded the
    same way); its presence level is the highest across segments; the dominant type overall is
    the type with the largest overall share. ``vendor_signals`` come from
-   :func:`~docverify.classify.lexicon.find_vendors` over the whole text.
+   :func:`~docverify.lexicon.find_vendors` over the whole text.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from docverify.classify.lexicon import (
+from docverify.lexicon import (
     SNIPPET_MAX,
     SNIPPET_MIN,
     TextAnalysis,

@@ -1,4 +1,4 @@
-"""The offline classifier (docverify.classify.offline) and its lexicon (docverify.classify.lexicon):
+"""The offline classifier (docverify.classify.offline) and its lexicon (docverify.lexicon):
 synthetic documents, the structural invariants (also as a hypothesis property), and an accuracy
 floor on the labelled real texts of the shared corpora."""
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docverify.classify.lexicon import best_type, find_vendors, lexical_support, score_text
 from docverify.classify.offline import IMPLEMENTATION, classify_offline
+from docverify.lexicon import best_type, find_vendors, lexical_support, score_text
 from docverify.models import DOC_TYPES, REPORT_TYPES, ClassificationOutput, DocumentBundle, Page
 
 # --------------------------------------------------------------------------- synthetic texts
