@@ -397,11 +397,12 @@ def night(stack: CeleryStack, emulator: Any, prefix: str, ds: str, n: int) -> di
     logs = {name: worker_log_entries(stack.worker_dirs[name], run_id) for name in stack.worker_names}
     needles = sorted({"/tmp/", tempfile.gettempdir(), str(REPO), str(stack.home),
                       *map(str, stack.worker_dirs.values())})
-    leaks = []
+    leaks, store_refs = [], 0
     xcoms = stack.xcoms(DAG, run_id)
     for x in xcoms:
         if found := local_paths_in(x.get("value"), needles):
             leaks.append(f"{x['task_id']}[{x['map_index']}] {x['key']}: {found}")
+        store_refs += bool(local_paths_in(x.get("value"), [str(stack.storage_root)]))
     cwds = {}
     for name in stack.worker_names:
         with contextlib.suppress(psutil.Error):
@@ -416,6 +417,7 @@ def night(stack: CeleryStack, emulator: Any, prefix: str, ds: str, n: int) -> di
             "log_mismatch": {name: sorted(map(str, by_worker[name] ^ logs[name]))[:10] for name in stack.worker_names
                              if by_worker[name] != logs[name]},
             "worker_cwds": cwds, "xcoms": len(xcoms), "xcom_local_paths": leaks,
+            "xcom_store_refs": store_refs,
             "services_cpu_s": cpu_seconds(stack.service_pids()) - services_before,
             "services_peak_rss_mb": services_rss.peak / 2**20}
 
@@ -497,8 +499,9 @@ def main() -> int:
         f"{', '.join(f'{k} {v}' for k, v in result['per_worker'].items())} | {result['cpu_s']:.0f} | "
         f"{result['peak_rss_mb']:.0f} | {result['services_cpu_s']:.1f} | {result['services_peak_rss_mb']:.0f} |", "",
         f"Routes: {routes}; {len(result['route_mismatches'])} documents off their sample's expected route. "
-        f"{result['xcoms']} XComs read through the REST API, {len(result['xcom_local_paths'])} naming a local "
-        f"path. Each worker's own task logs match the task instances the API places on it: "
+        f"{result['xcoms']} XComs read through the REST API: {len(result['xcom_local_paths'])} name a local "
+        f"path, {result['xcom_store_refs']} the gs:// store. Each worker's own task logs match the task instances "
+        f"the API places on it: "
         f"{'yes' if not result['log_mismatch'] else 'NO'}.",
         "", "Checks: " + ("all passed" if not failed else "FAILED: " + "; ".join(failed)),
     ]
