@@ -372,25 +372,67 @@ def worker_log_entries(wdir: pathlib.Path, run_id: str) -> set[tuple[str, int]]:
     return out
 
 
+def store_cpu_seconds(emulator: Any) -> float:
+    """CPU seconds of the GCS emulator's server thread (it serves one request at a time, in this
+    process): how busy the store was."""
+    import psutil
+
+    tid = emulator._server._api.native_id
+    return next((t.user_time + t.system_time for t in psutil.Process().threads() if t.id == tid), 0.0)
+
+
+def measured_night(stack: AirflowStack, emulator: Any, ds: str) -> dict:
+    """The night of ``ds`` triggered and measured (scripts/bench_scheduler.under_scheduler), plus
+    the store's CPU and the routes of the batch report."""
+    from scripts.bench_scheduler import under_scheduler
+
+    store_before = store_cpu_seconds(emulator)
+    measured = under_scheduler(stack, ds)
+    report = json.loads(download(emulator, f"{stack.storage_root}/reports/{ds}/batch_report.json"))
+    return {**measured, "store_cpu_s": store_cpu_seconds(emulator) - store_before, "got_routes": routes_of(report)}
+
+
+def route_summary(doc_ids: list[str], got: dict[str, str]) -> dict:
+    expected = expected_routes()
+    want = {d: expected[d.split("__")[0]] for d in doc_ids}
+    return {"documents": len(doc_ids), "reported": len(got),
+            "route_mismatches": {d: (want.get(d), got.get(d)) for d in sorted(set(want) | set(got))
+                                 if want.get(d) != got.get(d)},
+            "routes": {r: sum(v == r for v in got.values()) for r in sorted(set(got.values()))}}
+
+
+def local_night(emulator: Any, prefix: str, ds: str, n: int, home: pathlib.Path) -> dict:
+    """The same night under the LocalExecutor (AirflowStack as the browser test runs it: SQLite,
+    one machine) on the same gs:// store, for comparison."""
+    doc_ids = upload_night(emulator, prefix, ds, n)
+    stack = AirflowStack(home, emulator.root_uri(prefix),
+                         env={**emulator.env, "AIRFLOW_VAR_DOCVERIFY_JUDGE": "offline"},
+                         variables={"docverify_storage_conn_id": emulator.conn_id})
+    stack.start()
+    try:
+        stack.settle(DAG)
+        result = measured_night(stack, emulator, ds)
+    finally:
+        stack.stop()
+    return {**result, **route_summary(doc_ids, result.pop("got_routes"))}
+
+
 def night(stack: CeleryStack, emulator: Any, prefix: str, ds: str, n: int) -> dict:
     """Run an ``n``-document night for ``ds`` on the stack, measure it and collect what the
     checks need (see the module's docstring)."""
     import psutil
-    from scripts.bench_scheduler import PeakRSS, cpu_seconds, under_scheduler
+    from scripts.bench_scheduler import PeakRSS, cpu_seconds
 
     doc_ids = upload_night(emulator, prefix, ds, n)
     services_before = cpu_seconds(stack.service_pids())
     services_rss = PeakRSS(stack.service_pids)
     services_rss.start()
-    measured = under_scheduler(stack, ds)
+    measured = measured_night(stack, emulator, ds)
     services_rss.stop.set()
     services_rss.join()
     run_id = measured["run_id"]
     tis = stack.task_instances(DAG, run_id)
-    report = json.loads(download(emulator, f"{stack.storage_root}/reports/{ds}/batch_report.json"))
-    expected = expected_routes()
-    got = routes_of(report)
-    want = {d: expected[d.split("__")[0]] for d in doc_ids}
+    got = measured.pop("got_routes")
     ran = [ti for ti in tis if ti.get("hostname")]
     by_worker = {name: {(ti["task_id"], ti["map_index"]) for ti in ran if ti["hostname"] == name}
                  for name in stack.worker_names}
@@ -407,10 +449,7 @@ def night(stack: CeleryStack, emulator: Any, prefix: str, ds: str, n: int) -> di
     for name in stack.worker_names:
         with contextlib.suppress(psutil.Error):
             cwds[name] = psutil.Process(stack.procs[f"celery-{name}"].pid).cwd()
-    return {**measured, "documents": len(doc_ids), "reported": len(got),
-            "route_mismatches": {d: (want.get(d), got.get(d)) for d in sorted(set(want) | set(got))
-                                 if want.get(d) != got.get(d)},
-            "routes": {r: sum(v == r for v in got.values()) for r in sorted(set(got.values()))},
+    return {**measured, **route_summary(doc_ids, got),
             "hostnames": sorted({ti["hostname"] for ti in ran}),
             "per_worker": {name: len(v) for name, v in by_worker.items()},
             "ran_elsewhere": sorted({ti["hostname"] for ti in ran} - set(stack.worker_names)),
@@ -442,12 +481,23 @@ def checks(result: dict, workers: list[str]) -> list[str]:
     return failed
 
 
+def _row(how: str, r: dict) -> str:
+    per_worker = ", ".join(f"{k} {v}" for k, v in r["per_worker"].items()) if "per_worker" in r else "–"
+    services = (f"{r['services_cpu_s']:.1f} | {r['services_peak_rss_mb']:.0f}" if "services_cpu_s" in r
+                else "– | –")
+    return (f"| {r['documents']} | {how} | {r['state']} | {r['wall_s']:.1f} | {r['trigger_to_done_s']:.1f} | "
+            f"{r['wall_s'] / max(1, r['documents']):.2f} | {r['task_instances']} | {per_worker} | {r['cpu_s']:.0f} | "
+            f"{r['peak_rss_mb']:.0f} | {services} | {r['store_cpu_s']:.0f} | {', '.join(r['slowest'])} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--documents", type=int, default=300)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=2, help="task slots per Celery worker")
     ap.add_argument("--ds", default="2026-11-02", help="the night's date (incoming/<ds>/)")
+    ap.add_argument("--compare-local", action="store_true",
+                    help="then the same night under the LocalExecutor on the same gs:// store")
     ap.add_argument("--no-write", action="store_true", help="print only (docs/benchmarks/celery.md untouched)")
     args = ap.parse_args()
     if missing := missing_binaries():
@@ -463,46 +513,55 @@ def main() -> int:
     stack = CeleryStack(home / "airflow", emulator.root_uri(prefix), workers=args.workers,
                         concurrency=args.concurrency, env=env,
                         variables={"docverify_storage_conn_id": emulator.conn_id})
+    local = None
     t0 = time.monotonic()
     try:
         stack.start()
         up_s = time.monotonic() - t0
         stack.settle(DAG)
         result = night(stack, emulator, prefix, args.ds, args.documents)
+        stack.stop()
+        if args.compare_local:
+            local = local_night(emulator, prefix + "-local", args.ds, args.documents, home / "local")
+            print(json.dumps({k: v for k, v in local.items() if k != "route_mismatches"}, indent=1, default=str))
     finally:
         stack.stop()
         emulator.stop()
         shutil.rmtree(home, ignore_errors=True)
     failed = checks(result, stack.worker_names)
+    if local is not None and (local["state"] != "success" or local["route_mismatches"]):
+        failed.append(f"the LocalExecutor night: {local['state']}, {len(local['route_mismatches'])} routes off")
     print(json.dumps({k: v for k, v in result.items() if k != "route_mismatches"}, indent=1, default=str))
     from scripts.benchlib import publish
 
-    per_doc = result["wall_s"] / max(1, result["documents"])
     routes = ", ".join(f"{r} {c}" for r, c in result["routes"].items())
+    command = f"python scripts/celery_stack.py --documents {args.documents}" + (
+        " --compare-local" if args.compare_local else "")
     lines = [
         "# A night on the CeleryExecutor (two workers, Redis, PostgreSQL, gs:// store)", "",
-        f"Measured by `python scripts/celery_stack.py --documents {args.documents}` on {os.cpu_count()} cores "
-        f"shared with other jobs, {dt.date.today().isoformat()}: Redis (broker) and PostgreSQL (metadata DB and "
-        "Celery result backend, fsync off) on 127.0.0.1, scheduler, dag-processor, triggerer and api-server "
-        f"(scripts/airflow_stack.py, parallelism {stack.parallelism}), {args.workers} Celery workers × "
-        f"{args.concurrency} slots, each in its own temp folder; the store a gs:// root on the GCS emulator "
-        "(tests/gcs_emulator.py, in the script's process); the embedded default (local parser, offline "
-        "judgments); fresh store (nothing cached). Wall: the run's start_date → end_date (REST API). CPU and "
-        "peak RSS: sampled from /proc for the Airflow process tree (components, workers, task processes) and "
-        f"for Redis + PostgreSQL. Stack start-up (migrate on PostgreSQL included): {up_s:.0f} s.", "",
-        "| documents | state | run wall (s) | trigger → done (s) | s / document | task instances | "
+        f"Measured by `{command}` on {os.cpu_count()} cores shared with other jobs, "
+        f"{dt.date.today().isoformat()}: Redis (broker) and PostgreSQL (metadata DB and Celery result backend, "
+        "fsync off) on 127.0.0.1, scheduler, dag-processor, triggerer and api-server (scripts/airflow_stack.py, "
+        f"parallelism {stack.parallelism}), {args.workers} Celery workers × {args.concurrency} slots, each in its "
+        "own temp folder; the store a gs:// root on the GCS emulator (tests/gcs_emulator.py: one request at a "
+        "time, in the script's process); the embedded default (local parser, offline judgments); fresh store "
+        "(nothing cached). Wall: the run's start_date → end_date (REST API). CPU and peak RSS: sampled from "
+        "/proc for the Airflow process tree (components, workers, task processes) and for Redis + PostgreSQL; "
+        "store CPU: the emulator's server thread. "
+        f"Stack start-up (migrate on PostgreSQL included): {up_s:.0f} s."
+        + (" LocalExecutor row: the same night on a fresh prefix of the same emulator, the four components of "
+           "scripts/airflow_stack.py with SQLite, as the browser test runs them." if local else ""), "",
+        "| documents | executor | state | run wall (s) | trigger → done (s) | s / document | task instances | "
         "on each worker | CPU Airflow (s) | peak RSS Airflow (MB) | CPU Redis+PostgreSQL (s) | "
-        "peak RSS Redis+PostgreSQL (MB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-        f"| {result['documents']} | {result['state']} | {result['wall_s']:.1f} | {result['trigger_to_done_s']:.1f} | "
-        f"{per_doc:.2f} | {result['task_instances']} | "
-        f"{', '.join(f'{k} {v}' for k, v in result['per_worker'].items())} | {result['cpu_s']:.0f} | "
-        f"{result['peak_rss_mb']:.0f} | {result['services_cpu_s']:.1f} | {result['services_peak_rss_mb']:.0f} |", "",
-        f"Routes: {routes}; {len(result['route_mismatches'])} documents off their sample's expected route. "
+        "peak RSS Redis+PostgreSQL (MB) | CPU store (s) | slowest tasks |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        _row(f"Celery, {args.workers} workers", result),
+        *([_row("Local", local)] if local else []), "",
+        f"Routes: {routes}; {len(result['route_mismatches'])} documents off their sample's expected route"
+        + (f" ({len(local['route_mismatches'])} under the LocalExecutor)" if local else "") + ". "
         f"{result['xcoms']} XComs read through the REST API: {len(result['xcom_local_paths'])} name a local "
         f"path, {result['xcom_store_refs']} the gs:// store. Each worker's own task logs match the task instances "
-        f"the API places on it: "
-        f"{'yes' if not result['log_mismatch'] else 'NO'}.",
+        f"the API places on it: {'yes' if not result['log_mismatch'] else 'NO'}.",
         "", "Checks: " + ("all passed" if not failed else "FAILED: " + "; ".join(failed)),
     ]
     publish(lines, "celery.md", write=not args.no_write and not failed)
