@@ -522,9 +522,9 @@ def main() -> int:
         result = night(stack, emulator, prefix, args.ds, args.documents)
         stack.stop()
         if args.compare_local:
-            # the emulator lists by scanning every object of the bucket: empty it so the second night
-            # meets the store as the first did
-            emulator.delete_prefix(prefix)
+            # every write of the emulator re-serialises all its metadata, soft-deleted objects included:
+            # wipe it so the second night meets the store as the first did
+            emulator.wipe()
             local = local_night(emulator, prefix + "-local", args.ds, args.documents, home / "local")
             print(json.dumps({k: v for k, v in local.items() if k != "route_mismatches"}, indent=1, default=str))
     finally:
@@ -548,14 +548,14 @@ def main() -> int:
         f"parallelism {stack.parallelism}), {args.workers} Celery workers × {args.concurrency} slots, each in its "
         "own temp folder; the store a gs:// root on the GCS emulator (tests/gcs_emulator.py: one request at a "
         "time, in the script's process); the embedded default (local parser, offline judgments); fresh store "
-        "(nothing cached; the emulator lists a prefix by scanning every object of its bucket, so its cost grows "
-        "with the night). Wall: the run's start_date → end_date (REST API). CPU and peak RSS: sampled from "
+        "(nothing cached; the emulator rewrites all its metadata on every write and scans the bucket on every "
+        "listing, so its cost per request grows with the night). Wall: the run's start_date → end_date (REST API). CPU and peak RSS: sampled from "
         "/proc for the Airflow process tree (components, workers, task processes) and for Redis + PostgreSQL; "
         "store CPU: the emulator's server thread. "
         f"Stack start-up (migrate on PostgreSQL included): {up_s:.0f} s."
         + (" LocalExecutor row: the same night on a fresh prefix of the same emulator, the four components of "
-           "scripts/airflow_stack.py with SQLite, as the browser test runs them (the Celery night's objects "
-           "deleted first)." if local else ""), "",
+           "scripts/airflow_stack.py with SQLite, as the browser test runs them (the emulator wiped first)."
+           if local else ""), "",
         "| documents | executor | state | run wall (s) | trigger → done (s) | s / document | task instances | "
         "on each worker | CPU Airflow (s) | peak RSS Airflow (MB) | CPU Redis+PostgreSQL (s) | "
         "peak RSS Redis+PostgreSQL (MB) | CPU store (s) | slowest tasks |",
