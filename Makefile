@@ -21,7 +21,7 @@ RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: venv browser test test-fast test-e2e screenshots lint bench hostile schemas samples examples lock clean airflow-init incoming run up
+.PHONY: venv browser celery-deps test test-fast test-e2e screenshots lint bench hostile schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -38,7 +38,15 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	fi
 
-test: $(STAMP) browser  ## lint, then the whole suite incl. the browser test (pytest exits non-zero when it collects nothing)
+# Debian's Redis and PostgreSQL for the distributed-executor test (tests/e2e/test_celery_night.py,
+# scripts/celery_stack.py); it starts its own instances on loopback, never the packages' services
+celery-deps:
+	@if command -v redis-server >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server postgresql >/dev/null; \
+	fi
+
+test: $(STAMP) browser celery-deps  ## lint, then the whole suite incl. the browser test (pytest exits non-zero when it collects nothing)
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q
 
@@ -46,7 +54,7 @@ test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no schedu
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q -m "not slow" -n 2 --dist loadfile
 
-test-e2e: $(STAMP) browser  ## the operator's night: real Airflow components + headless Chromium (screenshots in build/e2e/)
+test-e2e: $(STAMP) browser celery-deps  ## the operator's night: real Airflow components + headless Chromium (screenshots in build/e2e/); the Celery night
 	$(PY) -m pytest -q tests/e2e
 
 screenshots:  ## the README's screenshots from the last browser test

@@ -1,7 +1,9 @@
 """The real Airflow components on loopback, in a temporary Airflow home: scheduler,
 dag-processor, api-server and triggerer with the LocalExecutor, as `airflow standalone` runs
 them, but each started (and stopped) by us with known settings. The browser test and the
-scheduler benchmark (scripts/bench_scheduler.py) both drive a night through it.
+scheduler benchmark (scripts/bench_scheduler.py) both drive a night through it; the distributed
+topology (scripts/celery_stack.py) extends it with another executor (``executor=``), its own
+metadata database (``env``) and more processes (:meth:`AirflowStack.spawn`).
 
     with AirflowStack(home, storage_root) as stack:
         run_id = stack.trigger("clinical_doc_verification")
@@ -39,11 +41,13 @@ def free_port() -> int:
 
 
 class AirflowStack:
-    def __init__(self, home: pathlib.Path, storage_root: pathlib.Path, *, port: int | None = None,
+    def __init__(self, home: pathlib.Path, storage_root: pathlib.Path | str, *, port: int | None = None,
                  variables: dict[str, str] | None = None, env: dict[str, str] | None = None,
-                 parallelism: int = 8) -> None:
+                 parallelism: int = 8, executor: str = "LocalExecutor") -> None:
         self.home = pathlib.Path(home)
-        self.storage_root = pathlib.Path(storage_root)
+        # a local folder, or an object-store URI (gs://bucket/prefix) kept as given
+        self.storage_root = storage_root if "://" in str(storage_root) else pathlib.Path(storage_root)
+        self.executor = executor
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.password = secrets.token_urlsafe(12)
@@ -63,7 +67,7 @@ class AirflowStack:
                 "AIRFLOW_HOME": str(self.home),
                 "PYTHONPATH": f"{REPO / 'plugins'}{os.pathsep}{REPO}",
                 "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__EXECUTOR": self.executor,
                 "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
                 "AIRFLOW__CORE__AUTH_MANAGER":
                     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
@@ -87,7 +91,8 @@ class AirflowStack:
 
     def setup(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        self.storage_root.mkdir(parents=True, exist_ok=True)
+        if isinstance(self.storage_root, pathlib.Path):
+            self.storage_root.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, str(REPO / "scripts" / "write_airflow_cfg.py"), str(self.home / "airflow.cfg")],
                        check=True, capture_output=True)
         pw = self.home / "simple_auth_manager_passwords.json.generated"
@@ -107,16 +112,23 @@ class AirflowStack:
     # ------------------------------------------------------------------ processes
     def start(self, timeout: float = 180) -> AirflowStack:
         self.setup()
-        logs = self.home / "component_logs"
-        logs.mkdir(exist_ok=True)
         airflow = str(pathlib.Path(sys.executable).parent / "airflow")
         for name in COMPONENTS:
-            out = (logs / f"{name}.log").open("w")
-            args = [airflow, name] + (["--port", str(self.port), "--host", "127.0.0.1"] if name == "api-server" else [])
-            self.procs[name] = subprocess.Popen(args, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                                cwd=self.home, start_new_session=True)
+            self.spawn(name, [airflow, name] + (["--port", str(self.port), "--host", "127.0.0.1"]
+                                                if name == "api-server" else []))
         self.wait_ready(timeout)
         return self
+
+    def spawn(self, name: str, args: list[str], *, env: dict[str, str] | None = None,
+              cwd: pathlib.Path | None = None) -> subprocess.Popen:
+        """Start one process of the stack in its own process group (stop() ends the group), its
+        output in component_logs/<name>.log; wait_ready() and pids() include it."""
+        logs = self.home / "component_logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        with (logs / f"{name}.log").open("w") as out:
+            self.procs[name] = subprocess.Popen(args, env=env or self.env, stdout=out, stderr=subprocess.STDOUT,
+                                                cwd=cwd or self.home, start_new_session=True)
+        return self.procs[name]
 
     def wait_ready(self, timeout: float) -> None:
         end = time.monotonic() + timeout
@@ -223,6 +235,35 @@ class AirflowStack:
 
         return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances?limit=1000")[
             "task_instances"]
+
+    def xcoms(self, dag_id: str, run_id: str) -> list[dict]:
+        """Every XCom of a run with its stored (serialized) value, as the REST API gives it."""
+        from urllib.parse import quote, urlencode
+
+        base = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances"
+        entries, offset = [], 0
+        while True:
+            page = self.api("GET", f"{base}/~/xcomEntries?limit=100&offset={offset}")
+            entries += page["xcom_entries"]
+            offset += len(page["xcom_entries"])
+            if not page["xcom_entries"] or offset >= page["total_entries"]:
+                break
+        return [self.api("GET", f"{base}/{quote(e['task_id'], safe='')}/xcomEntries/{quote(e['key'], safe='')}?"
+                                + urlencode({"map_index": e["map_index"]}))
+                for e in entries]
+
+    def settle(self, dag_id: str, timeout: float = 600) -> None:
+        """Unpause ``dag_id`` and wait until every run the scheduler creates for it on unpausing
+        (the latest interval's) is done, so a night triggered next does not queue behind it
+        (max_active_runs=1)."""
+        self.unpause(dag_id)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            runs = self.runs(dag_id)
+            if runs and all(r["state"] in ("success", "failed") for r in runs):
+                return
+            time.sleep(1)
+        raise TimeoutError(f"{dag_id}: runs not done {timeout}s after unpausing: {self.runs(dag_id)}")
 
     def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 600, states=("success", "failed")) -> dict:
         end = time.monotonic() + timeout

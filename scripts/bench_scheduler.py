@@ -111,7 +111,7 @@ def under_scheduler(stack: AirflowStack, ds: str) -> dict:
             cur_e = max(cur_e, b)
     if cur_e is not None:
         busy += (cur_e - cur_s).total_seconds()
-    return {"state": run["state"], "wall_s": (end - start).total_seconds(), "trigger_to_done_s": elapsed,
+    return {"run_id": run_id, "state": run["state"], "wall_s": (end - start).total_seconds(), "trigger_to_done_s": elapsed,
             "task_instances": len(tis), "cpu_s": cpu_seconds(stack.pids()) - before,
             "peak_rss_mb": rss.peak / 2**20,
             "task_seconds": sum(d for d, _ in durations),
