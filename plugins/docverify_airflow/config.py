@@ -188,6 +188,7 @@ def llm_judge(conn_id: str) -> Judge:
         timeout_s=float(_variable(VAR_LLM_TIMEOUT, "120")),
         output_retries=int(_variable(VAR_LLM_OUTPUT_RETRIES, "2")),
         retry_policy=BackoffRetry(max_attempts=int(_variable(VAR_LLM_ATTEMPTS, "4"))),
+        **llm_quota(f"{conn_id}:{model_id}"),
     )
 
 
@@ -237,3 +238,30 @@ def processor_name() -> str:
 
 def is_remote(root) -> bool:
     return str(root).startswith("gs://")
+
+
+# issue 15: one LLM rate limiter shared by every task of the night (docverify.ratelimit)
+VAR_LLM_RPM = "docverify_llm_rpm"
+VAR_LLM_TPM = "docverify_llm_tpm"
+VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
+VAR_LLM_THROTTLE_WAIT = "docverify_llm_throttle_wait_s"
+
+
+def llm_quota(key: str) -> dict[str, Any]:
+    """The ``limiter`` and ``throttle`` of an LLMJudge: requests/tokens per minute of the model
+    (Variables ``docverify_llm_rpm`` / ``docverify_llm_tpm``, 0 = unlimited), shared by every task
+    process of this machine through a state file under ``$AIRFLOW_HOME/docverify-llm-limiter``,
+    each of ``docverify_llm_limiter_hosts`` machines taking its share; a call waits for the quota at
+    most ``docverify_llm_throttle_wait_s`` (default 1200) seconds, then the task fails (JudgeThrottled)
+    and is retried — a throttled document is never escalated."""
+    import os
+
+    from docverify.llm import ThrottlePolicy
+    from docverify.ratelimit import RateLimiter
+
+    rpm, tpm = float(_variable(VAR_LLM_RPM, "0") or 0), float(_variable(VAR_LLM_TPM, "0") or 0)
+    hosts = max(1, int(_variable(VAR_LLM_LIMITER_HOSTS, "1") or 1))
+    home = pathlib.Path(os.environ.get("AIRFLOW_HOME") or pathlib.Path.home() / "airflow")
+    limiter = (RateLimiter(key, rpm=rpm, tpm=tpm, share=1 / hosts, state_dir=home / "docverify-llm-limiter")
+               if rpm or tpm else None)
+    return {"limiter": limiter, "throttle": ThrottlePolicy(max_wait_s=float(_variable(VAR_LLM_THROTTLE_WAIT, "1200")))}
