@@ -584,8 +584,10 @@ class RetryPolicy(Protocol):
 
     A policy gets a zero-argument coroutine function and returns its result, calling it again
     (with backoff) as it sees fit; whatever it finally raises becomes ``VERIFICATION_INCOMPLETE``
-    / ``ClassificationError``. :class:`BackoffRetry` is the one the pipeline uses;
-    ``LLMJudge(retry_policy=None)`` calls once."""
+    / ``ClassificationError`` — except throttling (a 429, or the limiter's wait running out), which
+    the judge waits out under its :class:`ThrottlePolicy` and then raises as ``JudgeThrottled``.
+    :class:`BackoffRetry` is the one the pipeline uses; ``LLMJudge(retry_policy=None)`` calls once
+    (a 429 is still waited out)."""
 
     async def run(self, call: Callable[[], Awaitable[T]]) -> T: ...
 
