@@ -19,9 +19,10 @@ from docverify.ratelimit import LimiterWaitExceeded, RateLimiter, pool_slots_for
 PAGES = ["SURGICAL PATHOLOGY REPORT\nFinal Diagnosis: invasive ductal carcinoma.", "Microscopic description."]
 
 
-def _worker(state_dir, rpm, window_s, n, out) -> None:
+def _worker(state_dir, rpm, window_s, n, out, barrier) -> None:
     """One process: ``n`` requests through the shared limiter, each sent when its slot comes."""
     limiter = RateLimiter("model-x", rpm=rpm, window_s=window_s, state_dir=state_dir, headroom=1.0)
+    barrier.wait(timeout=60)  # both processes start asking at the same moment
 
     async def one():
         await limiter.acquire()
@@ -45,8 +46,8 @@ def _max_in_window(stamps: list[float], window_s: float) -> int:
 
 def _run_two_processes(state_dir, rpm=10, window_s=1.0, n=10) -> list[float]:
     ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(state_dir, rpm, window_s, n, out)) for _ in range(2)]
+    out, barrier = ctx.Queue(), ctx.Barrier(2)
+    procs = [ctx.Process(target=_worker, args=(state_dir, rpm, window_s, n, out, barrier)) for _ in range(2)]
     for p in procs:
         p.start()
     stamps = [out.get(timeout=60) for _ in range(2 * n)]
