@@ -42,9 +42,9 @@ test: $(STAMP) browser  ## lint, then the whole suite incl. the browser test (py
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) -m pytest -q
 
-test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser)
+test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser), on both cores (pytest-xdist)
 	$(VENV)/bin/ruff check plugins dags tests scripts
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 test-e2e: $(STAMP) browser  ## the operator's night: real Airflow components + headless Chromium (screenshots in build/e2e/)
 	$(PY) -m pytest -q tests/e2e

@@ -22,8 +22,12 @@ DOC_MD = """
 
 One run = one batch = the date partition `<storage_root>/incoming/{{ ds }}/` (or the
 `batch_prefix` param). Each PDF is parsed to a DocumentBundle (`document_ai`: Layout Parser batch
-on a gs:// root when Variable `docverify_layout` is `document_ai`, skipped otherwise; `layout`:
-the local parser on the embedded default, or the Document AI outputs), classified, checked by V1–V4 and routed by the V5 arbiter:
+on a gs:// root when Variable `docverify_layout` is `document_ai`, as planned by `plan_document_ai`, skipped
+otherwise; `layout`: the local parser on the embedded default, or the Document AI outputs), then
+`plan_shards` splits the documents into at most `max_shards` shards of at least `shard_size`, and
+one mapped `verify[shard]` task per shard classifies each document (unless a companion
+classification is given), runs V1–V4 (the V2–V4 judgments concurrently) and V5 on attempt 0 (one
+`result.json` per document); `v5_arbiter` (the branch) routes them from the shards' summaries:
 
 * **accept** → `accepted/<ds>/<doc>.json`
 * **plan_retry_shards → auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
@@ -76,7 +80,12 @@ LLM = {"pool": "llm"}  # tasks that may call an LLM take slots from the llm pool
                               description="Ad-hoc batch: a prefix under the storage root instead of "
                                           "incoming/<ds> (empty: incoming/<ds>; {ds} is replaced by the "
                                           "run's date, e.g. uploads/{ds})"),
-        "shard_size": Param(25, type="integer", minimum=1, maximum=500, description="Documents per mapped task"),
+        "shard_size": Param(25, type="integer", minimum=1, maximum=500,
+                            description="Documents per mapped verify/retry task at least: it grows with the "
+                                        "night so at most max_shards tasks run"),
+        "max_shards": Param(64, type="integer", minimum=1, maximum=1024,
+                            description="Mapped verify (and retry) task instances per night at most (Airflow's "
+                                        "[core] max_map_length caps it)"),
         "max_documents": Param(0, type="integer", minimum=0, description="Stop after this many PDFs (0 = all)"),
         "reuse_cached": Param(True, type="boolean",
                               description="Reuse unchanged bundles and classifications from an earlier run"),
@@ -93,6 +102,10 @@ def clinical_doc_verification():
     def discover() -> dict:
         return T.discover(get_current_context())
 
+    @task(multiple_outputs=True)
+    def plan_document_ai() -> dict:
+        return T.plan_document_ai(get_current_context())
+
     @task(trigger_rule="none_failed")  # runs after document_ai whether it ran or skipped itself
     def layout() -> dict:
         return T.layout(get_current_context())
@@ -102,28 +115,12 @@ def clinical_doc_verification():
         return T.plan_shards(get_current_context())
 
     @task(**LLM)
-    def classify(shard: list[str]) -> list[str]:
-        return T.classify(get_current_context(), shard)
-
-    @task
-    def v1_schema(shard: list[str]) -> list[str]:
-        return T.v1(get_current_context(), shard)
-
-    @task(**LLM)
-    def v2_consistency(shard: list[str]) -> list[str]:
-        return T.agent(get_current_context(), "V2", shard)
-
-    @task(**LLM)
-    def v3_traps(shard: list[str]) -> list[str]:
-        return T.agent(get_current_context(), "V3", shard)
-
-    @task(**LLM)
-    def v4_evidence(shard: list[str]) -> list[str]:
-        return T.agent(get_current_context(), "V4", shard)
+    def verify(shard: list[str]) -> dict:
+        return T.verify(get_current_context(), shard)
 
     @task.branch(trigger_rule="none_failed")
-    def v5_arbiter() -> list[str]:
-        return T.v5_arbiter(get_current_context())
+    def v5_arbiter(shards: list[list[str]]) -> list[str]:
+        return T.v5_arbiter(get_current_context(), shards)
 
     @task
     def plan_retry_shards() -> list[list[str]]:
@@ -152,17 +149,23 @@ def clinical_doc_verification():
         T.fail_run(get_current_context())
 
     found = discover()
-    # Document AI batch on a gs:// root (deferred on the triggerer); skips itself on the local layout
-    docai = NightlyDocumentAIOperator(task_id="document_ai", retries=1)
+    # Document AI batch on a gs:// root, as planned from the Variables (the request arrives by XCom);
+    # it skips when the plan says so (local layout, local root, nothing new). The wait is deferred to
+    # the triggerer whatever [operators] default_deferrable says: a night's batch can take hours.
+    request = plan_document_ai()
+    found >> request
+    docai = NightlyDocumentAIOperator(
+        task_id="document_ai", retries=1, deferrable=True, skip_reason=request["skip"],
+        project_id=request["project_id"], location=request["location"], processor_id=request["processor_id"],
+        processor_version=request["processor_version"], gcs_input_uris=request["gcs_input_uris"],
+        gcs_output_uri=request["gcs_output_uri"], gcp_conn_id=request["gcp_conn_id"],
+        poll_interval=request["poll_interval"])
     laid_out = layout()
-    found >> docai >> laid_out
+    docai >> laid_out
     shards = plan_shards(laid_out)
-    classified = classify.expand(shard=shards)
-    checked = v1_schema.expand(shard=classified)
-    verifiers = [v2_consistency.expand(shard=checked), v3_traps.expand(shard=checked),
-                 v4_evidence.expand(shard=checked)]
-    arbiter = v5_arbiter()
-    verifiers >> arbiter
+    verified = verify.expand(shard=shards)
+    arbiter = v5_arbiter(shards)
+    verified >> arbiter
     retry_shards = plan_retry_shards()
     retry = auto_fix_retry.expand(shard=retry_shards)
     routes = [accept(), write_sme_packets()]

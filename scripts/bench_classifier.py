@@ -33,7 +33,6 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
     sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify.classify.lexicon import get_lexicon  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
 from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the tests)
     PAGE_CHARS,
@@ -44,6 +43,7 @@ from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the
     split_pages,
     to_bundle,
 )
+from docverify.lexicon import get_lexicon  # noqa: E402
 from docverify.models import (  # noqa: E402
     DOC_TYPES,  # noqa: E402
     DocumentBundle,
@@ -262,7 +262,9 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "- data: `text_labeled/combined_sample.jsonl` (281 clinical texts) + `text_labeled_more/records.jsonl` "
         "(129 administrative and genomic texts), split once into a tuning and a test part by "
         "`scripts/make_classifier_split.py` (seed 13, by source document, half/half per corpus and type; ids in "
-        "`docs/benchmarks/classifier_split.json`). The lexicon and thresholds were tuned on the tuning part only.",
+        "`docs/benchmarks/classifier_split.json`). The lexicon and thresholds were tuned on the tuning part only "
+        "(its records, and further multi-document bundles made from its texts with other seeds); of the test part "
+        "only these aggregate figures were looked at.",
         f"- multi-document PDFs: {MULTI_DOCS} per part, each 2–3 texts of different types of that part "
         f"concatenated as pages (seed {MULTI_SEED}, `make_multidocs`); page accuracy = each page's type under "
         "the predicted segments; exact split = the same segments (types and page ranges).",

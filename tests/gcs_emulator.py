@@ -86,6 +86,8 @@ class GcsEmulator:
     project: str = PROJECT
     port: int = 0
     precondition_requests: int = 0
+    #: HTTP requests the server answered, by method (a test takes the difference around what it measures)
+    requests: dict[str, int] = field(default_factory=dict)
     honours_preconditions_natively: bool | None = None
     _server: Any = field(default=None, repr=False)
     _patched: list = field(default_factory=list, repr=False)
@@ -132,7 +134,28 @@ class GcsEmulator:
         self.honours_preconditions_natively = self._probe_preconditions()
         if not self.honours_preconditions_natively:
             self._wrap_uploads()
+        self._count_requests()
         return self
+
+    def request_count(self) -> int:
+        return sum(self.requests.values())
+
+    def _count_requests(self) -> None:
+        """Count every request the server answers (``requests``), by HTTP method."""
+        from gcp_storage_emulator import server
+
+        emulator = self
+        for method in ("GET", "POST", "DELETE", "PUT", "PATCH"):
+            name = f"do_{method}"
+            original = getattr(server.RequestHandler, name)
+
+            def counted(handler, _original=original, _method=method):
+                with emulator._lock:
+                    emulator.requests[_method] = emulator.requests.get(_method, 0) + 1
+                return _original(handler)
+
+            setattr(server.RequestHandler, name, counted)
+            self._patched.append((server.RequestHandler, name, original))
 
     def stop(self) -> None:
         self._unwrap_uploads()

@@ -232,7 +232,8 @@ def _arbiter_decision(args) -> int:
 def cmd_evaluate(args) -> int:
     """Feedback figures of a store (and of the offline classifier on the labelled corpus with
     ``--corpus``). Unreadable ground-truth files are listed, not fatal: exit 0."""
-    from docverify.evaluate import evaluate_labelled_corpus, evaluate_store, render_text
+    from docverify.evaluate import evaluate_labelled_corpus, evaluate_store
+    from docverify.evaluate_render import render_text
     from docverify.labelled_corpus import CorpusNotFound
     from docverify.store import ArtifactStore
 

@@ -431,16 +431,32 @@ class _PrimarySource:
                 if runs.exists() else []
         return self._partitions
 
+    def _result(self, ds: str, doc_id: str) -> dict | None:
+        """The night's ``result.json`` of ``doc_id`` (:class:`docverify.runstore.DocResult`), or None."""
+        from docverify.runstore import RunStore
+
+        rel = RunStore(self.store, ds).result_rel(doc_id)
+        try:
+            raw = self.store.read_json_if_exists(rel)
+        except (OSError, ValueError) as exc:
+            self.unreadable.append(UnreadableFile(uri=self.store.uri(rel), reason=_reason(exc, "result")))
+            return None
+        return raw if isinstance(raw, dict) else None
+
     def jury_decisions(self, doc_id: str) -> list[tuple[str, str]]:
-        """(finding code, jury decision) of the newest ``verification.json`` of ``doc_id``, each
-        once; [] when the jury did not run."""
+        """(finding code, jury decision) of the newest verification of ``doc_id`` (its
+        ``result.json``; ``verification.json`` of the CLI or of nights before issue 12), each once;
+        [] when the jury did not run."""
         for ds in self.partitions():
-            rel = f"{ArtifactStore.run_dir(ds, doc_id)}/verification.json"
-            if self.store.exists(rel):
+            rec = self._result(ds, doc_id)
+            raw = rec.get("result") if rec is not None else None
+            if raw is None:
+                rel = f"{ArtifactStore.run_dir(ds, doc_id)}/verification.json"
                 try:
-                    raw = _read_json(self.store, rel)
+                    raw = self.store.read_json_if_exists(rel)
                 except (OSError, ValueError):
                     return []
+            if isinstance(raw, dict):
                 pairs = {(v.get("code"), v.get("final_action")) for a in (raw.get("attempts") or [])
                          for r in (a.get("runs") or []) if isinstance(r, dict) and r.get("phase") == "jury"
                          for v in (r.get("votes") or []) if isinstance(v, dict)}
@@ -448,15 +464,21 @@ class _PrimarySource:
         return []
 
     def run_classification(self, doc_id: str) -> Any | None:
-        """The newest ``runs/<ds>/<doc_id>/classification.json`` (by date partition)."""
+        """The newest classification of ``doc_id`` (by date partition): its night's ``result.json``,
+        or ``classification.json`` (the CLI's, or of nights before issue 12)."""
         for ds in self.partitions():
+            rec = self._result(ds, doc_id)
+            if rec is not None and rec.get("classification") is not None:
+                return rec["classification"]
             rel = f"{ArtifactStore.run_dir(ds, doc_id)}/classification.json"
-            if self.store.exists(rel):
-                try:
-                    return _read_json(self.store, rel)
-                except (OSError, ValueError) as exc:
-                    self.unreadable.append(UnreadableFile(uri=self.store.uri(rel),
-                                                          reason=_reason(exc, "classification")))
+            try:
+                raw = self.store.read_json_if_exists(rel)
+            except (OSError, ValueError) as exc:
+                self.unreadable.append(UnreadableFile(uri=self.store.uri(rel),
+                                                      reason=_reason(exc, "classification")))
+                continue
+            if raw is not None:
+                return raw
         return None
 
 
@@ -580,152 +602,3 @@ def evaluate_labelled_corpus(corpus_dir: pathlib.Path | str, page_chars: int | N
                          page_chars=page_chars, accuracy=total.figures(),
                          per_corpus={k: v.figures() for k, v in sorted(per_corpus.items())},
                          misclassified=misclassified)
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _pct(x: float | None) -> str:
-    return NA if x is None else f"{100 * x:.1f}%"
-
-
-def accuracy_rows(a: AccuracyFigures) -> list[tuple[str, str]]:
-    """(figure, value) rows of the accuracy figures, shared by the text, Markdown and HTML."""
-    mean = _pct(a.page_accuracy_document_mean)
-    return [
-        ("dominant-type accuracy", a.dominant_type_accuracy.show()),
-        ("page-level accuracy (over pages)", a.page_accuracy.show()),
-        ("page-level accuracy (mean per document)", f"{mean} over {a.page_accuracy_documents} document(s)"),
-        ("pages no primary segment covers (counted wrong)", str(a.pages_not_covered)),
-        ("split accuracy (exact segments)", a.split_accuracy.show()),
-        ("boundary precision", a.boundary_precision.show()),
-        ("boundary recall", a.boundary_recall.show()),
-        ("documents without segment truth (dominant type only)", str(a.documents_without_segment_truth)),
-    ]
-
-
-def summary_rows(f: FeedbackFigures) -> list[tuple[str, str]]:
-    """(figure, value) rows of the store's feedback figures."""
-    missing = f"{f.n_primary_missing}" + (f" ({', '.join(f.primary_missing_doc_ids)})" if f.primary_missing_doc_ids else "")
-    return [
-        ("reviewed documents (latest ground truth)", str(f.n_reviewed)),
-        ("  validated (SME_VALIDATED)", str(f.n_validated)),
-        ("  corrected (SME_CORRECTED)", str(f.n_corrected)),
-        ("primary classification missing (not scored)", missing),
-        ("escalation precision (escalations the SME corrected)", f.escalation_precision.show()),
-        *accuracy_rows(f.accuracy),
-    ]
-
-
-def code_rows(table: dict[str, CodeFigures]) -> list[tuple[str, str, str, str, str]]:
-    """(code, n, validated, corrected, rate) rows, most frequent first."""
-    items = sorted(table.items(), key=lambda kv: (-kv[1].n, kv[0]))
-    return [(k, str(v.n), str(v.validated), str(v.corrected), _pct(v.false_alarm_rate)) for k, v in items]
-
-
-def _text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = "  ".join("-" * w for w in widths)
-    fmt = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
-    return [fmt(header), line, *[fmt(r) for r in rows]]
-
-
-def _code_tables_spec(f: FeedbackFigures) -> list[tuple[str, dict[str, CodeFigures], tuple[str, ...]]]:
-    return [
-        ("False alarms per issue code", f.false_alarm_by_code,
-         ("code", "n", "validated", "corrected", "false-alarm rate")),
-        ("False alarms per trap (V3 TRAP_* codes)", f.false_alarm_by_trap,
-         ("trap", "n", "validated", "corrected", "false-alarm rate")),
-        ("Escalations per V5 rule", f.escalation_by_rule,
-         ("rule", "n", "validated", "corrected", "false-alarm rate")),
-    ] + ([("False alarms per code with the CR_V2 jury's decision", f.false_alarm_by_jury,
-           ("code → jury", "n", "validated", "corrected", "validated share"))] if f.false_alarm_by_jury else [])
-
-
-def render_text(figures: FeedbackFigures, corpus: CorpusFigures | None = None) -> str:
-    """A plain-text table for the terminal."""
-    out = [f"docverify feedback figures — {figures.source}", ""]
-    if figures.n_reviewed == 0:
-        out.append("no ground truth yet (n=0 reviewed documents)")
-    else:
-        out += _text_table(("figure", "value"), summary_rows(figures))
-        for title, table, header in _code_tables_spec(figures):
-            out += ["", title + ":"]
-            out += _text_table(header, code_rows(table)) if table else ["  none"]
-    if figures.unreadable:
-        out += ["", f"unreadable ({len(figures.unreadable)} file(s), skipped):"]
-        out += [f"  {u.uri}: {u.reason}" for u in figures.unreadable]
-    if corpus is not None:
-        out += ["", f"offline classifier ({corpus.implementation}) on the labelled corpus — "
-                f"{corpus.documents} texts, {corpus.pages} pages of ~{corpus.page_chars} characters:"]
-        out += _text_table(("figure", "value"), accuracy_rows(corpus.accuracy))
-        out += ["", "per corpus:"]
-        out += _text_table(("corpus", "documents", "dominant type", "pages"),
-                           [(k, str(v.documents), v.dominant_type_accuracy.show(), v.page_accuracy.show())
-                            for k, v in corpus.per_corpus.items()])
-    return "\n".join(out) + "\n"
-
-
-def _md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]]
-
-
-def render_markdown(figures: FeedbackFigures, corpus: CorpusFigures | None = None, *, level: int = 2,
-                    title: str = "Feedback from SME reviews") -> str:
-    """The figures as Markdown: a ``level`` heading, the summary table, the per-code, per-trap
-    and per-rule tables, the unreadable files, and the corpus figures when given."""
-    h, sub = "#" * level, "#" * (level + 1)
-    out = [f"{h} {title}", "", f"Ground truth in `{figures.source}` against the primary classifications.", ""]
-    if figures.n_reviewed == 0:
-        out.append("No ground truth yet (n=0 reviewed documents).")
-    else:
-        out += _md_table(("figure", "value"), summary_rows(figures))
-        out += ["", "Escalation precision: of the escalated documents an SME reviewed, the share the SME "
-                "corrected — high means the escalations were needed. A false-alarm rate is the share of "
-                "documents carrying the code that the SME validated unchanged; read it with its n."]
-        for t, table, header in _code_tables_spec(figures):
-            out += ["", f"{sub} {t}", ""]
-            out += _md_table(header, code_rows(table)) if table else ["none"]
-    if figures.unreadable:
-        out += ["", f"{sub} Unreadable files (skipped)", ""]
-        out += [f"- `{u.uri}`: {u.reason}" for u in figures.unreadable]
-    if corpus is not None:
-        out += ["", f"{sub} Offline classifier on the labelled corpus", "",
-                f"`{corpus.implementation}` on {corpus.documents} labelled real texts ({corpus.pages} pages of "
-                f"~{corpus.page_chars} characters); a text's label is the truth of all its pages.", ""]
-        out += _md_table(("figure", "value"), accuracy_rows(corpus.accuracy))
-        out += [""]
-        out += _md_table(("corpus", "documents", "dominant type", "pages"),
-                         [(k, str(v.documents), v.dominant_type_accuracy.show(), v.page_accuracy.show())
-                          for k, v in corpus.per_corpus.items()])
-    return "\n".join(out) + "\n"
-
-
-def render_html(figures: FeedbackFigures, *, title: str = "Feedback from SME reviews") -> str:
-    """An HTML fragment (``<h2>`` section) of the store's figures, for the batch report."""
-    import html
-
-    esc = html.escape
-
-    def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-        head = "".join(f"<th>{esc(c)}</th>" for c in header)
-        body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-        return f"<table><tr>{head}</tr>{body}</table>"
-
-    parts = [f"<h2>{esc(title)}</h2>",
-             f"<p>Ground truth in <code>{esc(figures.source)}</code> against the primary classifications.</p>"]
-    if figures.n_reviewed == 0:
-        parts.append("<p>No ground truth yet (n=0 reviewed documents).</p>")
-    else:
-        parts.append(table(("figure", "value"), summary_rows(figures)))
-        parts.append("<p>Escalation precision: of the escalated documents an SME reviewed, the share the SME "
-                     "corrected — high means the escalations were needed. A false-alarm rate is the share of "
-                     "documents carrying the code that the SME validated unchanged; read it with its n.</p>")
-        for t, tab, header in _code_tables_spec(figures):
-            parts.append(f"<h3>{esc(t)}</h3>" + (table(header, code_rows(tab)) if tab else "<p>none</p>"))
-    if figures.unreadable:
-        items = "".join(f"<li><code>{esc(u.uri)}</code>: {esc(u.reason)}</li>" for u in figures.unreadable)
-        parts.append(f"<h3>Unreadable files (skipped)</h3><ul>{items}</ul>")
-    return "\n".join(parts) + "\n"

@@ -19,9 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from docverify.models import ClassificationOutput, DocumentBundle, Issue
-
-#: V3's judgment phase reads only the start of the document (spec slide 5).
-V3_CONTEXT_CHARS = 4000
+from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported (the LLM judge's V3 input)
 
 
 class JudgeThrottled(RuntimeError):

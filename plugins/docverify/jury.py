@@ -40,7 +40,7 @@ from typing import Any
 
 from docverify.arbiters.cr_vote import AGENTS, Vote, VoteResult, arbiter_vote
 from docverify.codes import make_issue
-from docverify.judges import JudgmentResult, Usage
+from docverify.judges import JudgeThrottled, JudgmentResult, Usage
 from docverify.models import ClassificationOutput, DocumentBundle, Issue, VerifierRun
 
 #: finding code → CR_V2 conflict type
@@ -164,6 +164,9 @@ class Jury:
 
         keys = list(groups)
         answers = await asyncio.gather(*(one(groups[k][0]) for k in keys), return_exceptions=True)
+        for ans in answers:  # throttling is not a juror's failure: the task waits and retries
+            if isinstance(ans, JudgeThrottled):
+                raise ans
         votes: dict[str, Vote] = {}
         for k, ans in zip(keys, answers, strict=True):
             if not isinstance(ans, BaseException):

@@ -1,4 +1,5 @@
-"""Per-document artifacts, written the same way by the DAG and by ``verify --out``."""
+"""Per-document artifacts of ``verify --out`` (the CLI), and the accepted record the DAG's
+``accept`` task writes too (:func:`accepted_record`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from docverify.models import DocumentBundle, VerificationResult
-from docverify.sme import build_packet, now_iso, write_packet
+from docverify.runstore import RunStore
+from docverify.sme_packets import build_packet, now_iso, write_packet
 from docverify.store import ArtifactStore
 
 JsonWriter = Callable[[str, Any], Any]
@@ -18,6 +20,7 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
     and the whole result as ``runs/<ds>/<doc>/verification.json``. ``write_json`` replaces
     ``store.write_json`` (the DAG passes a writer that skips unchanged content)."""
     write_json = write_json or store.write_json
+    rs = RunStore(store, ds)
     uris = []
     for a in result.attempts:
         base = ArtifactStore.attempt_dir(ds, result.doc_id, a.attempt)
@@ -28,8 +31,22 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
         })
         write_json(f"{base}/v5_arbiter_decision.json", a.decision)
         uris.append(store.uri(base))
-    write_json(f"{ArtifactStore.run_dir(ds, result.doc_id)}/verification.json", result)
+    write_json(rs.doc_rel(result.doc_id, "verification.json"), result)
     return uris
+
+
+def accepted_record(doc_id: str, bundle: Any, result: VerificationResult, *, bundle_uri: str, run_id: str = "",
+                    provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``accepted/<ds>/<doc_id>.json``: the accepted classification and its provenance. ``bundle``
+    is a :class:`DocumentBundle` or anything with its ``file_path``, ``sha256`` and ``parser``."""
+    return {
+        "doc_id": doc_id, "accepted_at": now_iso(), "run_id": run_id,
+        "decision": {"final_decision": result.final_decision, "rule": result.final_rule,
+                     "attempts": len(result.attempts), "fixes_applied": [f.description for f in result.fixes_applied]},
+        "provenance": {"pdf": bundle.file_path, "sha256": bundle.sha256, "parser": bundle.parser,
+                       "bundle": bundle_uri, **(provenance or {})},
+        "classification": result.final_classification,
+    }
 
 
 def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result: VerificationResult,
@@ -40,20 +57,14 @@ def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result:
     leaves the files as they were."""
     write_json = write_json or store.write_json
     out = {"attempts": ", ".join(write_attempts(store, ds, result, write_json))}
-    bundle_rel = f"{ArtifactStore.run_dir(ds, bundle.doc_id)}/bundle.json"
+    bundle_rel = RunStore(store, ds).bundle_rel(bundle.doc_id)
     if result.final_decision == "AUTO_ACCEPT":
-        rel = f"accepted/{ds}/{bundle.doc_id}.json"
-        write_json(rel, {
-            "doc_id": bundle.doc_id, "accepted_at": now_iso(), "run_id": run_id,
-            "decision": {"final_decision": result.final_decision, "rule": result.final_rule,
-                         "attempts": len(result.attempts), "fixes_applied": [f.description for f in result.fixes_applied]},
-            "provenance": {"pdf": bundle.file_path, "sha256": bundle.sha256, "parser": bundle.parser,
-                           "bundle": store.uri(bundle_rel), **(provenance or {})},
-            "classification": result.final_classification,
-        })
+        rel = RunStore(store, ds).accepted_rel(bundle.doc_id)
+        write_json(rel, accepted_record(bundle.doc_id, bundle, result, bundle_uri=store.uri(bundle_rel),
+                                        run_id=run_id, provenance=provenance))
         out["accepted"] = store.uri(rel)
     else:
-        from docverify.sme import review_id
+        from docverify.sme_packets import review_id
 
         packet = build_packet(doc_id=bundle.doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
                               bundle_path=store.uri(bundle_rel), result=result, run_id=run_id,

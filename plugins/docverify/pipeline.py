@@ -1,8 +1,11 @@
 """``verify_document()`` — the one function the DAG, the retry loop and the CLI call.
 
-One attempt runs V1 (rules), then V2, V3 and V4 (each a rule phase and a judgment phase), and
-numbers the issues ``V1-0001``…. The DAG runs the same agent functions as separate tasks
-(:func:`run_v1`, :func:`run_agent`), so every path computes the same thing.
+One attempt runs V1 (rules), then V2, V3 and V4 (each a rule phase and a judgment phase; the
+three judgments concurrently), and numbers the issues ``V1-0001``…. Every attempt of every path
+goes through :func:`verify_attempt`: the DAG's ``verify`` task (attempt 0 and its V5 decision,
+:func:`verify_document` with ``max_retries=0``), its ``auto_fix_retry`` task (the later attempts,
+from the stored attempt 0) and the CLI. The rule phases of an attempt are computed once and
+shared by the three agents.
 
 Skips, as the specification orders them:
 * a classification that does not match the schema stops after V1 (nothing else can be read);
@@ -17,8 +20,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from docverify.codes import number_issues
-from docverify.judges import Judge, JudgmentResult, Usage
+from docverify.codes import make_issue, number_issues
+from docverify.judges import Judge, JudgeThrottled, JudgmentResult, Usage
 from docverify.models import (
     ClassificationOutput,
     DocumentBundle,
@@ -77,9 +80,9 @@ async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutpu
                     *, phases: dict[str, list[Issue]] | None = None) -> AgentOutcome:
     """Rule phase + judgment phase of V2, V3 or V4.
 
-    ``phases`` are this attempt's rule phases when the caller already has them. Without them
-    the agent computes all four itself (its judgment is skipped when any rule phase found a
-    BLOCKER; a DAG task recomputes them rather than wait for the other verifiers' tasks)."""
+    ``phases`` are this attempt's rule phases when the caller already has them (:func:`verify_attempt`
+    computes them once for the three agents); without them the agent computes all four itself (its
+    judgment is skipped when any rule phase found a BLOCKER)."""
     if phases is None:
         phases = rule_phases(bundle, cls)
     rules = phases[agent]
@@ -116,13 +119,32 @@ def assemble(doc_id: str, attempt: int, cls: ClassificationOutput | Any,
     )
 
 
+async def _contained(agent: str, run: Any) -> AgentOutcome:
+    """One agent's outcome; a fault of its judge becomes a ``VERIFICATION_INCOMPLETE`` issue of the
+    document (never an accept), except throttling, which propagates (the task is retried)."""
+    try:
+        return await run
+    except JudgeThrottled:
+        raise
+    except Exception as exc:  # noqa: BLE001 - this document only: it escalates, the night goes on
+        return AgentOutcome([make_issue("VERIFICATION_INCOMPLETE",
+                                        f"No result from {agent} for this document ({type(exc).__name__})",
+                                        agent=agent)], [])
+
+
 async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Judge, attempt: int = 0,
-                         usage: Usage | None = None) -> VerificationReport:
+                         usage: Usage | None = None, *, contain_faults: bool = False) -> VerificationReport:
+    """One attempt: V1, then V2–V4 concurrently on rule phases computed once. With
+    ``contain_faults`` (the nightly tasks) an agent that raises yields ``VERIFICATION_INCOMPLETE``
+    instead of failing the document (:class:`~docverify.judges.JudgeThrottled` still propagates)."""
     cls, v1 = run_v1(bundle, classification)
     if cls is None:
         return assemble(bundle.doc_id, attempt, classification, [v1])
     phases = rule_phases(bundle, cls, v1.issues)  # once per attempt, shared by the three agents
-    outcomes = await asyncio.gather(*(run_agent(a, bundle, cls, judge, phases=phases) for a in AGENTS))
+    runs = [run_agent(a, bundle, cls, judge, phases=phases) for a in AGENTS]
+    if contain_faults:
+        runs = [_contained(a, r) for a, r in zip(AGENTS, runs, strict=True)]
+    outcomes = await asyncio.gather(*runs)
     if usage is not None:
         for o in outcomes:
             usage.add(o.usage)
@@ -131,11 +153,15 @@ async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Jud
 
 async def verify_document(bundle: DocumentBundle, classification: Any, judge: Judge, *,
                           max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
-                          usage: Usage | None = None) -> VerificationResult:
-    """Verify, fix and re-verify one document until V5 accepts or escalates."""
+                          usage: Usage | None = None, contain_faults: bool = False) -> VerificationResult:
+    """Verify, fix and re-verify one document until V5 accepts or escalates.
+
+    ``max_retries=0`` stops after attempt 0's V5 decision: a document V5 sends to the retry ends
+    with ``stop_reason="max_retries"`` (the DAG's verify task routes it to ``auto_fix_retry``,
+    which continues from ``first_report``)."""
 
     async def attempt_fn(cls, n):
-        return await verify_attempt(bundle, cls, judge, n, usage)
+        return await verify_attempt(bundle, cls, judge, n, usage, contain_faults=contain_faults)
 
     # --- issue 14: the V5 second opinion decides each attempt (only when the judge carries one)
     from docverify.arbiters.second_opinion import decider

@@ -15,10 +15,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from docverify.batch import Batch, lineage, load_stage_stats
-from docverify.models import VerificationResult
-from docverify.sme import review_id
-from docverify.store import ArtifactStore
+from docverify.sme_packets import review_id
+from docverify.stages.common import Batch, lineage, load_stage_stats
+from docverify.summaries import doc_summary, jury_votes  # noqa: F401 - re-exported
 
 log = logging.getLogger("docverify.report")
 
@@ -42,63 +41,77 @@ def _sorted(c: Counter) -> dict:
 
 
 def build(batch: Batch) -> dict[str, Any]:
-    manifest = batch.manifest()
-    routes_doc = batch.store.read_json(batch.routes_rel) if batch.store.exists(batch.routes_rel) else {"routes": {}}
-    routes0 = routes_doc.get("routes", {})
+    """The report from the manifest, the routes (every verified document's summary and the error
+    records), the stage records (timings, LLM usage, outputs written) and, for the documents that
+    went to the retry, their result — no other per-document read."""
+    rs = batch.rs
+    manifest = rs.manifest()
+    routes_doc = rs.routes()
+    routes0 = routes_doc.routes if routes_doc else {}
+    stages = load_stage_stats(batch)
+    summaries = dict(routes_doc.documents) if routes_doc else {}
+    for doc_id in routes0.get("auto_fix_retry", []):  # their final result is the retry's
+        rec = rs.result(doc_id)
+        if rec is not None and (rec.result is not None or rec.error is not None):
+            summaries[doc_id] = doc_summary(rec)
+        else:
+            summaries.pop(doc_id, None)
+        rs.forget(doc_id)
+    by_stage = {s.get("stage"): s for s in stages}
+    accepted = set((by_stage.get("accept") or {}).get("documents") or [])
+    packets = set((by_stage.get("write_sme_packets") or {}).get("written") or []) | set(
+        (by_stage.get("write_sme_packets") or {}).get("kept_reviewed") or [])
     docs, final_routes, rules, codes, codes_final = [], Counter(), Counter(), Counter(), Counter()
     errors = []
-    for d in manifest["documents"]:
-        doc_id = d["doc_id"]
-        entry: dict[str, Any] = {"doc_id": doc_id, "input_uri": d["pdf_uri"], "sha256": d["sha256"]}
-        err_rel = batch.run_rel(doc_id, "error.json")
-        ver_rel = batch.run_rel(doc_id, "verification.json")
-        if batch.store.exists(err_rel):
-            err = batch.store.read_json(err_rel)
+    implementations = set()
+    for d in manifest.documents:
+        doc_id = d.doc_id
+        entry: dict[str, Any] = {"doc_id": doc_id, "input_uri": d.pdf_uri, "sha256": d.sha256}
+        s = summaries.get(doc_id)
+        err = routes_doc.errors.get(doc_id) if routes_doc else None
+        if err is None and s is not None and s.get("error"):
+            err = s["error"]
+        if s is not None:
+            implementations.update(s.get("implementations") or [])
+        if err is not None:
             errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"], "message": err["message"]})
             # no verification ran: the reason is the error, not a V5 rule (issue 10)
             entry.update(final_decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"], attempts=0,
                          route="write_sme_packets")
             final_routes["ESCALATE_TO_SME"] += 1
             rules["error"] += 1
-        elif batch.store.exists(ver_rel):
-            res = VerificationResult.model_validate(batch.store.read_json(ver_rel))
+        elif s is not None and s.get("final_decision"):
             went_retry = doc_id in routes0.get("auto_fix_retry", [])
-            entry.update(final_decision=res.final_decision, rule=res.final_rule, attempts=len(res.attempts),
-                         stop_reason=res.stop_reason, route="auto_fix_retry" if went_retry else (
-                             "accept" if res.final_decision == "AUTO_ACCEPT" else "write_sme_packets"),
-                         issue_codes=sorted(i.code for i in res.attempts[0].issues),
-                         quality_score=res.attempts[-1].quality_score,
-                         fixes=[f.fixer for f in res.fixes_applied])
-            key = res.final_decision if not went_retry else f"AUTO_RETRY→{res.final_decision}"
+            entry.update(final_decision=s["final_decision"], rule=s["rule"], attempts=s["attempts"],
+                         stop_reason=s["stop_reason"], route="auto_fix_retry" if went_retry else (
+                             "accept" if s["final_decision"] == "AUTO_ACCEPT" else "write_sme_packets"),
+                         issue_codes=s["issue_codes"], quality_score=s["quality_score"], fixes=s["fixes"])
+            key = s["final_decision"] if not went_retry else f"AUTO_RETRY→{s['final_decision']}"
             final_routes[key] += 1
-            rules[f"rule {res.final_rule}" + (f" ({res.stop_reason})" if res.stop_reason not in ("arbiter",) else "")] += 1
-            codes.update(i.code for i in res.attempts[0].issues)
-            codes_final.update(i.code for i in res.attempts[-1].issues)
-            entry["v5_audit"] = res.attempts[-1].decision.explanation_audit
-            votes = jury_votes(res)  # issue 14: only when the jury ran
-            if votes:
-                entry["jury"] = votes
+            rules[f"rule {s['rule']}" + (f" ({s['stop_reason']})" if s["stop_reason"] not in ("arbiter",) else "")] += 1
+            codes.update(s["issue_codes_attempt_0"])
+            codes_final.update(s["issue_codes_final"])
+            entry["v5_audit"] = s["v5_audit"]
+            if s.get("jury"):
+                entry["jury"] = s["jury"]
         else:
             entry.update(final_decision="UNKNOWN", error="NOT_VERIFIED")
             errors.append({"doc_id": doc_id, "stage": "verify", "error": "NOT_VERIFIED",
                            "message": "no verification result: a task failed for this document (see its log)"})
             final_routes["UNKNOWN"] += 1
         out = {}
-        if batch.store.exists(f"accepted/{batch.ds}/{doc_id}.json"):
-            out["accepted"] = batch.store.uri(f"accepted/{batch.ds}/{doc_id}.json")
-        packet_rel = ArtifactStore.packet_rel(review_id(batch.ds, doc_id, entry.get("sha256")))
-        if batch.store.exists(packet_rel):
-            out["sme_packet"] = batch.store.uri(packet_rel)
-        out["run_dir"] = batch.store.uri(batch.run_rel(doc_id))
+        if doc_id in accepted:
+            out["accepted"] = rs.uri(rs.accepted_rel(doc_id))
+        if doc_id in packets:
+            out["sme_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, entry.get("sha256"))))
+        out["run_dir"] = rs.uri(rs.run_dir(doc_id))
         entry["outputs"] = out
         docs.append(entry)
 
-    stages = load_stage_stats(batch)
     llm = Counter()
     per_doc_llm: dict[str, Counter] = {}
     price_models: set[str] = set()
     timings: dict[str, dict] = {}
-    implementations = set()
     for s in stages:
         for doc_id, u in (s.get("llm_per_document") or {}).items():
             per_doc_llm.setdefault(doc_id, Counter()).update(u)
@@ -113,15 +126,6 @@ def build(batch: Batch) -> dict[str, Any]:
             llm[k] += v
         if s.get("parser"):
             implementations.add(s["parser"])
-    for d in manifest["documents"]:
-        meta_rel = batch.run_rel(d["doc_id"], "classification_meta.json")
-        if batch.store.exists(meta_rel):
-            implementations.add(f"classifier:{batch.store.read_json(meta_rel).get('implementation')}")
-        rep_rel = f"runs/{batch.ds}/{d['doc_id']}/attempt_0/report.json"
-        if batch.store.exists(rep_rel):
-            for r in batch.store.read_json(rep_rel).get("runs", []):
-                if not r.get("skipped"):
-                    implementations.add(f"{r['agent']}-{r['phase']}:{r['implementation']}")
     n = len(docs)
     price_model = sorted(price_models)[0] if len(price_models) == 1 else None
     for entry in docs:
@@ -161,20 +165,6 @@ def build(batch: Batch) -> dict[str, Any]:
         "per_document": docs,
         "feedback": feedback_section(batch.store),
     }
-
-
-def jury_votes(res: VerificationResult) -> list[dict[str, Any]]:
-    """Every jury vote of a document's attempts (codes only): attempt, agent, finding code, the
-    votes, the final action, flag reason and rule."""
-    out = []
-    for a in res.attempts:
-        for r in a.runs:
-            if r.phase == "jury":
-                out += [{"attempt": a.attempt, "agent": r.agent, "code": v["code"], "votes": v["votes"],
-                         "reason_codes": v.get("reason_codes", {}), "final_action": v["final_action"],
-                         "flag_reason": v["flag_reason"], "rule": v["rule"], "version": v["version"]}
-                        for v in r.votes or []]
-    return out
 
 
 def jury_counts(docs: list[dict]) -> dict[str, Any]:
@@ -238,7 +228,7 @@ def _feedback_figures(rep: dict):
 
 def feedback_markdown(rep: dict) -> str:
     """The feedback section of the Markdown report ("" for a report built before it existed)."""
-    from docverify.evaluate import render_markdown
+    from docverify.evaluate_render import render_markdown
 
     if "feedback" not in rep:
         return ""
@@ -250,7 +240,7 @@ def feedback_markdown(rep: dict) -> str:
 
 def feedback_html(rep: dict) -> str:
     """The feedback section of the HTML report ("" for a report built before it existed)."""
-    from docverify.evaluate import render_html
+    from docverify.evaluate_render import render_html
 
     if "feedback" not in rep:
         return ""
@@ -417,13 +407,13 @@ def jury_html(rep: dict) -> str:
 
 def write(batch: Batch) -> dict:
     rep = build(batch)
-    base = f"reports/{batch.ds}/batch_report"
-    batch.write_if_changed(f"{base}.json", rep, volatile=("run_id", "stage_timings"))
-    batch.store.write_text(f"{base}.md", to_markdown(rep))
-    batch.store.write_text(f"{base}.html", to_html(rep))
+    rs = batch.rs
+    rs.write_json(rs.report_rel("json"), rep)  # like .md and .html: rewritten each run (timings change)
+    rs.write_text(rs.report_rel("md"), to_markdown(rep))
+    rs.write_text(rs.report_rel("html"), to_html(rep))
     for d in rep["per_document"]:
         lineage("batch_report", d["doc_id"], final_decision=d["final_decision"], rule=d.get("rule"),
                 outputs=d["outputs"])
-    return {"summary": summary_line(rep), "json": batch.store.uri(f"{base}.json"),
-            "markdown": batch.store.uri(f"{base}.md"), "html": batch.store.uri(f"{base}.html"),
+    return {"summary": summary_line(rep), "json": rs.uri(rs.report_rel("json")),
+            "markdown": rs.uri(rs.report_rel("md")), "html": rs.uri(rs.report_rel("html")),
             "final_routes": rep["final_routes"], "errors": len(rep["errors"])}

@@ -3,15 +3,16 @@
 The root is a :class:`pathlib.Path` in the CLI and the tests, and an Airflow
 ``ObjectStoragePath`` (``file://…`` or ``gs://…``) in the DAGs: the store only uses the
 operations both have (``/``, ``exists``, ``read_bytes``, ``write_bytes``, ``iterdir``,
-``mkdir``). The layout is DESIGN.md's:
+``mkdir``). The paths of a night's layout are built by :class:`docverify.runstore.RunStore` only
+(which also gives its objects as models and memoises reads); this class is the request layer::
 
     incoming/<ds>/<doc>.pdf                    input (never modified)
     runs/<ds>/<doc_id>/bundle.json             DocumentBundle
-    runs/<ds>/<doc_id>/classification.json     ClassificationOutput (attempt 0)
-    runs/<ds>/<doc_id>/attempt_<n>/report.json + v5_arbiter_decision.json
+    runs/<ds>/<doc_id>/result.json             classification, attempts, V5 decisions (the night's)
+    runs/<ds>/<doc_id>/attempt_<n>/…           report.json + v5_arbiter_decision.json (``verify --out``)
     accepted/<ds>/<doc_id>.json                accepted classification + provenance
-    sme_packets/sme_packet_<doc_id>.json       review packet
-    ground_truth/gt_<doc_id>.json              SME answer (versions: gt_<doc_id>.v2.json, …)
+    sme_packets/sme_packet_<review_id>.json    review packet
+    ground_truth/gt_<review_id>.json           SME answer (versions: gt_<review_id>.v2.json, …)
     reports/<ds>/batch_report.json|.md|.html
     cache/llm/<key>.json                       verdict cache
 
@@ -47,22 +48,18 @@ from docverify.paths import check_part, check_rel
 
 def as_root(root: Any) -> Any:
     """A path or URI string → a path object. ``file://`` and plain paths become
-    :class:`pathlib.Path`; other URIs (``gs://…``) become an ``ObjectStoragePath`` when Airflow
-    is installed, else a ``universal_pathlib`` ``UPath``."""
+    :class:`pathlib.Path`; other URIs (``gs://…``) a ``universal_pathlib`` ``UPath`` (fsspec). The
+    core never imports Airflow: the DAG's tasks pass an ``ObjectStoragePath`` (on the storage
+    connection) in as the root object instead of a string."""
     if not isinstance(root, str):
         return root
     if root.startswith("file://"):
         return pathlib.Path(root[len("file://") :])
     if "://" not in root:
         return pathlib.Path(root)
-    try:  # pragma: no cover - exercised by the Airflow-side tests
-        from airflow.sdk import ObjectStoragePath
+    from upath import UPath
 
-        return ObjectStoragePath(root)
-    except ImportError:  # pragma: no cover
-        from upath import UPath
-
-        return UPath(root)
+    return UPath(root)
 
 
 def _local_path(path: Any) -> pathlib.Path | None:
@@ -293,6 +290,19 @@ class ArtifactStore:
         finally:
             if tmp.exists():
                 tmp.unlink()
+
+    def delete(self, rel: str) -> bool:
+        """Remove the object (one request); False when there was none."""
+        target = self.path(rel)
+        remote = _remote(target)
+        try:
+            if remote is not None:
+                remote[0].rm_file(remote[1])
+            else:
+                target.unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def write_json(self, rel: str, obj: Any, *, overwrite: bool = True) -> bool:
         return self.write_bytes(rel, dumps(obj), overwrite=overwrite)

@@ -1,11 +1,34 @@
-"""Configuration from Airflow: Variables (and, for the Google path, connections) → the storage
-root and the judge. The only module that turns Airflow configuration into domain objects."""
+"""Configuration from Airflow: Variables (and, for the Google path, connections) → one
+:class:`Settings` object per task → the storage root and the judge. The only module that turns
+Airflow configuration into domain objects.
+
+**Read once per task.** :func:`settings` builds a frozen :class:`Settings` from every Variable the
+code reads (one read each) and keeps it for the task instance that asked (keyed by the task
+instance's id); the task's other calls reuse it. Outside a task (tests, the api-server's packet
+pages) each call reads afresh.
+
+**Failing loudly.** A Variable that is *missing* takes its documented default (the values of
+``airflow_settings.yaml``). Any other outcome of reading it fails the task with
+:class:`ConfigUnavailable`, naming the Variable and the fix — never a silent switch of the storage
+root to the repository's ``data/`` or of the judge to offline. Airflow 3.3's Task SDK makes that
+distinction hard: ``Variable.get(key, default=…)`` returns the default whenever no secrets backend
+returned a value, and the Execution-API backend returns "no value" for *any* failed request (the
+supervisor's ``API_SERVER_ERROR`` for an unreachable API server included). So inside a task a
+Variable that came back "not found" is asked once more from the Execution API directly and only an
+explicit ``VARIABLE_NOT_FOUND`` counts as missing (:func:`read_variable`).
+
+**The storage root** is resolved here and only here (:meth:`Settings.root`): ``gs://…`` → an
+``ObjectStoragePath`` on the connection ``docverify_storage_conn_id``; ``file://…`` or a plain path
+→ an absolute :class:`pathlib.Path`, a relative one taken relative to the repository
+(:data:`ROOT_BASE`, whatever the working directory of the process). The core receives that object,
+never a string to resolve again."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import pathlib
-import re
 from typing import Any
 
 from docverify.judges import Judge, OfflineJudge
@@ -13,6 +36,7 @@ from docverify.judges import Judge, OfflineJudge
 log = logging.getLogger(__name__)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+ROOT_BASE = REPO  # the one base of a relative storage root (airflow_settings.yaml says so)
 DEFAULT_STORAGE_ROOT = "data"  # a relative path is taken relative to the repository
 
 VAR_STORAGE_ROOT = "docverify_storage_root"
@@ -22,6 +46,11 @@ VAR_LLM_CONN = "docverify_llm_conn_id"
 VAR_LLM_TIMEOUT = "docverify_llm_timeout_s"
 VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
 VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
+# issue 15: one LLM rate limiter shared by every task of the night (docverify.ratelimit)
+VAR_LLM_RPM = "docverify_llm_rpm"
+VAR_LLM_TPM = "docverify_llm_tpm"
+VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
+VAR_LLM_THROTTLE_WAIT = "docverify_llm_throttle_wait_s"
 DEFAULT_LLM_CONN = "docverify_llm"
 JUDGES = ("offline", "llm")
 VAR_LAYOUT = "docverify_layout"
@@ -39,10 +68,11 @@ VAR_JURY_MAX_FINDINGS = "docverify_jury_max_findings"
 VAR_SECOND_OPINION = "docverify_v5_second_opinion"
 VAR_SECOND_OPINION_CONN = "docverify_v5_second_opinion_conn_id"
 JURY_MODES = ("off", "cr_v2", "cr_v1")
-_PROCESSOR_RE = re.compile(
-    r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/processors/(?P<processor_id>[^/]+)"
-    r"(?:/processorVersions/(?P<processor_version>[^/]+))?$"
-)
+VAR_SME_ASSIGNEES = "docverify_sme_assignees"
+VAR_NOTIFY_EMAIL = "docverify_notify_email"
+VAR_NOTIFY_SMTP_CONN = "docverify_notify_smtp_conn_id"
+VAR_NOTIFY_SLACK_CONN = "docverify_notify_slack_conn_id"
+DEFAULT_SMTP_CONN = "docverify_smtp"
 
 
 class ConfigUnavailable(RuntimeError):
@@ -51,38 +81,237 @@ class ConfigUnavailable(RuntimeError):
     never runs on a default instead."""
 
 
-def _variable(key: str, default: str) -> str:
-    """The Variable ``key``; its documented ``default`` only when it is **missing**. A Variable
-    that cannot be read fails the task naming it (:class:`ConfigUnavailable`, retried by
-    Airflow) — never a silent switch to the default storage root or judge."""
-    from airflow.sdk import Variable
+def _unavailable(key: str, default: str, why: str) -> ConfigUnavailable:
+    return ConfigUnavailable(
+        f"Variable {key} could not be read ({why}); the task fails instead of running on the default "
+        f"{default!r}: check the Airflow metadata database / API server, then clear the task")
+
+
+def _confirm_missing(key: str, default: str) -> str:
+    """``key`` came back "not found" from the secrets backends. Inside a task, ask the Execution
+    API once more: only its explicit ``VARIABLE_NOT_FOUND`` means missing (→ ``default``); a value
+    means the first answer was a fault (→ the value); anything else raises. Outside a task (no
+    supervisor channel: tests, the api-server) the backends' answer stands."""
+    try:
+        from airflow.sdk.execution_time import task_runner
+    except ImportError:  # pragma: no cover - the Task SDK is always installed with Airflow 3
+        return default
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    if comms is None:
+        return default
+    from airflow.sdk.exceptions import ErrorType
+    from airflow.sdk.execution_time.comms import ErrorResponse, GetVariable, VariableResult
 
     try:
-        return Variable.get(key, default=default)
+        msg = comms.send(GetVariable(key=key))
     except Exception as exc:
-        raise ConfigUnavailable(
-            f"Variable {key} could not be read ({type(exc).__name__}); the task fails instead of running on "
-            f"the default {default!r}: check the Airflow metadata database / API server, then clear the task"
-        ) from None
+        raise _unavailable(key, default, type(exc).__name__) from None
+    if isinstance(msg, VariableResult):
+        return default if msg.value is None else str(msg.value)
+    if isinstance(msg, ErrorResponse) and msg.error == ErrorType.VARIABLE_NOT_FOUND:
+        return default
+    err = getattr(getattr(msg, "error", None), "value", None) or type(msg).__name__
+    raise _unavailable(key, default, f"the API server answered {err}")
 
 
-def storage_root():
-    """The artifact store root: ``file://`` → pathlib.Path; ``gs://`` → ObjectStoragePath on the
-    connection named by ``docverify_storage_conn_id`` (default ``google_cloud_default``)."""
-    root = _variable(VAR_STORAGE_ROOT, DEFAULT_STORAGE_ROOT).strip() or DEFAULT_STORAGE_ROOT
-    if "://" not in root:
-        path = pathlib.Path(root)
-        return path if path.is_absolute() else REPO / path
-    if root.startswith("file://"):
-        from docverify.store import as_root
+def read_variable(key: str, default: str) -> str:
+    """The Variable ``key``; its documented ``default`` only when it is **missing**. A Variable
+    that cannot be read raises :class:`ConfigUnavailable` naming it (the task fails and Airflow
+    retries it)."""
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowRuntimeError, ErrorType
 
-        return as_root(root)
+    try:
+        value = Variable.get(key)
+    except AirflowRuntimeError as exc:
+        if getattr(getattr(exc, "error", None), "error", None) != ErrorType.VARIABLE_NOT_FOUND:
+            raise _unavailable(key, default, type(exc).__name__) from None
+        return _confirm_missing(key, default)
+    except Exception as exc:
+        raise _unavailable(key, default, type(exc).__name__) from None
+    return "" if value is None else str(value)
+
+
+# --- parsing: each raises ValueError (deterministic: the task fails at once) naming the Variable ---
+
+def _text(key: str, raw: str, default: str) -> str:
+    return raw.strip() or default
+
+
+def _choice(choices: tuple[str, ...], what: str):
+    def parse(key: str, raw: str, default: str) -> str:
+        value = raw.strip().lower() or default
+        if value not in choices:
+            raise ValueError(f"Variable {key}={value!r} is not {what}: use one of {', '.join(choices)}"
+                             + (" (set it in airflow_settings.yaml and re-import the settings)"
+                                if key == VAR_JUDGE else ""))
+        return value
+    return parse
+
+
+def _switch(key: str, raw: str, default: str) -> bool:
+    value = raw.strip().lower() or default
+    if value not in _ON + _OFF:
+        raise ValueError(f"Variable {key}={value!r} is not a switch: use 'on' or 'off'")
+    return value in _ON
+
+
+def _on_off(key: str, raw: str, default: str) -> bool:
+    value = raw.strip().lower() or default
+    if value not in ("off", "on"):
+        raise ValueError(f"Variable {key}={value!r}: use off or on")
+    return value == "on"
+
+
+def _number(kind: type, minimum: float):
+    def parse(key: str, raw: str, default: str):
+        try:
+            value = kind(raw.strip() or default)
+        except ValueError:
+            raise ValueError(f"Variable {key}={raw!r} is not a {kind.__name__} number "
+                             f"(the default is {default})") from None
+        if value < minimum:
+            raise ValueError(f"Variable {key}={raw!r}: at least {minimum}")
+        return value
+    return parse
+
+
+def _var(name: str, default: str, parse=_text) -> Any:
+    return dataclasses.field(metadata={"variable": name, "default": default, "parse": parse})
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Every Variable the code reads, parsed (one field each; ``metadata["variable"]`` is its name,
+    ``metadata["default"]`` the documented default used when it is missing)."""
+
+    storage_root: str = _var(VAR_STORAGE_ROOT, DEFAULT_STORAGE_ROOT)
+    storage_conn_id: str = _var(VAR_STORAGE_CONN, "google_cloud_default")
+    layout: str = _var(VAR_LAYOUT, "local", _choice(LAYOUTS, "a layout"))
+    ocr: bool = _var(VAR_OCR, "on", _switch)
+    docai_processor: str = _var(VAR_DOCAI_PROCESSOR, "", lambda k, raw, d: raw.strip())
+    docai_conn_id: str = _var(VAR_DOCAI_CONN, "google_cloud_default")
+    docai_poll_s: float = _var(VAR_DOCAI_POLL, "30", _number(float, 0.0))
+    judge: str = _var(VAR_JUDGE, "offline", _choice(JUDGES, "a judge"))
+    llm_conn_id: str = _var(VAR_LLM_CONN, DEFAULT_LLM_CONN)
+    llm_timeout_s: float = _var(VAR_LLM_TIMEOUT, "120", _number(float, 0.0))
+    llm_max_attempts: int = _var(VAR_LLM_ATTEMPTS, "4", _number(int, 1))
+    llm_output_retries: int = _var(VAR_LLM_OUTPUT_RETRIES, "2", _number(int, 0))
+    llm_rpm: float = _var(VAR_LLM_RPM, "0", _number(float, 0.0))
+    llm_tpm: float = _var(VAR_LLM_TPM, "0", _number(float, 0.0))
+    llm_limiter_hosts: int = _var(VAR_LLM_LIMITER_HOSTS, "1", _number(int, 1))
+    llm_throttle_wait_s: float = _var(VAR_LLM_THROTTLE_WAIT, "1200", _number(float, 0.0))
+    jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"))
+    jury_conn_ids: str = _var(VAR_JURY_CONNS, "", lambda k, raw, d: raw.strip())
+    jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0))
+    second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _on_off)
+    second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", lambda k, raw, d: raw.strip())
+    sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip())
+    notify_email: str = _var(VAR_NOTIFY_EMAIL, "", lambda k, raw, d: raw.strip())
+    notify_smtp_conn_id: str = _var(VAR_NOTIFY_SMTP_CONN, DEFAULT_SMTP_CONN)
+    notify_slack_conn_id: str = _var(VAR_NOTIFY_SLACK_CONN, "", lambda k, raw, d: raw.strip())
+
+    @classmethod
+    def variables(cls) -> dict[str, str]:
+        """Variable name → documented default, for every field."""
+        return {f.metadata["variable"]: f.metadata["default"] for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def parse(cls, values: dict[str, str]) -> Settings:
+        """Settings from raw Variable values (a missing key takes its default)."""
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            name, default = f.metadata["variable"], f.metadata["default"]
+            kwargs[f.name] = f.metadata["parse"](name, values.get(name, default), default)
+        return cls(**kwargs)
+
+    @classmethod
+    def load(cls) -> Settings:
+        """Read every Variable once (:func:`read_variable`) and parse them."""
+        return cls.parse({name: read_variable(name, default) for name, default in cls.variables().items()})
+
+    # --- derived values ---
+
+    @functools.cached_property
+    def root(self) -> Any:
+        """The artifact store root, resolved once: ``gs://`` → ObjectStoragePath on
+        ``storage_conn_id``; ``file://`` or a plain path → an absolute pathlib.Path (relative to
+        :data:`ROOT_BASE`)."""
+        return resolve_root(self.storage_root, self.storage_conn_id)
+
+    @property
+    def llm_conn(self) -> str:
+        return self.llm_conn_id or DEFAULT_LLM_CONN
+
+    def processor(self) -> dict[str, str | None]:
+        """The Layout Parser processor of Variable ``docverify_docai_processor`` as its parts
+        (``project``, ``location``, ``processor_id``, ``processor_version``), parsed by the
+        client library's path helpers (through the Document AI package's hook); a malformed name
+        fails naming the Variable."""
+        from docverify_documentai.hooks.document_ai import parse_processor_name
+
+        try:
+            return parse_processor_name(self.docai_processor)
+        except ValueError:
+            raise ValueError(
+                f"Variable {VAR_DOCAI_PROCESSOR}={self.docai_processor!r} is not a processor resource name: set it "
+                f"to projects/<project>/locations/<us|eu>/processors/<processor id> (the Layout Parser processor's "
+                f"'Prediction endpoint' in the console, without the ':process' suffix)") from None
+
+    def processor_name(self) -> str:
+        """``docverify_docai_processor``, checked (see :meth:`processor`)."""
+        self.processor()
+        return self.docai_processor
+
+    def jury_conns(self) -> list[str]:
+        conns = [c.strip() for c in self.jury_conn_ids.split(",")] if self.jury_conn_ids else [self.llm_conn] * 3
+        if len(conns) != 3 or not all(conns):
+            raise ValueError(f"Variable {VAR_JURY_CONNS}={self.jury_conn_ids!r}: give three connection ids (jurors "
+                             f"A, B, C) separated by commas, or leave it empty for {VAR_LLM_CONN}")
+        return conns
+
+
+def resolve_root(raw: str, conn_id: str = "google_cloud_default") -> Any:
+    """The one place a storage root string becomes a path object (see the module docstring)."""
+    raw = raw.strip() or DEFAULT_STORAGE_ROOT
+    if raw.startswith("file://"):
+        raw = raw[len("file://"):]
+    if "://" not in raw:
+        path = pathlib.Path(raw)
+        return path if path.is_absolute() else ROOT_BASE / path
     from airflow.sdk import ObjectStoragePath
 
-    return ObjectStoragePath(root, conn_id=_variable(VAR_STORAGE_CONN, "google_cloud_default"))
+    return ObjectStoragePath(raw, conn_id=conn_id)
 
 
-def judge() -> Judge:
+_TASK_SETTINGS: tuple[str, Settings] | None = None  # (task instance id + try, its settings)
+
+
+def _task_key(context: Any) -> str | None:
+    ti = (context or {}).get("ti") or (context or {}).get("task_instance")
+    ti_id = getattr(ti, "id", None)
+    return f"{ti_id}/{getattr(ti, 'try_number', '')}" if ti_id else None
+
+
+def settings(context: Any = None) -> Settings:
+    """The settings of the running task: read once per task instance try (the last one is kept),
+    afresh when there is no task instance (outside a task)."""
+    global _TASK_SETTINGS
+    key = _task_key(context)
+    if key and _TASK_SETTINGS and _TASK_SETTINGS[0] == key:
+        return _TASK_SETTINGS[1]
+    s = Settings.load()
+    if key:
+        _TASK_SETTINGS = (key, s)
+    return s
+
+
+def storage_root(s: Settings | None = None):
+    """The artifact store root of the settings (see :meth:`Settings.root`)."""
+    return (s or Settings.load()).root
+
+
+def judge(s: Settings | None = None) -> Judge:
     """The judge named by the Variable ``docverify_judge``:
 
     * ``offline`` (the embedded default): deterministic algorithms, no LLM, no credentials;
@@ -95,68 +324,47 @@ def judge() -> Judge:
       (``cache/llm/``); faults are retried with backoff (``docverify_llm_max_attempts``, default
       4) and each call is limited to ``docverify_llm_timeout_s`` (default 120) seconds.
 
-    Any other value fails loudly instead of silently running offline."""
-    kind = _variable(VAR_JUDGE, "offline").strip().lower()
-    if kind == "offline":
-        j: Judge = OfflineJudge()
-    elif kind == "llm":
-        j = llm_judge(_llm_conn())
-    else:
-        raise ValueError(
-            f"Variable {VAR_JUDGE}={kind!r} is not a judge: use one of {', '.join(JUDGES)} "
-            f"(set it in airflow_settings.yaml and re-import the settings)"
-        )
-    j.jury = jury()  # type: ignore[attr-defined]
-    j.second_opinion = second_opinion()  # type: ignore[attr-defined]
+    Any other value fails loudly (when the settings are read) instead of silently running offline."""
+    s = s or Settings.load()
+    j: Judge = OfflineJudge() if s.judge == "offline" else llm_judge(s.llm_conn, s)
+    j.jury = jury(s)  # type: ignore[attr-defined]
+    j.second_opinion = second_opinion(s)  # type: ignore[attr-defined]
     return j
 
 
-def _llm_conn() -> str:
-    return _variable(VAR_LLM_CONN, DEFAULT_LLM_CONN).strip() or DEFAULT_LLM_CONN
-
-
-def jury():
+def jury(s: Settings | None = None):
     """The CR_V2 jury of Variable ``docverify_jury`` (``off``, the default; ``cr_v2``; ``cr_v1``):
     jurors A, B, C on the connections of ``docverify_jury_conn_ids`` (three comma-separated
     connection ids; empty = all three on ``docverify_llm_conn_id``); C uses the evidence-facet
     prompt. At most ``docverify_jury_max_findings`` findings per judgment are reviewed."""
-    mode = _variable(VAR_JURY, "off").strip().lower() or "off"
-    if mode not in JURY_MODES:
-        raise ValueError(f"Variable {VAR_JURY}={mode!r} is not a jury mode: use one of {', '.join(JURY_MODES)}")
-    if mode == "off":
+    s = s or Settings.load()
+    if s.jury == "off":
         return None
     from docverify.jury import Juror, Jury
 
-    raw = _variable(VAR_JURY_CONNS, "").strip()
-    conns = [c.strip() for c in raw.split(",")] if raw else [_llm_conn()] * 3
-    if len(conns) != 3 or not all(conns):
-        raise ValueError(f"Variable {VAR_JURY_CONNS}={raw!r}: give three connection ids (jurors A, B, C) separated "
-                         f"by commas, or leave it empty for {VAR_LLM_CONN}")
+    conns = s.jury_conns()
     llms: dict[str, Any] = {}
     for c in conns:
         if c not in llms:
-            llms[c] = llm_judge(c)
+            llms[c] = llm_judge(c, s)
     jurors = [Juror("A", llms[conns[0]], "JURY"), Juror("B", llms[conns[1]], "JURY"),
               Juror("C", llms[conns[2]], "JURY_EVIDENCE")]
-    return Jury(jurors, version=mode.removeprefix("cr_"),
-                max_findings=int(_variable(VAR_JURY_MAX_FINDINGS, "8")))
+    return Jury(jurors, version=s.jury.removeprefix("cr_"), max_findings=s.jury_max_findings)
 
 
-def second_opinion():
+def second_opinion(s: Settings | None = None):
     """The V5 second opinion of Variable ``docverify_v5_second_opinion`` (``off``, the default,
     or ``on``) on the connection ``docverify_v5_second_opinion_conn_id`` (empty =
     ``docverify_llm_conn_id``)."""
-    mode = _variable(VAR_SECOND_OPINION, "off").strip().lower() or "off"
-    if mode not in ("off", "on"):
-        raise ValueError(f"Variable {VAR_SECOND_OPINION}={mode!r}: use off or on")
-    if mode == "off":
+    s = s or Settings.load()
+    if not s.second_opinion:
         return None
     from docverify.arbiters.second_opinion import SecondOpinion
 
-    return SecondOpinion(llm_judge(_variable(VAR_SECOND_OPINION_CONN, "").strip() or _llm_conn()))
+    return SecondOpinion(llm_judge(s.second_opinion_conn_id or s.llm_conn, s))
 
 
-def llm_judge(conn_id: str) -> Judge:
+def llm_judge(conn_id: str, s: Settings | None = None) -> Judge:
     """An :class:`~docverify.llm.LLMJudge` on the model of Airflow connection ``conn_id``."""
     from airflow.exceptions import AirflowNotFoundException
     from airflow.providers.common.ai.hooks.pydantic_ai import PydanticAIHook
@@ -164,6 +372,7 @@ def llm_judge(conn_id: str) -> Judge:
     from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
     from docverify.store import ArtifactStore
 
+    s = s or Settings.load()
     try:
         hook = PydanticAIHook.get_hook(conn_id)
     except AirflowNotFoundException as exc:  # missing: deterministic
@@ -184,70 +393,15 @@ def llm_judge(conn_id: str) -> Judge:
     return LLMJudge(
         model,
         model_id,
-        cache=VerdictCache(ArtifactStore(storage_root())),
-        timeout_s=float(_variable(VAR_LLM_TIMEOUT, "120")),
-        output_retries=int(_variable(VAR_LLM_OUTPUT_RETRIES, "2")),
-        retry_policy=BackoffRetry(max_attempts=int(_variable(VAR_LLM_ATTEMPTS, "4"))),
-        **llm_quota(f"{conn_id}:{model_id}"),
+        cache=VerdictCache(ArtifactStore(s.root)),
+        timeout_s=s.llm_timeout_s,
+        output_retries=s.llm_output_retries,
+        retry_policy=BackoffRetry(max_attempts=s.llm_max_attempts),
+        **llm_quota(f"{conn_id}:{model_id}", s),
     )
 
 
-def layout_mode() -> str:
-    """``local`` (pypdfium2, the embedded default) or ``document_ai`` (Variable ``docverify_layout``)."""
-    mode = _variable(VAR_LAYOUT, "local").strip().lower() or "local"
-    if mode not in LAYOUTS:
-        raise ValueError(f"Variable {VAR_LAYOUT}={mode!r} is not a layout: use one of {', '.join(LAYOUTS)}")
-    return mode
-
-
-def ocr_enabled() -> bool:
-    """Local OCR of scanned pages on the local layout (Variable ``docverify_ocr``: on | off)."""
-    value = _variable(VAR_OCR, "on").strip().lower() or "on"
-    if value not in _ON + _OFF:
-        raise ValueError(f"Variable {VAR_OCR}={value!r} is not a switch: use 'on' or 'off'")
-    return value in _ON
-
-
-def docai_conn_id() -> str:
-    return _variable(VAR_DOCAI_CONN, "google_cloud_default").strip() or "google_cloud_default"
-
-
-def docai_poll_s() -> float:
-    return float(_variable(VAR_DOCAI_POLL, "30"))
-
-
-def docai_processor() -> dict[str, str | None]:
-    """The Layout Parser processor of Variable ``docverify_docai_processor``
-    (``projects/<p>/locations/<l>/processors/<id>[/processorVersions/<v>]``) as its parts."""
-    name = _variable(VAR_DOCAI_PROCESSOR, "").strip()
-    m = _PROCESSOR_RE.match(name)
-    if not m:
-        raise ValueError(
-            f"Variable {VAR_DOCAI_PROCESSOR}={name!r} is not a processor resource name: set it to "
-            f"projects/<project>/locations/<us|eu>/processors/<processor id> (the Layout Parser processor's "
-            f"'Prediction endpoint' in the console, without the ':process' suffix)"
-        )
-    return m.groupdict()
-
-
-def processor_name() -> str:
-    p = docai_processor()
-    name = f"projects/{p['project']}/locations/{p['location']}/processors/{p['processor_id']}"
-    return name + (f"/processorVersions/{p['processor_version']}" if p["processor_version"] else "")
-
-
-def is_remote(root) -> bool:
-    return str(root).startswith("gs://")
-
-
-# issue 15: one LLM rate limiter shared by every task of the night (docverify.ratelimit)
-VAR_LLM_RPM = "docverify_llm_rpm"
-VAR_LLM_TPM = "docverify_llm_tpm"
-VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
-VAR_LLM_THROTTLE_WAIT = "docverify_llm_throttle_wait_s"
-
-
-def llm_quota(key: str) -> dict[str, Any]:
+def llm_quota(key: str, s: Settings | None = None) -> dict[str, Any]:
     """The ``limiter`` and ``throttle`` of an LLMJudge: requests/tokens per minute of the model
     (Variables ``docverify_llm_rpm`` / ``docverify_llm_tpm``, 0 = unlimited), shared by every task
     process of this machine through a state file under ``$AIRFLOW_HOME/docverify-llm-limiter``,
@@ -255,13 +409,17 @@ def llm_quota(key: str) -> dict[str, Any]:
     most ``docverify_llm_throttle_wait_s`` (default 1200) seconds, then the task fails (JudgeThrottled)
     and is retried — a throttled document is never escalated."""
     import os
+    import pathlib
 
     from docverify.llm import ThrottlePolicy
     from docverify.ratelimit import RateLimiter
 
-    rpm, tpm = float(_variable(VAR_LLM_RPM, "0") or 0), float(_variable(VAR_LLM_TPM, "0") or 0)
-    hosts = max(1, int(_variable(VAR_LLM_LIMITER_HOSTS, "1") or 1))
+    s = s or Settings.load()
     home = pathlib.Path(os.environ.get("AIRFLOW_HOME") or pathlib.Path.home() / "airflow")
-    limiter = (RateLimiter(key, rpm=rpm, tpm=tpm, share=1 / hosts, state_dir=home / "docverify-llm-limiter")
-               if rpm or tpm else None)
-    return {"limiter": limiter, "throttle": ThrottlePolicy(max_wait_s=float(_variable(VAR_LLM_THROTTLE_WAIT, "1200")))}
+    limiter = (RateLimiter(key, rpm=s.llm_rpm, tpm=s.llm_tpm, share=1 / s.llm_limiter_hosts,
+                           state_dir=home / "docverify-llm-limiter") if s.llm_rpm or s.llm_tpm else None)
+    return {"limiter": limiter, "throttle": ThrottlePolicy(max_wait_s=s.llm_throttle_wait_s)}
+
+
+def is_remote(root) -> bool:
+    return str(root).startswith("gs://")

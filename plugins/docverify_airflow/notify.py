@@ -34,10 +34,12 @@ EVENTS = ("run_failed", "deadline_missed", "empty_night", "reviews_waiting")
 
 
 def _setting(key: str, default: str = "") -> str:
-    from airflow.sdk import Variable
+    """One channel's Variable, read on its own (config.read_variable: missing → default, unreadable
+    → an error): a faulty unrelated setting must not silence the alerts."""
+    from docverify_airflow import config
 
     try:
-        return (Variable.get(key, default=default) or "").strip()
+        return config.read_variable(key, default).strip()
     except Exception as exc:  # a notification must never fail the night; say which setting
         log.error("notifications: could not read Variable %s (%s); this channel is skipped", key,
                   type(exc).__name__)
@@ -46,7 +48,7 @@ def _setting(key: str, default: str = "") -> str:
 
 def _night(context: dict[str, Any]) -> str:
     try:
-        from docverify_airflow.tasks import night_of
+        from docverify_airflow.night import night_of
 
         return night_of(context)
     except Exception:  # a callback context without a run: the run id identifies the night

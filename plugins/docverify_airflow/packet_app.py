@@ -32,7 +32,7 @@ def _store():
     from docverify.store import ArtifactStore
     from docverify_airflow import config
 
-    return ArtifactStore(config.storage_root())
+    return ArtifactStore(config.settings().root)
 
 
 def packet_url(doc_id: str) -> str:

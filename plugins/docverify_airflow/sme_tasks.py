@@ -16,28 +16,22 @@ from docverify_airflow import config
 
 log = logging.getLogger(__name__)
 
-VAR_SME_ASSIGNEES = "docverify_sme_assignees"
+VAR_SME_ASSIGNEES = config.VAR_SME_ASSIGNEES
 
 
-def _store():
+def _store(context: dict[str, Any] | None = None):
     from docverify.store import ArtifactStore
 
-    return ArtifactStore(config.storage_root())
+    return ArtifactStore(config.settings(context).root)
 
 
-def _assignees(params: dict[str, Any]) -> str:
+def _assignees(params: dict[str, Any], context: dict[str, Any] | None = None) -> str:
     """The ``assignees`` param, else the Variable ``docverify_sme_assignees`` (comma separated;
-    empty = anyone)."""
+    empty = anyone). A Variable that cannot be read fails the task (never "anyone may answer")."""
     value = (params.get("assignees") or "").strip()
     if value:
         return value
-    from airflow.sdk import Variable
-
-    try:
-        return (Variable.get(VAR_SME_ASSIGNEES, default="") or "").strip()
-    except Exception as exc:  # no metadata DB reachable (a bare unit test): anyone may answer
-        log.warning("could not read Variable %s (%s): anyone may answer", VAR_SME_ASSIGNEES, type(exc).__name__)
-        return ""
+    return config.settings(context).sme_assignees
 
 
 def _owner(context: dict[str, Any]) -> str:
@@ -54,10 +48,10 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
     from docverify.sme_claims import claim
 
     params = context["params"]
-    store = _store()
+    store = _store(context)
     pending = list_pending_reviews(store)
     cap = max(1, int(params.get("max_reviews", 50)))
-    assignees = _assignees(params)
+    assignees = _assignees(params, context)
     hours = float(params.get("response_timeout_hours", 72))
     owner = _owner(context)
     chosen, open_elsewhere = [], 0
@@ -91,7 +85,7 @@ def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
     """The review of ``doc_id`` in this run has ended: another run may open the packet again."""
     from docverify.sme_claims import release
 
-    if release(_store(), doc_id, _owner(context), reason):
+    if release(_store(context), doc_id, _owner(context), reason):
         log.info("doc_id=%s: review claim released (%s)", doc_id, reason)
 
 
@@ -213,7 +207,7 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], 
     source, version and URI (nothing of the document). ``preset_pages``: the page types the form
     was preset to (:func:`page_types`), when the caller has them already."""
     from docverify.sme import save_review
-    from docverify_airflow.operators.sme_review import AGREE, CORRECT, page_field
+    from docverify_airflow.sme_form import AGREE, CORRECT, page_field
 
     chosen = list(answer.get("chosen_options") or [])
     if len(chosen) != 1 or chosen[0] not in (AGREE, CORRECT):

@@ -12,6 +12,7 @@ from typing import Any
 
 from docverify import batch as B
 from docverify_airflow import config
+from docverify_airflow.night import night_of
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +45,9 @@ def batch_prefix(params: dict[str, Any], ds: str) -> str:
     return (params.get("batch_prefix") or "").strip().replace("{ds}", ds)
 
 
-def night_of(context: dict[str, Any]) -> str:
-    """The night (YYYY-MM-DD) a run verifies: its logical date; a run triggered without one (the
-    REST API's default in Airflow 3: ``logical_date: null``) has no ``ds``, and verifies the date
-    it was triggered for (``run_after``, UTC)."""
-    ds = context.get("ds")
-    if ds:
-        return str(ds)
-    run_after = getattr(context.get("dag_run"), "run_after", None)
-    if run_after is None:
-        raise ValueError("this run has neither a logical date nor run_after: trigger it with a logical date")
-    import datetime as dt
-
-    if isinstance(run_after, str):
-        run_after = dt.datetime.fromisoformat(run_after.replace("Z", "+00:00"))
-    return run_after.astimezone(dt.UTC).strftime("%Y-%m-%d")
-
-
 def make_batch(context: dict[str, Any]) -> B.Batch:
     params = context["params"]
-    store = B.ArtifactStore(config.storage_root())
+    store = B.ArtifactStore(config.settings(context).root)
     ds = night_of(context)
     return B.Batch(store=store, ds=ds, run_id=str(context.get("run_id", "")),
                    prefix=batch_prefix(params, ds), reuse=bool(params.get("reuse_cached", True)),
@@ -82,38 +66,61 @@ def discover(context) -> dict:
     return out
 
 
-DOCAI_RESULTS = "docai_results.json"  # under runs/<ds>/: the Document AI batch operator's per-input results
+@retry_rule
+def plan_document_ai(context) -> dict:
+    """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.document_ai.plan`."""
+    from docverify_airflow import document_ai
 
-
-def docai_results_rel(batch: B.Batch) -> str:
-    return f"runs/{batch.ds}/{DOCAI_RESULTS}"
+    return document_ai.plan(make_batch(context), config.settings(context))
 
 
 @retry_rule
 def layout(context) -> dict:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
     processes) or ``document_ai``: on a gs:// root, the bundles come from the outputs of the
-    ``document_ai`` batch task; on a local root, each PDF goes to the processor online."""
-    batch = make_batch(context)
-    if config.layout_mode() == "local":
-        return B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
-                              timeout_s=float(context["params"].get("parse_timeout_s", 60)),
-                              ocr=config.ocr_enabled())
-    conn_id = config.docai_conn_id()
+    ``document_ai`` batch task (its XCom); on a local root, each PDF goes to the processor online."""
+    batch, s = make_batch(context), config.settings(context)
+    if s.layout == "local":
+        return _small(B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
+                                     timeout_s=float(context["params"].get("parse_timeout_s", 60)),
+                                     ocr=s.ocr))
+    conn_id = s.docai_conn_id
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
 
-        results = batch.store.read_json_if_exists(docai_results_rel(batch)) or []
-        return B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id))
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+        from docverify_airflow.document_ai import results_for_layout
 
-    hook, name = DocumentAIHook(gcp_conn_id=conn_id), config.processor_name()
-    return B.layout_docai_online(batch, lambda data: hook.process_document(name, data))
+        results = results_for_layout(context["ti"].xcom_pull(task_ids="document_ai"))
+        return _small(B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
+
+    hook, name = DocumentAIHook(gcp_conn_id=conn_id), s.processor_name()
+    return _small(B.layout_docai_online(batch, lambda data: hook.process_document(name, data)))
+
+
+def _small(stats: dict) -> dict:
+    """A stage's record trimmed to what XCom should carry (counts, not per-document lists)."""
+    return {k: stats[k] for k in ("stage", "docs", "errors", "cache_hits", "seconds", "parser") if k in stats}
+
+
+def map_limit() -> int:
+    """Airflow's ``[core] max_map_length``: more mapped task instances cannot be created."""
+    from airflow.sdk import conf
+
+    return conf.getint("core", "max_map_length", fallback=B.AIRFLOW_MAP_LIMIT)
+
+
+def _shards(context, ids_of) -> list[list[str]]:
+    params = context["params"]
+    return ids_of(make_batch(context), int(params.get("shard_size", 25)), int(params.get("max_shards", B.MAX_SHARDS)),
+                  map_limit())
 
 
 @retry_rule
 def plan_shards(context) -> list[list[str]]:
-    return B.plan_shards(make_batch(context), int(context["params"].get("shard_size", 25)))
+    """At most ``max_shards`` shards (``shard_size`` is their minimum size); a bad value or one over
+    Airflow's map limit is a ValueError → fails at once (``retry_rule``), never retried."""
+    return _shards(context, B.plan_shards)
 
 
 def _key(context) -> str:
@@ -121,38 +128,28 @@ def _key(context) -> str:
 
 
 @retry_rule
-def classify(context, shard: list[str]) -> list[str]:
-    B.classify_shard(make_batch(context), shard, config.judge(), _key(context))
-    return shard
+def verify(context, shard: list[str]) -> dict:
+    """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.batch.verify_shard``)."""
+    return _small(B.verify_shard(make_batch(context), shard, config.judge(config.settings(context)), _key(context)))
 
 
 @retry_rule
-def v1(context, shard: list[str]) -> list[str]:
-    B.v1_shard(make_batch(context), shard, _key(context))
-    return shard
-
-
-@retry_rule
-def agent(context, name: str, shard: list[str]) -> list[str]:
-    B.agent_shard(make_batch(context), name, shard, config.judge(), _key(context))
-    return shard
-
-
-@retry_rule
-def v5_arbiter(context) -> list[str]:
-    """The branch: the task ids of the routes that have documents."""
-    result = B.arbiter(make_batch(context), second_opinion=config.second_opinion())
+def v5_arbiter(context, shards: list[list[str]]) -> list[str]:
+    """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
+    the second opinion, when on, was asked in ``verify`` — the judge carries it)."""
+    result = B.arbiter(make_batch(context), shards=len(shards))
     return result["routes"]
 
 
 @retry_rule
 def plan_retry_shards(context) -> list[list[str]]:
-    return B.retry_shards(make_batch(context), int(context["params"].get("shard_size", 25)))
+    return _shards(context, B.retry_shards)
 
 
 @retry_rule
 def auto_fix_retry(context, shard: list[str]) -> dict:
-    return B.auto_fix_retry_shard(make_batch(context), shard, config.judge(), _key(context))
+    return _small(B.auto_fix_retry_shard(make_batch(context), shard, config.judge(config.settings(context)),
+                                         _key(context)))
 
 
 @retry_rule

@@ -46,7 +46,7 @@ def test_every_task_has_retries_and_a_timeout(dag):
 
 
 def test_llm_tasks_use_the_llm_pool(dag):
-    llm = {"classify", "v2_consistency", "v3_traps", "v4_evidence", "auto_fix_retry"}
+    llm = {"verify", "auto_fix_retry"}
     assert {t.task_id for t in dag.tasks if t.pool == "llm"} == llm
 
 
@@ -54,7 +54,10 @@ def test_graph_shape(dag):
     t = dag.task_dict
     assert t["v5_arbiter"].__class__.__name__.startswith("_Branch")
     assert set(t["v5_arbiter"].downstream_task_ids) == {"plan_retry_shards", "accept", "write_sme_packets"}
-    assert {"v2_consistency", "v3_traps", "v4_evidence"} <= set(t["v5_arbiter"].upstream_task_ids)
+    # one mapped verify task per shard (classify, V1–V4, V5 on attempt 0), then the branch
+    assert {"verify", "plan_shards"} <= set(t["v5_arbiter"].upstream_task_ids)
+    assert set(t["verify"].upstream_task_ids) == {"plan_shards"}
+    assert not {"classify", "v1_schema", "v2_consistency", "v3_traps", "v4_evidence"} & set(t)
     assert t["accept"].trigger_rule == "none_failed_min_one_success"
     assert t["write_sme_packets"].trigger_rule == "none_failed_min_one_success"
     assert {o.name for o in t["accept"].outlets} == {"docverify_accepted"}

@@ -71,7 +71,7 @@ def test_a_run_without_logical_date_verifies_the_day_it_was_triggered_for():
     import datetime as dt
     from types import SimpleNamespace
 
-    from docverify_airflow.tasks import night_of
+    from docverify_airflow.night import night_of
 
     run = SimpleNamespace(run_after=dt.datetime(2026, 11, 20, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-5))))
     assert night_of({"dag_run": run}) == "2026-11-21"  # UTC

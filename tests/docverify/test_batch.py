@@ -52,20 +52,26 @@ def test_classifier_fault_escalates_the_document_not_the_batch(tmp_path, repo_di
     assert by_id["retry_shares"]["final_decision"] == "AUTO_ACCEPT"
 
 
+class FailingEvidenceJudge(OfflineJudge):
+    """The offline judge whose V4 judgment fails, as a broken endpoint would."""
+
+    name = "test-failing-v4"
+
+    async def judge_evidence(self, bundle, classification):
+        raise ConnectionError("endpoint down")
+
+
 def test_missing_verifier_result_is_never_a_silent_accept(tmp_path, repo_dir):
     b = make_batch(tmp_path, repo_dir, ["genomic_brca_ngs"])
-    B.discover(b)
-    B.layout_local(b, workers=1)
-    [shard] = B.plan_shards(b)
-    judge = OfflineJudge()
-    B.classify_shard(b, shard, judge)
-    B.v1_shard(b, shard)
-    B.agent_shard(b, "V2", shard, judge)
-    B.agent_shard(b, "V3", shard, judge)  # V4's task "failed": no result
-    routes = B.arbiter(b)
+    B.discover(b.fresh())
+    B.layout_local(b.fresh(), workers=1)
+    [shard] = B.plan_shards(b.fresh())
+    B.verify_shard(b.fresh(), shard, FailingEvidenceJudge())  # V4's judgment "failed": no result
+    routes = B.arbiter(b.fresh())
     assert routes["counts"]["write_sme_packets"] == 1
-    rep = b.store.read_json(f"runs/{DS}/genomic_brca_ngs/attempt_0/report.json")
-    assert [i["code"] for i in rep["issues"]] == ["VERIFICATION_INCOMPLETE"]
+    rec = b.fresh().rs.result("genomic_brca_ngs")
+    assert [i.code for i in rec.result.attempts[0].issues] == ["VERIFICATION_INCOMPLETE"]
+    assert rec.result.final_decision == "ESCALATE_TO_SME"
 
 
 def test_rerun_is_idempotent_and_reuses(tmp_path, repo_dir):

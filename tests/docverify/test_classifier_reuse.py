@@ -25,14 +25,15 @@ def _night(root, judge, run_id):
     (incoming / "note_mts_19.pdf").write_bytes((REPO / "include" / "samples" / "note_mts_19.pdf").read_bytes())
     b = B.Batch(store=ArtifactStore(root), ds="2026-11-20", run_id=run_id)
     run_stages(b, judge)
-    return json.loads((root / "runs" / "2026-11-20" / "_stages" / "classify_0.json").read_text())
+    return json.loads((root / "runs" / "2026-11-20" / "_stages" / "verify_0.json").read_text())
 
 
 def test_same_classifier_reuses_a_new_one_classifies_again(tmp_path):
     assert _night(tmp_path, OfflineJudge(), "r1")["cache_hits"] == 0
     assert _night(tmp_path, OfflineJudge(), "r2")["cache_hits"] == 1
     assert _night(tmp_path, NewerOffline(), "r3")["cache_hits"] == 0  # upgraded classifier: no stale reuse
-    meta = json.loads((tmp_path / "runs" / "2026-11-20" / "note_mts_19" / "classification_meta.json").read_text())
+    meta = json.loads((tmp_path / "runs" / "2026-11-20" / "note_mts_19" / "result.json").read_text())[
+        "classification_meta"]
     assert meta["classifier_id"] == "offline-v1+offline-lexicon-v999"
 
 

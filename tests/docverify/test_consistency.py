@@ -298,14 +298,14 @@ def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path):
     store = ArtifactStore(tmp_path)
     batch = B.Batch(store=store, ds="2026-11-20", run_id="t")
     doc_id = b.doc_id
-    store.write_json(batch.manifest_rel, {"documents": [{"doc_id": doc_id, "pdf_uri": "x", "pdf_rel": "x.pdf",
-                                                         "sha256": "0"}]})
+    (tmp_path / "x.classification.json").write_text(
+        json.dumps(mutate(c, lambda c: c.update(number_of_segments=5))))
+    store.write_json(batch.manifest_rel, {"ds": batch.ds, "documents": [
+        {"doc_id": doc_id, "pdf_uri": "x", "pdf_rel": "x.pdf", "sha256": "0",
+         "classification_rel": "x.classification.json"}]})
     store.write_json(batch.run_rel(doc_id, "bundle.json"), b)
-    store.write_json(batch.run_rel(doc_id, "classification.json"), mutate(c, lambda c: c.update(number_of_segments=5)))
-    B.v1_shard(batch, [doc_id])
-    for agent in ("V2", "V3", "V4"):
-        B.agent_shard(batch, agent, [doc_id], OfflineJudge())
-    out = B.arbiter(batch)
+    B.verify_shard(batch.fresh(), [doc_id], OfflineJudge())
+    out = B.arbiter(batch.fresh())
     assert out["counts"]["auto_fix_retry"] == 1
     routes = json.loads((tmp_path / batch.routes_rel).read_text())
     assert routes["attempt_0"][doc_id]["rule"] == 1

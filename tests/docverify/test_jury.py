@@ -163,3 +163,23 @@ def test_no_jury_changes_nothing():
     assert plain.model_dump() == again.model_dump()
     assert all(r.phase != "jury" for a in plain.attempts for r in a.runs)
     assert "votes" not in json.dumps(plain.model_dump(mode="json"))
+
+
+class ThrottledLLM:
+    """An LLM client whose quota never frees up within its waiting budget."""
+
+    model_id = "throttled"
+
+    async def ask(self, kind, doc_id, inputs):
+        from docverify.judges import JudgeThrottled
+
+        raise JudgeThrottled("quota held the call back")
+
+
+def test_a_throttled_juror_is_not_a_failed_vote_the_stage_waits():
+    from docverify.judges import JudgeThrottled
+
+    j = Jury([Juror("A", llm(Voter(("KEEP", "OTHER")), "a")), Juror("B", ThrottledLLM()),
+              Juror("C", llm(Voter(("KEEP", "OTHER")), "c"), "JURY_EVIDENCE")])
+    with pytest.raises(JudgeThrottled):
+        review(j, finding())

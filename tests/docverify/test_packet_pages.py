@@ -26,12 +26,10 @@ def _night_without_ocr(root, names):
     b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="pages")
     B.discover(b)
     B.layout_local(b, workers=1, timeout_s=60, ocr=False)  # the scan stays NO_TEXT_LAYER
-    for i, shard in enumerate(B.plan_shards(b)):
-        B.classify_shard(b, shard, OfflineJudge(), str(i))
-        B.v1_shard(b, shard, str(i))
-        for agent in ("V2", "V3", "V4"):
-            B.agent_shard(b, agent, shard, OfflineJudge(), str(i))
-    B.arbiter(b)
+    shards = B.plan_shards(b)
+    for i, shard in enumerate(shards):
+        B.verify_shard(b, shard, OfflineJudge(), str(i))
+    B.arbiter(b, shards=len(shards))
     B.write_sme_packets(b)
     return b.store
 

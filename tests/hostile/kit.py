@@ -328,21 +328,19 @@ def run_night(night: Night, judge: Any, *, run_id: str = "hostile", watch: bool 
     xcom: list[Any] = []
     with captured_logs() as logs, (AccessWatch(night.root.parent, night.root) if watch else
                                    contextlib.nullcontext()) as w:
-        xcom.append(B.discover(b))
-        xcom.append(B.layout_local(b, workers=2, timeout_s=60))
-        shards = B.plan_shards(b, shard_size=8)
+        # every stage on a fresh Batch (an empty run-store memo), as every task of the DAG
+        xcom.append(B.discover(b.fresh()))
+        xcom.append(B.layout_local(b.fresh(), workers=2, timeout_s=60))
+        shards = B.plan_shards(b.fresh(), shard_size=8)
         xcom.append(shards)
         for i, shard in enumerate(shards):
-            xcom.append(B.classify_shard(b, shard, judge, str(i)))
-            xcom.append(B.v1_shard(b, shard, str(i)))
-            for agent in ("V2", "V3", "V4"):
-                xcom.append(B.agent_shard(b, agent, shard, judge, str(i)))
-        xcom.append(B.arbiter(b))
-        for i, shard in enumerate(B.retry_shards(b)):
-            xcom.append(B.auto_fix_retry_shard(b, shard, judge, str(i)))
-        xcom.append(B.accept(b))
-        xcom.append(B.write_sme_packets(b))
-        xcom.append(report.write(b))
+            xcom.append(B.verify_shard(b.fresh(), shard, judge, str(i)))
+        xcom.append(B.arbiter(b.fresh(), shards=len(shards)))
+        for i, shard in enumerate(B.retry_shards(b.fresh())):
+            xcom.append(B.auto_fix_retry_shard(b.fresh(), shard, judge, str(i)))
+        xcom.append(B.accept(b.fresh()))
+        xcom.append(B.write_sme_packets(b.fresh()))
+        xcom.append(report.write(b.fresh()))
     rep = json.loads((night.root / "reports" / DS / "batch_report.json").read_text())
     return {"batch": b, "report": rep, "xcom": xcom, "logs": logs.lines,
             "outside": list(w.outside) if watch else []}

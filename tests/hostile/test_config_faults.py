@@ -18,9 +18,13 @@ def test_an_unreadable_variable_fails_naming_it(monkeypatch):
 
     from docverify_airflow import config
 
+    real_get = Variable.get
     monkeypatch.setattr(Variable, "get", staticmethod(_broken_variable_get))
     with pytest.raises(config.ConfigUnavailable, match="Variable docverify_storage_root could not be read"):
         config.storage_root()
+    # the settings are read together (the first unreadable one stops the read): break only the judge's
+    monkeypatch.setattr(Variable, "get", staticmethod(
+        lambda key, default=None: _broken_variable_get(key) if key == "docverify_judge" else real_get(key)))
     with pytest.raises(config.ConfigUnavailable, match="Variable docverify_judge could not be read"):
         config.judge()
 
@@ -46,7 +50,12 @@ def test_deterministic_failures_fail_at_once_transient_ones_are_retried(monkeypa
         tasks.discover(ctx)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", "gemini-please")
     with pytest.raises(AirflowFailException, match="docverify_judge"):
-        tasks.classify({**ctx, "params": {}, "ti": type("TI", (), {"map_index": 0})()}, [])
+        tasks.verify({**ctx, "params": {}, "ti": type("TI", (), {"map_index": 0})()}, [])
+    monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_JUDGE")
+    # a shard param Airflow could not map (over [core] max_map_length) or a nonsense one: at once
+    for params in ({"max_shards": 5000}, {"shard_size": 0}):
+        with pytest.raises(AirflowFailException, match="not retried"):
+            tasks.plan_shards({**ctx, "params": params})
 
     @tasks.retry_rule
     def flaky():

@@ -20,6 +20,7 @@ def night(tmp_path, corpora_dir):
     return kit.make_night(tmp_path, corpora=corpora_dir)
 
 
+@pytest.mark.slow
 def test_hostile_night_completes_with_nothing_lost_leaked_or_silently_accepted(night):
     run = kit.run_night(night, OfflineJudge())
     figures = kit.check_night(night, run)
@@ -31,6 +32,7 @@ def test_hostile_night_completes_with_nothing_lost_leaked_or_silently_accepted(n
     assert len(run["report"]["errors"]) == figures["escalated_with_error"] >= 25
 
 
+@pytest.mark.slow
 def test_names_become_distinct_readable_ids(night):
     kit.run_night(night, OfflineJudge(), watch=False)
     ids = {d["pdf_rel"].rsplit("/", 1)[-1]: d["doc_id"] for d in
@@ -47,6 +49,7 @@ def test_names_become_distinct_readable_ids(night):
     assert (night.root / "accepted" / kit.DS / f"{long_id}.json").exists()
 
 
+@pytest.mark.slow
 def test_symlinks_and_special_files_are_never_followed_or_read(night):
     run = kit.run_night(night, OfflineJudge())
     err = json.loads((night.root / "runs" / kit.DS / "link_to_shadow" / "error.json").read_text())

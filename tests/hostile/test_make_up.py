@@ -12,6 +12,8 @@ import stat
 import subprocess
 import time
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 FAKE_AIRFLOW = """#!/usr/bin/env bash
@@ -32,6 +34,7 @@ def _alive(pid: int) -> bool:
         pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
+@pytest.mark.slow
 def test_up_binds_loopback_keeps_passwords_private_and_stops_every_process(tmp_path):
     home, bin_dir = tmp_path / "home", tmp_path / "bin"
     home.mkdir()

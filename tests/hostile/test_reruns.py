@@ -112,39 +112,32 @@ def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
     assert not (night.root / "withdrawn").exists()
 
 
-STAGES = ["discover", "layout", "classify", "V1", "V2", "V3", "V4", "arbiter", "retry", "accept", "packets"]
+STAGES = ["discover", "layout", "verify", "arbiter", "retry", "accept", "packets"]
 
 
 def _stages_until(b: B.Batch, last: str, judge) -> None:
-    B.discover(b)
+    B.discover(b.fresh())
     if last == "discover":
         return
-    B.layout_local(b, workers=1, timeout_s=60)
+    B.layout_local(b.fresh(), workers=1, timeout_s=60)
     if last == "layout":
         return
-    shards = B.plan_shards(b, shard_size=2)
-    order = ["classify", "V1", "V2", "V3", "V4"]
-    for step in order[: order.index(last) + 1] if last in order else order:
-        for i, shard in enumerate(shards):
-            if step == "classify":
-                B.classify_shard(b, shard, judge, str(i))
-            elif step == "V1":
-                B.v1_shard(b, shard, str(i))
-            else:
-                B.agent_shard(b, step, shard, judge, str(i))
-    if last in order:
+    shards = B.plan_shards(b.fresh(), shard_size=2)
+    for i, shard in enumerate(shards):
+        B.verify_shard(b.fresh(), shard, judge, str(i))
+    if last == "verify":
         return
-    B.arbiter(b)
+    B.arbiter(b.fresh(), shards=len(shards))
     if last == "arbiter":
         return
-    for i, shard in enumerate(B.retry_shards(b)):
-        B.auto_fix_retry_shard(b, shard, judge, str(i))
+    for i, shard in enumerate(B.retry_shards(b.fresh())):
+        B.auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
     if last == "retry":
         return
-    B.accept(b)
+    B.accept(b.fresh())
     if last == "accept":
         return
-    B.write_sme_packets(b)
+    B.write_sme_packets(b.fresh())
 
 
 def _in_child(fn) -> int:

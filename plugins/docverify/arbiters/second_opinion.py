@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from docverify.arbiters.v5 import Counts, count
-from docverify.judges import Usage
+from docverify.judges import JudgeThrottled, Usage
 from docverify.models import ArbiterDecision, ClassificationOutput, Decision, DocumentBundle, Issue
 
 STRICTNESS = {"AUTO_ACCEPT": 0, "AUTO_RETRY": 1, "ESCALATE_TO_SME": 2}
@@ -125,12 +125,16 @@ class SecondOpinion:
 
     async def review(self, bundle: DocumentBundle, cls: ClassificationOutput | None, issues: list[Issue],
                      table: ArbiterDecision) -> tuple[ArbiterDecision, Usage]:
-        """Never raises: a fault is the table's decision (``LLM_FAILURE``)."""
+        """Never raises but :class:`~docverify.judges.JudgeThrottled` (the quota held the call back:
+        the task waits and retries, the document is not decided): any other fault is the table's
+        decision (``LLM_FAILURE``)."""
         if Decision(table.decision).value == ESC or cls is None:
             return table, Usage()
         try:
             inputs = second_opinion_inputs(bundle, cls, issues, table)
             out, usage, err = await self.llm.ask(self.kind, bundle.doc_id, inputs)
+        except JudgeThrottled:
+            raise
         except Exception as exc:  # noqa: BLE001
             out, usage, err = None, Usage(), type(exc).__name__
         proposal = None
@@ -154,20 +158,3 @@ def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None, usage:
         return rec.model_copy(update={"decision": decision})
 
     return decide
-
-
-def record_second_opinion(second_opinion: SecondOpinion, bundle: DocumentBundle, cls: ClassificationOutput | None,
-                          report: Any, rec: Any, stats: Any, counts: dict[str, int]) -> Any:
-    """The V5 stage's call (one document, synchronous): the attempt record with the second
-    opinion applied; its usage goes to the stage's ``stats``, the outcome into ``counts``
-    (asked, changed, and one count per deciding override)."""
-    import asyncio
-
-    decision, usage = asyncio.run(second_opinion.review(bundle, cls, report.issues, rec.decision))
-    stats.add_usage(bundle.doc_id, usage, second_opinion.llm)
-    so = decision.second_opinion
-    if so is not None:
-        counts["asked"] = counts.get("asked", 0) + 1
-        counts[so["override"]] = counts.get(so["override"], 0) + 1
-        counts["changed"] = counts.get("changed", 0) + int(so["changed"])
-    return rec.model_copy(update={"decision": decision})

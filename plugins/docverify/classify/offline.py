@@ -1,12 +1,12 @@
 """The offline classifier: the embedded default's "judgment" without an LLM.
 
-A real, deterministic algorithm over the lexicon of :mod:`docverify.classify.lexicon` — weaker
+A real, deterministic algorithm over the lexicon of :mod:`docverify.lexicon` — weaker
 than Gemini, never a canned answer. It produces a complete :class:`ClassificationOutput` that
 passes V1 and V2's rule checks by construction: all five types in every segment and in the
 mixture, shares summing to 1, pages in bounds, no overlaps, confidences in [0, 1], evidence for
 every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 
-1. **Pages.** Every page 1..N is scored (:func:`~docverify.classify.lexicon.analyse`): one
+1. **Pages.** Every page 1..N is scored (:func:`~docverify.lexicon.analyse`): one
    length-normalised score per type. N is ``max(total_pages, highest page_num)``; a page missing
    from the bundle counts as a page without text.
 2. **Segmentation** — a Viterbi pass over the pages. Labelling page *p* with type *t* costs
@@ -16,9 +16,17 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    without any cue) costs nothing under any label, so it joins its neighbours; a page with weak
    evidence joins its neighbours too; a 1-page segment survives only when its evidence beats
    its neighbours' type by more than 2 x SWITCH_PENALTY (1 x at either end of the document).
-   A page whose leading type has fewer than :data:`WEAK_PAGE_CUES` distinct cues has its costs
-   scaled by :data:`WEAK_PAGE_FACTOR`, and a change of type into it costs :data:`WEAK_SWITCH` x
-   the penalty: it continues the document before it (a footer page, an appendix).
+   **Page continuity.** A page *supports* a type when its score for it is at least
+   :data:`CONTINUE_RATIO` of the page's best score (a page without any cue supports every type).
+   A *weak* page — its leading type has fewer than :data:`WEAK_PAGE_CUES` distinct cues (a
+   footer-only page, boilerplate, an appendix: methods, gene lists, disclaimers) — costs only
+   :data:`WEAK_PAGE_FACTOR` of its emission under the types it supports, and leaving a type it
+   supports for it costs :data:`WEAK_SWITCH` x the penalty: it continues the segment before it.
+   A weak page that shows (next to) nothing of the running segment's type gets neither
+   discount: its own evidence, however small, disagrees with the segment, and a new segment
+   starts there when that evidence outweighs the penalty (a short report after a long one).
+   A page that opens with a section header (within its first :data:`OPEN_CHARS` characters)
+   may start a document: a change of type into it costs :data:`OPEN_SWITCH` x the penalty.
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -52,7 +60,7 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 5. **Document.** The mixture is the page-weighted average of the segment shares (rounded the
    same way); its presence level is the highest across segments; the dominant type overall is
    the type with the largest overall share. ``vendor_signals`` come from
-   :func:`~docverify.classify.lexicon.find_vendors` over the whole text.
+   :func:`~docverify.lexicon.find_vendors` over the whole text.
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from docverify.classify.lexicon import (
+from docverify.lexicon import (
     SNIPPET_MAX,
     SNIPPET_MIN,
     TextAnalysis,
@@ -83,7 +91,7 @@ from docverify.models import (
     TypeClassification,
 )
 
-IMPLEMENTATION = "offline-lexicon-v2"
+IMPLEMENTATION = "offline-lexicon-v3"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -94,13 +102,21 @@ NO_EVIDENCE = PresenceLevel.NO_EVIDENCE.value
 #: Cost of a change of type between two neighbouring pages (in page-score points).
 SWITCH_PENALTY = 2.5
 #: Page-boundary logic: the emissions of a page whose leading type shows fewer than
-#: WEAK_PAGE_CUES distinct cues are scaled by WEAK_PAGE_FACTOR (a footer-only page, a page of
-#: boilerplate, an appendix), and a switch of type *into* such a page costs WEAK_SWITCH times the
-#: penalty, so that it continues the document before it; a page with its own evidence starts a
-#: segment.
+#: WEAK_PAGE_CUES distinct cues are scaled by WEAK_PAGE_FACTOR under the types the page supports
+#: (a footer-only page, a page of boilerplate, an appendix), and leaving a type the page supports
+#: for it costs WEAK_SWITCH times the penalty, so that it continues the document before it; a
+#: page with its own evidence starts a segment.
 WEAK_PAGE_CUES = 3
 WEAK_PAGE_FACTOR = 0.3
 WEAK_SWITCH = 1.5
+#: A page supports a type (could continue a segment of it) when its score for the type is at
+#: least this fraction of its best score.
+CONTINUE_RATIO = 0.5
+#: A page that opens with a section header (a header cue within its first OPEN_CHARS characters:
+#: "EXAMINATION:", "PREOPERATIVE DIAGNOSIS:", "FAX COVER SHEET") may start a document: a change of
+#: type into it costs OPEN_SWITCH times the penalty.
+OPEN_SWITCH = 0.7
+OPEN_CHARS = 150
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -205,6 +221,8 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     n = len(pages)
     emit = []
     weak: list[bool] = []
+    support: list[dict[str, bool]] = []
+    opens: list[bool] = []
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
@@ -213,7 +231,15 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         distinct = len({h.entry.index for h in p.analysis.hits.get(lead, ()) if h.factor == 1.0})
         k = WEAK_PAGE_FACTOR if distinct < WEAK_PAGE_CUES else 1.0
         weak.append(k < 1.0)
-        emit.append({t: k * (best - p.score(t)) for t in DOC_TYPES})
+        # ... but only into a type the page itself supports (CONTINUE_RATIO of its best score):
+        # a weak page whose few cues all belong to another type does not continue a segment
+        # of a type it shows (next to) nothing of
+        # a page that opens with a section header may start a new document
+        opens.append(any(h.entry.kind == "header" and h.start < OPEN_CHARS
+                         for hs in p.analysis.hits.values() for h in hs))
+        supports = {t: p.score(t) >= CONTINUE_RATIO * best for t in DOC_TYPES}
+        support.append(supports)
+        emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
     for i in range(1, n):
@@ -225,7 +251,10 @@ def _viterbi(pages: list[_Page]) -> list[str]:
             for u in pref:
                 if u == t:
                     continue
-                c = cost[i - 1][u] + SWITCH_PENALTY * (WEAK_SWITCH if weak[i] else 1.0)
+                # leaving u for a weak page costs more only when that page could continue u
+                sticky = weak[i] and support[i][u]
+                factor = (WEAK_SWITCH if sticky else 1.0) * (OPEN_SWITCH if opens[i] else 1.0)
+                c = cost[i - 1][u] + SWITCH_PENALTY * factor
                 if c < best_c - 1e-12:
                     best_u, best_c = u, c
             row[t] = best_c + emit[i][t]

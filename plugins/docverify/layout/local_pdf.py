@@ -7,7 +7,8 @@ lowest peak memory, tells "needs a password" apart from "damaged" by error code,
 empty-user-password files, and gives text geometry (for paragraphs and tables) at little cost.
 pypdf and pdfplumber are not used at run time. PyMuPDF is excluded (AGPL).
 
-Three entry points:
+Three entry points (the two bounded ones live in :mod:`docverify.layout.pool` and are re-exported
+here; the paragraph/table rules in :mod:`docverify.layout.structure`):
 
 * :func:`parse_pdf` — in-process. Every failure is a :class:`ParseError` (library exceptions
   are wrapped), but a file that hangs or crashes PDFium hangs or crashes the caller.
@@ -58,29 +59,13 @@ functions for parallelism.
 
 from __future__ import annotations
 
-import bisect
-import collections
-import contextlib
-import ctypes
 import datetime as _dt
 import hashlib
-import importlib
-import json
-import multiprocessing.connection
 import os
 import pathlib
-import re
-import signal
-import statistics
-import subprocess
-import sys
 import threading
-import time
-import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata as _metadata
-from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -91,13 +76,21 @@ from docverify.layout.errors import (
     ENCRYPTED,
     NO_TEXT_LAYER,
     NOT_A_PDF,
-    TIMEOUT,
     TOO_LARGE,
     UNSUPPORTED,
     ZERO_PAGES,
     ParseError,
 )
-from docverify.limits import MAX_PAGES, MAX_PDF_BYTES, PARSE_WORKER_MEMORY_BYTES
+from docverify.layout.pool import (  # noqa: F401 - the bounded entry points, re-exported
+    DEFAULT_PARSE_FN,
+    DEFAULT_TIMEOUT_S,
+    live_worker_pids,
+    parse_many_bounded,
+    parse_pdf_bounded,
+    worker_main,
+)
+from docverify.layout.structure import BlockType, PageLayout, clip, normalise_line, page_layout  # noqa: F401
+from docverify.limits import MAX_PAGES, MAX_PDF_BYTES
 from docverify.models import DocumentBundle, LayoutMetadata, Page
 
 
@@ -113,17 +106,12 @@ PARSER_ID = f"local:pypdfium2-{_pypdfium2_version()}"
 
 DEFAULT_MAX_BYTES = MAX_PDF_BYTES  # docverify.limits: every limit in one place
 DEFAULT_MAX_PAGES = MAX_PAGES
-DEFAULT_TIMEOUT_S = 60.0
 HEADER_WINDOW = 1024
 """``%PDF`` must occur within the first 1024 bytes (as Acrobat tolerates)."""
 SCAN_MAX_CHARS_PER_PAGE = 50
 SCAN_MIN_IMAGE_COVERAGE = 0.25
 
-DEFAULT_PARSE_FN = "docverify.layout.local_pdf:parse_pdf"
-
 _PDFIUM_LOCK = threading.Lock()
-
-BlockType = str  # "heading" | "paragraph" | "list_item" | "table"
 
 
 # =========================================================================== public API
@@ -187,405 +175,6 @@ def parse_pdf(
             f"(e.g. with qpdf) and retry",
             str(p),
         ) from exc
-
-
-def parse_pdf_bounded(
-    path: str | os.PathLike[str],
-    *,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    parse_fn: str | None = None,
-    **kw: Any,
-) -> DocumentBundle:
-    """:func:`parse_pdf` in a child process that is killed after ``timeout_s`` seconds.
-
-    ``kw`` are :func:`parse_pdf`'s keyword arguments (JSON-serialisable). ``parse_fn`` is an
-    optional ``"module:function"`` run in the child instead of :func:`parse_pdf` (an extension
-    point, also used by the tests to simulate a hang or a crash).
-
-    Raises:
-        ParseError: the parse error, or ``TIMEOUT`` (child killed), or ``CORRUPT`` (child crashed,
-            the message names its exit code / signal).
-        RuntimeError: the child process could not even start (an environment problem, not a
-            problem of the file).
-    """
-    for _path, result in parse_many_bounded([path], workers=1, timeout_s=timeout_s, parse_fn=parse_fn, **kw):
-        if isinstance(result, ParseError):
-            raise result
-        return result
-    raise RuntimeError("parse_many_bounded returned no result")  # pragma: no cover
-
-
-def parse_many_bounded(
-    paths: Iterable[str | os.PathLike[str]],
-    *,
-    workers: int = 2,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    parse_fn: str | None = None,
-    startup_timeout_s: float = 120.0,
-    per_file_kw: Mapping[str, Mapping[str, Any]] | None = None,
-    **kw: Any,
-) -> Iterator[tuple[str, DocumentBundle | ParseError]]:
-    """Parse many PDFs in ``workers`` child processes; yield ``(path, bundle or ParseError)``.
-
-    Results come in completion order (not input order), exactly one per input path; ``path`` is
-    ``str()`` of the input. Each file gets ``timeout_s`` seconds, counted from the moment its
-    worker is ready; a worker that times out or crashes is killed and replaced, so one bad file
-    costs one ``TIMEOUT``/``CORRUPT`` result and a worker restart, never the shard. Workers are
-    reused across files (the import of PDFium is paid once per worker). Closing the generator
-    early stops the workers.
-
-    ``kw`` (e.g. ``max_pages``) apply to every file; ``per_file_kw`` maps ``str(path)`` to extra
-    keyword arguments for that file only (e.g. ``{"doc_id": ..., "file_uri": "gs://..."}``).
-
-    Raises:
-        RuntimeError: a worker could not start within ``startup_timeout_s`` or died while
-            starting (broken environment); failures of individual files are never raised.
-    """
-    pending = collections.deque(str(p) for p in paths)
-    if not pending:
-        return
-    spec = parse_fn or DEFAULT_PARSE_FN
-    per_file = {str(k): dict(v) for k, v in (per_file_kw or {}).items()}
-    json.dumps([kw, per_file])  # fail early, in the caller, on non-JSON arguments
-
-    def job_bytes(path: str) -> bytes:
-        return json.dumps({"path": path, "kw": {**kw, **per_file.get(path, {})}}).encode()
-
-    n_workers = max(1, min(int(workers), len(pending)))
-    pool: list[_Worker] = []
-    try:
-        while pending or any(w.job is not None for w in pool):
-            while len(pool) < n_workers and pending:
-                w = _Worker(spec, startup_timeout_s)
-                w.job = pending.popleft()  # sent once the worker reports ready
-                pool.append(w)
-            waitables: list[Any] = []
-            for w in pool:
-                if w.job is not None:
-                    waitables += [w.conn] + ([w.proc.sentinel] if w.proc.sentinel >= 0 else [])
-            now = time.monotonic()
-            wait_s = max(0.0, min(w.deadline for w in pool if w.job is not None) - now)
-            ready = multiprocessing.connection.wait(waitables, timeout=wait_s)
-            now = time.monotonic()
-            for w in list(pool):
-                if w.job is None:
-                    continue
-                has_data = w.conn in ready and _poll(w.conn)
-                if has_data:
-                    try:
-                        msg = json.loads(w.conn.recv_bytes())
-                    except (EOFError, OSError):
-                        has_data, msg = False, None
-                    if has_data:
-                        if "ready" in msg:
-                            w.ready = True
-                            _send_job(w, w.job, job_bytes, timeout_s, pool, pending)
-                            continue
-                        if "startup_error" in msg:
-                            raise RuntimeError(f"parse worker could not start: {msg['startup_error']}")
-                        job, w.job = w.job, None
-                        yield job, _result_from_json(msg, job)
-                        if pending and w in pool:
-                            _send_job(w, pending.popleft(), job_bytes, timeout_s, pool, pending)
-                        continue
-                dead = w.proc.sentinel in ready or not w.proc.is_alive()
-                if dead or (w.conn in ready and not has_data):
-                    w.proc.join(timeout=5)
-                    code = w.proc.exitcode
-                    pool.remove(w)
-                    w.close()
-                    if not w.ready:
-                        raise RuntimeError(
-                            f"parse worker died while starting (exit code {_describe_exit(code)}); "
-                            f"check that docverify and pypdfium2 import in a fresh interpreter"
-                        )
-                    job, w.job = w.job, None
-                    name = pathlib.Path(job).name
-                    yield job, ParseError(
-                        CORRUPT,
-                        f"{name} crashed the PDF parser (child process exit code {_describe_exit(code)}); "
-                        f"the file is probably damaged, or needed more than the parse worker's memory cap "
-                        f"(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or "
-                        f"repair it (e.g. with qpdf) and retry, or route it through Document AI",
-                        job,
-                    )
-                    continue
-                if now >= w.deadline:
-                    pool.remove(w)
-                    w.kill()
-                    if not w.ready:
-                        raise RuntimeError(
-                            f"parse worker did not start within {startup_timeout_s:g} s "
-                            f"(machine overloaded or a broken environment)"
-                        )
-                    job, w.job = w.job, None
-                    name = pathlib.Path(job).name
-                    yield job, ParseError(
-                        TIMEOUT,
-                        f"{name} took longer than {timeout_s:g} s to parse and the parser was stopped; "
-                        f"the file may be malformed or pathological: repair it (e.g. with qpdf) or route it "
-                        f"through Document AI",
-                        job,
-                    )
-    finally:
-        for w in pool:
-            w.stop()
-
-
-# =========================================================================== child processes
-
-
-def _send_job(w: _Worker, path: str, job_bytes, timeout_s: float, pool: list, pending: collections.deque) -> None:
-    """Hand ``path`` to worker ``w``; if its pipe is broken (it died after its last answer), put
-    the job back at the head of the queue and drop the worker (a fresh one takes the job)."""
-    w.job = path
-    w.deadline = time.monotonic() + timeout_s
-    try:
-        w.conn.send_bytes(job_bytes(path))
-    except (OSError, ValueError):
-        w.job = None
-        pending.appendleft(path)
-        pool.remove(w)
-        w.kill()
-
-
-def _poll(conn: _PipeConn) -> bool:
-    try:
-        return conn.poll()
-    except (EOFError, OSError, ValueError):
-        return False
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "unknown"
-    if code < 0:
-        try:
-            return f"{code}, killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"{code}, killed by signal {-code}"
-    return str(code)
-
-
-#: pids of the parse workers alive in this process (tests check none is left behind).
-_LIVE: set[int] = set()
-
-
-def live_worker_pids() -> set[int]:
-    return {pid for pid in _LIVE if _alive(pid)}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover
-        return True
-    return True
-
-
-class _PipeConn:
-    """One JSON message per line over the worker's stdin/stdout."""
-
-    def __init__(self, proc: subprocess.Popen):
-        self._in, self._out = proc.stdin, proc.stdout
-
-    def fileno(self) -> int:
-        return self._out.fileno()
-
-    def poll(self) -> bool:
-        import select
-
-        return bool(select.select([self._out], [], [], 0)[0])
-
-    def send_bytes(self, data: bytes) -> None:
-        self._in.write(data + b"\n")
-        self._in.flush()
-
-    def recv_bytes(self) -> bytes:
-        line = self._out.readline()
-        if not line.endswith(b"\n"):
-            raise EOFError("parse worker closed its output")
-        return line
-
-    def close(self) -> None:
-        for f in (self._in, self._out):
-            with contextlib.suppress(OSError, ValueError):
-                f.close()
-
-
-class _ProcHandle:
-    """The small part of ``multiprocessing.Process`` the pool loop uses, on a Popen."""
-
-    def __init__(self, proc: subprocess.Popen):
-        self._p = proc
-        self._pidfd = None
-        with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: readable when the child exits
-            self._pidfd = os.pidfd_open(proc.pid)
-        self.sentinel = self._pidfd if self._pidfd is not None else -1
-
-    def is_alive(self) -> bool:
-        return self._p.poll() is None
-
-    def join(self, timeout: float | None = None) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._p.wait(timeout)
-
-    @property
-    def exitcode(self) -> int | None:
-        return self._p.poll()
-
-    def kill(self) -> None:
-        self._p.kill()
-
-    def close(self) -> None:
-        if self._pidfd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._pidfd)
-            self._pidfd = None
-        if self._p.poll() is not None:
-            _LIVE.discard(self._p.pid)
-
-
-@dataclass
-class _Worker:
-    """A parse worker: a fresh interpreter running ``python -m docverify.layout.worker``.
-
-    Not multiprocessing: its spawn and forkserver children re-import the parent's ``__main__``
-    file, which inside an Airflow task is the ``airflow`` entry script — that import fails in the
-    task runner (seen in a real scheduler run; ``airflow dags test`` hides it). A subprocess
-    starts clean, with the parent's ``sys.path``."""
-
-    spec: str
-    startup_timeout_s: float
-    job: str | None = None
-    ready: bool = False
-    deadline: float = 0.0
-    proc: Any = field(init=False)
-    conn: Any = field(init=False)
-
-    def __post_init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        popen = subprocess.Popen(
-            [sys.executable, "-m", "docverify.layout.worker", self.spec],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
-        )
-        _LIVE.add(popen.pid)
-        self.proc = _ProcHandle(popen)
-        self.conn = _PipeConn(popen)
-        self.deadline = time.monotonic() + self.startup_timeout_s
-
-    def kill(self) -> None:
-        with contextlib.suppress(Exception):  # already gone
-            self.proc.kill()
-        self.proc.join(timeout=10)
-        self.close()
-
-    def stop(self) -> None:
-        """Ask an idle worker to exit; kill a busy or unresponsive one."""
-        if self.job is None and self.ready:
-            with contextlib.suppress(OSError, ValueError):
-                self.conn.send_bytes(b"null")
-            self.proc.join(timeout=2)
-        if self.proc.is_alive():
-            self.kill()
-        else:
-            self.proc.join(timeout=1)
-            self.close()
-
-    def close(self) -> None:
-        self.conn.close()
-        self.proc.close()
-
-
-def _resolve_parse_fn(spec: str):
-    module, _, name = spec.partition(":")
-    if not module or not name:
-        raise ValueError(f"parse_fn must look like 'module:function', got {spec!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def _cap_memory() -> None:
-    """Cap this worker's address space (``RLIMIT_AS``) at ``PARSE_WORKER_MEMORY_BYTES`` (or
-    ``DOCVERIFY_PARSE_MEMORY_BYTES``): a decompression bomb ends as ``MemoryError`` → TOO_LARGE,
-    or as a killed worker → CORRUPT, never as a machine out of memory. Lowering a limit needs
-    no privilege; a platform without ``resource`` keeps only the timeout."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not POSIX
-        return
-    limit = int(os.environ.get("DOCVERIFY_PARSE_MEMORY_BYTES") or PARSE_WORKER_MEMORY_BYTES)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
-def worker_main(spec: str) -> None:
-    """Child loop (``python -m docverify.layout.worker SPEC``): report ready, then answer one
-    JSON job per line until told to stop. stdout carries only the protocol: anything a library
-    prints goes to stderr."""
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    with contextlib.suppress(ValueError, OSError):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    _cap_memory()
-
-    def send(obj: Any) -> None:
-        out.write(json.dumps(obj).encode() + b"\n")
-        out.flush()
-
-    try:
-        fn = _resolve_parse_fn(spec)
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent
-        send({"startup_error": f"{spec}: {type(exc).__name__}: {exc}"})
-        return
-    send({"ready": True})
-    for line in sys.stdin.buffer:
-        job = json.loads(line)
-        if job is None:
-            return
-        send(_run_job(fn, job["path"], job["kw"]))
-
-
-def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:
-    try:
-        result = fn(path, **kw)
-        if hasattr(result, "model_dump"):
-            result = result.model_dump(mode="json")
-        return {"ok": result}
-    except ParseError as exc:
-        return {"error": exc.to_dict()}
-    except MemoryError:
-        name = pathlib.Path(path).name
-        return {"error": ParseError(
-            TOO_LARGE, f"{name} needs more memory to parse than the worker's cap of "
-            f"{PARSE_WORKER_MEMORY_BYTES // 1048576} MB (docverify.limits.PARSE_WORKER_MEMORY_BYTES); "
-            f"the file may be a decompression bomb: repair or split it", path).to_dict()}
-    except BaseException as exc:  # noqa: BLE001 - a custom parse_fn may raise anything
-        name = pathlib.Path(path).name
-        # the exception's text may quote the document: only its type goes into the message
-        return {
-            "error": ParseError(
-                CORRUPT, f"{name} could not be parsed ({type(exc).__name__})", path
-            ).to_dict()
-        }
-
-
-def _result_from_json(msg: dict[str, Any], path: str) -> DocumentBundle | ParseError:
-    if "error" in msg:
-        return ParseError.from_dict(msg["error"])
-    try:
-        return DocumentBundle.model_validate(msg["ok"])
-    except Exception as exc:  # a custom parse_fn returned something else
-        return ParseError(
-            CORRUPT,
-            f"{pathlib.Path(path).name}: the parser returned an invalid DocumentBundle ({type(exc).__name__})",
-            path,
-        )
 
 
 # =========================================================================== the parser
@@ -759,14 +348,14 @@ def _extract_pages(
             except Exception as exc:
                 raise ParseError(
                     CORRUPT,
-                    f"{name} is damaged: page {i + 1} of {n} cannot be loaded ({_clip(str(exc))}); "
+                    f"{name} is damaged: page {i + 1} of {n} cannot be loaded ({clip(str(exc))}); "
                     f"re-export it from the source system or repair it (e.g. with qpdf) and retry",
                     file_ref,
                 ) from exc
             try:
                 textpage = page.get_textpage()
                 try:
-                    result = _page_layout(textpage)
+                    result = page_layout(textpage)
                 finally:
                     textpage.close()
                 chars = len("".join(result.text.split()))  # non-space characters
@@ -839,7 +428,7 @@ def OCR_PARSER_ID() -> str:  # noqa: N802 - a constant computed on first use (th
     return f"{PARSER_ID}+{engine_id()}"
 
 
-def _ocr_page(page: pdfium.PdfPage, result: _PageLayout, state: _OCRState) -> tuple[_PageLayout, float | None]:
+def _ocr_page(page: pdfium.PdfPage, result: PageLayout, state: _OCRState) -> tuple[PageLayout, float | None]:
     """OCR an image page without a text layer (kept in its own function: the parse worker's
     memory limits are set elsewhere). Returns the page layout built from the OCR'd lines and
     its confidence, or the unchanged layout and None when the engine is unavailable."""
@@ -863,7 +452,7 @@ def _ocr_page(page: pdfium.PdfPage, result: _PageLayout, state: _OCRState) -> tu
     paragraphs = [normalise_line(p) for p in read.paragraphs]
     paragraphs = [p for p in paragraphs if p.strip()]
     return (
-        _PageLayout(text="\n\n".join(paragraphs), paragraphs=paragraphs,
+        PageLayout(text="\n\n".join(paragraphs), paragraphs=paragraphs,
                     block_types=["paragraph"] * len(paragraphs), has_tables=False),
         read.confidence,
     )
@@ -873,7 +462,7 @@ def _ocr_note(state: _OCRState | None) -> str:
     if state is None:
         return ""
     if state.unavailable:
-        return f"and OCR is unavailable here ({_clip(state.unavailable)})"
+        return f"and OCR is unavailable here ({clip(state.unavailable)})"
     if state.tried:
         return f"and OCR read no usable text on its {state.tried} image page(s)"
     return ""
@@ -897,256 +486,3 @@ def _image_coverage(page: pdfium.PdfPage) -> float:
 
 
 # --------------------------------------------------------------------------- text normalisation
-
-_LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
-                            "\ufb05": "st", "\ufb06": "st"})
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff\ufffe\uffff]")
-_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
-_ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
-
-
-def normalise_line(s: str) -> str:
-    """One line of PDFium text → clean text (no control characters, no trailing spaces)."""
-    s = s.replace("\ufffe", "-")  # PDFium marks a hyphen that it joined across a line break
-    s = s.replace("\t", " ")
-    s = _CONTROL_RE.sub("", s)
-    s = _SURROGATE_RE.sub("\ufffd", s)
-    s = s.translate(_LIGATURES)
-    s = unicodedata.normalize("NFC", s)
-    return s.rstrip()
-
-
-# --------------------------------------------------------------------------- page layout
-
-
-@dataclass
-class _Line:
-    text: str
-    blank_before: bool = False
-    rects: list[tuple[float, float, float, float]] = field(default_factory=list)
-    # filled in by _geometry:
-    along: list[tuple[float, float]] = field(default_factory=list)  # intervals along the text direction
-    pos: float = 0.0  # centre across the text direction
-    size: float = 0.0  # extent across the text direction (≈ font height)
-    segments: int = 1
-    tabular: bool = False
-
-
-@dataclass
-class _PageLayout:
-    text: str
-    paragraphs: list[str]
-    block_types: list[BlockType]
-    has_tables: bool
-
-
-def _page_layout(tp: pdfium.PdfTextPage) -> _PageLayout:
-    lines = _read_lines(tp)
-    geom = _geometry(lines)
-    paras = _group(lines, geom)
-    texts = ["\n".join(ln.text for ln in para) for para in paras]
-    has_tables = _page_has_tables(lines)
-    median_size = geom.size if geom else 0.0
-    kinds = [_block_type(para, txt, has_tables, median_size) for para, txt in zip(paras, texts, strict=True)]
-    return _PageLayout(text="\n\n".join(texts), paragraphs=texts, block_types=kinds, has_tables=has_tables)
-
-
-def _read_lines(tp: pdfium.PdfTextPage) -> list[_Line]:
-    """PDFium's lines (split on its CRLF), normalised, each with its text rectangles."""
-    n_chars = tp.count_chars()
-    if n_chars <= 0:
-        return []
-    raw = tp.get_text_range(0, n_chars, errors="surrogatepass")
-    astral = [m.start() for m in _ASTRAL_RE.finditer(raw)]  # 2 UTF-16 units each
-
-    def u16(i: int) -> int:  # python index → UTF-16 text index
-        return i + bisect.bisect_left(astral, i) if astral else i
-
-    out: list[_Line] = []
-    blank = False
-    start = 0
-    for piece in raw.split("\r\n"):
-        end = start + len(piece)
-        sub = [normalise_line(s) for s in re.split(r"[\r\n]", piece)]  # stray CR/LF inside a line
-        text = "\n".join(s for s in sub if s.strip())
-        if not text.strip():
-            blank = bool(out)
-        else:
-            line = _Line(text=text, blank_before=blank)
-            blank = False
-            try:
-                line.rects = _line_rects(tp, u16(start), u16(end) - 1)
-            except Exception:
-                line.rects = []
-            out.append(line)
-        start = end + 2
-    return out
-
-
-def _line_rects(tp: pdfium.PdfTextPage, t_first: int, t_last: int) -> list[tuple[float, float, float, float]]:
-    if t_last < t_first:
-        return []
-    c0 = pdfium_c.FPDFText_GetCharIndexFromTextIndex(tp, t_first)
-    c1 = pdfium_c.FPDFText_GetCharIndexFromTextIndex(tp, t_last)
-    if c0 < 0 or c1 < c0:
-        return []
-    n = pdfium_c.FPDFText_CountRects(tp, c0, c1 - c0 + 1)
-    rects = []
-    left, top, right, bottom = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
-    for j in range(max(0, n)):
-        if pdfium_c.FPDFText_GetRect(tp, j, left, top, right, bottom):
-            lo_x, hi_x = sorted((left.value, right.value))
-            lo_y, hi_y = sorted((bottom.value, top.value))
-            if hi_x - lo_x > 0 or hi_y - lo_y > 0:
-                rects.append((lo_x, lo_y, hi_x, hi_y))
-    return rects
-
-
-@dataclass
-class _PageGeom:
-    vertical: bool  # text runs along the y axis (rotated page content)
-    size: float  # median line height (across the text direction)
-    pitch: float  # usual distance between consecutive lines of a paragraph
-    direction: float  # +1/-1: sign of the position change from one line to the next
-
-
-def _geometry(lines: list[_Line]) -> _PageGeom | None:
-    with_rects = [ln for ln in lines if ln.rects]
-    if not with_rects:
-        return None
-    # orientation: majority (by characters) of lines whose box is longer along y than along x
-    vote_v = vote_h = 0
-    for ln in with_rects:
-        w = max(r[2] for r in ln.rects) - min(r[0] for r in ln.rects)
-        h = max(r[3] for r in ln.rects) - min(r[1] for r in ln.rects)
-        if len(ln.text) >= 3:
-            if h > w:
-                vote_v += len(ln.text)
-            else:
-                vote_h += len(ln.text)
-    vertical = vote_v > vote_h
-    for ln in with_rects:
-        # across the text direction: the median rectangle (robust to OCR specks and sub/superscripts)
-        if vertical:
-            ln.along = sorted((r[1], r[3]) for r in ln.rects)
-            across = [(r[0], r[2]) for r in ln.rects]
-        else:
-            ln.along = sorted((r[0], r[2]) for r in ln.rects)
-            across = [(r[1], r[3]) for r in ln.rects]
-        ln.pos = statistics.median((lo + hi) / 2 for lo, hi in across)
-        ln.size = statistics.median(hi - lo for lo, hi in across)
-    size = statistics.median(ln.size for ln in with_rects) or 1.0
-    gap = 1.5 * size
-    for ln in with_rects:
-        segs = 0
-        last_end = None
-        for a, z in ln.along:
-            if last_end is None or a - last_end >= gap:
-                segs += 1
-                last_end = z
-            else:
-                last_end = max(last_end, z)
-        ln.segments = segs
-        ln.tabular = segs >= 3
-    diffs = [b.pos - a.pos for a, b in zip(lines, lines[1:], strict=False) if a.rects and b.rects and a.pos != b.pos]
-    direction = (1.0 if statistics.median(diffs) > 0 else -1.0) if diffs else (1.0 if vertical else -1.0)
-    pitches = [
-        (b.pos - a.pos) * direction
-        for a, b in zip(lines, lines[1:], strict=False)
-        if a.rects and b.rects and 0.5 * size < (b.pos - a.pos) * direction < 4 * size
-    ]
-    pitch = statistics.median(pitches) if pitches else 1.25 * size
-    # text-only fallback for lines without rectangles
-    for ln in lines:
-        if not ln.rects:
-            ln.tabular = _tabular_by_spaces(ln.text)
-    return _PageGeom(vertical=vertical, size=size, pitch=pitch, direction=direction)
-
-
-def _tabular_by_spaces(text: str) -> bool:
-    return len([c for c in re.split(r" {2,}|\t", text.strip()) if c]) >= 3
-
-
-_LIST_RE = re.compile(
-    r"^\s*(?:[\u2022\u00b7\u25aa\u25cf\u25e6\u2023\u2043\u25a0\u25a1\u2013\u2014*+>-]"
-    r"|\(?\d{1,3}[.)]|\(?[A-Za-z][.)]|\(?[ivxIVX]{1,5}[.)])\s+\S"
-)
-
-
-def _starts_list(text: str) -> bool:
-    return bool(_LIST_RE.match(text))
-
-
-def _group(lines: list[_Line], geom: _PageGeom | None) -> list[list[_Line]]:
-    if not lines:
-        return []
-    if geom is None:
-        for ln in lines:
-            ln.tabular = _tabular_by_spaces(ln.text)
-    paras: list[list[_Line]] = [[lines[0]]]
-    for prev, cur in zip(lines, lines[1:], strict=False):
-        if _breaks(prev, cur, geom, paras[-1]):
-            paras.append([cur])
-        else:
-            paras[-1].append(cur)
-    return paras
-
-
-def _breaks(prev: _Line, cur: _Line, geom: _PageGeom | None, para: list[_Line]) -> bool:
-    if cur.blank_before:
-        return True
-    if _starts_list(cur.text):
-        return True
-    if geom is None or not prev.rects or not cur.rects:
-        return False
-    size = geom.size
-    step = (cur.pos - prev.pos) * geom.direction
-    if step < -0.5 * size:  # back up the page: next column or another region
-        return True
-    if step > max(1.45 * geom.pitch, geom.pitch + 0.5 * size):  # a vertical gap
-        return True
-    big, small = max(prev.size, cur.size), min(prev.size, cur.size)
-    if small > 0 and big / small > 1.3 and len(prev.text) >= 3 and len(cur.text) >= 3 and abs(step) > 0.5 * size:
-        return True  # font size changes: heading ↔ body
-    if not geom.vertical and prev.along and cur.along and abs(step) > 0.5 * size:
-        indent = cur.along[0][0] - prev.along[0][0]
-        first = para[0]
-        hanging = _starts_list(first.text)  # continuation lines of a list item are indented
-        if 0.8 * size < indent < 8 * size and not hanging and not cur.tabular:
-            return True  # first-line indent of a new paragraph
-    return False
-
-
-def _page_has_tables(lines: list[_Line]) -> bool:
-    flags = [ln.tabular for ln in lines]
-    if sum(flags) < 3:
-        return False
-    return any(a and b for a, b in zip(flags, flags[1:], strict=False))
-
-
-_SECTION_RE = re.compile(r"^(?:\d+(?:\.\d+)*|[IVX]{1,5})\.?\s+\S")
-
-
-def _block_type(para: list[_Line], text: str, page_has_tables: bool, median_size: float) -> BlockType:
-    n_tab = sum(1 for ln in para if ln.tabular)
-    if page_has_tables and n_tab * 2 >= len(para) and n_tab >= 1:
-        return "table"
-    if _starts_list(text):
-        return "list_item"
-    flat = " ".join(text.split())
-    words = flat.split()
-    if len(para) <= 2 and 0 < len(flat) <= 100 and words:
-        letters = [c for c in flat if c.isalpha()]
-        upper = sum(1 for c in letters if c.isupper())
-        big_font = median_size > 0 and max(ln.size for ln in para) >= 1.25 * median_size and len(letters) >= 2
-        caps = len(letters) >= 4 and upper >= 0.85 * len(letters) and len(words) <= 10
-        colon = flat.endswith(":") and len(words) <= 6
-        section = bool(_SECTION_RE.match(flat)) and len(words) <= 8 and not flat.endswith(".")
-        if (big_font and not flat.endswith(".")) or caps or colon or section:
-            return "heading"
-    return "paragraph"
-
-
-def _clip(s: str, n: int = 200) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1] + "…"

@@ -2,7 +2,7 @@
 
 import sys
 
-from docverify.layout.local_pdf import worker_main
+from docverify.layout.pool import worker_main
 
 if __name__ == "__main__":
     worker_main(sys.argv[1])

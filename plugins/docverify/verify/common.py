@@ -12,6 +12,9 @@ from rapidfuzz import fuzz
 
 from docverify.models import PRESENCE_RANK, ClassificationOutput, Segment, TypeClassification
 
+#: V3's judgment phase reads only the start of the document (spec slide 5).
+V3_CONTEXT_CHARS = 4000
+
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-")
 _QUOTES = {ord("\u2018"): "'", ord("\u2019"): "'", ord("\u201c"): '"', ord("\u201d"): '"'}
 _WS = re.compile(r"\s+")
@@ -89,8 +92,3 @@ def strongest_presence(cls: ClassificationOutput) -> dict[str, str]:
 def primary_types(cls: ClassificationOutput) -> set[str]:
     """Types marked PRIMARY anywhere (a segment or the mixture)."""
     return {t for t, level in strongest_presence(cls).items() if level == "PRIMARY"}
-
-
-def present_types(cls: ClassificationOutput) -> set[str]:
-    """Types whose presence is not NO_EVIDENCE somewhere."""
-    return {t for t, level in strongest_presence(cls).items() if level != "NO_EVIDENCE"}

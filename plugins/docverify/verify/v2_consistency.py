@@ -233,7 +233,7 @@ def _overall_vs_segments(cls: ClassificationOutput) -> list[Issue]:
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
     """Lexical support of every PRIMARY label by its segment's whole page text."""
-    from docverify.classify.lexicon import lexical_support
+    from docverify.lexicon import lexical_support
 
     issues: list[Issue] = []
     for seg in cls.segments:

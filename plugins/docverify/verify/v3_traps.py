@@ -18,10 +18,15 @@ import functools
 import re
 
 from docverify.codes import make_issue
-from docverify.judges import V3_CONTEXT_CHARS
 from docverify.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.resources import load_rule
-from docverify.verify.common import iter_type_entries, primary_types, strongest_presence, type_loc
+from docverify.verify.common import (
+    V3_CONTEXT_CHARS,
+    iter_type_entries,
+    primary_types,
+    strongest_presence,
+    type_loc,
+)
 
 IMPLEMENTATION = "rules-v1"
 OFFLINE_IMPLEMENTATION = "offline-context-rules-v1"

@@ -147,7 +147,7 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
-    from docverify.classify.lexicon import score_text
+    from docverify.lexicon import score_text
 
     cfg = _cfg()
     generic = {normalise(g) for g in cfg["generic_phrases"]}

@@ -134,3 +134,16 @@ def test_in_the_retry_loop_every_attempt_is_reviewed():
     assert all(a.decision.second_opinion["override"] == "STRICTER_OF_TWO" for a in res.attempts)
     assert plain.attempts[0].decision.second_opinion is None
     assert "second_opinion" not in json.dumps(plain.model_dump(mode="json"))
+
+
+def test_throttling_is_not_an_llm_failure_it_propagates():
+    from docverify.judges import JudgeThrottled
+
+    class Throttled:
+        model_id = "throttled"
+
+        async def ask(self, kind, doc_id, inputs):
+            raise JudgeThrottled("quota")
+
+    with pytest.raises(JudgeThrottled):
+        asyncio.run(SecondOpinion(Throttled()).review(BUNDLE, CLS, ACCEPT, decide(ACCEPT)))

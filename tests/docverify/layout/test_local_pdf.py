@@ -608,6 +608,7 @@ EXPECTED_OCR = {**EXPECTED, "scan_fax_decode_parms_10p.pdf": OK, "corrupt_malfor
 OCR_TIMEOUT_S = 120.0
 
 
+@pytest.mark.slow
 def test_parse_many_bounded_over_the_corpus_with_ocr(corpora_dir):
     paths = sorted(_pdfs(corpora_dir).glob("*.pdf"))
     seen = dict(parse_many_bounded(paths, workers=2, timeout_s=OCR_TIMEOUT_S, ocr=True))

@@ -1,6 +1,10 @@
 """Google Document AI hooks in the Google provider's style (the provider has none).
 
-:class:`DocumentAIHook` takes its credentials from a Google Cloud connection through the
+:class:`DocumentAIHook` owns the processor resource names (built and parsed with the client
+library's path helpers: ``processor_path``, ``processor_version_path``, ``parse_processor_path``,
+``parse_processor_version_path``) and the synchronous wait for batch operations
+(:meth:`DocumentAIHook.wait_for_operations`, the same :class:`OperationWatch` loop the trigger
+runs asynchronously). It takes its credentials from a Google Cloud connection through the
 provider's :class:`GoogleBaseHook` (key file, ADC, impersonation, or ``is_anonymous`` for tests)
 and builds ``google.cloud.documentai.DocumentProcessorServiceClient``; :class:`DocumentAIAsyncHook`
 is its asynchronous twin for the trigger.
@@ -20,13 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.google.common.consts import CLIENT_INFO
 from airflow.providers.google.common.hooks.base_google import GoogleBaseAsyncHook, GoogleBaseHook
 
-from docverify_airflow.utils.document_ai import MIME_TYPES, mime_type_for
+from docverify_documentai.utils.document_ai import MIME_TYPES, OperationWatch, mime_type_for
 
 if TYPE_CHECKING:
     from google.api_core.retry import Retry
@@ -37,31 +42,42 @@ TRANSPORTS = ("rest", "grpc")
 EXTRA_API_ENDPOINT = "documentai_api_endpoint"
 EXTRA_TRANSPORT = "documentai_transport"
 
-_PROCESSOR_RE = re.compile(r"^projects/[^/]+/locations/(?P<location>[^/]+)/processors/[^/]+(/processorVersions/[^/]+)?$")
+# operation names have no path helper in the client library
 _OPERATION_RE = re.compile(r"^projects/[^/]+/locations/(?P<location>[^/]+)/operations/(?P<op_id>[^/]+)$")
 
 # Errors worth another attempt: throttling, unavailability, server faults, deadlines.
 TRANSIENT_HTTP_CODES = frozenset({408, 429, 500, 502, 503, 504})
 
 
+def parse_processor_name(name: str) -> dict[str, str | None]:
+    """``projects/<p>/locations/<l>/processors/<id>[/processorVersions/<v>]`` → ``{"project",
+    "location", "processor_id", "processor_version" (None without one)}``, by the client
+    library's path parsers; anything else raises ValueError."""
+    from google.cloud.documentai import DocumentProcessorServiceClient as Client
+
+    parts = Client.parse_processor_version_path(name) or Client.parse_processor_path(name)
+    if not parts or "/" in parts["processor"]:
+        raise ValueError(
+            f"{name!r} is not a Document AI processor name: expected "
+            f"projects/<project>/locations/<location>/processors/<id>[/processorVersions/<version>]"
+        )
+    return {"project": parts["project"], "location": parts["location"], "processor_id": parts["processor"],
+            "processor_version": parts.get("processor_version")}
+
+
 def location_of(resource_name: str) -> str:
     """The location part of a processor, processor-version or operation resource name."""
-    match = _PROCESSOR_RE.match(resource_name) or _OPERATION_RE.match(resource_name)
-    if not match:
+    match = _OPERATION_RE.match(resource_name)
+    if match:
+        return match.group("location")
+    try:
+        return str(parse_processor_name(resource_name)["location"])
+    except ValueError:
         raise ValueError(
             f"{resource_name!r} is not a Document AI processor or operation name: expected "
             f"projects/<project>/locations/<location>/processors/<id>[/processorVersions/<v>] "
             f"or projects/<project>/locations/<location>/operations/<id>"
-        )
-    return match.group("location")
-
-
-def operation_id_of(operation_name: str) -> str:
-    """The last segment of an operation name (Document AI names the output sub-folder after it)."""
-    match = _OPERATION_RE.match(operation_name)
-    if not match:
-        raise ValueError(f"{operation_name!r} is not a Document AI operation name")
-    return match.group("op_id")
+        ) from None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -136,9 +152,15 @@ class DocumentAIHook(GoogleBaseHook):
 
     @staticmethod
     def processor_name(project_id: str, location: str, processor_id: str, processor_version: str | None = None) -> str:
-        """``projects/…/locations/…/processors/…[/processorVersions/…]`` — the resource every call takes."""
-        name = f"projects/{project_id}/locations/{location}/processors/{processor_id}"
-        return f"{name}/processorVersions/{processor_version}" if processor_version else name
+        """``projects/…/locations/…/processors/…[/processorVersions/…]`` — the resource every call
+        takes (the client library's ``processor_path`` / ``processor_version_path``)."""
+        from google.cloud.documentai import DocumentProcessorServiceClient as Client
+
+        if processor_version:
+            return Client.processor_version_path(project_id, location, processor_id, processor_version)
+        return Client.processor_path(project_id, location, processor_id)
+
+    parse_processor_name = staticmethod(parse_processor_name)
 
     def process_document(
         self,
@@ -239,6 +261,41 @@ class DocumentAIHook(GoogleBaseHook):
             request={"name": name}, retry=retry or default_retry(), timeout=timeout, metadata=metadata
         )
         return operation_to_dict(operation)
+
+    def wait_for_operations(
+        self,
+        names: Sequence[str],
+        poll_interval: float = 30.0,
+        max_poll_failures: int = 5,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Poll the batch operations ``names`` every ``poll_interval`` seconds until all are done
+        and return the final event (the trigger's shape, see :class:`OperationWatch`): a
+        transient poll failure is retried at the next interval up to ``max_poll_failures`` in a
+        row, any other ends the wait with an error event, as does ``timeout`` seconds without an
+        end. Each poll is one attempt: the watch owns the retry policy."""
+        from google.api_core.retry import Retry
+
+        watch = OperationWatch(names, max_poll_failures)
+        no_retry = Retry(predicate=lambda exc: False)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            for name in watch.pending:
+                try:
+                    summary = watch.polled(name, self.get_operation(name, retry=no_retry))
+                except Exception as exc:
+                    error = watch.poll_failed(name, exc, is_transient(exc))
+                    if error:
+                        return error
+                    self.log.warning("transient error polling %s (%d/%d): %s", name, watch.failures[name],
+                                     max_poll_failures, type(exc).__name__)
+                    continue
+                self.log.info("operation %s: done=%s state=%s", name, summary["done"], summary["state"])
+            if watch.done:
+                return watch.event()
+            if deadline is not None and time.monotonic() + poll_interval > deadline:
+                return watch.error(watch.pending[0], f"not done after {timeout:g} s (the wait timed out)")
+            time.sleep(poll_interval)
 
 
 def operation_to_dict(operation: Any) -> dict[str, Any]:

@@ -8,15 +8,16 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from docverify_airflow.hooks.document_ai import DocumentAIAsyncHook, is_transient
-from docverify_airflow.utils.document_ai import summarize_operation
+from docverify_documentai.hooks.document_ai import DocumentAIAsyncHook, is_transient
+from docverify_documentai.utils.document_ai import OperationWatch
 
-CLASSPATH = "docverify_airflow.triggers.document_ai.DocumentAIBatchOperationTrigger"
+CLASSPATH = "docverify_documentai.triggers.document_ai.DocumentAIBatchOperationTrigger"
 
 
 class DocumentAIBatchOperationTrigger(BaseTrigger):
     """Polls one or more Document AI long-running batch operations every ``poll_interval`` seconds
-    until all are done, then fires one event::
+    until all are done (through the async hook; the loop is :class:`OperationWatch`, shared with
+    the hook's synchronous wait), then fires one event::
 
         {"status": "success" | "error", "message": str,
          "operations": [summarize_operation(...) for each operation]}
@@ -73,36 +74,22 @@ class DocumentAIBatchOperationTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         hook = self._hook()
-        finished: dict[str, dict[str, Any]] = {}
-        failures: dict[str, int] = dict.fromkeys(self.operation_names, 0)
+        watch = OperationWatch(self.operation_names, self.max_poll_failures)
         while True:
-            for name in self.operation_names:
-                if name in finished:
-                    continue
+            for name in watch.pending:
                 try:
-                    summary = summarize_operation(await hook.get_operation(name))
+                    summary = watch.polled(name, await hook.get_operation(name))
                 except Exception as exc:
-                    failures[name] += 1
-                    if not is_transient(exc):
-                        yield TriggerEvent(self._error(name, f"polling failed: {type(exc).__name__}: {exc}"))
-                        return
-                    if failures[name] >= self.max_poll_failures:
-                        yield TriggerEvent(
-                            self._error(
-                                name,
-                                f"{failures[name]} consecutive polls failed, the last with "
-                                f"{type(exc).__name__}: {exc}",
-                            )
-                        )
+                    error = watch.poll_failed(name, exc, is_transient(exc))
+                    if error:
+                        yield TriggerEvent(error)
                         return
                     self.log.warning(
                         "transient error polling %s (%d/%d): %s: %s",
-                        name, failures[name], self.max_poll_failures, type(exc).__name__, exc,
+                        name, watch.failures[name], self.max_poll_failures, type(exc).__name__, exc,
                     )
                     continue
-                failures[name] = 0
                 if summary["done"]:
-                    finished[name] = summary
                     self.log.info(
                         "operation %s done: state=%s, %d document status(es)%s",
                         name, summary["state"], len(summary["statuses"]),
@@ -110,25 +97,7 @@ class DocumentAIBatchOperationTrigger(BaseTrigger):
                     )
                 else:
                     self.log.info("operation %s not done yet (state=%s)", name, summary["state"])
-            if len(finished) == len(self.operation_names):
-                operations = [finished[n] for n in self.operation_names]
-                failed = [op["name"] for op in operations if op["failed"]]
-                if failed:
-                    message = f"Document AI operation(s) failed as a whole: {', '.join(failed)}"
-                    yield TriggerEvent({"status": "error", "message": message, "operations": operations})
-                else:
-                    docs = sum(len(op["statuses"]) for op in operations)
-                    bad = sum(1 for op in operations for s in op["statuses"] if s["status_code"] != 0)
-                    message = f"{len(operations)} operation(s) done: {docs} document(s), {bad} failed"
-                    yield TriggerEvent({"status": "success", "message": message, "operations": operations})
+            if watch.done:
+                yield TriggerEvent(watch.event())
                 return
             await asyncio.sleep(self.poll_interval)
-
-    def _error(self, name: str, reason: str) -> dict[str, Any]:
-        """An error event about operation ``name`` whose state is unknown (the poll itself failed)."""
-        return {
-            "status": "error",
-            "message": f"could not follow Document AI operation {name}: {reason}",
-            "operations": [],
-            "operation": name,
-        }

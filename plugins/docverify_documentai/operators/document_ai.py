@@ -1,27 +1,34 @@
-"""Document AI operators in the Google provider's style (the provider has none).
+"""Document AI operators in the Google provider's style (the provider has none): thin
+``GoogleCloudBaseOperator`` subclasses over :class:`~docverify_documentai.hooks.document_ai.DocumentAIHook`.
 
 - :class:`DocumentAIBatchProcessOperator`: ``batchProcess`` over ``gs://`` documents (a list or a
-  prefix), split into requests of at most 5,000 files, deferred to
-  :class:`~docverify_airflow.triggers.document_ai.DocumentAIBatchOperationTrigger`; returns where
-  each input's output went. A failed document is reported, never fatal; a failed operation raises.
+  prefix), split into requests of at most 5,000 files; waits deferred on
+  :class:`~docverify_documentai.triggers.document_ai.DocumentAIBatchOperationTrigger` or, not
+  deferrable, in the hook (``wait_for_operations``); returns where each input's output went. A
+  failed document is reported, never fatal; a failed operation raises.
 - :class:`DocumentAIProcessDocumentOperator`: online ``process`` of one small document (the
-  Layout Parser takes at most 15 pages online).
+  Layout Parser takes at most 15 pages online; pages counted with pypdfium2 before sending).
 
-DAG files import this module at parse time: the hook, the trigger and the Google client are
-imported inside methods.
+``deferrable`` defaults to Airflow's ``[operators] default_deferrable`` like every provider
+operator. DAG files import this module at parse time: the hook, the trigger and the Google client
+are imported inside methods.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException
+from airflow.providers.common.compat.sdk import AirflowException, conf
+from airflow.providers.google.cloud.operators.cloud_base import GoogleCloudBaseOperator
 
-from docverify_airflow.utils.document_ai import (
+from docverify_documentai.errors import (
+    DocumentAIBatchOperationFailed,
+    DocumentAIInputError,
+    DocumentAIPageLimitError,
+)
+from docverify_documentai.utils.document_ai import (
     LAYOUT_PARSER_MAX_FILES_PER_BATCH,
     LAYOUT_PARSER_MAX_ONLINE_PAGES,
     LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT,
@@ -29,12 +36,12 @@ from docverify_airflow.utils.document_ai import (
     check_page_limit,
     map_results,
     mime_type_for,
+    page_count,
     plan_requests,
-    summarize_operation,
 )
 
 if TYPE_CHECKING:
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
 __all__ = [
     "DocumentAIBatchOperationFailed",
@@ -44,23 +51,6 @@ __all__ = [
     "RequestPlan",
     "plan_requests",
 ]
-
-
-class DocumentAIBatchOperationFailed(AirflowException):
-    """A Document AI batch operation failed as a whole (or could not be followed to its end)."""
-
-
-class DocumentAIPageLimitError(AirflowException):
-    """A document has more pages than the chosen Document AI path accepts.
-
-    Attributes: ``uri``, ``pages``, ``limit``, ``code`` (``TOO_MANY_PAGES``).
-    """
-
-    code = "TOO_MANY_PAGES"
-
-    def __init__(self, message: str, uri: str, pages: int, limit: int) -> None:
-        super().__init__(message)
-        self.uri, self.pages, self.limit = uri, pages, limit
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:
@@ -75,13 +65,13 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
     return [str(v) for v in value]
 
 
-class _DocumentAIOperator(BaseOperator):
+class _DocumentAIOperator(GoogleCloudBaseOperator):
     """What both operators share: the hook on their connection and the processor's resource name
     (from ``project_id`` or the connection's project, ``location``, ``processor_id``,
     ``processor_version``)."""
 
     def get_hook(self) -> DocumentAIHook:
-        from docverify_airflow.hooks.document_ai import DocumentAIHook
+        from docverify_documentai.hooks.document_ai import DocumentAIHook
 
         return DocumentAIHook(
             gcp_conn_id=self.gcp_conn_id,
@@ -113,7 +103,8 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
     :param max_pages: 500 for the Layout Parser.
     :param poll_interval: seconds between polls of the operations.
     :param max_poll_failures: consecutive transient poll failures tolerated per operation.
-    :param deferrable: wait on the triggerer (default) instead of polling in the worker.
+    :param deferrable: wait on the triggerer instead of polling in the worker (default: Airflow's
+        ``[operators] default_deferrable``).
     :param gcp_conn_id, impersonation_chain: the Google connection, as in provider operators.
     :param api_endpoint, transport: passed to :class:`DocumentAIHook` (tests, private endpoints).
 
@@ -149,7 +140,7 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
         max_pages: int = LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT,
         poll_interval: float = 30.0,
         max_poll_failures: int = 5,
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         gcp_conn_id: str = "google_cloud_default",
         impersonation_chain: str | Sequence[str] | None = None,
         api_endpoint: str | None = None,
@@ -230,7 +221,7 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
             self.log.info("request %d/%d: %d document(s) → operation %s", i, len(plan.requests), len(request_uris), name)
             names.append(name)
         if self.deferrable:
-            from docverify_airflow.triggers.document_ai import DocumentAIBatchOperationTrigger
+            from docverify_documentai.triggers.document_ai import DocumentAIBatchOperationTrigger
 
             self.defer(
                 trigger=DocumentAIBatchOperationTrigger(
@@ -246,44 +237,8 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
                 kwargs={"rejected": rejected},
                 timeout=self.execution_timeout,  # the wait counts against the task's time limit
             )
-        event = self._wait(hook, names)
+        event = hook.wait_for_operations(names, self.poll_interval, self.max_poll_failures)
         return self.execute_complete(context, event, rejected=rejected)
-
-    def _wait(self, hook: DocumentAIHook, names: list[str]) -> dict[str, Any]:
-        """The non-deferrable wait: the trigger's loop, in the worker (same event shape)."""
-        from docverify_airflow.hooks.document_ai import is_transient
-
-        finished: dict[str, dict[str, Any]] = {}
-        failures = dict.fromkeys(names, 0)
-        while True:
-            for name in names:
-                if name in finished:
-                    continue
-                try:
-                    summary = summarize_operation(hook.get_operation(name))
-                except Exception as exc:
-                    failures[name] += 1
-                    if not is_transient(exc) or failures[name] >= self.max_poll_failures:
-                        return {
-                            "status": "error",
-                            "operation": name,
-                            "operations": [],
-                            "message": f"could not follow Document AI operation {name}: "
-                            f"{failures[name]} failed poll(s), the last {type(exc).__name__}: {exc}",
-                        }
-                    self.log.warning("transient error polling %s (%d/%d): %s", name, failures[name],
-                                     self.max_poll_failures, type(exc).__name__)
-                    continue
-                failures[name] = 0
-                if summary["done"]:
-                    finished[name] = summary
-            if len(finished) == len(names):
-                operations = [finished[n] for n in names]
-                failed = [op["name"] for op in operations if op["failed"]]
-                status = "error" if failed else "success"
-                message = f"operation(s) failed as a whole: {', '.join(failed)}" if failed else "all done"
-                return {"status": status, "message": message, "operations": operations}
-            time.sleep(self.poll_interval)
 
     def execute_complete(
         self, context: Any, event: dict[str, Any], rejected: list[dict[str, Any]] | None = None
@@ -396,20 +351,19 @@ class DocumentAIProcessDocumentOperator(_DocumentAIOperator):
         return pathlib.Path(location.removeprefix("file://"))
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from docverify.layout.errors import ParseError
-
         mime = self.mime_type or mime_type_for(self.input_path)
         if not mime:
             raise AirflowException(
                 f"{self.task_id}: cannot tell the MIME type of {self.input_path}: set mime_type= on the operator"
             )
-        from docverify.layout.local_pdf import page_count
-
         content = self._path(self.input_path).read_bytes()
-        pages = page_count(content, self.input_path) if mime == "application/pdf" else 1
+        try:
+            pages = page_count(content, self.input_path) if mime == "application/pdf" else 1
+        except DocumentAIInputError as err:
+            raise AirflowException(f"{self.task_id}: {err.message}") from err
         try:
             check_page_limit(self.input_path, pages, self.max_pages, online=True)
-        except ParseError as err:
+        except DocumentAIInputError as err:
             raise DocumentAIPageLimitError(err.message, self.input_path, pages, self.max_pages) from err
         hook = self.get_hook()
         name = self.processor_name(hook)

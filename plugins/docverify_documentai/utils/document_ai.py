@@ -1,7 +1,10 @@
 """Pure helpers of the Document AI hook, trigger and operators: processor limits, MIME types, the
-split of a batch into requests, and the digest of a finished operation into per-document results.
+split of a batch into requests, page counting, the digest of a finished operation into
+per-document results, and :class:`OperationWatch` — the one polling state machine behind both the
+hook's synchronous wait and the trigger's deferred one.
 
-Nothing here imports Airflow or a Google client, so it is cheap at DAG-parse time and testable alone.
+Nothing here imports Airflow or a Google client (``pypdfium2`` only inside :func:`page_count`), so
+it is cheap at DAG-parse time and testable alone.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from docverify.layout.errors import TOO_MANY_PAGES, UNSUPPORTED, ParseError
+from docverify_documentai.errors import DocumentAIErrorCode, DocumentAIInputError
 
 # Layout Parser limits (Document AI quotas page): online requests take at most 15 pages, a batch
 # request at most 5,000 files, and no document may have more than 500 pages.
@@ -53,11 +56,11 @@ def mime_type_for(uri: str) -> str | None:
 class RequestPlan:
     """How a batch is submitted: ``requests`` (lists of ``gs://`` URIs, each within the per-request
     file limit, inputs in their given order, duplicates dropped) and ``rejected`` (one typed
-    :class:`ParseError` per input that must not be sent: over the page limit, or a file type
+    :class:`DocumentAIInputError` per input that must not be sent: over the page limit, or a file type
     Document AI does not read)."""
 
     requests: list[list[str]] = field(default_factory=list)
-    rejected: list[ParseError] = field(default_factory=list)
+    rejected: list[DocumentAIInputError] = field(default_factory=list)
 
     @property
     def submitted(self) -> int:
@@ -73,8 +76,8 @@ def plan_requests(
     """Split ``uris`` into batch requests of at most ``max_files`` files.
 
     An input whose page count (when ``page_counts`` knows it) exceeds ``max_pages`` is rejected with
-    ``ParseError(TOO_MANY_PAGES)``; one with an extension Document AI does not read, with
-    ``ParseError(UNSUPPORTED)``. Rejections are reported, never raised: one bad file does not stop
+    ``TOO_MANY_PAGES``; one with an extension Document AI does not read, with ``UNSUPPORTED``
+    (:class:`DocumentAIInputError`). Rejections are reported, never raised: one bad file does not stop
     the batch.
     """
     if max_files < 1:
@@ -82,7 +85,7 @@ def plan_requests(
     counts = page_counts or {}
     seen: set[str] = set()
     accepted: list[str] = []
-    rejected: list[ParseError] = []
+    rejected: list[DocumentAIInputError] = []
     for uri in uris:
         if uri in seen:
             continue
@@ -90,8 +93,8 @@ def plan_requests(
         pages = counts.get(uri)
         if pages is not None and int(pages) > max_pages:
             rejected.append(
-                ParseError(
-                    TOO_MANY_PAGES,
+                DocumentAIInputError(
+                    DocumentAIErrorCode.TOO_MANY_PAGES,
                     f"{uri} has {int(pages)} pages; the Document AI Layout Parser takes at most {max_pages} "
                     f"per document: split the PDF into parts of at most {max_pages} pages and submit the parts",
                     uri,
@@ -99,8 +102,8 @@ def plan_requests(
             )
         elif mime_type_for(uri) is None:
             rejected.append(
-                ParseError(
-                    UNSUPPORTED,
+                DocumentAIInputError(
+                    DocumentAIErrorCode.UNSUPPORTED,
                     f"{uri}: Document AI does not read this file type (known extensions: "
                     f"{', '.join(sorted(MIME_TYPES))}); convert it to PDF or remove it from the batch",
                     uri,
@@ -113,7 +116,7 @@ def plan_requests(
 
 
 def check_page_limit(uri: str, pages: int, limit: int, *, online: bool) -> None:
-    """Raise ``ParseError(TOO_MANY_PAGES)`` when ``pages`` exceeds ``limit``; the message says what to
+    """Raise :class:`DocumentAIInputError` (``TOO_MANY_PAGES``) when ``pages`` exceeds ``limit``; the message says what to
     do (the batch operator for more than the online limit, splitting beyond 500 pages)."""
     if pages <= limit:
         return
@@ -122,7 +125,7 @@ def check_page_limit(uri: str, pages: int, limit: int, *, online: bool) -> None:
     else:
         fix = f"split the PDF into parts of at most {LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT} pages"
     kind = "online" if online else "per document"
-    raise ParseError(TOO_MANY_PAGES, f"{uri} has {pages} pages, over the {kind} limit of {limit}: {fix}", uri)
+    raise DocumentAIInputError(DocumentAIErrorCode.TOO_MANY_PAGES, f"{uri} has {pages} pages, over the {kind} limit of {limit}: {fix}", uri)
 
 
 def summarize_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,11 +173,11 @@ def map_results(
 
         {"input_uri", "output_uri" (the input's output folder, or None), "operation" (name or None),
          "status_code" (google.rpc.Code, 0 = OK), "status_message", "ok": bool,
-         "error_code" (a ParseError code for inputs never sent, else None)}
+         "error_code" (a DocumentAIErrorCode value for inputs never sent, else None)}
 
     ``operations`` are :func:`summarize_operation` digests; ``submitted`` (when known) lets an input
     Document AI reported nothing about show up as failed instead of vanishing; ``rejected`` are
-    ``ParseError.to_dict()`` of the inputs the plan refused. Results follow ``submitted``'s order
+    ``DocumentAIInputError.to_dict()`` of the inputs the plan refused. Results follow ``submitted``'s order
     when given, else the operations' order; rejected inputs come last.
     """
     by_input: dict[str, dict[str, Any]] = {}
@@ -219,3 +222,89 @@ def map_results(
             }
         )
     return results
+
+
+def page_count(content: bytes, name: str = "") -> int:
+    """The number of pages of a PDF held in memory (pypdfium2; nothing is extracted). A file it
+    cannot open raises :class:`DocumentAIInputError` (``NOT_A_PDF``) naming ``name``."""
+    import pypdfium2
+
+    try:
+        pdf = pypdfium2.PdfDocument(content)
+    except Exception as exc:  # PdfiumError: not a PDF, damaged, or a password is needed
+        raise DocumentAIInputError(
+            DocumentAIErrorCode.NOT_A_PDF,
+            f"{name or 'the input'}: its pages cannot be counted ({type(exc).__name__}: {exc}); "
+            f"check that it is an unencrypted PDF",
+            name,
+        ) from None
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
+
+
+class OperationWatch:
+    """Where the wait for a set of batch operations stands; one poll result at a time is fed in.
+
+    The hook's synchronous wait and the trigger's asynchronous one run the same loop: poll every
+    pending operation, :meth:`polled` a digest or :meth:`poll_failed` an exception; a non-transient
+    failure, or ``max_poll_failures`` consecutive transient ones of one operation, ends the wait
+    with an error event; once every operation is done, :meth:`event` is the final event::
+
+        {"status": "success" | "error", "message": str, "operations": [summarize_operation(...)]}
+
+    (an error about a poll also names ``operation`` and has ``operations: []``).
+    """
+
+    def __init__(self, names: Sequence[str], max_poll_failures: int = 5) -> None:
+        if not names:
+            raise ValueError("at least one operation name is needed")
+        self.names = list(dict.fromkeys(names))
+        self.max_poll_failures = max_poll_failures
+        self.finished: dict[str, dict[str, Any]] = {}
+        self.failures: dict[str, int] = dict.fromkeys(self.names, 0)
+
+    @property
+    def pending(self) -> list[str]:
+        return [n for n in self.names if n not in self.finished]
+
+    @property
+    def done(self) -> bool:
+        return not self.pending
+
+    def polled(self, name: str, operation: Mapping[str, Any]) -> dict[str, Any]:
+        """Record one successful poll (the proto3-JSON operation); its digest."""
+        summary = summarize_operation(operation)
+        self.failures[name] = 0
+        if summary["done"]:
+            self.finished[name] = summary
+        return summary
+
+    def poll_failed(self, name: str, exc: BaseException, transient: bool) -> dict[str, Any] | None:
+        """Record one failed poll: the error event that ends the wait, or None to poll again."""
+        self.failures[name] += 1
+        if not transient:
+            return self.error(name, f"polling failed: {type(exc).__name__}: {exc}")
+        if self.failures[name] >= self.max_poll_failures:
+            return self.error(name, f"{self.failures[name]} consecutive polls failed, the last with "
+                                    f"{type(exc).__name__}: {exc}")
+        return None
+
+    @staticmethod
+    def error(name: str, reason: str) -> dict[str, Any]:
+        """An error event about operation ``name`` whose state is unknown (the poll itself failed)."""
+        return {"status": "error", "message": f"could not follow Document AI operation {name}: {reason}",
+                "operations": [], "operation": name}
+
+    def event(self) -> dict[str, Any]:
+        """The final event, once :attr:`done`."""
+        operations = [self.finished[n] for n in self.names]
+        failed = [op["name"] for op in operations if op["failed"]]
+        if failed:
+            return {"status": "error", "operations": operations,
+                    "message": f"Document AI operation(s) failed as a whole: {', '.join(failed)}"}
+        docs = sum(len(op["statuses"]) for op in operations)
+        bad = sum(1 for op in operations for s in op["statuses"] if s["status_code"] != CODE_OK)
+        return {"status": "success", "operations": operations,
+                "message": f"{len(operations)} operation(s) done: {docs} document(s), {bad} failed"}

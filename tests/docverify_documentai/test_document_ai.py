@@ -86,7 +86,7 @@ def _shard_writer(client):
 
 
 def _fast_retry():
-    from docverify_airflow.hooks.document_ai import default_retry
+    from docverify_documentai.hooks.document_ai import default_retry
 
     return default_retry(initial=0.01, maximum=0.05, timeout=10)
 
@@ -117,7 +117,7 @@ def _pdf(path, pages: int):
 
 
 def test_plan_requests_splits_dedupes_and_rejects():
-    from docverify_airflow.operators.document_ai import plan_requests
+    from docverify_documentai.operators.document_ai import plan_requests
 
     uris = [f"gs://b/in/{i:05d}.pdf" for i in range(12001)]
     plan = plan_requests([*uris, uris[3], "gs://b/in/notes.txt", "gs://b/in/huge.pdf"],
@@ -134,19 +134,19 @@ def test_plan_requests_splits_dedupes_and_rejects():
 
 
 def test_check_page_limit_says_what_to_do():
-    from docverify.layout.errors import ParseError
-    from docverify_airflow.utils.document_ai import check_page_limit
+    from docverify_documentai.errors import DocumentAIInputError
+    from docverify_documentai.utils.document_ai import check_page_limit
 
     check_page_limit("gs://b/a.pdf", 15, 15, online=True)  # at the limit: fine
-    with pytest.raises(ParseError, match="DocumentAIBatchProcessOperator") as online:
+    with pytest.raises(DocumentAIInputError, match="DocumentAIBatchProcessOperator") as online:
         check_page_limit("gs://b/a.pdf", 16, 15, online=True)
-    with pytest.raises(ParseError, match="split the PDF") as huge:
+    with pytest.raises(DocumentAIInputError, match="split the PDF") as huge:
         check_page_limit("gs://b/a.pdf", 501, 15, online=True)
     assert online.value.code == huge.value.code == "TOO_MANY_PAGES" and online.value.file == "gs://b/a.pdf"
 
 
 def test_summarize_operation_fills_proto3_defaults():
-    from docverify_airflow.utils.document_ai import map_results, summarize_operation
+    from docverify_documentai.utils.document_ai import map_results, summarize_operation
 
     op = summarize_operation({"name": "projects/p/locations/us/operations/1",
                               "metadata": {"state": "RUNNING"}})
@@ -162,8 +162,8 @@ def test_summarize_operation_fills_proto3_defaults():
 
 
 def test_operator_module_does_not_import_the_documentai_client_at_parse_time():
-    code = ("import sys, docverify_airflow.operators.document_ai as m; "
-            "print('google.cloud.documentai' in sys.modules, 'docverify_airflow.hooks.document_ai' in sys.modules)")
+    code = ("import sys, docverify_documentai.operators.document_ai as m; "
+            "print('google.cloud.documentai' in sys.modules, 'docverify_documentai.hooks.document_ai' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={**AIRFLOW_ENV, "PATH": "/usr/bin:/bin"}, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -177,7 +177,7 @@ def test_operator_module_does_not_import_the_documentai_client_at_parse_time():
 def test_hook_builds_client_from_connection(fake):
     from google.auth.credentials import AnonymousCredentials
 
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     hook = DocumentAIHook()
     assert hook.project_id == PROJECT
@@ -194,7 +194,7 @@ def test_hook_builds_client_from_connection(fake):
 
 
 def test_hook_process_document_returns_the_real_layout_json(fake, layout_json):
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     document = DocumentAIHook().process_document(PROCESSOR, b"%PDF-1.7 fake", "application/pdf")
     assert document == layout_json  # the proto3-JSON round trip of the real fixture is exact
@@ -206,7 +206,7 @@ def test_hook_process_document_returns_the_real_layout_json(fake, layout_json):
 
 
 def test_hook_retries_503_then_succeeds(fake):
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     fake.fail_process = 2
     document = DocumentAIHook().process_document(PROCESSOR, b"%PDF", retry=_fast_retry())
@@ -217,7 +217,7 @@ def test_hook_retries_503_then_succeeds(fake):
 def test_hook_does_not_retry_a_client_error(fake):
     from google.api_core.exceptions import BadRequest
 
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     fake.fail_process, fake.fail_status = 3, 400
     with pytest.raises(BadRequest):
@@ -226,8 +226,8 @@ def test_hook_does_not_retry_a_client_error(fake):
 
 
 def test_hook_batch_and_polling(fake):
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
-    from docverify_airflow.utils.document_ai import summarize_operation
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.utils.document_ai import summarize_operation
 
     hook = DocumentAIHook()
     inputs = ["gs://docverify-in/2026-11-20/a.pdf", "gs://docverify-in/2026-11-20/bad_scan.tiff"]
@@ -255,7 +255,7 @@ def test_hook_batch_and_polling(fake):
 
 
 def _trigger(names, **kw):
-    from docverify_airflow.triggers.document_ai import DocumentAIBatchOperationTrigger
+    from docverify_documentai.triggers.document_ai import DocumentAIBatchOperationTrigger
 
     return DocumentAIBatchOperationTrigger(operation_names=names, poll_interval=0.01, **kw)
 
@@ -263,7 +263,7 @@ def _trigger(names, **kw):
 def test_trigger_serialize_round_trip():
     trigger = _trigger(["projects/p/locations/us/operations/1"], max_poll_failures=3, api_endpoint="http://x:1")
     classpath, kwargs = trigger.serialize()
-    assert classpath == "docverify_airflow.triggers.document_ai.DocumentAIBatchOperationTrigger"
+    assert classpath == "docverify_documentai.triggers.document_ai.DocumentAIBatchOperationTrigger"
     json.dumps(kwargs)  # stored by the triggerer as JSON
     module, _, cls = classpath.rpartition(".")
     again = getattr(importlib.import_module(module), cls)(**kwargs)  # what the triggerer does
@@ -271,7 +271,7 @@ def test_trigger_serialize_round_trip():
 
 
 def test_trigger_polls_until_done(fake):
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     name = DocumentAIHook().batch_process_documents(
         PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf", "gs://in/bad.pdf"])
@@ -283,7 +283,7 @@ def test_trigger_polls_until_done(fake):
 
 
 def test_trigger_survives_transient_poll_failures(fake):
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     name = DocumentAIHook().batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf"])
     fake.fail_get = 2
@@ -294,7 +294,7 @@ def test_trigger_survives_transient_poll_failures(fake):
 
 
 def test_trigger_gives_up_after_bounded_failures(fake):
-    from docverify_airflow.hooks.document_ai import DocumentAIHook
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     name = DocumentAIHook().batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf"])
     fake.fail_get = 10
@@ -315,10 +315,11 @@ def test_trigger_fails_fast_on_a_permanent_error(fake):
 
 
 def _batch_op(**kw):
-    from docverify_airflow.operators.document_ai import DocumentAIBatchProcessOperator
+    from docverify_documentai.operators.document_ai import DocumentAIBatchProcessOperator
 
     kw.setdefault("processor_id", "layout1")
     kw.setdefault("gcs_output_uri", OUTPUT)
+    kw.setdefault("deferrable", True)
     return DocumentAIBatchProcessOperator(task_id="docai_batch", poll_interval=0.01, **kw)
 
 
@@ -330,7 +331,7 @@ def _defer_and_resume(op):
     deferred = info.value
     assert deferred.method_name == "execute_complete"
     classpath, kwargs = deferred.trigger.serialize()
-    assert classpath.startswith("docverify_airflow.triggers.document_ai.")
+    assert classpath.startswith("docverify_documentai.triggers.document_ai.")
     event = _run_trigger(deferred.trigger)
     return deferred, event, (lambda: getattr(op, deferred.method_name)({}, event.payload, **(deferred.kwargs or {})))
 
@@ -374,7 +375,7 @@ def test_batch_operator_splits_over_5000_files(fake):
 
 
 def test_batch_operator_whole_operation_failure_raises(fake):
-    from docverify_airflow.operators.document_ai import DocumentAIBatchOperationFailed
+    from docverify_documentai.operators.document_ai import DocumentAIBatchOperationFailed
 
     deferred, event, resume = _defer_and_resume(_batch_op(processor_id="broken", gcs_input_uris=["gs://in/a.pdf"]))
     assert event.payload["status"] == "error"
@@ -386,7 +387,7 @@ def test_batch_operator_whole_operation_failure_raises(fake):
 
 
 def test_batch_operator_lost_operation_raises(fake):
-    from docverify_airflow.operators.document_ai import DocumentAIBatchOperationFailed
+    from docverify_documentai.operators.document_ai import DocumentAIBatchOperationFailed
 
     op = _batch_op(gcs_input_uris=["gs://in/a.pdf"])
     event = {"status": "error", "operation": "projects/p/locations/us/operations/9", "operations": [],
@@ -405,7 +406,7 @@ def test_batch_operator_templated_fields_and_input_check():
     op = _batch_op(gcs_input_uris="gs://in/a.pdf, gs://in/b.pdf")
     assert {"project_id", "location", "processor_id", "processor_version", "gcs_input_uris", "gcs_input_prefix",
             "gcs_output_uri", "gcp_conn_id", "impersonation_chain"} == set(op.template_fields)
-    assert op.deferrable is True
+    assert op.deferrable is True  # as asked (_batch_op); the default follows Airflow's config, see below
     assert op.input_uris() == ["gs://in/a.pdf", "gs://in/b.pdf"]
     from airflow.sdk.exceptions import AirflowException
 
@@ -414,7 +415,7 @@ def test_batch_operator_templated_fields_and_input_check():
 
 
 def test_online_operator_writes_the_document(fake, tmp_path, layout_json):
-    from docverify_airflow.operators.document_ai import DocumentAIProcessDocumentOperator
+    from docverify_documentai.operators.document_ai import DocumentAIProcessDocumentOperator
 
     pdf = _pdf(tmp_path / "small.pdf", 3)
     out = tmp_path / "small.docai.json"
@@ -429,7 +430,7 @@ def test_online_operator_writes_the_document(fake, tmp_path, layout_json):
 
 
 def test_online_operator_refuses_more_than_15_pages(fake, tmp_path):
-    from docverify_airflow.operators.document_ai import (
+    from docverify_documentai.operators.document_ai import (
         DocumentAIPageLimitError,
         DocumentAIProcessDocumentOperator,
     )
@@ -484,7 +485,7 @@ def test_batch_operator_over_a_prefix_reports_sharded_output_folders(fake, gcs_e
 def test_async_hook_builds_the_grpc_asyncio_client(fake):
     """With transport=grpc the trigger's hook uses the library's asyncio client (built here, not called:
     the fake server speaks REST)."""
-    from docverify_airflow.hooks.document_ai import DocumentAIAsyncHook
+    from docverify_documentai.hooks.document_ai import DocumentAIAsyncHook
 
     async def build():
         hook = DocumentAIAsyncHook(transport="grpc", api_endpoint="127.0.0.1:1")
@@ -505,7 +506,7 @@ def test_operators_serialize_in_a_dag():
     from airflow.sdk import DAG
     from airflow.serialization.serialized_objects import DagSerialization
 
-    from docverify_airflow.operators.document_ai import (
+    from docverify_documentai.operators.document_ai import (
         DocumentAIBatchProcessOperator,
         DocumentAIProcessDocumentOperator,
     )
@@ -518,3 +519,88 @@ def test_operators_serialize_in_a_dag():
     assert again.task_dict["batch"].gcs_input_prefix == "gs://i/{{ ds }}/"
     assert "gcs_input_uris" in again.task_dict["batch"].template_fields
     assert again.task_dict["online"].input_path == "gs://i/{{ ds }}/a.pdf"
+
+
+# ---------------------------------------------------------------------------------------------
+# the package's shape
+
+
+def test_the_package_imports_nothing_of_the_application():
+    """docverify_documentai could be lifted into its own distribution: no module of it imports
+    docverify or docverify_airflow (checked on the syntax tree, every import form)."""
+    import ast
+
+    package = REPO / "plugins" / "docverify_documentai"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                    "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+                names = [str(node.args[0].value)]
+            found += [f"{path.relative_to(package)}: {n}" for n in names
+                      if n.split(".")[0] in ("docverify", "docverify_airflow")]
+    assert len(list(package.rglob("*.py"))) >= 9
+    assert found == []
+
+
+def test_operators_are_google_cloud_operators_and_deferrable_follows_the_config(monkeypatch):
+    from airflow.providers.google.cloud.operators.cloud_base import GoogleCloudBaseOperator
+
+    from docverify_documentai.operators import document_ai as ops
+
+    assert issubclass(ops.DocumentAIBatchProcessOperator, GoogleCloudBaseOperator)
+    assert issubclass(ops.DocumentAIProcessDocumentOperator, GoogleCloudBaseOperator)
+    for value in ("True", "False"):
+        monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", value)
+        module = importlib.reload(ops)  # the default is read when the module is imported, as in the provider
+        op = module.DocumentAIBatchProcessOperator(task_id="b", processor_id="p", gcs_output_uri=OUTPUT,
+                                                   gcs_input_uris=["gs://in/a.pdf"])
+        assert op.deferrable is (value == "True")
+    monkeypatch.delenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE")
+    importlib.reload(ops)
+
+
+def test_processor_names_go_through_the_client_helpers():
+    from docverify_documentai.hooks.document_ai import DocumentAIHook, location_of
+
+    name = DocumentAIHook.processor_name("p", "eu", "abc", "v2")
+    assert name == "projects/p/locations/eu/processors/abc/processorVersions/v2"
+    assert DocumentAIHook.parse_processor_name(name) == {"project": "p", "location": "eu", "processor_id": "abc",
+                                                        "processor_version": "v2"}
+    assert DocumentAIHook.parse_processor_name(DocumentAIHook.processor_name("p", "us", "abc"))["processor_version"] is None
+    assert location_of("projects/p/locations/eu/operations/123") == "eu" and location_of(name) == "eu"
+    for bad in ("", "projects/p/locations/us/processors/a/b", "projects/p/processors/a"):
+        with pytest.raises(ValueError, match="not a Document AI processor"):
+            DocumentAIHook.parse_processor_name(bad)
+
+
+def test_hook_wait_for_operations_owns_the_synchronous_wait(fake):
+    """The hook's wait: the same loop as the trigger (not done twice, a transient failure, done)."""
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
+
+    hook = DocumentAIHook()
+    name = hook.batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf", "gs://in/bad.pdf"])
+    fake.fail_get = 1
+    event = hook.wait_for_operations([name], poll_interval=0.01, max_poll_failures=2)
+    assert event["status"] == "success" and [s["status_code"] for s in event["operations"][0]["statuses"]] == [0, 3]
+    assert len([1 for m, _, _ in fake.requests if m == "GET"]) == 4  # one 503, not done twice, done
+    fake.fail_get = 10
+    event = hook.wait_for_operations([name], poll_interval=0.01, max_poll_failures=2)
+    assert event["status"] == "error" and "2 consecutive polls failed" in event["message"]
+    fake.fail_get = 0
+    fake.not_done_polls = 1000
+    other = hook.batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf"])
+    event = hook.wait_for_operations([other], poll_interval=0.01, timeout=0.05)
+    assert event["status"] == "error" and "timed out" in event["message"]
+
+
+def test_page_count_without_the_application(tmp_path):
+    from docverify_documentai.errors import DocumentAIErrorCode, DocumentAIInputError
+    from docverify_documentai.utils.document_ai import page_count
+
+    assert page_count(_pdf(tmp_path / "seven.pdf", 7).read_bytes(), "seven.pdf") == 7
+    with pytest.raises(DocumentAIInputError, match="nope.pdf: its pages cannot be counted") as info:
+        page_count(b"not a pdf at all", "nope.pdf")
+    assert info.value.code is DocumentAIErrorCode.NOT_A_PDF and info.value.to_dict()["error"] == "NOT_A_PDF"

@@ -1,5 +1,9 @@
 """The lexicon behind the offline judgments: weighted cues per document type.
 
+Shared vocabulary: the offline classifier (:mod:`docverify.classify.offline`) and the verifiers'
+offline judgments (V2's lexical support, V4's evidence strength) both read it, so it lives beside
+them rather than inside the classifier.
+
 The cues live in ``include/rules/lexicon.json`` (section headers, vocabulary, case-sensitive
 acronyms and regex patterns, each with a weight) and the lab/vendor names in
 ``include/rules/vendors.json``. They are compiled once per process (module-level cache).
@@ -426,8 +430,19 @@ def _on_form_line(h: Hit, atoms: list[tuple[int, int]], atom_starts: list[int], 
 
 
 def analyse(text: str) -> TextAnalysis:
-    """Hits, scores and evidence units of one text (a page)."""
-    text = text or ""
+    """Hits, scores and evidence units of one text (a page). Memoised by text (the last
+    :data:`ANALYSIS_CACHE_SIZE` texts of the process): the classifier analyses each page, and V2
+    and V4's offline judgments, on every attempt, ask again about the same texts (a one-page
+    segment is its page's text). The result is shared: callers only read it."""
+    return _analyse_cached(text or "")
+
+
+#: Texts whose analysis is kept (a page of a few KB and its hits: a few MB at most).
+ANALYSIS_CACHE_SIZE = 1024
+
+
+@functools.lru_cache(maxsize=ANALYSIS_CACHE_SIZE)
+def _analyse_cached(text: str) -> TextAnalysis:
     lex = get_lexicon()
     flt = _Filters(lex)
     atoms = _atoms(text)

@@ -1,0 +1,482 @@
+"""Time-bounded parsing in child processes: a PDF that hangs or crashes PDFium costs one
+``TIMEOUT``/``CORRUPT`` result, never the caller.
+
+* :func:`parse_pdf_bounded` — one file in a child killed after ``timeout_s``;
+* :func:`parse_many_bounded` — a shard of files over a few long-lived children, each file still
+  time-bounded; what the nightly DAG's layout task calls.
+
+Children are fresh interpreters (``python -m docverify.layout.worker SPEC``, the caller's
+``sys.path`` and environment) speaking one JSON message per line over stdin/stdout — not
+multiprocessing, whose spawn/forkserver children re-import the parent's ``__main__`` file (inside
+an Airflow task, the ``airflow`` entry script, which fails there) and never ``fork`` (Airflow task
+processes are threaded). ``SPEC`` (``module:function``, default
+:data:`DEFAULT_PARSE_FN`) is what a child runs on each file; its address space is capped at
+``docverify.limits.PARSE_WORKER_MEMORY_BYTES``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib
+import json
+import multiprocessing.connection
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from docverify.layout.errors import CORRUPT, TIMEOUT, TOO_LARGE, ParseError
+from docverify.limits import PARSE_WORKER_MEMORY_BYTES
+from docverify.models import DocumentBundle
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_PARSE_FN = "docverify.layout.local_pdf:parse_pdf"
+
+Result = tuple[str, DocumentBundle | ParseError]
+
+
+def parse_pdf_bounded(
+    path: str | os.PathLike[str],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    parse_fn: str | None = None,
+    **kw: Any,
+) -> DocumentBundle:
+    """:func:`parse_pdf` in a child process that is killed after ``timeout_s`` seconds.
+
+    ``kw`` are :func:`parse_pdf`'s keyword arguments (JSON-serialisable). ``parse_fn`` is an
+    optional ``"module:function"`` run in the child instead of :func:`parse_pdf` (an extension
+    point, also used by the tests to simulate a hang or a crash).
+
+    Raises:
+        ParseError: the parse error, or ``TIMEOUT`` (child killed), or ``CORRUPT`` (child crashed,
+            the message names its exit code / signal).
+        RuntimeError: the child process could not even start (an environment problem, not a
+            problem of the file).
+    """
+    for _path, result in parse_many_bounded([path], workers=1, timeout_s=timeout_s, parse_fn=parse_fn, **kw):
+        if isinstance(result, ParseError):
+            raise result
+        return result
+    raise RuntimeError("parse_many_bounded returned no result")  # pragma: no cover
+
+
+def parse_many_bounded(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    workers: int = 2,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    parse_fn: str | None = None,
+    startup_timeout_s: float = 120.0,
+    per_file_kw: Mapping[str, Mapping[str, Any]] | None = None,
+    **kw: Any,
+) -> Iterator[tuple[str, DocumentBundle | ParseError]]:
+    """Parse many PDFs in ``workers`` child processes; yield ``(path, bundle or ParseError)``.
+
+    Results come in completion order (not input order), exactly one per input path; ``path`` is
+    ``str()`` of the input. Each file gets ``timeout_s`` seconds, counted from the moment its
+    worker is ready; a worker that times out or crashes is killed and replaced, so one bad file
+    costs one ``TIMEOUT``/``CORRUPT`` result and a worker restart, never the shard. Workers are
+    reused across files (the import of PDFium is paid once per worker). Closing the generator
+    early stops the workers.
+
+    ``kw`` (e.g. ``max_pages``) apply to every file; ``per_file_kw`` maps ``str(path)`` to extra
+    keyword arguments for that file only (e.g. ``{"doc_id": ..., "file_uri": "gs://..."}``).
+
+    Raises:
+        RuntimeError: a worker could not start within ``startup_timeout_s`` or died while
+            starting (broken environment); failures of individual files are never raised.
+    """
+    pending = collections.deque(str(p) for p in paths)
+    if not pending:
+        return
+    spec = parse_fn or DEFAULT_PARSE_FN
+    per_file = {str(k): dict(v) for k, v in (per_file_kw or {}).items()}
+    json.dumps([kw, per_file])  # fail early, in the caller, on non-JSON arguments
+
+    def job_bytes(path: str) -> bytes:
+        return json.dumps({"path": path, "kw": {**kw, **per_file.get(path, {})}}).encode()
+
+    n_workers = max(1, min(int(workers), len(pending)))
+    pool = _Pool(spec, pending, n_workers, timeout_s, startup_timeout_s, job_bytes)
+    try:
+        yield from pool.run()
+    finally:
+        pool.stop()
+
+
+class _Pool:
+    """The workers of one :func:`parse_many_bounded` call and their queue of files."""
+
+    def __init__(self, spec: str, pending: collections.deque, n_workers: int, timeout_s: float,
+                 startup_timeout_s: float, job_bytes: Callable[[str], bytes]):
+        self.spec, self.pending, self.n_workers = spec, pending, n_workers
+        self.timeout_s, self.startup_timeout_s, self.job_bytes = timeout_s, startup_timeout_s, job_bytes
+        self.workers: list[_Worker] = []
+
+    def run(self) -> Iterator[Result]:
+        while self.pending or self._busy():
+            self._fill()
+            ready = multiprocessing.connection.wait(self._waitables(), timeout=self._wait_s())
+            now = time.monotonic()
+            for w in self._busy():
+                result = self._step(w, ready, now)
+                if result is not None:
+                    yield result
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()
+
+    def _busy(self) -> list[_Worker]:
+        return [w for w in self.workers if w.job is not None]
+
+    def _fill(self) -> None:
+        """Start workers up to the pool size; each gets its first file once it reports ready."""
+        while len(self.workers) < self.n_workers and self.pending:
+            w = _Worker(self.spec, self.startup_timeout_s)
+            w.job = self.pending.popleft()
+            self.workers.append(w)
+
+    def _waitables(self) -> list[Any]:
+        out: list[Any] = []
+        for w in self._busy():
+            out += [w.conn] + ([w.proc.sentinel] if w.proc.sentinel >= 0 else [])
+        return out
+
+    def _wait_s(self) -> float:
+        return max(0.0, min(w.deadline for w in self._busy()) - time.monotonic())
+
+    def _step(self, w: _Worker, ready: list[Any], now: float) -> Result | None:
+        """What happened to busy worker ``w``: a message, its exit, its deadline, or nothing yet."""
+        msg = _receive(w.conn) if w.conn in ready else None
+        if msg is not None:
+            return self._on_message(w, msg)
+        if w.conn in ready or w.proc.sentinel in ready or not w.proc.is_alive():
+            return self._on_exit(w)
+        if now >= w.deadline:
+            return self._on_timeout(w)
+        return None
+
+    def _on_message(self, w: _Worker, msg: dict[str, Any]) -> Result | None:
+        if "ready" in msg:
+            w.ready = True
+            self._send(w, w.job)
+            return None
+        if "startup_error" in msg:
+            raise RuntimeError(f"parse worker could not start: {msg['startup_error']}")
+        job, w.job = w.job, None
+        result = (job, _result_from_json(msg, job))
+        if self.pending and w in self.workers:
+            self._send(w, self.pending.popleft())
+        return result
+
+    def _on_exit(self, w: _Worker) -> Result:
+        w.proc.join(timeout=5)
+        code = w.proc.exitcode
+        self.workers.remove(w)
+        w.close()
+        if not w.ready:
+            raise RuntimeError(
+                f"parse worker died while starting (exit code {_describe_exit(code)}); "
+                f"check that docverify and pypdfium2 import in a fresh interpreter"
+            )
+        job, w.job = w.job, None
+        name = pathlib.Path(job).name
+        return job, ParseError(
+            CORRUPT,
+            f"{name} crashed the PDF parser (child process exit code {_describe_exit(code)}); "
+            f"the file is probably damaged, or needed more than the parse worker's memory cap "
+            f"(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or "
+            f"repair it (e.g. with qpdf) and retry, or route it through Document AI",
+            job,
+        )
+
+    def _on_timeout(self, w: _Worker) -> Result:
+        self.workers.remove(w)
+        w.kill()
+        if not w.ready:
+            raise RuntimeError(
+                f"parse worker did not start within {self.startup_timeout_s:g} s "
+                f"(machine overloaded or a broken environment)"
+            )
+        job, w.job = w.job, None
+        name = pathlib.Path(job).name
+        return job, ParseError(
+            TIMEOUT,
+            f"{name} took longer than {self.timeout_s:g} s to parse and the parser was stopped; "
+            f"the file may be malformed or pathological: repair it (e.g. with qpdf) or route it "
+            f"through Document AI",
+            job,
+        )
+
+    def _send(self, w: _Worker, path: str) -> None:
+        """Hand ``path`` to worker ``w``; if its pipe is broken (it died after its last answer), put
+        the job back at the head of the queue and drop the worker (a fresh one takes the job)."""
+        w.job = path
+        w.deadline = time.monotonic() + self.timeout_s
+        try:
+            w.conn.send_bytes(self.job_bytes(path))
+        except (OSError, ValueError):
+            w.job = None
+            self.pending.appendleft(path)
+            self.workers.remove(w)
+            w.kill()
+
+
+def _receive(conn: _PipeConn) -> dict[str, Any] | None:
+    """The worker's next message, or None when there is none or its pipe broke."""
+    if not _poll(conn):
+        return None
+    try:
+        return json.loads(conn.recv_bytes())
+    except (EOFError, OSError):
+        return None
+
+
+# =========================================================================== child processes
+
+
+def _poll(conn: _PipeConn) -> bool:
+    try:
+        return conn.poll()
+    except (EOFError, OSError, ValueError):
+        return False
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "unknown"
+    if code < 0:
+        try:
+            return f"{code}, killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"{code}, killed by signal {-code}"
+    return str(code)
+
+
+#: pids of the parse workers alive in this process (tests check none is left behind).
+_LIVE: set[int] = set()
+
+
+def live_worker_pids() -> set[int]:
+    return {pid for pid in _LIVE if _alive(pid)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover
+        return True
+    return True
+
+
+class _PipeConn:
+    """One JSON message per line over the worker's stdin/stdout."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self._in, self._out = proc.stdin, proc.stdout
+
+    def fileno(self) -> int:
+        return self._out.fileno()
+
+    def poll(self) -> bool:
+        import select
+
+        return bool(select.select([self._out], [], [], 0)[0])
+
+    def send_bytes(self, data: bytes) -> None:
+        self._in.write(data + b"\n")
+        self._in.flush()
+
+    def recv_bytes(self) -> bytes:
+        line = self._out.readline()
+        if not line.endswith(b"\n"):
+            raise EOFError("parse worker closed its output")
+        return line
+
+    def close(self) -> None:
+        for f in (self._in, self._out):
+            with contextlib.suppress(OSError, ValueError):
+                f.close()
+
+
+class _ProcHandle:
+    """The small part of ``multiprocessing.Process`` the pool loop uses, on a Popen."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self._p = proc
+        self._pidfd = None
+        with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: readable when the child exits
+            self._pidfd = os.pidfd_open(proc.pid)
+        self.sentinel = self._pidfd if self._pidfd is not None else -1
+
+    def is_alive(self) -> bool:
+        return self._p.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._p.wait(timeout)
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._p.poll()
+
+    def kill(self) -> None:
+        self._p.kill()
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+        if self._p.poll() is not None:
+            _LIVE.discard(self._p.pid)
+
+
+@dataclass
+class _Worker:
+    """A parse worker: a fresh interpreter running ``python -m docverify.layout.worker``.
+
+    Not multiprocessing: its spawn and forkserver children re-import the parent's ``__main__``
+    file, which inside an Airflow task is the ``airflow`` entry script — that import fails in the
+    task runner (seen in a real scheduler run; ``airflow dags test`` hides it). A subprocess
+    starts clean, with the parent's ``sys.path``."""
+
+    spec: str
+    startup_timeout_s: float
+    job: str | None = None
+    ready: bool = False
+    deadline: float = 0.0
+    proc: Any = field(init=False)
+    conn: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "docverify.layout.worker", self.spec],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+        )
+        _LIVE.add(popen.pid)
+        self.proc = _ProcHandle(popen)
+        self.conn = _PipeConn(popen)
+        self.deadline = time.monotonic() + self.startup_timeout_s
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):  # already gone
+            self.proc.kill()
+        self.proc.join(timeout=10)
+        self.close()
+
+    def stop(self) -> None:
+        """Ask an idle worker to exit; kill a busy or unresponsive one."""
+        if self.job is None and self.ready:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send_bytes(b"null")
+            self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.kill()
+        else:
+            self.proc.join(timeout=1)
+            self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+        self.proc.close()
+
+
+def _resolve_parse_fn(spec: str):
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ValueError(f"parse_fn must look like 'module:function', got {spec!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def _cap_memory() -> None:
+    """Cap this worker's address space (``RLIMIT_AS``) at ``PARSE_WORKER_MEMORY_BYTES`` (or
+    ``DOCVERIFY_PARSE_MEMORY_BYTES``): a decompression bomb ends as ``MemoryError`` → TOO_LARGE,
+    or as a killed worker → CORRUPT, never as a machine out of memory. Lowering a limit needs
+    no privilege; a platform without ``resource`` keeps only the timeout."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    limit = int(os.environ.get("DOCVERIFY_PARSE_MEMORY_BYTES") or PARSE_WORKER_MEMORY_BYTES)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def worker_main(spec: str) -> None:
+    """Child loop (``python -m docverify.layout.worker SPEC``): report ready, then answer one
+    JSON job per line until told to stop. stdout carries only the protocol: anything a library
+    prints goes to stderr."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    _cap_memory()
+
+    def send(obj: Any) -> None:
+        out.write(json.dumps(obj).encode() + b"\n")
+        out.flush()
+
+    try:
+        fn = _resolve_parse_fn(spec)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        send({"startup_error": f"{spec}: {type(exc).__name__}: {exc}"})
+        return
+    send({"ready": True})
+    for line in sys.stdin.buffer:
+        job = json.loads(line)
+        if job is None:
+            return
+        send(_run_job(fn, job["path"], job["kw"]))
+
+
+def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:
+    try:
+        result = fn(path, **kw)
+        if hasattr(result, "model_dump"):
+            result = result.model_dump(mode="json")
+        return {"ok": result}
+    except ParseError as exc:
+        return {"error": exc.to_dict()}
+    except MemoryError:
+        name = pathlib.Path(path).name
+        return {"error": ParseError(
+            TOO_LARGE, f"{name} needs more memory to parse than the worker's cap of "
+            f"{PARSE_WORKER_MEMORY_BYTES // 1048576} MB (docverify.limits.PARSE_WORKER_MEMORY_BYTES); "
+            f"the file may be a decompression bomb: repair or split it", path).to_dict()}
+    except BaseException as exc:  # noqa: BLE001 - a custom parse_fn may raise anything
+        name = pathlib.Path(path).name
+        # the exception's text may quote the document: only its type goes into the message
+        return {
+            "error": ParseError(
+                CORRUPT, f"{name} could not be parsed ({type(exc).__name__})", path
+            ).to_dict()
+        }
+
+
+def _result_from_json(msg: dict[str, Any], path: str) -> DocumentBundle | ParseError:
+    if "error" in msg:
+        return ParseError.from_dict(msg["error"])
+    try:
+        return DocumentBundle.model_validate(msg["ok"])
+    except Exception as exc:  # a custom parse_fn returned something else
+        return ParseError(
+            CORRUPT,
+            f"{pathlib.Path(path).name}: the parser returned an invalid DocumentBundle ({type(exc).__name__})",
+            path,
+        )

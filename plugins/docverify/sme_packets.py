@@ -1,0 +1,284 @@
+"""SME review packets (spec slide 9): build, key, write, find and list them.
+
+A packet is written once per escalated document and never overwritten once an SME has reviewed
+it. Its key is the review id ``<night>_<doc_id>_<sha256[:10]>`` (:func:`review_id`). Packet text,
+page text and snippets are PHI: this module logs doc ids and URIs only."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from docverify.models import (
+    DOC_TYPES,
+    PRESENCE_RANK,
+    SEVERITY_ORDER,
+    DocumentBundle,
+    Issue,
+    Severity,
+    SMEIssueSummary,
+    SMEPacket,
+    VerificationResult,
+)
+from docverify.runstore import RunStore
+from docverify.store import ArtifactStore
+
+log = logging.getLogger("docverify.sme")
+
+class PacketNotFoundError(FileNotFoundError):
+    """No SME packet for the document under the storage root."""
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_issue(issue: Issue) -> str:
+    """The spec's human-readable form: [BLOCKER] V3-0001 (Agent: V3) / Message / Location / Fix."""
+    lines = [f"[{issue.severity}] {issue.issue_id} (Agent: {issue.agent})", f"  Message:   {issue.message}"]
+    if issue.location:
+        lines.append(f"  Location:  {issue.location}")
+    if issue.suggested_fix:
+        lines.append(f"  Fix:       {issue.suggested_fix}")
+    return "\n".join(lines)
+
+
+def sort_issues(issues: list[Issue]) -> list[Issue]:
+    return sorted(issues, key=lambda i: (SEVERITY_ORDER[Severity(i.severity)], i.issue_id))
+
+
+# --------------------------------------------------------------------------- production comparison
+
+
+def _segment_shape(cls: dict) -> list[tuple[Any, Any, Any]]:
+    segs = cls.get("segments") if isinstance(cls.get("segments"), list) else []
+    return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in segs if isinstance(s, dict)]
+
+
+def _strongest(cls: dict) -> dict[str, str]:
+    out: dict[str, str] = {}
+    entries = [m for m in cls.get("document_mixture") or [] if isinstance(m, dict)]
+    for s in cls.get("segments") or []:
+        if isinstance(s, dict):
+            entries += [c for c in s.get("classifications") or [] if isinstance(c, dict)]
+    for e in entries:
+        t, level = e.get("doc_type"), e.get("presence_level")
+        if t in DOC_TYPES and level in PRESENCE_RANK and PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(t, "NO_EVIDENCE")]:
+            out[t] = level
+    return out
+
+
+def compare_production(primary: dict, production: dict) -> dict[str, Any]:
+    """Whether a production classification agrees with the primary one: the dominant type, the
+    segments (page ranges and dominant types) and each type's strongest presence level."""
+    a, b = _strongest(primary), _strongest(production)
+    presence = {t: {"primary": a.get(t, "NO_EVIDENCE"), "production": b.get(t, "NO_EVIDENCE")}
+                for t in DOC_TYPES if a.get(t, "NO_EVIDENCE") != b.get(t, "NO_EVIDENCE")}
+    seg_a, seg_b = _segment_shape(primary), _segment_shape(production)
+    dom = {"primary": primary.get("dominant_type_overall"), "production": production.get("dominant_type_overall")}
+    dom["agree"] = dom["primary"] == dom["production"]
+    out = {
+        "dominant_type": dom,
+        "segments": {"primary": [list(s) for s in seg_a], "production": [list(s) for s in seg_b],
+                     "agree": seg_a == seg_b},
+        "presence_differences": presence,
+        "production_classifier": production.get("classifier", ""),
+    }
+    out["agrees"] = dom["agree"] and seg_a == seg_b and not presence
+    return out
+
+
+# --------------------------------------------------------------------------- packets
+
+
+def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: str,
+                 result: VerificationResult | None, error: dict[str, Any] | None = None,
+                 production_classification: dict | None = None, run_id: str = "",
+                 bundle: DocumentBundle | None = None, review_id: str = "") -> SMEPacket:
+    """A packet for an escalated document, or for one that could not be parsed/classified
+    (``error`` set, ``result`` None).
+
+    ``production_classification`` (the production classifier's output for the same PDF) adds
+    ``production_differs`` (the dominant types differ) and ``production_comparison``. With
+    ``bundle``, every issue carries its page-text window (``context``, see
+    :mod:`docverify.sme_context`)."""
+    issues = sort_issues(result.attempts[-1].issues) if result else []
+    primary = result.final_classification if result else None
+    differs, comparison = None, None
+    if production_classification is not None and isinstance(primary, dict):
+        differs = production_classification.get("dominant_type_overall") != primary.get("dominant_type_overall")
+        comparison = compare_production(primary, production_classification)
+    if result:
+        rule, reason = result.final_rule, result.escalation_reason or result.attempts[-1].decision.reason
+        kind = result.stop_reason
+    else:  # a parse/classification error: no verification ran, so no V5 rule decided
+        err = error or {}
+        rule, kind = None, "error"
+        reason = f"Not verified: the document could not be processed ({err.get('error', 'ERROR')}: {err.get('message', '')})"
+    summaries = []
+    for i in issues:
+        s = SMEIssueSummary(issue_id=i.issue_id, severity=i.severity, agent=i.agent, code=i.code,
+                            message=i.message, location=i.location, suggested_fix=i.suggested_fix,
+                            formatted=format_issue(i), details=i.details)
+        if bundle is not None:
+            from docverify.sme_context import locate_issue, stored_context
+
+            s.context = stored_context(locate_issue(bundle, s.model_dump(mode="json"),
+                                                    primary if isinstance(primary, dict) else None))
+        summaries.append(s)
+    return SMEPacket(
+        doc_id=doc_id, review_id=review_id, pdf_filename=pdf_path.rsplit("/", 1)[-1], pdf_path=pdf_path, total_pages=total_pages,
+        bundle_path=bundle_path, v5_rule=rule, v5_reason=reason, total_issues=len(issues),
+        v5_explanation=result.attempts[-1].decision.explanation_sme if result else "",
+        v5_citations=result.attempts[-1].decision.citations if result else {},
+        jury_votes=[{"attempt": a.attempt, "agent": r.agent, **v} for a in (result.attempts if result else [])
+                    for r in a.runs if r.phase == "jury" for v in r.votes or []],
+        issues_summary=summaries, primary_classification=primary,
+        production_classification=production_classification, production_differs=differs,
+        production_comparison=comparison, error=error, created_at=now_iso(), run_id=run_id,
+        escalation_reason=kind, attempt_history=attempt_history(result) if result else [],
+        original_classification=result.original_classification if result else None,
+    )
+
+
+def attempt_history(result: VerificationResult) -> list[dict[str, Any]]:
+    """Every attempt with its decision and issues, and the fixes applied after it (packets)."""
+    out = []
+    for a in result.attempts:
+        d = a.decision
+        out.append({
+            "attempt": a.attempt, "decision": d.decision, "rule": d.rule, "reason": d.reason,
+            "blocker_repair": a.blocker_repair,
+            "issues": [{"issue_id": i.issue_id, "severity": i.severity, "agent": i.agent, "code": i.code,
+                        "message": i.message, "location": i.location, "auto_fixable": i.auto_fixable}
+                       for i in sort_issues(a.issues)],
+            "skipped_judgments": [f"{r.agent}: {r.skip_reason}" for r in a.runs if r.skipped],
+            "fixes_after": [{"fixer": f.fixer, "codes": f.codes, "issue_ids": f.issue_ids,
+                             "description": f.description} for f in result.fixes_applied if f.attempt == a.attempt],
+        })
+    return out
+
+
+def review_id(ds: str, doc_id: str, sha256: str | None) -> str:
+    """The key of one review: one document of one night with its content,
+    ``<night>_<doc_id>_<first 10 hex of sha256>``. The same file name on another night, or with
+    other bytes, is another review; the same night with the same bytes is the same one (a re-run
+    finds its packet). Without a hash (nothing could be read) the night and the id."""
+    digest = (sha256 or "")[:10]
+    return f"{ds}_{doc_id}_{digest}" if digest else f"{ds}_{doc_id}"
+
+
+def packet_key(packet: SMEPacket | dict) -> str:
+    """The key under which a packet and its ground truth are stored: its review_id, or its doc_id
+    for a packet of the older layout (``sme_packet_<doc_id>.json``)."""
+    if isinstance(packet, dict):
+        return packet.get("review_id") or packet["doc_id"]
+    return packet.review_id or packet.doc_id
+
+
+def _key_of_file(name: str) -> str:
+    return name[len("sme_packet_"):-len(".json")] if name.startswith("sme_packet_") else name[:-len(".json")]
+
+
+def resolve_key(store: ArtifactStore, key: str) -> str:
+    """``key`` as given when a packet is stored under it; else the one packet whose doc_id is
+    ``key`` (so ``load_packet(store, "quest_cbc_panel")`` still works while there is one review of
+    that file). Several nights with that file name → PacketNotFoundError listing their keys."""
+    if store.exists(ArtifactStore.packet_rel(key)):
+        return key
+    matches = []
+    for name in store.list(RunStore.PACKETS_DIR, ".json"):
+        try:
+            p = store.read_json(f"{RunStore.PACKETS_DIR}/{name}")
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(p, dict) and p.get("doc_id") == key:
+            matches.append(_key_of_file(name))
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise PacketNotFoundError(f"{len(matches)} reviews of document {key!r} (one per night or content): give one "
+                                  f"of {', '.join(sorted(matches))} (list_pending_reviews() shows review_id)")
+    return key
+
+
+def write_packet(store: ArtifactStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:
+    """Write the packet unless an SME already reviewed it. Returns (uri, outcome) with outcome
+    ``written`` | ``kept_reviewed``. ``write_json`` replaces ``store.write_json``."""
+    rel = ArtifactStore.packet_rel(packet_key(packet))
+    if store.exists(rel):
+        current = store.read_json(rel)
+        if current.get("review_status", "pending") != "pending":
+            return store.uri(rel), "kept_reviewed"
+    (write_json or store.write_json)(rel, packet)
+    return store.uri(rel), "written"
+
+
+def html_rel(doc_id: str) -> str:
+    """``sme_packets/sme_packet_<doc_id>.html``: the readable rendering beside the JSON."""
+    return RunStore.packet_html_rel(doc_id)
+
+
+def load_packet(store: ArtifactStore, doc_id: str) -> SMEPacket:
+    """The stored packet of ``doc_id``.
+
+    Raises:
+        PacketNotFoundError: no packet (the document was not escalated, or the nightly run that
+            escalates it has not written it yet).
+        ValueError: the file is not a valid packet (names the file).
+    """
+    rel = ArtifactStore.packet_rel(resolve_key(store, doc_id))
+    if not store.exists(rel):
+        raise PacketNotFoundError(
+            f"no SME packet for document {doc_id!r} at {store.uri(rel)}: only escalated documents have one; "
+            f"check the doc id (list_pending_reviews()) and that the nightly run for its date finished")
+    try:
+        return SMEPacket.model_validate(store.read_json(rel))
+    except (ValidationError, json.JSONDecodeError) as exc:
+        raise ValueError(
+            f"{store.uri(rel)} is not a valid SME packet ({type(exc).__name__}: review_status must be 'pending' or "
+            f"'reviewed'; see include/schemas/SMEPacket.json): restore it from the nightly run") from exc
+
+
+def _top_severity(packet: dict) -> str:
+    issues = packet.get("issues_summary") or []
+    if issues:
+        return min((i.get("severity", "MINOR") for i in issues), key=lambda s: SEVERITY_ORDER.get(Severity(s), 9))
+    return "ERROR" if packet.get("error") else ""
+
+
+_TOP_ORDER = {"ERROR": -1, "BLOCKER": 0, "MAJOR": 1, "MINOR": 2, "": 3}
+
+
+def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
+    """One row per pending packet: doc_id, pdf_filename, v5_rule, total_issues, top_severity
+    (BLOCKER | MAJOR | MINOR, or ERROR for a document that could not be processed), error code,
+    created_at, packet URI. Most severe first, then oldest first. Unreadable packets are skipped
+    with a warning naming the file."""
+    rows = []
+    for name in store.list(RunStore.PACKETS_DIR, ".json"):
+        rel = f"{RunStore.PACKETS_DIR}/{name}"
+        try:
+            p = store.read_json(rel)
+        except (OSError, json.JSONDecodeError) as exc:
+            log.warning("skipping unreadable packet %s (%s)", store.uri(rel), type(exc).__name__)
+            continue
+        if not isinstance(p, dict) or p.get("review_status", "pending") != "pending" or "doc_id" not in p:
+            continue
+        key = _key_of_file(name)
+        night = key[:10] if p.get("review_id") and re.match(r"\d{4}-\d\d-\d\d_", key) else ""
+        rows.append({"doc_id": p["doc_id"], "review_id": key, "night": night,
+                     "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
+                     "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
+                     "error": (p.get("error") or {}).get("error"), "created_at": p.get("created_at", ""),
+                     "packet_uri": store.uri(rel)})
+    rows.sort(key=lambda r: (_TOP_ORDER.get(r["top_severity"], 3), r["created_at"], r["review_id"]))
+    return rows
+
+
+# --------------------------------------------------------------------------- ground truth

@@ -1,0 +1,1 @@
+"""The nightly DAG's stages, one module per stage (the domain core; no Airflow)."""

@@ -1,0 +1,161 @@
+"""The shared pieces of the night's stages: the batch (store, date, prefix), lineage log lines and the per-stage records (timings, counts, LLM usage)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from docverify.judges import Judge, Usage
+from docverify.paths import safe_ds, safe_prefix
+from docverify.runstore import (
+    VOLATILE,
+    RunStore,
+)
+from docverify.store import ArtifactStore
+
+log = logging.getLogger("docverify.batch")
+lineage_log = logging.getLogger("docverify.lineage")
+
+
+ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
+#: The task the branch follows for each route (the retry route starts by planning its shards).
+ROUTE_TASKS = {"accept": "accept", "auto_fix_retry": "plan_retry_shards", "write_sme_packets": "write_sme_packets"}
+#: Mapped task instances per night at most (the shard size grows with the night to stay under it).
+MAX_SHARDS = 64
+#: Airflow's default ``[core] max_map_length``: more mapped instances than this cannot be created.
+AIRFLOW_MAP_LIMIT = 1024
+
+
+def lineage(task: str, doc_id: str, **fields: Any) -> None:
+    """One structured line per document per task. Callers pass ids, URIs, hashes, codes — never
+    text from the document."""
+    lineage_log.info("lineage %s", json.dumps({"task": task, "doc_id": doc_id, **fields}, sort_keys=True))
+
+
+@dataclass
+class Batch:
+    """What every stage needs: where the artifacts live and which date partition this is. Its
+    :attr:`rs` (the typed run store) memoises reads for the life of the object: the DAG builds one
+    per task, and so do the in-process stage runners (``tests/batch_stages.py``)."""
+
+    store: ArtifactStore
+    ds: str
+    run_id: str = ""
+    prefix: str = ""  # incoming prefix relative to the root; default incoming/<ds>
+    reuse: bool = True
+    concurrency: int = 8
+    rs: RunStore = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        safe_ds(self.ds)  # the date and the batch_prefix param become paths: refused when unsafe
+        if self.prefix.strip("/"):
+            safe_prefix(self.prefix)
+        self.rs = RunStore(self.store, self.ds)
+
+    def fresh(self) -> Batch:
+        """The same batch with an empty memo (what the next task of the night sees)."""
+        return Batch(store=self.store, ds=self.ds, run_id=self.run_id, prefix=self.prefix, reuse=self.reuse,
+                     concurrency=self.concurrency)
+
+    @property
+    def incoming(self) -> str:
+        return safe_prefix(self.prefix) if self.prefix.strip("/") else f"incoming/{self.ds}"
+
+    def run_rel(self, doc_id: str, name: str = "") -> str:
+        return self.rs.doc_rel(doc_id, name)
+
+    @property
+    def manifest_rel(self) -> str:
+        return self.rs.manifest_rel
+
+    @property
+    def routes_rel(self) -> str:
+        return self.rs.routes_rel
+
+    def stage_rel(self, stage: str) -> str:
+        return self.rs.stage_rel(stage)
+
+    def manifest(self) -> dict:
+        """The manifest as stored (a dict; :meth:`RunStore.manifest` gives the model)."""
+        return self.rs.manifest().as_json()
+
+    def write_if_changed(self, rel: str, obj: Any, volatile: Iterable[str] = VOLATILE) -> bool:
+        return self.rs.write_if_changed(rel, obj, volatile)
+
+
+USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
+
+
+def _usage_dict(usage: Usage) -> dict[str, int]:
+    return {"calls": usage.llm_calls, "cache_hits": usage.cache_hits, "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens, "cached_tokens": usage.cached_tokens}
+
+
+@dataclass
+class StageStats:
+    stage: str
+    docs: int = 0
+    errors: int = 0
+    cache_hits: int = 0
+    usage: Usage = field(default_factory=Usage)
+    started: float = field(default_factory=time.perf_counter)
+    per_doc: dict[str, dict[str, int]] = field(default_factory=dict)
+    price_model: str | None = None
+
+    def add_usage(self, doc_id: str, usage: Usage | None, judge: Judge | None = None) -> None:
+        """Count one document's LLM usage in the stage total and per document."""
+        if usage is None:
+            return
+        self.usage.add(usage)
+        if judge is not None and judge.price_model:
+            self.price_model = judge.price_model
+        if usage.llm_calls or usage.cache_hits:
+            d = self.per_doc.setdefault(doc_id, dict.fromkeys(USAGE_KEYS, 0))
+            for key, value in _usage_dict(usage).items():
+                d[key] += value
+
+    def record(self, **extra: Any) -> dict:
+        return {"stage": self.stage, "docs": self.docs, "errors": self.errors, "cache_hits": self.cache_hits,
+                "seconds": round(time.perf_counter() - self.started, 3),
+                "llm": _usage_dict(self.usage), "llm_per_document": self.per_doc,
+                "price_model": self.price_model, **extra}
+
+    def save(self, batch: Batch, key: str | None = None, **extra: Any) -> dict:
+        out = self.record(**extra)
+        batch.rs.write_json(batch.rs.stage_rel(key or self.stage), out)
+        self.log(out)
+        return out
+
+    def log(self, out: dict) -> None:
+        log.info("stage %s: %d document(s), %d error(s), %d reused, %.2fs, %d LLM call(s)", self.stage,
+                 self.docs, self.errors, self.cache_hits, out["seconds"], self.usage.llm_calls)
+        return out
+
+
+async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
+    """Run coroutine factories concurrently, at most ``limit`` at a time, in input order."""
+    sem = asyncio.Semaphore(max(1, limit))
+
+    async def one(f):
+        async with sem:
+            return await f()
+
+    return await asyncio.gather(*(one(f) for f in factories))
+
+
+# =========================================================================== discover
+
+
+def error_record(doc: dict, code: str, message: str, stage: str) -> dict:
+    return {"doc_id": doc["doc_id"], "stage": stage, "error": code, "message": message, "file": doc["pdf_uri"]}
+
+
+def load_stage_stats(batch: Batch) -> list[dict]:
+    """Every stage's record of the night: discover's (in the manifest), then ``_stages/``."""
+    manifest = batch.rs.get_json(batch.rs.manifest_rel) or {}
+    return ([manifest["stats"]] if manifest.get("stats") else []) + batch.rs.stages()

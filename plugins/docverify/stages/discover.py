@@ -1,0 +1,95 @@
+"""discover: list the night's PDFs and companion classifications, hash them, write the manifest (unsafe or oversized inputs become typed input errors)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from docverify.limits import (
+    MAX_PDF_BYTES,
+    InputError,
+    check_size,
+)
+from docverify.paths import doc_id_for
+from docverify.resources import sha256_bytes
+from docverify.runstore import (
+    VOLATILE,
+    Manifest,
+    ManifestDoc,
+)
+from docverify.stages.common import Batch, StageStats, error_record, lineage
+
+log = logging.getLogger("docverify.batch")
+lineage_log = logging.getLogger("docverify.lineage")
+
+
+def _input_error(batch: Batch, entry: dict, code: str, message: str) -> None:
+    """A document refused at discovery (not a regular file, too large): its error record, so it
+    is escalated with the error in its packet — counted, never dropped, never read."""
+    batch.rs.write_if_changed(batch.rs.error_rel(entry["doc_id"]),
+                              {**error_record(entry, code, message, "discover"), "sha256": entry["sha256"]})
+
+
+def discover(batch: Batch, max_documents: int = 0) -> dict:
+    """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json`` /
+    ``<doc>.production.json``) into the manifest. Inputs are never modified. A symbolic link or
+    another non-regular file named ``*.pdf`` is never followed or read, and a file over
+    ``MAX_PDF_BYTES`` is never read: each is an error record of its document
+    (``INPUT_NOT_REGULAR`` / ``TOO_LARGE``). Hashes are streamed. A refusal of an earlier run that
+    no longer holds (the file was fixed) is cleared, known from the earlier manifest (one read)."""
+    rs = batch.rs
+    stats = StageStats("discover")
+    entries = batch.store.entries(batch.incoming)
+    files = {n: size for n, kind, size in entries if kind == "file"}
+    pdfs = [(n, kind, size) for n, kind, size in entries if n.lower().endswith(".pdf")]
+    skipped = len(pdfs) - max_documents if max_documents and len(pdfs) > max_documents else 0
+    if skipped:
+        pdfs = pdfs[:max_documents]
+    previous = rs.manifest_if_exists()
+    refused_before = {d.doc_id for d in previous.documents if d.input_error} if previous else set()
+    docs, seen = [], set()
+    for name, kind, size in pdfs:
+        doc_id = doc_id_for(name)
+        if doc_id in seen:  # only when a safe name equals another's encoded id: keep both, distinctly
+            doc_id = f"{doc_id}_{sha256_bytes(name.encode('utf-8', 'surrogatepass'))[:16]}"
+        seen.add(doc_id)
+        rel = f"{batch.incoming}/{name}"
+        companion, production = f"{name[:-4]}.classification.json", f"{name[:-4]}.production.json"
+        entry: dict[str, Any] = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": rs.uri(rel), "sha256": "",
+                                 "bytes": size,
+                                 "classification_rel": f"{batch.incoming}/{companion}" if companion in files else None}
+        if companion in files:
+            entry["classification_bytes"] = files[companion]
+        if production in files:
+            entry["production_rel"] = f"{batch.incoming}/{production}"
+        error = None
+        if kind != "file":
+            error = ("INPUT_NOT_REGULAR", f"{entry['pdf_uri']} is a {'symbolic link' if kind == 'symlink' else kind} "
+                     f"entry, not a regular file: it is not followed or read; put the PDF itself in the folder")
+        else:
+            try:
+                check_size(size, MAX_PDF_BYTES, entry["pdf_uri"], "PDF")
+                entry["sha256"] = rs.sha256(rel)
+            except InputError:
+                error = ("TOO_LARGE", f"{entry['pdf_uri']} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
+                         f"(docverify.limits.MAX_PDF_BYTES); it was not read — split it")
+        if error:
+            entry["input_error"] = error[0]
+            stats.errors += 1
+            _input_error(batch, entry, *error)
+        elif doc_id in refused_before:  # the file was fixed since: forget the old refusal
+            rs.delete(rs.error_rel(doc_id))
+        docs.append(entry)
+        lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=size,
+                provided_classification=entry["classification_rel"] is not None, error=entry.get("input_error"))
+    stats.docs = len(docs)
+    manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=[ManifestDoc(**d) for d in docs],
+                        skipped_over_max_documents=skipped)
+    # the stage's record rides in the manifest (``stats``, volatile): no object of its own
+    out = stats.record(max_documents=max_documents, skipped_over_max_documents=skipped)
+    rs.write_if_changed(rs.manifest_rel, {**manifest.as_json(), "stats": out}, volatile=(*VOLATILE, "stats"))
+    stats.log(out)
+    if not docs:
+        log.warning("no PDF under %s: nothing to verify (put files there, or set the batch_prefix param)",
+                    rs.uri(batch.incoming))
+    return {"manifest": rs.uri(rs.manifest_rel), "documents": len(docs)}

@@ -1,0 +1,330 @@
+"""layout: PDFs → DocumentBundles, locally (time-bounded parse workers, OCR for scans) or from Document AI outputs; unchanged bundles are reused."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from docverify.limits import (
+    MAX_PAGE_CHARS,
+)
+from docverify.stages.common import Batch, StageStats, error_record, lineage
+
+log = logging.getLogger("docverify.batch")
+lineage_log = logging.getLogger("docverify.lineage")
+
+
+# =========================================================================== layout
+
+
+@dataclass
+class _Layout:
+    """What the layout stage learns per document, saved as its record (a
+    :class:`~docverify.runstore.NightIndex`, which the later stages read instead of the manifest):
+    the documents with a bundle, the error records of the others, and those whose run folder did
+    not exist before (``new``: nothing of theirs to reuse downstream, no request to find out)."""
+
+    batch: Batch
+    ok: set[str] = field(default_factory=set)
+    errors: dict[str, dict] = field(default_factory=dict)
+    new: list[str] = field(default_factory=list)
+    parsed: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rs = self.batch.rs
+        self.manifest = rs.manifest()
+        self.present = rs.names(rs.night)  # one listing: which documents have a run folder
+        self.previous = rs.night_index()
+
+    def seen(self, doc_id: str) -> None:
+        if doc_id not in self.present:
+            self.new.append(doc_id)
+
+    def reusable(self, doc: dict, parsers: Iterable[str] = (), prefix: str = "") -> bool:
+        """The bundle this night's earlier layout recorded for the same PDF (sha256) by one of
+        ``parsers`` (or a parser starting with ``prefix``) — known without reading the bundle."""
+        if self.previous is None or doc["doc_id"] not in self.present:
+            return False
+        sha, parser = (self.previous.parsed.get(doc["doc_id"]) or ["", ""])[:2]
+        return sha == doc["sha256"] and (parser in parsers or bool(prefix and parser.startswith(prefix)))
+
+    def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
+        self.ok.add(doc_id)
+        self.parsed[doc_id] = [sha256, parser]
+        if self.previous is not None and doc_id in self.previous.failed:  # an earlier error no longer holds
+            self.batch.rs.delete(self.batch.rs.error_rel(doc_id))
+
+    def failed(self, doc_id: str, record: dict) -> None:
+        self.errors[doc_id] = record
+
+    def input_error(self, doc: dict) -> None:
+        """A document refused at discovery: its error record (one read, refusals only)."""
+        rec = self.batch.rs.get_json(self.batch.rs.error_rel(doc["doc_id"])) or error_record(
+            doc, doc["input_error"], f"{doc['pdf_uri']}: refused at discovery ({doc['input_error']})", "discover")
+        self.failed(doc["doc_id"], rec)
+
+    def save(self, stats: StageStats, **extra: Any) -> dict:
+        docs = self.manifest.documents
+        return stats.save(self.batch, documents=[d.model_dump(mode="json", exclude_none=True) for d in docs],
+                          ok=[d.doc_id for d in docs if d.doc_id in self.ok and d.doc_id not in self.errors],
+                          failed=self.errors, new=self.new, parsed=self.parsed, **extra)
+
+
+def _docs(batch: Batch) -> list[dict]:
+    return batch.manifest()["documents"]
+
+
+def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> dict:
+    """The embedded default's layout: the local PDF parser, each file in a bounded child
+    process (``ocr``: scanned pages are OCR'd there). A file that fails gets
+    ``runs/<ds>/<doc>/error.json`` and goes to the SME queue."""
+    from docverify.layout.errors import ParseError
+    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID, parse_many_bounded
+
+    reusable = (PARSER_ID, OCR_PARSER_ID()) if ocr else (PARSER_ID,)
+
+    stats = StageStats("layout")
+    docs = _docs(batch)
+    state = _Layout(batch)
+    todo = []
+    for doc in docs:
+        state.seen(doc["doc_id"])
+        if doc.get("input_error"):  # refused at discovery: never parsed
+            stats.errors += 1
+            state.input_error(doc)
+            continue
+        hit = _bundle_reusable(batch, doc, reusable, state) if batch.reuse else None
+        if hit:
+            stats.cache_hits += 1
+            state.laid_out(doc["doc_id"], hit[0], hit[1])
+            lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
+                    cache="hit", output_uri=batch.rs.uri(batch.rs.bundle_rel(doc["doc_id"])))
+        else:
+            todo.append(doc)
+    with tempfile.TemporaryDirectory(prefix="docverify-layout-") as tmp:
+        local = {}
+        for doc in todo:
+            local[_local_file(batch, doc, tmp)] = doc
+        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr):
+            doc = local[path]
+            _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
+    stats.docs = len(docs)
+    # the stage's implementation: with OCR on, the OCR engine is part of it (each bundle's
+    # ``parser`` names the engine only when one of its pages was OCR'd)
+    return state.save(stats, parser=OCR_PARSER_ID() if ocr else PARSER_ID)
+
+
+def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
+    from docverify.store import _local_path
+
+    p = _local_path(batch.store.path(doc["pdf_rel"]))
+    if p is not None:
+        return str(p)
+    target = f"{tmp}/{doc['doc_id']}.pdf"
+    with open(target, "wb") as fh:
+        fh.write(batch.store.read_bytes(doc["pdf_rel"]))
+    return target
+
+
+def _bundle_reusable(batch: Batch, doc: dict, parser: str | tuple[str, ...], state: _Layout) -> list[str] | None:
+    """[sha256, parser] of a bundle of the same PDF by one of ``parser``, or None: from this
+    night's earlier layout record (no request), else one read of the bundle (none for a document
+    without a run folder; the bundle is not kept in memory)."""
+    parsers = (parser,) if isinstance(parser, str) else parser
+    if state.previous is not None:  # the record says what this night's layout made
+        return state.previous.parsed[doc["doc_id"]][:2] if state.reusable(doc, parsers) else None
+    head = batch.rs.get_json(batch.rs.bundle_rel(doc["doc_id"]), memo=False)
+    if bool(head) and head.get("sha256") == doc["sha256"] and head.get("parser") in parsers:
+        return [head["sha256"], head["parser"]]
+    return None
+
+
+def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats,
+                   state: _Layout) -> None:
+    doc_id = doc["doc_id"]
+    rs = batch.rs
+    bundle_rel, err_rel = rs.bundle_rel(doc_id), rs.error_rel(doc_id)
+    if isinstance(result, error_type):
+        stats.errors += 1
+        record = {**error_record(doc, result.code, result.message, "layout"), "sha256": doc["sha256"]}
+        state.failed(doc_id, record)
+        rs.write_if_changed(err_rel, record)
+        lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
+                error=result.code, output_uri=rs.uri(err_rel))
+        return
+    longest = max((len(p.text) for p in result.pages), default=0)
+    if longest > MAX_PAGE_CHARS:  # one limit for every parser: such a page is never classified
+        result = error_type("TOO_LARGE", f"{doc['pdf_uri']}: a page holds {longest} characters of text, over the "
+                            f"limit of {MAX_PAGE_CHARS} (docverify.limits.MAX_PAGE_CHARS); split or re-export it",
+                            doc["pdf_uri"])
+        return _record_layout(batch, doc, result, parser, error_type, stats, state)
+    bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})
+    rs.write_json(bundle_rel, bundle)
+    rs.forget(rels=[bundle_rel])
+    state.laid_out(doc_id, bundle.sha256, bundle.parser)
+    lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
+            pages=bundle.total_pages, has_tables=any(p.layout_metadata.has_tables for p in bundle.pages),
+            output_uri=rs.uri(bundle_rel))
+
+
+DOCAI_PARSER_PREFIX = "document_ai:"
+
+
+#: google.rpc codes worth sending a document to Document AI again on a re-run
+_DOCAI_RETRYABLE_STATUS = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE
+
+
+def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARSER_PREFIX,
+                 state: _Layout | None = None) -> tuple[list[dict], dict[str, list[str]], dict[str, dict]]:
+    """(documents to lay out, reused laid-out id → [sha256, parser], reused permanent failures
+    id → error record). With the layout's ``state``, this night's earlier record answers without a
+    read; else the bundle and error record are read."""
+    docs = [d for d in docs if not d.get("input_error")]  # refused at discovery: never sent
+    if not batch.reuse:
+        return list(docs), {}, {}
+    out, ok, failed = [], {}, {}
+    rs = batch.rs
+    prev = state.previous if state is not None else None
+    for doc in docs:
+        doc_id = doc["doc_id"]
+        if prev is not None:
+            if state is not None and state.reusable(doc, prefix=parser_prefix):
+                ok[doc_id] = prev.parsed[doc_id]
+                continue
+            err = prev.failed.get(doc_id) if doc_id in state.present else None  # type: ignore[union-attr]
+        else:
+            head = rs.get_json(rs.bundle_rel(doc_id), memo=False)
+            if head and head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
+                ok[doc_id] = [head["sha256"], head["parser"]]
+                continue
+            err = rs.get_json(rs.error_rel(doc_id))
+        if err and err.get("sha256") == doc["sha256"] and str(err.get("parser", "")).startswith(parser_prefix) \
+                and err.get("retryable") is False:
+            failed[doc_id] = err
+            continue
+        out.append(doc)
+    return out, ok, failed
+
+
+def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
+                   parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[dict]:
+    """The manifest's documents that need a (new) layout: no bundle yet, another PDF (sha256), or
+    one made by another parser family. Reused (not returned): a bundle of the same PDF by the
+    same parser family, and a permanent Document AI failure of the same PDF (``retryable``
+    false in its error record) — a re-run does not pay the service again for either. ``docs``:
+    the manifest's documents when the caller has them already."""
+    return _docai_reuse(batch, _docs(batch) if docs is None else docs, parser_prefix)[0]
+
+
+def _docai_error(batch: Batch, doc: dict, exc: Any, stats: StageStats, state: _Layout, *, retryable: bool) -> None:
+    """A Document AI document error: the usual error record plus what a re-run needs to know."""
+    stats.errors += 1
+    rel = batch.rs.error_rel(doc["doc_id"])
+    record = {**error_record(doc, exc.code, exc.message, "layout"), "sha256": doc["sha256"],
+              "parser": DOCAI_PARSER_PREFIX + "layout-parser", "retryable": retryable}
+    state.failed(doc["doc_id"], record)
+    batch.rs.write_if_changed(rel, record)
+    lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser="document_ai",
+            cache="miss", error=exc.code, retryable=retryable, output_uri=batch.rs.uri(rel))
+
+
+def _docai_start(batch: Batch, stats: StageStats) -> tuple[list[dict], set[str], _Layout]:
+    docs = _docs(batch)
+    state = _Layout(batch)
+    todo, ok, failed = _docai_reuse(batch, docs, state=state)
+    for doc in docs:
+        state.seen(doc["doc_id"])
+        if doc.get("input_error"):
+            stats.errors += 1
+            state.input_error(doc)
+    for doc_id, (sha, parser) in ok.items():
+        state.laid_out(doc_id, sha, parser)
+    for doc_id, record in failed.items():
+        state.failed(doc_id, record)
+    stats.cache_hits += len(ok) + len(failed)
+    return docs, {d["doc_id"] for d in todo}, state
+
+
+def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callable[[str], Any]) -> dict:
+    """Layout from a Document AI batch job: ``results`` are the operator's per-input records
+    (``input_uri``, ``output_uri``, ``ok``, ``status_code``, ``status_message``, ``error_code``);
+    ``open_output(uri)`` gives a pathlike for an output folder (an ObjectStoragePath on the
+    Google connection in the DAG). Each folder's JSON shards become the document's bundle; a
+    failed document, a missing result or unreadable output becomes the document's error record
+    (it goes to the SME queue) — never a failed stage. Documents :func:`docs_to_layout` does not
+    list (laid out or failed for good earlier) are reused."""
+    from docverify.layout.docai import bundle_from_docai, load_docai_output
+    from docverify.layout.errors import ParseError
+
+    stats = StageStats("layout")
+    by_uri = {r["input_uri"]: r for r in results}
+    docs, todo, state = _docai_start(batch, stats)
+    for doc in docs:
+        if doc["doc_id"] not in todo:
+            if not doc.get("input_error"):
+                lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="hit",
+                        parser="document_ai")
+            continue
+        r = by_uri.get(doc["pdf_uri"])
+        if r is None:
+            _docai_error(batch, doc, ParseError("DOCAI_NO_RESULT", f"{doc['pdf_uri']}: Document AI returned no "
+                         f"result for this document; re-run the DAG run (it is submitted again)", doc["pdf_uri"]),
+                         stats, state, retryable=True)
+            continue
+        if not r.get("ok"):
+            code = r.get("error_code") or "DOCAI_FAILED"
+            status = r.get("status_code")
+            exc = ParseError(code, f"{doc['pdf_uri']}: Document AI could not process it (status {status}: "
+                             f"{r.get('status_message') or 'no message'}); check the file, then re-run", doc["pdf_uri"])
+            _docai_error(batch, doc, exc, stats, state,
+                         retryable=code == "DOCAI_FAILED" and status in _DOCAI_RETRYABLE_STATUS)
+            continue
+        try:
+            bundle = bundle_from_docai(load_docai_output(open_output(r["output_uri"])), doc_id=doc["doc_id"],
+                                       file_path=doc["pdf_uri"], sha256=doc["sha256"])
+        except ParseError as exc:
+            _docai_error(batch, doc, exc, stats, state, retryable=False)
+            continue
+        _record_layout(batch, doc, bundle, bundle.parser, ParseError, stats, state)
+    stats.docs = len(docs)
+    return state.save(stats, parser="document_ai:batch")
+
+
+def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_pages: int = 15) -> dict:
+    """Layout through Document AI's online endpoint, one document at a time, for a storage root
+    Document AI cannot read in batch (a local one). ``process(pdf_bytes)`` returns the Document
+    JSON. A PDF over ``max_pages`` (15 for the Layout Parser online) gets the error record
+    ``TOO_MANY_PAGES`` naming the fix (a gs:// storage root, so the batch path runs)."""
+    from docverify.layout.docai import bundle_from_docai
+    from docverify.layout.errors import ParseError
+    from docverify.layout.local_pdf import page_count
+
+    stats = StageStats("layout")
+    docs, todo, state = _docai_start(batch, stats)
+    for doc in docs:
+        if doc["doc_id"] not in todo:
+            continue
+        data = batch.store.read_bytes(doc["pdf_rel"])
+        result: Any
+        try:
+            pages = page_count(data, doc["pdf_uri"])
+            if pages > max_pages:
+                raise ParseError("TOO_MANY_PAGES", f"{doc['pdf_uri']}: {pages} pages, over the {max_pages}-page limit "
+                                 f"of Document AI's online processing; set a gs:// storage root "
+                                 f"(docverify_storage_root) so documents go through batch processing", doc["pdf_uri"])
+            result = bundle_from_docai(process(data), doc_id=doc["doc_id"], file_path=doc["pdf_uri"],
+                                       sha256=doc["sha256"])
+        except ParseError as exc:
+            _docai_error(batch, doc, exc, stats, state, retryable=False)
+            continue
+        except Exception as exc:  # noqa: BLE001 - one document's fault never fails the stage
+            _docai_error(batch, doc, ParseError("DOCAI_FAILED", f"{doc['pdf_uri']}: Document AI online processing "
+                         f"failed ({type(exc).__name__}); re-run when the service is available", doc["pdf_uri"]),
+                         stats, state, retryable=True)
+            continue
+        _record_layout(batch, doc, result, result.parser, ParseError, stats, state)
+    stats.docs = len(docs)
+    return state.save(stats, parser="document_ai:online")

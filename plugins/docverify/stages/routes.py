@@ -1,0 +1,216 @@
+"""The routes' outputs: accepted records and SME packets (written for the documents of the
+night only, withdrawn when the night no longer holds their content)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from docverify.limits import (
+    InputError,
+)
+from docverify.models import DocumentBundle
+from docverify.runstore import (
+    Routes,
+)
+from docverify.stages.common import Batch, StageStats, lineage
+from docverify.stages.verify import read_bundle, read_companion
+
+log = logging.getLogger("docverify.batch")
+lineage_log = logging.getLogger("docverify.lineage")
+
+
+def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str | None:
+    """Move a stale output of an earlier run of this night aside, never deleting it:
+    ``withdrawn/<ds>/<kind>_<doc_id>[.<n>].json`` holds the record, its URI, the reason and the
+    run that withdrew it (create-if-absent: an earlier withdrawal is never overwritten). None when
+    another run of the same night withdrew it first."""
+    from docverify.sme_packets import now_iso
+
+    rs = batch.rs
+    record = rs.get_json(rel)
+    if record is None:
+        return None
+    moved = {"withdrawn_at": now_iso(), "run_id": batch.run_id, "reason": reason, "kind": kind,
+             "doc_id": doc_id, "original_uri": rs.uri(rel), "record": record}
+    n = 1
+    while True:
+        target = rs.withdrawn_rel(kind, doc_id, n)
+        if rs.write_json(target, moved, overwrite=False):
+            break
+        n += 1
+    rs.delete(rel)  # a concurrent run of the night may have moved it already
+    lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=rs.uri(rel), output_uri=rs.uri(target))
+    return target
+
+
+def _review_id(batch: Batch, doc_id: str, sha256: str | None) -> str:
+    from docverify.sme_packets import review_id
+
+    return review_id(batch.ds, doc_id, sha256)
+
+
+def _night_packet_keys(batch: Batch, docs: Iterable[str]) -> dict[str, list[str]]:
+    """This night's packet keys per doc id of ``docs`` (``<ds>_<doc_id>_<10 hex>``), from one
+    listing (which also tells the run store which packets do not exist)."""
+    import re
+
+    docs = set(docs)
+    out: dict[str, list[str]] = {}
+    prefix = f"sme_packet_{batch.ds}_"
+    for name in batch.rs.list(batch.rs.PACKETS_DIR, ".json"):
+        if not name.startswith(prefix):
+            continue
+        m = re.fullmatch(r"(.+)_([0-9a-f]{10})", name[len(prefix):-len(".json")])
+        if m and m.group(1) in docs:
+            out.setdefault(m.group(1), []).append(name[len("sme_packet_"):-len(".json")])
+    return out
+
+
+def _withdraw_pending_packets(batch: Batch, doc_id: str, current: str, reason: str, keys: dict[str, list[str]], *,
+                              keep_current: bool) -> None:
+    """*Pending* packets of this night's document from an earlier run: the one of its current
+    content ``current`` (unless ``keep_current``: it is being written again) and those of content
+    the night no longer holds (the file was replaced). A reviewed packet and ground truth are never
+    touched."""
+    rs = batch.rs
+    for key in keys.get(doc_id, []):
+        if key == current and keep_current:
+            continue
+        rel = rs.packet_rel(key)
+        packet = rs.get_json(rel)
+        if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending":
+            continue
+        why = reason if key == current else f"{reason}; the file now has other content (sha256 {current[-10:]}…)"
+        withdraw(batch, rel, "sme_packet", key, why)
+        rs.delete(rs.packet_html_rel(key))  # the packet's rendering goes with it
+
+
+def _earlier_outputs(batch: Batch, routes: Routes, candidates: list[str], *, list_packets: bool = False
+                     ) -> dict[str, list[str]]:
+    """This night's packet keys of ``candidates`` from earlier runs. A document new this run (no
+    run folder before its layout) has no accepted record or packet of an earlier run: when every
+    candidate is new, their accepted records are known absent without a request and the packets
+    are not listed — unless ``list_packets`` (the packet writer always lists them: a packet an SME
+    reviewed is never overwritten, even by a cleared and re-run task); else one listing of the
+    night's accepted records and one of the packets."""
+    rs = batch.rs
+    new = set(routes.new)
+    if all(d in new for d in candidates):
+        for d in candidates:
+            rs.assume_absent(rs.accepted_rel(d))
+        return _night_packet_keys(batch, candidates) if list_packets else {}
+    rs.names(rs.accepted_dir)
+    return _night_packet_keys(batch, candidates)
+
+
+def accept(batch: Batch) -> dict:
+    """Write ``accepted/<ds>/<doc>.json`` for every document whose final decision is
+    AUTO_ACCEPT (directly, or after the retry): reads the routes and the result of each document
+    it may write (the accept and retry routes), nothing else per document. A pending packet of an
+    earlier run of this night for such a document is withdrawn (moved aside with the reason): one
+    route per document."""
+    from docverify.outputs import accepted_record
+
+    rs = batch.rs
+    stats = StageStats("accept")
+    written = []
+    routes = rs.routes()
+    candidates = (routes.routes["accept"] + routes.routes["auto_fix_retry"]) if routes else []
+    keys = _earlier_outputs(batch, routes, candidates) if routes else {}
+    for doc_id in candidates:
+        rec = rs.result(doc_id)
+        if rec is None or rec.result is None or rec.result.final_decision != "AUTO_ACCEPT" or rec.bundle is None:
+            rs.forget(doc_id)
+            continue
+        result, meta = rec.result, rec.classification_meta
+        rel = rs.accepted_rel(doc_id)
+        rs.write_if_changed(rel, accepted_record(
+            doc_id, rec.bundle, result, bundle_uri=rs.uri(rs.bundle_rel(doc_id)), run_id=batch.run_id,
+            provenance={"classification_source": meta.source if meta else None,
+                        "classifier": meta.implementation if meta else None}))
+        _withdraw_pending_packets(batch, doc_id, _review_id(batch, doc_id, rec.bundle.sha256),
+                                  f"accepted by a later run of {batch.ds} (rule {result.final_rule})", keys,
+                                  keep_current=False)
+        written.append(doc_id)
+        lineage("accept", doc_id, decision="AUTO_ACCEPT", rule=result.final_rule, attempts=len(result.attempts),
+                output_uri=rs.uri(rel))
+        rs.forget(doc_id)
+    stats.docs = len(written)
+    stats.save(batch, documents=written)
+    return {"accepted": written, "uri": rs.uri(rs.accepted_dir)}
+
+
+def write_sme_packets(batch: Batch) -> dict:
+    """One packet per escalated document (after V5 or after the retry), and per document that
+    could not be parsed or classified. A packet an SME already reviewed is kept. Reads the routes,
+    the manifest and, per document it may write, its result (and bundle and PDF for the packet)."""
+    from docverify.sme_packets import build_packet, write_packet
+    from docverify.sme_render import write_packet_html
+
+    rs = batch.rs
+    stats = StageStats("write_sme_packets")
+    written, kept = [], []
+    routes = rs.routes()
+    candidates = (routes.routes["write_sme_packets"] + routes.routes["auto_fix_retry"]) if routes else []
+    errors = routes.errors if routes else {}
+    keys = _earlier_outputs(batch, routes, candidates, list_packets=True) if routes else {}
+
+    def production(doc_id: str, rel: str | None) -> dict | None:
+        """A production classification supplied beside the PDF: ``<doc>.production.json``
+        (within the companion limits; one that is not is left out of the packet)."""
+        if not rel:
+            return None
+        try:
+            return read_companion(batch, rel)
+        except (InputError, FileNotFoundError) as exc:
+            lineage("write_sme_packets", doc_id, production_error=getattr(exc, "code", "NOT_FOUND"))
+            return None
+
+    def finish(doc_id: str, key: str, packet: Any, bundle: DocumentBundle | None, why: str, **fields: Any) -> None:
+        _withdraw_pending_packets(batch, doc_id, key, f"escalated again by a later run of {batch.ds}", keys,
+                                  keep_current=True)
+        uri, outcome = write_packet(rs, packet, write_json=rs.write_if_changed)
+        html_uri, _ = write_packet_html(rs, key, bundle=bundle)
+        if rs.exists(rs.accepted_rel(doc_id)):
+            withdraw(batch, rs.accepted_rel(doc_id), "accepted", doc_id,
+                     f"escalated by a later run of {batch.ds} ({why})")
+        (kept if outcome == "kept_reviewed" else written).append(doc_id)
+        rs.forget(doc_id, rels=[rs.packet_rel(key)])
+        lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", output_uri=uri, html_uri=html_uri,
+                packet=outcome, **fields)
+
+    for doc_id in candidates:
+        if doc_id in errors:  # escalated without a verification: discover / layout / no result
+            err = errors[doc_id]
+            key = _review_id(batch, doc_id, err.get("sha256"))
+            packet = build_packet(doc_id=doc_id, pdf_path=err.get("file", ""), total_pages=0, bundle_path="",
+                                  result=None, error=err, run_id=batch.run_id, review_id=key)
+            finish(doc_id, key, packet, None, err["error"], rule=None, reason="error", error=err["error"])
+            continue
+        rec = rs.result(doc_id)
+        if rec is None:
+            continue
+        if rec.error is not None:
+            total = rec.bundle.total_pages if rec.bundle else 0
+            err_json = rec.error.model_dump(mode="json", exclude={"sha256"})
+            key = _review_id(batch, doc_id, rec.bundle.sha256 if rec.bundle else rec.error.model_extra.get("sha256"))
+            packet = build_packet(doc_id=doc_id, pdf_path=rec.error.file, total_pages=total,
+                                  bundle_path=rs.uri(rs.bundle_rel(doc_id)) if total else "", result=None,
+                                  error=err_json, run_id=batch.run_id, review_id=key)
+            finish(doc_id, key, packet, None, rec.error.error, rule=None, reason="error", error=rec.error.error)
+        elif rec.result is not None and rec.result.final_decision == "ESCALATE_TO_SME":
+            result = rec.result
+            bundle = read_bundle(batch, doc_id)
+            key = _review_id(batch, doc_id, bundle.sha256)
+            packet = build_packet(doc_id=doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
+                                  bundle_path=rs.uri(rs.bundle_rel(doc_id)), result=result,
+                                  production_classification=production(doc_id, rec.production_rel),
+                                  run_id=batch.run_id, bundle=bundle, review_id=key)
+            finish(doc_id, key, packet, bundle, f"rule {result.final_rule}", rule=result.final_rule,
+                   stop_reason=result.stop_reason, production_supplied=packet.production_classification is not None)
+        rs.forget(doc_id)
+    stats.docs = len(written) + len(kept)
+    stats.save(batch, written=written, kept_reviewed=kept)
+    return {"packets": written, "kept_reviewed": kept, "uri": rs.uri(rs.PACKETS_DIR)}

@@ -1,0 +1,65 @@
+"""The application's side of Document AI: Variables → the batch request the nightly DAG's
+``document_ai`` task runs (:func:`plan`, by the ``plan_document_ai`` task upstream, so the
+operator's templated fields come from XCom and are never set inside ``execute()``), and the
+operator's per-input results → what the core's layout stage reads (:func:`results_for_layout`:
+the package's error codes mapped onto the core's :mod:`docverify.layout.errors`).
+
+The provider-style package (:mod:`docverify_documentai`) knows nothing of this application; this
+module is the only place the two meet."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from docverify.layout import errors as E
+from docverify_documentai.errors import DocumentAIErrorCode
+
+log = logging.getLogger(__name__)
+
+# every code of the package → the core's ParseError code for that document
+ERROR_CODES: dict[DocumentAIErrorCode, str] = {
+    DocumentAIErrorCode.TOO_MANY_PAGES: E.TOO_MANY_PAGES,
+    DocumentAIErrorCode.UNSUPPORTED: E.UNSUPPORTED,
+    DocumentAIErrorCode.NOT_A_PDF: E.NOT_A_PDF,
+}
+
+
+def plan(batch: Any, settings: Any) -> dict[str, Any]:
+    """The ``document_ai`` task's request, one XCom key each (``multiple_outputs``): ``skip`` (a
+    reason, or "" to run), ``project_id``, ``location``, ``processor_id``, ``processor_version``,
+    ``gcs_input_uris``, ``gcs_output_uri``, ``gcp_conn_id``, ``poll_interval``. Skipped when
+    ``docverify_layout`` is ``local``, when the storage root is not ``gs://`` (Document AI reads
+    its batch inputs from GCS; ``layout`` then processes online), and when every document already
+    has a Document AI bundle for the same PDF (a re-run)."""
+    from docverify import batch as B
+    from docverify_airflow import config
+
+    request: dict[str, Any] = {"skip": "", "project_id": None, "location": "us", "processor_id": "",
+                               "processor_version": None, "gcs_input_uris": [], "gcs_output_uri": "",
+                               "gcp_conn_id": settings.docai_conn_id, "poll_interval": settings.docai_poll_s}
+    if settings.layout != "document_ai":
+        return {**request, "skip": "docverify_layout=local: the layout task parses the PDFs locally"}
+    if not config.is_remote(batch.store.root):
+        return {**request, "skip": "the storage root is not gs://, so Document AI cannot read the PDFs in batch: "
+                                   "the layout task sends them to the processor online (at most 15 pages each)"}
+    manifest = batch.manifest()["documents"]
+    docs = B.docs_to_layout(batch, manifest)
+    if not docs:
+        return {**request, "skip": "every document already has a Document AI bundle for the same PDF"}
+    proc = settings.processor()
+    out = batch.store.uri(f"docai/{batch.ds}/")
+    log.info("Document AI: %d of %d document(s) to process with %s → %s", len(docs), len(manifest),
+             settings.processor_name(), out)
+    return {**request, "project_id": proc["project"], "location": proc["location"],
+            "processor_id": proc["processor_id"], "processor_version": proc["processor_version"],
+            "gcs_input_uris": [d["pdf_uri"] for d in docs], "gcs_output_uri": out}
+
+
+def results_for_layout(results: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The operator's results (None when it skipped) with each ``error_code`` in the core's terms."""
+    out = []
+    for r in results or []:
+        code = r.get("error_code")
+        out.append({**r, "error_code": ERROR_CODES[DocumentAIErrorCode(code)] if code else None})
+    return out

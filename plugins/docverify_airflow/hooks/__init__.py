@@ -1,1 +1,0 @@
-"""Airflow hooks of docverify (provider style)."""

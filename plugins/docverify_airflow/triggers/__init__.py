@@ -1,1 +1,0 @@
-"""Airflow triggers of docverify (provider style)."""

@@ -1,1 +1,0 @@
-"""Pure helpers of docverify's Airflow boundary (no Airflow or Google imports)."""

@@ -1,0 +1,1 @@
+"""Pure helpers of the Document AI package (no Airflow or Google client imports)."""

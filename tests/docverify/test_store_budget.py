@@ -1,0 +1,59 @@
+"""Issue 12's budget: the sample night costs at most 10 artifact-store operations per document
+(every request the stages and the report send: reads, writes, listings, hashes, deletes), a re-run
+of the same night fewer, and no operation is an ``exists`` probe before a read. Counted by
+scripts/count_ops.py's wrapper around ``ArtifactStore`` (the stages run in the DAG's order, each on
+a fresh Batch, as each task of the DAG)."""
+
+from __future__ import annotations
+
+import json
+
+from scripts.count_ops import counting, night, sample_night
+
+from docverify.runstore import RunStore
+from docverify.store import ArtifactStore
+
+BUDGET_PER_DOCUMENT = 10
+DS = "2026-11-20"
+
+
+def test_sample_night_and_its_rerun_stay_within_the_store_budget(tmp_path, repo_dir):
+    n = sample_night(tmp_path, DS)
+    with counting() as (first, detail, stage):
+        night(tmp_path, stage, DS)
+    with counting() as (again, _, stage):
+        night(tmp_path, stage, DS)
+    total, rerun = sum(first.values()), sum(again.values())
+    print(f"store operations: first night {total} ({total / n:.2f}/document), re-run {rerun} ({rerun / n:.2f})")
+    assert total <= BUDGET_PER_DOCUMENT * n, dict(first)
+    assert rerun < total and rerun <= BUDGET_PER_DOCUMENT * n, dict(again)
+    assert first["exists"] == again["exists"] == 0  # one request per read: never exists-then-read
+    # each stage reads a document's bundle or result once: no object read twice in one stage
+    reads = {k: v for k, v in detail.items() if k[1] == "read_bytes" and k[2] in ("bundle.json", "result.json")}
+    per_stage_doc_reads = max(v / (n if k[0] != "auto_fix_retry" else 1) for k, v in reads.items())
+    assert per_stage_doc_reads <= 1, reads
+    # the routes are the sample's (the cheaper night computes the same thing)
+    expected = json.loads((repo_dir / "include" / "samples" / "expected_routes.json").read_text())["routes"]
+    rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
+    got = {d["doc_id"]: ("AUTO_RETRY→" + d["final_decision"]) if d.get("route") == "auto_fix_retry"
+           else d["final_decision"] for d in rep["per_document"]}
+    assert got == expected
+
+
+def test_the_run_store_reads_each_object_once_and_knows_absence_from_a_listing(tmp_path):
+    store = ArtifactStore(tmp_path)
+    store.write_json("runs/2026-11-20/a/bundle.json", {"x": 1})
+    rs = RunStore(store, "2026-11-20")
+    with counting() as (counts, _, _stage):
+        assert rs.get_json("runs/2026-11-20/a/bundle.json") == {"x": 1}
+        assert rs.exists("runs/2026-11-20/a/bundle.json")  # memoised: no second request
+        assert rs.read_json("runs/2026-11-20/a/bundle.json") == {"x": 1}
+        assert rs.get_json("runs/2026-11-20/a/missing.json") is None  # one read, no exists probe
+        assert rs.get_json("runs/2026-11-20/a/missing.json") is None
+        rs.listing("runs/2026-11-20")
+        assert rs.result("zz") is None  # "zz" has no folder: known absent without a request
+        assert not rs.write_if_changed("runs/2026-11-20/a/bundle.json", {"x": 1})  # unchanged: not rewritten
+        assert rs.write_if_changed("runs/2026-11-20/a/bundle.json", {"x": 2})
+        assert rs.get_json("runs/2026-11-20/a/bundle.json") == {"x": 2}  # the memo follows the write
+    assert dict(counts) == {"read_bytes": 2, "entries": 1, "write_bytes": 1}
+    assert json.loads((tmp_path / "runs/2026-11-20/a/bundle.json").read_text()) == {"x": 2}

@@ -1,0 +1,177 @@
+"""config.Settings: every Variable read once per task into one frozen object; a missing Variable
+takes its documented default, one that cannot be read fails naming it — including the Task SDK's
+own path, where the Execution-API secrets backend turns an API-server failure into "no value"; the
+storage root is resolved in one place, against the repository."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+import pytest
+import yaml
+from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
+
+
+class FakeComms:
+    """The task runner's channel to its supervisor: every GetVariable gets ``answer(key)``."""
+
+    def __init__(self, answer):
+        self.answer, self.asked = answer, []
+
+    def send(self, msg):
+        self.asked.append(getattr(msg, "key", None))
+        return self.answer(msg.key)
+
+
+@pytest.fixture
+def in_task(monkeypatch):
+    """Run as inside a task: SUPERVISOR_COMMS set, no Variable in the environment."""
+    from airflow.sdk.execution_time import task_runner
+
+    from docverify_airflow import config
+
+    for name in config.Settings.variables():
+        monkeypatch.delenv(f"AIRFLOW_VAR_{name.upper()}", raising=False)
+
+    def install(answer):
+        comms = FakeComms(answer)
+        monkeypatch.setattr(task_runner, "SUPERVISOR_COMMS", comms, raising=False)
+        return comms
+
+    return install
+
+
+def _api_down(key):
+    from airflow.sdk.exceptions import ErrorType
+    from airflow.sdk.execution_time.comms import ErrorResponse
+
+    return ErrorResponse(error=ErrorType.API_SERVER_ERROR, detail={"status_code": None, "message": "connect error"})
+
+
+def _not_found(key):
+    from airflow.sdk.exceptions import ErrorType
+    from airflow.sdk.execution_time.comms import ErrorResponse
+
+    return ErrorResponse(error=ErrorType.VARIABLE_NOT_FOUND, detail={"key": key})
+
+
+def test_the_sdk_alone_would_run_on_the_default_when_the_api_server_is_down(in_task):
+    """Why config does not trust Variable.get(key, default=…): in Airflow 3.3 it returns the
+    default when the Execution API failed (the secrets backend swallows the error)."""
+    from airflow.sdk import Variable
+
+    in_task(_api_down)
+    assert Variable.get("docverify_storage_root", default="data") == "data"
+
+
+def test_an_unreachable_api_server_fails_naming_the_variable(in_task):
+    from docverify_airflow import config
+
+    comms = in_task(_api_down)
+    with pytest.raises(config.ConfigUnavailable,
+                       match=r"Variable docverify_storage_root could not be read \(the API server answered "
+                             r"API_SERVER_ERROR\).*check the Airflow metadata database"):
+        config.Settings.load()
+    assert comms.asked == ["docverify_storage_root", "docverify_storage_root"]  # the backend's ask + the check
+
+
+def test_a_variable_missing_in_the_api_takes_its_default(in_task):
+    from docverify_airflow import config
+
+    in_task(_not_found)
+    s = config.Settings.load()
+    assert (s.storage_root, s.layout, s.judge, s.ocr, s.llm_max_attempts, s.docai_poll_s) == (
+        "data", "local", "offline", True, 4, 30.0)
+    assert s.root == config.REPO / "data"
+
+
+def test_a_value_from_the_api_is_used(in_task):
+    from airflow.sdk.execution_time.comms import VariableResult
+
+    from docverify_airflow import config
+
+    values = {"docverify_judge": "offline", "docverify_llm_max_attempts": "7", "docverify_layout": "document_ai"}
+    in_task(lambda key: VariableResult(key=key, value=values[key]) if key in values else _not_found(key))
+    s = config.Settings.load()
+    assert (s.llm_max_attempts, s.layout) == (7, "document_ai")
+
+
+def test_any_error_of_the_sdk_call_fails_naming_the_variable(monkeypatch):
+    from airflow.sdk import Variable
+
+    from docverify_airflow import config
+
+    def broken(key, default=None):
+        raise ConnectionError("api server unreachable")
+
+    monkeypatch.setattr(Variable, "get", staticmethod(broken))
+    with pytest.raises(config.ConfigUnavailable, match="Variable docverify_storage_root could not be read "
+                                                        r"\(ConnectionError\)"):
+        config.settings()
+
+
+def test_read_once_per_task_instance(monkeypatch, tmp_path):
+    from docverify_airflow import config
+
+    calls = []
+    real = config.read_variable
+    monkeypatch.setattr(config, "read_variable", lambda k, d: calls.append(k) or real(k, d))
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
+    ti = type("TI", (), {"id": "0191-a", "try_number": 1})()
+    first = config.settings({"ti": ti})
+    assert config.settings({"ti": ti}) is first
+    assert len(calls) == len(dataclasses.fields(config.Settings))  # each Variable read once
+    ti2 = type("TI", (), {"id": "0191-b", "try_number": 1})()
+    assert config.settings({"ti": ti2}) is not first  # another task instance reads again
+    assert config.settings() is not config.settings()  # outside a task: afresh
+
+
+def test_every_declared_variable_is_a_field_with_the_declared_default(repo_dir):
+    from docverify_airflow import config
+
+    declared = {v["variable_name"]: str(v["variable_value"])
+                for v in yaml.safe_load((repo_dir / "airflow_settings.yaml").read_text())["airflow"]["variables"]}
+    fields = config.Settings.variables()
+    assert set(declared) == set(fields)
+    different = {k: (declared[k], fields[k]) for k in declared if declared[k] != fields[k]}
+    # the processor's placeholder is declared (a sample to edit); the code has no default processor
+    assert different == {"docverify_docai_processor": (declared["docverify_docai_processor"], "")}
+
+
+@pytest.mark.parametrize(("var", "value", "message"), [
+    ("docverify_layout", "cloud", "docverify_layout='cloud' is not a layout: use one of local, document_ai"),
+    ("docverify_ocr", "maybe", "docverify_ocr='maybe' is not a switch"),
+    ("docverify_llm_max_attempts", "four", "docverify_llm_max_attempts='four' is not a int number"),
+    ("docverify_docai_poll_s", "-1", "docverify_docai_poll_s='-1': at least 0"),
+])
+def test_a_wrong_value_fails_naming_the_variable(monkeypatch, var, value, message):
+    from docverify_airflow import config
+
+    monkeypatch.setenv(f"AIRFLOW_VAR_{var.upper()}", value)
+    with pytest.raises(ValueError, match=message):
+        config.settings()
+
+
+def test_the_processor_is_parsed_by_the_client_helpers():
+    from docverify_airflow import config
+
+    s = config.Settings.parse({"docverify_docai_processor": "projects/p/locations/eu/processors/abc/processorVersions/v2"})
+    assert s.processor() == {"project": "p", "location": "eu", "processor_id": "abc", "processor_version": "v2"}
+    s = config.Settings.parse({"docverify_docai_processor": "projects/p/locations/us/processors/abc"})
+    assert s.processor()["processor_version"] is None and s.processor_name().endswith("/abc")
+    for bad in ("", "abc", "projects/p/locations/us/processors/a/b"):
+        with pytest.raises(ValueError, match="docverify_docai_processor=.* is not a processor resource name"):
+            config.Settings.parse({"docverify_docai_processor": bad}).processor()
+
+
+def test_the_storage_root_is_resolved_once_against_the_repository(monkeypatch, tmp_path):
+    from docverify_airflow import config
+
+    monkeypatch.chdir(tmp_path)  # the working directory plays no part
+    assert config.resolve_root("data") == config.REPO / "data"
+    assert config.resolve_root("file://data") == config.REPO / "data"
+    assert config.resolve_root(f"file://{tmp_path}") == tmp_path
+    assert config.resolve_root("  ") == config.REPO / config.DEFAULT_STORAGE_ROOT
+    # a gs:// root (an ObjectStoragePath on the named connection): test_gcs_store, on the emulator
+    assert isinstance(config.Settings.parse({}).root, pathlib.Path)
