@@ -203,13 +203,17 @@ def main() -> int:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     cmd = "python scripts/bench_night.py " + " ".join(sys.argv[1:])
+    import subprocess
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
     llm = args.judge == "llm"
     setup = (f"LLM judge against the fake Gemini endpoint (tests/fake_gemini.py: latency {args.latency:g} s, "
              f"{args.fake_concurrency or 'unlimited'} concurrent, quota {args.rpm or 'none'} RPM; Variable "
              f"docverify_llm_rpm={args.limiter_rpm if args.limiter_rpm is not None else args.rpm}, llm pool "
              f"{args.pool_slots or 'as in airflow_settings.yaml'})" if llm else "embedded default (offline judge)")
     lines = [f"## {dt.date.today().isoformat()}: {setup}", "",
-             f"`{cmd}` on {os.cpu_count()} cores **shared with other sessions' work (figures taken under "
+             f"`{cmd}` at commit {commit} on {os.cpu_count()} cores **shared with other sessions' work (figures taken under "
              f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
              f"and triggerer of scripts/airflow_stack.py, LocalExecutor, parallelism {args.parallelism}"
              f"{', OCR off' if args.no_ocr else ''}.", ""]
