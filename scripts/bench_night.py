@@ -101,20 +101,42 @@ def build_night(incoming: pathlib.Path, n: int, corpora: bool) -> dict:
 
 
 def outcome(store: pathlib.Path, ds: str) -> dict:
-    """Documents accepted, VERIFICATION_INCOMPLETE issues and CLASSIFICATION_FAILED in the night's
-    last attempt of every document (read from the storage root)."""
+    """The night's outcome read from the storage root: documents accepted, each document's final
+    decision, and the VERIFICATION_INCOMPLETE / CLASSIFICATION_FAILED issues of its last attempt.
+    Reads ``runs/<ds>/<doc>/result.json`` (the run store since issue 12) or, for older checkouts,
+    ``runs/<ds>/<doc>/attempt_<n>/report.json``."""
+    import collections
+
     accepted = len(list((store / "accepted" / ds).glob("*.json")))
     incomplete = failed = docs = 0
-    for doc in sorted((store / "runs" / ds).iterdir()) if (store / "runs" / ds).exists() else []:
-        attempts = sorted(doc.glob("attempt_*/report.json"), key=lambda p: int(p.parent.name.split("_")[1]))
-        if not attempts:
-            continue
+    decisions: collections.Counter[str] = collections.Counter()
+    night = store / "runs" / ds
+    for doc in sorted(p for p in night.iterdir() if p.is_dir() and not p.name.startswith("_")) \
+            if night.exists() else []:
+        codes: list = []
+        if (doc / "result.json").exists():
+            r = json.loads((doc / "result.json").read_text())
+            final = r.get("result") or {}
+            attempts = final.get("attempts") or []
+            codes = [i.get("code") for i in (attempts[-1].get("issues") or [])] if attempts else []
+            if r.get("error"):
+                codes.append((r["error"] or {}).get("code") or "ERROR")
+            decisions[final.get("final_decision") or r.get("route") or "?"] += 1
+        else:
+            reports = sorted(doc.glob("attempt_*/report.json"), key=lambda p: int(p.parent.name.split("_")[1]))
+            if not reports:
+                continue
+            codes = [i.get("code") for i in json.loads(reports[-1].read_text()).get("issues", [])]
+            decision = reports[-1].with_name("v5_arbiter_decision.json")
+            if decision.exists():
+                d = json.loads(decision.read_text())
+                decisions[str(d.get("decision") or d.get("route") or "?")] += 1
         docs += 1
-        codes = [i.get("code") for i in json.loads(attempts[-1].read_text()).get("issues", [])]
         incomplete += codes.count("VERIFICATION_INCOMPLETE")
         failed += codes.count("CLASSIFICATION_FAILED")
     return {"reported": docs, "accepted": accepted, "verification_incomplete": incomplete,
-            "classification_failed": failed}
+            "classification_failed": failed,
+            "decisions": ", ".join(f"{k} {v}" for k, v in sorted(decisions.items())) or "–"}
 
 
 def wait_for_scheduled_runs(stack: AirflowStack, timeout: float = 600) -> None:
@@ -217,15 +239,17 @@ def main() -> int:
              f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
              f"and triggerer of scripts/airflow_stack.py, LocalExecutor, parallelism {args.parallelism}"
              f"{', OCR off' if args.no_ocr else ''}.", ""]
-    head = "| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |"
-    sep = "|---|---|---|---|---|---|---|---|---|"
+    head = ("| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | documents read | final decisions "
+            "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |")
+    sep = "|---|---|---|---|---|---|---|---|---|---|---|"
     if llm:
         head += " requests | 429s | peak / effective concurrency | LLM traffic (s) | bound (s) | ratio |"
         sep += "---|---|---|---|---|---|"
     lines += [head, sep]
     for n, r in rows:
         line = (f"| {n} | {r['state']} | {r['wall_s']:.1f} | {r['task_instances']} | {r['cpu_s']:.0f} | "
-                f"{r['peak_rss_mb']:.0f} | {r['accepted']} | {r['verification_incomplete']} | "
+                f"{r['peak_rss_mb']:.0f} | {r['reported']} | {r['decisions']} | {r['accepted']} | "
+                f"{r['verification_incomplete']} | "
                 f"{r['classification_failed']} |")
         if llm:
             line += (f" {r['requests']} | {r['throttled']} ({100 * r['throttled'] / max(1, r['requests']):.1f} %) | "
