@@ -27,6 +27,16 @@ SETTINGS = {
     },
 }
 
+#: Memory (issue 15): set when the file does not say otherwise (a value already there is kept).
+#: The LocalExecutor forks all ``parallelism`` workers when it starts (default 32, each a copy of
+#: the scheduler); 8 task slots are plenty for one machine's nights (the llm pool has 4). Two DAG
+#: files need one parsing process (default 2). scripts/bench_memory.py measures the difference.
+LEAN_DEFAULTS = {
+    "core": {"parallelism": "8"},
+    "dag_processor": {"parsing_processes": "1"},
+    "api": {"workers": "1"},  # the default, written so a copy of this file shows the choice
+}
+
 
 def write(path: pathlib.Path) -> None:
     cfg = configparser.ConfigParser(interpolation=None)
@@ -37,6 +47,12 @@ def write(path: pathlib.Path) -> None:
             cfg.add_section(section)
         for key, value in values.items():
             cfg.set(section, key, value)
+    for section, values in LEAN_DEFAULTS.items():
+        if not cfg.has_section(section):
+            cfg.add_section(section)
+        for key, value in values.items():
+            if not cfg.get(section, key, fallback=""):
+                cfg.set(section, key, value)
     secrets = {("core", "fernet_key"): lambda: base64.urlsafe_b64encode(os.urandom(32)).decode(),
                ("api_auth", "jwt_secret"): lambda: base64.b64encode(os.urandom(16)).decode()}
     for (section, key), make in secrets.items():

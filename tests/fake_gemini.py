@@ -13,12 +13,24 @@ Two ways to answer:
 
 Token counts in the usage metadata are ``len(text) // 4`` — plausible numbers for the cost and
 usage plumbing, not a tokenizer.
+
+A provider's limits, for benchmarks and quota tests (issue 15): ``latency_s`` (every answer takes
+at least that long), ``max_concurrency`` (requests beyond it queue, as on a saturated endpoint)
+and ``rpm`` (requests accepted per sliding ``window_s``; beyond it a 429 ``RESOURCE_EXHAUSTED``
+with a ``Retry-After`` header and a ``google.rpc.RetryInfo`` detail saying when the window has
+room again; a refused request does not count against the quota). Counted: ``requests``,
+``throttled`` (429s sent by the quota), ``peak_concurrency``, ``busy_s`` (the sum of the accepted
+requests' time in the handler: effective concurrency = busy_s / wall).
+
+    python -m tests.fake_gemini --latency 1 --rpm 60 --port 0   # a standalone endpoint (prints its URL)
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
+import math
 import re
 import threading
 import time
@@ -106,19 +118,68 @@ def offline_brain(body: dict) -> dict:
                          output_tokens=max(1, len(json.dumps(args)) // 4))
 
 
+def quota_body(retry_after: float) -> dict:
+    """The Gemini API's 429 for a per-minute quota, with the RetryInfo pydantic-ai reads."""
+    body = error_body(429, "RESOURCE_EXHAUSTED", "Quota exceeded for metric: generate_content_requests "
+                                                 "per minute per project per model. Please retry.")
+    body["error"]["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                                 "retryDelay": f"{retry_after:.0f}s"}]
+    return body
+
+
 class FakeGemini:
-    def __init__(self) -> None:
+    def __init__(self, *, latency_s: float = 0.0, max_concurrency: int = 0, rpm: int = 0,
+                 window_s: float = 60.0, keep_bodies: bool = True) -> None:
         self.script: list[tuple[int, Any]] = []
         self.requests: list[tuple[str, dict]] = []
         self.lock = threading.Lock()
+        self.latency_s, self.rpm, self.window_s = latency_s, rpm, window_s
+        self.keep_bodies = keep_bodies  # a long benchmark keeps counts only
+        self.slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency > 0 else None
+        self.accepted: collections.deque[float] = collections.deque()  # arrival times inside the window
+        self.count = self.throttled = self.in_flight = self.peak_concurrency = 0
+        self.busy_s = 0.0
+        self.first_at: float | None = None
+        self.last_at: float | None = None
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if fake.slots is not None:
+                    fake.slots.acquire()
+                try:
+                    self._answer(body)
+                finally:
+                    if fake.slots is not None:
+                        fake.slots.release()
+
+            def _answer(self, body: dict) -> None:
+                started = time.monotonic()
                 with fake.lock:
-                    fake.requests.append((self.path, body))
+                    fake.count += 1
+                    fake.requests.append((self.path, body if fake.keep_bodies else {}))
                     n = len(fake.requests)
+                    refused = fake._over_quota(started)
+                    if refused is None:
+                        fake.in_flight += 1
+                        fake.peak_concurrency = max(fake.peak_concurrency, fake.in_flight)
+                        fake.first_at = started if fake.first_at is None else fake.first_at
+                    else:
+                        fake.throttled += 1
+                if refused is not None:
+                    self._send(429, json.dumps(quota_body(refused)).encode(), {"Retry-After": str(math.ceil(refused))})
+                    return
+                try:
+                    self._reply(body, n, started)
+                finally:
+                    with fake.lock:
+                        fake.in_flight -= 1
+                        fake.busy_s += time.monotonic() - started
+                        fake.last_at = time.monotonic()
+
+            def _reply(self, body: dict, n: int, started: float) -> None:
+                with fake.lock:
                     status, reply = fake.script[min(n, len(fake.script)) - 1] if fake.script else (200, offline_brain)
                 if isinstance(reply, Slow):
                     time.sleep(reply.seconds)
@@ -130,10 +191,18 @@ class FakeGemini:
                         data = json.dumps(reply(body) if callable(reply) else reply).encode()
                     except Exception as exc:  # noqa: BLE001 - a fake's bug is a 500, not a dropped socket
                         status, data = 500, json.dumps(error_body(500, "INTERNAL", type(exc).__name__)).encode()
+                rest = fake.latency_s - (time.monotonic() - started)
+                if rest > 0:
+                    time.sleep(rest)
+                self._send(status, data)
+
+            def _send(self, status: int, data: bytes, headers: dict | None = None) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
@@ -142,8 +211,11 @@ class FakeGemini:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # a benchmark opens dozens of connections at once
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.server.server_port}"
 
@@ -157,3 +229,54 @@ class FakeGemini:
 
     def kinds(self) -> list[str]:
         return [request_kind(b) for _, b in self.requests]
+
+    def _over_quota(self, now: float) -> float | None:
+        """None if the request fits the quota (and is counted), else the seconds until it would.
+        Called under the lock."""
+        if self.rpm <= 0:
+            return None
+        while self.accepted and self.accepted[0] <= now - self.window_s:
+            self.accepted.popleft()
+        if len(self.accepted) < self.rpm:
+            self.accepted.append(now)
+            return None
+        return max(0.001, self.accepted[0] + self.window_s - now)
+
+    def stats(self) -> dict:
+        with self.lock:
+            span = (self.last_at - self.first_at) if self.first_at is not None and self.last_at is not None else 0.0
+            return {"requests": self.count, "throttled": self.throttled, "peak_concurrency": self.peak_concurrency,
+                    "busy_s": self.busy_s, "span_s": span,
+                    "effective_concurrency": self.busy_s / span if span > 0 else 0.0}
+
+
+def main() -> None:
+    import argparse
+    import signal
+    import sys
+
+    ap = argparse.ArgumentParser(description="a loopback fake Gemini endpoint (test fake, never a model)")
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--concurrency", type=int, default=0)
+    ap.add_argument("--rpm", type=int, default=0)
+    ap.add_argument("--stats", help="write the counters as JSON to this file on SIGTERM/SIGINT")
+    args = ap.parse_args()
+    fake = FakeGemini(latency_s=args.latency, max_concurrency=args.concurrency, rpm=args.rpm,
+                      keep_bodies=False).start()
+    print(fake.base_url, flush=True)
+
+    def done(*_):
+        if args.stats:
+            with open(args.stats, "w") as fh:
+                json.dump(fake.stats(), fh)
+        fake.stop()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, done)
+    signal.signal(signal.SIGINT, done)
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -46,6 +46,11 @@ VAR_LLM_CONN = "docverify_llm_conn_id"
 VAR_LLM_TIMEOUT = "docverify_llm_timeout_s"
 VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
 VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
+# issue 15: one LLM rate limiter shared by every task of the night (docverify.ratelimit)
+VAR_LLM_RPM = "docverify_llm_rpm"
+VAR_LLM_TPM = "docverify_llm_tpm"
+VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
+VAR_LLM_THROTTLE_WAIT = "docverify_llm_throttle_wait_s"
 DEFAULT_LLM_CONN = "docverify_llm"
 JUDGES = ("offline", "llm")
 VAR_LAYOUT = "docverify_layout"
@@ -192,6 +197,10 @@ class Settings:
     llm_timeout_s: float = _var(VAR_LLM_TIMEOUT, "120", _number(float, 0.0))
     llm_max_attempts: int = _var(VAR_LLM_ATTEMPTS, "4", _number(int, 1))
     llm_output_retries: int = _var(VAR_LLM_OUTPUT_RETRIES, "2", _number(int, 0))
+    llm_rpm: float = _var(VAR_LLM_RPM, "0", _number(float, 0.0))
+    llm_tpm: float = _var(VAR_LLM_TPM, "0", _number(float, 0.0))
+    llm_limiter_hosts: int = _var(VAR_LLM_LIMITER_HOSTS, "1", _number(int, 1))
+    llm_throttle_wait_s: float = _var(VAR_LLM_THROTTLE_WAIT, "1200", _number(float, 0.0))
     jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"))
     jury_conn_ids: str = _var(VAR_JURY_CONNS, "", lambda k, raw, d: raw.strip())
     jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0))
@@ -388,7 +397,28 @@ def llm_judge(conn_id: str, s: Settings | None = None) -> Judge:
         timeout_s=s.llm_timeout_s,
         output_retries=s.llm_output_retries,
         retry_policy=BackoffRetry(max_attempts=s.llm_max_attempts),
+        **llm_quota(f"{conn_id}:{model_id}", s),
     )
+
+
+def llm_quota(key: str, s: Settings | None = None) -> dict[str, Any]:
+    """The ``limiter`` and ``throttle`` of an LLMJudge: requests/tokens per minute of the model
+    (Variables ``docverify_llm_rpm`` / ``docverify_llm_tpm``, 0 = unlimited), shared by every task
+    process of this machine through a state file under ``$AIRFLOW_HOME/docverify-llm-limiter``,
+    each of ``docverify_llm_limiter_hosts`` machines taking its share; a call waits for the quota at
+    most ``docverify_llm_throttle_wait_s`` (default 1200) seconds, then the task fails (JudgeThrottled)
+    and is retried — a throttled document is never escalated."""
+    import os
+    import pathlib
+
+    from docverify.llm import ThrottlePolicy
+    from docverify.ratelimit import RateLimiter
+
+    s = s or Settings.load()
+    home = pathlib.Path(os.environ.get("AIRFLOW_HOME") or pathlib.Path.home() / "airflow")
+    limiter = (RateLimiter(key, rpm=s.llm_rpm, tpm=s.llm_tpm, share=1 / s.llm_limiter_hosts,
+                           state_dir=home / "docverify-llm-limiter") if s.llm_rpm or s.llm_tpm else None)
+    return {"limiter": limiter, "throttle": ThrottlePolicy(max_wait_s=s.llm_throttle_wait_s)}
 
 
 def is_remote(root) -> bool:

@@ -15,7 +15,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RequestUsage
 
 from docverify import llm
-from docverify.judges import V3_CONTEXT_CHARS, Usage
+from docverify.judges import V3_CONTEXT_CHARS, JudgeThrottled, Usage
 from docverify.llm import (
     SYSTEM_INSTRUCTIONS,
     ClassificationError,
@@ -300,9 +300,8 @@ def test_invalid_findings_after_the_bound_become_verification_incomplete(agent, 
     assert "UnexpectedModelBehavior" in issue.message and agent in issue.message and "human" in issue.message
 
 
-FAULTS = [
+FAULTS = [  # issue 15: ModelHTTPError(429) left this list on purpose — throttling raises JudgeThrottled
     ModelHTTPError(500, "fake-gemini", body="internal error"),
-    ModelHTTPError(429, "fake-gemini", body="quota"),
     TimeoutError("read timed out"),
     ConnectionError("connection reset"),
     RuntimeError("anything else"),
@@ -323,6 +322,16 @@ def test_model_fault_becomes_verification_incomplete(agent, fault):
     assert "internal error" not in issue.message  # the provider's body is not echoed
     assert issue.details["error"] == type(fault).__name__
     assert len(fn.calls) == 1 and result.usage.llm_calls == 1  # retry_policy=None: one call
+
+
+@pytest.mark.parametrize("agent", list(JUDGMENTS))
+def test_429_beyond_the_waiting_budget_raises_judge_throttled(agent):
+    """Issue 15: throttling is not a verdict — no VERIFICATION_INCOMPLETE issue, JudgeThrottled instead."""
+    fn = Scripted(ModelHTTPError(429, "fake-gemini", body="quota"))
+    judge = judge_with(fn, throttle=llm.ThrottlePolicy(max_wait_s=0.0))
+    with pytest.raises(JudgeThrottled) as info:
+        judge_call(judge, agent, make_bundle(PAGE1 + "\n" + INJECTION, PAGE2), make_classification())
+    assert "quota" in str(info.value) and PAGE1[:20] not in str(info.value) and len(fn.calls) == 1
 
 
 def test_timeout_becomes_verification_incomplete():

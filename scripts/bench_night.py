@@ -1,0 +1,275 @@
+"""An N-document night under the real scheduler, measured (issue 15): the embedded default
+(offline judge) or the LLM path against the loopback fake Gemini endpoint with a given latency,
+concurrency limit and requests-per-minute quota (429 + Retry-After beyond it).
+
+    python scripts/bench_night.py --documents 100                       # offline
+    python scripts/bench_night.py --judge llm --documents 150 --rpm 60 --latency 1
+    python scripts/bench_night.py --judge llm --documents 150 --rpm 1000 --latency 3 --fake-concurrency 64
+    python scripts/bench_night.py --documents 1000 10000                # bigger nights (a quiet machine)
+
+The night: the sample PDFs (include/samples) and, with ``--corpora``, the corpus PDFs of
+../shared/corpora/pdfs, repeated up to N; every repeat gets a one-line stamp ("bench copy NNNNN")
+at the foot of its first page so that no two documents are byte-identical or share a verdict-cache
+key (an LLM night of repeats would mostly hit the cache). The copies go to a temporary storage
+root, never into the repository. Each night runs on a fresh Airflow home and storage root (nothing
+cached) under scripts/airflow_stack.py (scheduler, dag-processor, api-server, triggerer,
+LocalExecutor), measured by scripts/bench_scheduler.py's ``under_scheduler``.
+
+Reported: wall (the run's start → end), task instances (whatever the DAG's task graph is), CPU
+seconds and peak RSS of every Airflow process; on the LLM path the requests the endpoint got, the
+429s it sent, its peak and effective concurrency (time answering / wall of the LLM traffic), the
+quota bound ``max(requests × latency / concurrency, requests / RPM)`` and the ratio of the LLM
+traffic's wall (first request → last answer) to it; and the night's outcome (documents accepted,
+VERIFICATION_INCOMPLETE issues, CLASSIFICATION_FAILED), so a throttled night can be compared with
+an unthrottled one. Writes docs/benchmarks/night.md via scripts/benchlib.publish (``--no-write``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+import io
+import json
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "plugins"))
+from scripts.airflow_stack import AirflowStack  # noqa: E402
+from scripts.bench_scheduler import DAG, under_scheduler  # noqa: E402
+from scripts.benchlib import publish  # noqa: E402
+
+SAMPLES = REPO / "include" / "samples"
+CORPORA = pathlib.Path(os.environ.get("DOCVERIFY_CORPORA", REPO.parent / "shared" / "corpora"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stamp_page(label: str, width: float, height: float) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF(unit="pt", format=(width, height))
+    pdf.set_creation_date(dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=6)
+    pdf.text(18, height - 10, label)
+    return bytes(pdf.output())
+
+
+def stamped(src: pathlib.Path, label: str) -> bytes | None:
+    """``src`` with ``label`` written at the foot of its first page; None if it cannot be read."""
+    from pypdf import PdfReader, PdfWriter
+
+    try:
+        reader = PdfReader(src)
+        writer = PdfWriter(clone_from=reader)
+        page = writer.pages[0]
+        box = page.mediabox
+        overlay = PdfReader(io.BytesIO(_stamp_page(label, float(box.width), float(box.height)))).pages[0]
+        page.merge_page(overlay)
+        out = io.BytesIO()
+        writer.write(out)
+        return out.getvalue()
+    except Exception:  # noqa: BLE001 - a deliberately broken sample is copied as it is
+        return None
+
+
+def build_night(incoming: pathlib.Path, n: int, corpora: bool) -> dict:
+    """``n`` PDFs (and their companion classifications) under ``incoming``."""
+    incoming.mkdir(parents=True, exist_ok=True)
+    sources = sorted(SAMPLES.glob("*.pdf"))
+    if corpora:
+        sources += sorted((CORPORA / "pdfs").glob("*.pdf"))
+    identical = 0
+    for i in range(n):
+        src = sources[i % len(sources)]
+        copy = i // len(sources)
+        stem = src.stem if copy == 0 else f"{src.stem}__{copy:05d}"
+        data = src.read_bytes() if copy == 0 else stamped(src, f"bench copy {copy:05d}")
+        if data is None:
+            data, identical = src.read_bytes(), identical + 1
+        (incoming / f"{stem}.pdf").write_bytes(data)
+        companion = src.with_name(src.stem + ".classification.json")
+        if companion.exists():
+            shutil.copy2(companion, incoming / f"{stem}.classification.json")
+    return {"documents": n, "sources": len(sources), "unstamped_copies": identical}
+
+
+def outcome(store: pathlib.Path, ds: str) -> dict:
+    """The night's outcome read from the storage root: documents accepted, each document's final
+    decision, and the VERIFICATION_INCOMPLETE / CLASSIFICATION_FAILED issues of its last attempt.
+    Reads ``runs/<ds>/<doc>/result.json`` (the run store since issue 12) or, for older checkouts,
+    ``runs/<ds>/<doc>/attempt_<n>/report.json``."""
+    import collections
+
+    accepted = len(list((store / "accepted" / ds).glob("*.json")))
+    incomplete = failed = docs = 0
+    decisions: collections.Counter[str] = collections.Counter()
+    night = store / "runs" / ds
+    for doc in sorted(p for p in night.iterdir() if p.is_dir() and not p.name.startswith("_")) \
+            if night.exists() else []:
+        codes: list = []
+        if (doc / "result.json").exists():
+            r = json.loads((doc / "result.json").read_text())
+            final = r.get("result") or {}
+            attempts = final.get("attempts") or []
+            codes = [i.get("code") for i in (attempts[-1].get("issues") or [])] if attempts else []
+            if r.get("error"):
+                codes.append((r["error"] or {}).get("code") or "ERROR")
+            decisions[final.get("final_decision") or r.get("route") or "?"] += 1
+        else:
+            reports = sorted(doc.glob("attempt_*/report.json"), key=lambda p: int(p.parent.name.split("_")[1]))
+            if not reports:
+                continue
+            codes = [i.get("code") for i in json.loads(reports[-1].read_text()).get("issues", [])]
+            decision = reports[-1].with_name("v5_arbiter_decision.json")
+            if decision.exists():
+                d = json.loads(decision.read_text())
+                decisions[str(d.get("decision") or d.get("route") or "?")] += 1
+        docs += 1
+        incomplete += codes.count("VERIFICATION_INCOMPLETE")
+        failed += codes.count("CLASSIFICATION_FAILED")
+    return {"reported": docs, "accepted": accepted, "verification_incomplete": incomplete,
+            "classification_failed": failed,
+            "decisions": ", ".join(f"{k} {v}" for k, v in sorted(decisions.items())) or "–"}
+
+
+def wait_for_scheduled_runs(stack: AirflowStack, timeout: float = 600) -> None:
+    """Unpausing creates today's (empty) scheduled run: let it finish before the measured night
+    (max_active_runs=1 would queue the night behind it)."""
+    stack.unpause(DAG)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        runs = stack.runs(DAG)
+        if runs and all(r["state"] in ("success", "failed") for r in runs):
+            return
+        time.sleep(1)
+
+
+def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
+    from tests.fake_gemini import FakeGemini
+
+    ds = "2026-11-02"
+    home, store = work / f"home-{judge}-{n}", work / f"store-{judge}-{n}"
+    built = build_night(store / "incoming" / ds, n, args.corpora)
+    variables = {"docverify_judge": judge, "docverify_ocr": "off" if args.no_ocr else "on"}
+    env: dict[str, str] = {}
+    fake = None
+    if judge == "llm":
+        fake = FakeGemini(latency_s=args.latency, max_concurrency=args.fake_concurrency, rpm=args.rpm,
+                          keep_bodies=False).start()
+        env["AIRFLOW_CONN_DOCVERIFY_LLM"] = json.dumps(
+            {"conn_type": "pydanticai_vertex",
+             "extra": {"model": "google:gemini-2.5-flash", "api_key": "fake-key", "base_url": fake.base_url}})
+        limiter_rpm = args.limiter_rpm if args.limiter_rpm is not None else args.rpm
+        variables["docverify_llm_rpm"] = str(limiter_rpm)
+    stack = AirflowStack(home, store, variables=variables, env=env, parallelism=args.parallelism)
+    try:
+        stack.start()
+        if args.pool_slots:
+            stack.airflow("pools", "set", "llm", str(args.pool_slots), "bench_night")
+        wait_for_scheduled_runs(stack)
+        before = fake.stats() if fake else {}
+        result = under_scheduler(stack, ds)
+    finally:
+        stack.stop()
+        if fake is not None:
+            fake.stop()
+    result.update(built)
+    result.update(outcome(store, ds))
+    if fake is not None:
+        s = fake.stats()
+        requests = s["requests"] - before.get("requests", 0)
+        accepted_requests = requests - (s["throttled"] - before.get("throttled", 0))
+        conc = args.fake_concurrency or (args.pool_slots or 4) * 8  # no server limit: pool slots × the concurrency param
+        bound = max(accepted_requests * args.latency / conc, accepted_requests / args.rpm * 60 if args.rpm else 0.0)
+        result.update({"requests": requests, "throttled": s["throttled"] - before.get("throttled", 0),
+                       "peak_concurrency": s["peak_concurrency"], "effective_concurrency": s["effective_concurrency"],
+                       "llm_span_s": s["span_s"], "bound_s": bound,
+                       "ratio": s["span_s"] / bound if bound else float("nan")})
+    if not args.keep:
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(store, ignore_errors=True)
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--documents", type=int, nargs="+", default=[100])
+    ap.add_argument("--judge", choices=("offline", "llm"), default="offline")
+    ap.add_argument("--latency", type=float, default=1.0, help="fake Gemini: seconds per answer")
+    ap.add_argument("--fake-concurrency", type=int, default=0, help="fake Gemini: requests served at once (0 = any)")
+    ap.add_argument("--rpm", type=int, default=0, help="fake Gemini: requests per minute (0 = no quota)")
+    ap.add_argument("--limiter-rpm", type=int, help="Variable docverify_llm_rpm (default: --rpm; 0 = no limiter)")
+    ap.add_argument("--pool-slots", type=int, help="slots of the llm pool (default: airflow_settings.yaml)")
+    ap.add_argument("--parallelism", type=int, default=8, help="[core] parallelism of the LocalExecutor")
+    ap.add_argument("--corpora", action="store_true", help="add ../shared/corpora/pdfs to the sample PDFs")
+    ap.add_argument("--no-ocr", action="store_true", help="Variable docverify_ocr=off")
+    ap.add_argument("--keep", action="store_true", help="keep the Airflow homes and storage roots")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--label", default="", help="a note for the table's last column")
+    args = ap.parse_args()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="docverify-bench-night-"))
+    rows = []
+    try:
+        for n in args.documents:
+            r = one_night(args, n, args.judge, work)
+            rows.append((n, r))
+            print(n, r, flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    cmd = "python scripts/bench_night.py " + " ".join(sys.argv[1:])
+    import subprocess
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    llm = args.judge == "llm"
+    setup = (f"LLM judge against the fake Gemini endpoint (tests/fake_gemini.py: latency {args.latency:g} s, "
+             f"{args.fake_concurrency or 'unlimited'} concurrent, quota {args.rpm or 'none'} RPM; Variable "
+             f"docverify_llm_rpm={args.limiter_rpm if args.limiter_rpm is not None else args.rpm}, llm pool "
+             f"{args.pool_slots or 'as in airflow_settings.yaml'})" if llm else "embedded default (offline judge)")
+    lines = [f"## {dt.date.today().isoformat()}: {setup}", "",
+             f"`{cmd}` at commit {commit} on {os.cpu_count()} cores **shared with other sessions' work (figures taken under "
+             f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
+             f"and triggerer of scripts/airflow_stack.py, LocalExecutor, parallelism {args.parallelism}"
+             f"{', OCR off' if args.no_ocr else ''}.", ""]
+    head = ("| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | documents read | final decisions "
+            "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |")
+    sep = "|---|---|---|---|---|---|---|---|---|---|---|"
+    if llm:
+        head += " requests | 429s | peak / effective concurrency | LLM traffic (s) | bound (s) | ratio |"
+        sep += "---|---|---|---|---|---|"
+    lines += [head, sep]
+    for n, r in rows:
+        line = (f"| {n} | {r['state']} | {r['wall_s']:.1f} | {r['task_instances']} | {r['cpu_s']:.0f} | "
+                f"{r['peak_rss_mb']:.0f} | {r['reported']} | {r['decisions']} | {r['accepted']} | "
+                f"{r['verification_incomplete']} | "
+                f"{r['classification_failed']} |")
+        if llm:
+            line += (f" {r['requests']} | {r['throttled']} ({100 * r['throttled'] / max(1, r['requests']):.1f} %) | "
+                     f"{r['peak_concurrency']} / {r['effective_concurrency']:.1f} | {r['llm_span_s']:.1f} | "
+                     f"{r['bound_s']:.1f} | {r['ratio']:.2f} |")
+        lines.append(line)
+    lines += ["", "Bound: `max(requests × latency / concurrency, requests / RPM)` over the requests the endpoint "
+              "accepted; ratio: the LLM traffic's wall (the endpoint's first request → last answer) over it. "
+              "Effective concurrency: the endpoint's time answering accepted requests / that wall."
+              if llm else "", ""]
+    old = ""
+    out = REPO / "docs" / "benchmarks" / "night.md"
+    if out.exists() and not args.no_write:  # each configuration is a section; a re-run replaces its own
+        sections = out.read_text().split("\n## ")
+        keep = [s for s in sections[1:] if setup not in s.split("\n", 1)[0]]
+        old = "".join("\n## " + s for s in keep)
+    title = ["# Nights under the scheduler (scripts/bench_night.py)", ""]
+    publish(title + lines + ([old.strip("\n")] if old else []), "night.md", write=not args.no_write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
