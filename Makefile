@@ -52,7 +52,7 @@ test: $(STAMP) browser celery-deps  ## lint, then the whole suite incl. the brow
 
 test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser), on both cores (pytest-xdist)
 	$(VENV)/bin/ruff check plugins dags tests scripts
-	$(PY) -m pytest -q -m "not slow" -n 2 --dist loadfile
+	$(PY) -m pytest -q -m "not slow" -n 2 --dist load
 
 test-e2e: $(STAMP) browser celery-deps  ## the operator's night: real Airflow components + headless Chromium (screenshots in build/e2e/); the Celery night
 	$(PY) -m pytest -q tests/e2e

@@ -147,7 +147,7 @@ def serve(document: dict) -> tuple[FakeDocumentAI, http.server.ThreadingHTTPServ
     fake = FakeDocumentAI(document)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     return fake, server
 

@@ -216,7 +216,7 @@ class FakeGemini:
             daemon_threads = True
 
         self.server = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.server.server_port}"
 
     def start(self) -> FakeGemini:

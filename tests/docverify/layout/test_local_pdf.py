@@ -345,6 +345,7 @@ def test_crash_of_the_child_is_corrupt(corpora_dir):
     assert "normal_minimal_latex.pdf" in ei.value.message
 
 
+@pytest.mark.slow
 def test_a_hung_file_does_not_stop_the_shard(corpora_dir, tmp_path):
     src = _pdfs(corpora_dir)
     hang = tmp_path / "hang.pdf"

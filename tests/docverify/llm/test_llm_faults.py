@@ -126,6 +126,7 @@ def test_persistent_transient_fault_is_bounded_then_incomplete(fake, status, nam
     assert len(fake.requests) == FAST.max_attempts == result.usage.llm_calls
 
 
+@pytest.mark.slow
 def test_persistent_429_raises_judge_throttled_not_incomplete(fake):
     """Issue 15: a 429 is waited out without spending the failure budget (3 attempts here); when
     the waiting budget is spent the judgment raises JudgeThrottled — never VERIFICATION_INCOMPLETE."""

@@ -16,6 +16,9 @@ from docverify.llm import BackoffRetry, LLMJudge, ThrottlePolicy
 from docverify.models import ClassificationOutput, DocumentBundle, Page
 from docverify.ratelimit import LimiterWaitExceeded, RateLimiter, pool_slots_for
 
+# real time windows and two processes (≈ 18 s): the full suite, not the inner loop
+pytestmark = pytest.mark.slow
+
 PAGES = ["SURGICAL PATHOLOGY REPORT\nFinal Diagnosis: invasive ductal carcinoma.", "Microscopic description."]
 
 
