@@ -40,6 +40,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def tree_pids(procs) -> list[int]:
+    """The pids of these processes (Popen-like, ``None`` skipped) and all their descendants."""
+    import psutil
+
+    out = []
+    for proc in procs:
+        if proc is None:
+            continue
+        try:
+            parent = psutil.Process(proc.pid)
+            out += [parent.pid] + [c.pid for c in parent.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
 class AirflowStack:
     def __init__(self, home: pathlib.Path, storage_root: pathlib.Path | str, *, port: int | None = None,
                  variables: dict[str, str] | None = None, env: dict[str, str] | None = None,
@@ -157,16 +173,7 @@ class AirflowStack:
 
     def pids(self) -> list[int]:
         """Every process of the stack (the components and their children)."""
-        import psutil
-
-        out = []
-        for proc in self.procs.values():
-            try:
-                parent = psutil.Process(proc.pid)
-                out += [parent.pid] + [c.pid for c in parent.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                continue
-        return out
+        return tree_pids(self.procs.values())
 
     def stop(self) -> None:
         for proc in self.procs.values():

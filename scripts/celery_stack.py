@@ -57,7 +57,7 @@ from typing import Any
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
-from scripts.airflow_stack import AirflowStack, free_port  # noqa: E402
+from scripts.airflow_stack import AirflowStack, free_port, tree_pids  # noqa: E402
 
 DAG = "clinical_doc_verification"
 SAMPLES = REPO / "include" / "samples"
@@ -298,18 +298,7 @@ class CeleryStack(AirflowStack):
         raise TimeoutError(f"Celery workers not ready after {timeout}s: {sorted(seen)} of {sorted(want)}")
 
     def service_pids(self) -> list[int]:
-        import psutil
-
-        out = []
-        for proc in (self.redis.proc, self.postgres.proc):
-            if proc is None:
-                continue
-            try:
-                parent = psutil.Process(proc.pid)
-                out += [parent.pid] + [c.pid for c in parent.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                continue
-        return out
+        return tree_pids((self.redis.proc, self.postgres.proc))
 
     def stop(self) -> None:
         try:

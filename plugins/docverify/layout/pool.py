@@ -179,42 +179,35 @@ class _Pool:
 
     def _on_exit(self, w: _Worker) -> Result:
         w.proc.join(timeout=5)
-        code = w.proc.exitcode
+        code = _describe_exit(w.proc.exitcode)
         self.workers.remove(w)
         w.close()
-        if not w.ready:
-            raise RuntimeError(
-                f"parse worker died while starting (exit code {_describe_exit(code)}); "
-                f"check that docverify and pypdfium2 import in a fresh interpreter"
-            )
-        job, w.job = w.job, None
-        name = pathlib.Path(job).name
-        return job, ParseError(
-            CORRUPT,
-            f"{name} crashed the PDF parser (child process exit code {_describe_exit(code)}); "
-            f"the file is probably damaged, or needed more than the parse worker's memory cap "
-            f"(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or "
-            f"repair it (e.g. with qpdf) and retry, or route it through Document AI",
-            job,
-        )
+        return self._lost(
+            w, f"parse worker died while starting (exit code {code}); check that docverify and pypdfium2 "
+               f"import in a fresh interpreter",
+            CORRUPT, "{name} crashed the PDF parser (child process exit code " + code + "); the file is "
+            "probably damaged, or needed more than the parse worker's memory cap "
+            "(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or repair it "
+            "(e.g. with qpdf) and retry, or route it through Document AI")
 
     def _on_timeout(self, w: _Worker) -> Result:
         self.workers.remove(w)
         w.kill()
+        return self._lost(
+            w, f"parse worker did not start within {self.startup_timeout_s:g} s "
+               f"(machine overloaded or a broken environment)",
+            TIMEOUT, "{name} took longer than " + f"{self.timeout_s:g}" + " s to parse and the parser was "
+            "stopped; the file may be malformed or pathological: repair it (e.g. with qpdf) or route it "
+            "through Document AI")
+
+    @staticmethod
+    def _lost(w: _Worker, not_started: str, code: str, message: str) -> Result:
+        """A worker gone (exited or killed): before it was ready the environment is broken (raised);
+        after, its file gets the typed error ``code`` (``message`` with the file's ``{name}``)."""
         if not w.ready:
-            raise RuntimeError(
-                f"parse worker did not start within {self.startup_timeout_s:g} s "
-                f"(machine overloaded or a broken environment)"
-            )
+            raise RuntimeError(not_started)
         job, w.job = w.job, None
-        name = pathlib.Path(job).name
-        return job, ParseError(
-            TIMEOUT,
-            f"{name} took longer than {self.timeout_s:g} s to parse and the parser was stopped; "
-            f"the file may be malformed or pathological: repair it (e.g. with qpdf) or route it "
-            f"through Document AI",
-            job,
-        )
+        return job, ParseError(code, message.replace("{name}", pathlib.Path(job).name), job)
 
     def _send(self, w: _Worker, path: str) -> None:
         """Hand ``path`` to worker ``w``; if its pipe is broken (it died after its last answer), put
