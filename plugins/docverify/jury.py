@@ -114,12 +114,12 @@ def _finding_pages(issue: Issue, cls: ClassificationOutput) -> list[int]:
 
 
 def juror_inputs(issue: Issue, bundle: DocumentBundle, cls: ClassificationOutput) -> dict[str, Any]:
-    from docverify.llm import _page_entry, judgment_view
+    from docverify.llm_prompts import judgment_view, page_entry
 
     wanted = set(_finding_pages(issue, cls))
     return {
         "total_pages": bundle.total_pages,
-        "pages": [_page_entry(p.page_num, p.text) for p in bundle.pages if p.page_num in wanted],
+        "pages": [page_entry(p.page_num, p.text) for p in bundle.pages if p.page_num in wanted],
         "classification": judgment_view(cls),
         "finding": {"agent": issue.agent, "code": issue.code, "severity": issue.severity, "message": issue.message,
                     "location": issue.location, "details": issue.details},

@@ -521,7 +521,7 @@ def test_keys_change_with_page_text_labels_model_and_prompt(monkeypatch):
     assert other_model.cache_key_for("V2", bundle, cls) != base["V2"]
 
     real_hash = llm.prompt_hash
-    monkeypatch.setattr(llm, "prompt_hash", lambda name: "0" * 64 if name == "v2_consistency_v1" else real_hash(name))
+    monkeypatch.setattr("docverify.llm_cache.prompt_hash", lambda name: "0" * 64 if name == "v2_consistency_v1" else real_hash(name))
     assert judge.cache_key_for("V2", bundle, cls) != base["V2"]
     assert judge.cache_key_for("V3", bundle, cls) == base["V3"]
 

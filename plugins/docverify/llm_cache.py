@@ -1,0 +1,119 @@
+"""The verdict cache: a call's key (model, prompt and framing hashes, settings, the exact inputs it
+reads) and where verdicts are kept (the artifact store, or memory in tests)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+from typing import Any
+
+from docverify.llm_prompts import RENDER_VERSION, SYSTEM_INSTRUCTIONS, prompt_hash
+from docverify.llm_schemas import OUTPUT_TYPES
+from docverify.resources import sha256_bytes
+
+logger = logging.getLogger("docverify.llm")
+
+
+# --------------------------------------------------------------------------- cache keys
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _framing_hash(kind: str) -> str:
+    """Everything besides the prompt file that shapes what the model sees for ``kind``."""
+    schema = OUTPUT_TYPES[kind].model_json_schema()
+    return sha256_bytes(
+        canonical_json({"system": SYSTEM_INSTRUCTIONS, "render": RENDER_VERSION, "schema": schema}).encode()
+    )
+
+
+_FRAMING_HASHES = {kind: _framing_hash(kind) for kind in OUTPUT_TYPES}
+
+
+def cache_key(
+    model_id: str,
+    prompt_name: str,
+    inputs: dict[str, Any],
+    *,
+    framing: str = "",
+    settings: Any = None,
+) -> str:
+    """sha256 of the model id, the prompt name + the hash of its file (+ the framing hash and the
+    model settings) and the canonical JSON of the call's inputs."""
+    material = {
+        "model_id": model_id,
+        "prompt": {"name": prompt_name, "hash": prompt_hash(prompt_name), "framing": framing},
+        "settings": settings,
+        "inputs": inputs,
+    }
+    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- verdict cache
+
+
+class VerdictCache:
+    """Cached model answers under ``cache/llm/<key>.json`` of an :class:`ArtifactStore`.
+
+    An entry holds the validated structured output and provenance (model id, prompt name and
+    hash, creation time), never the inputs. Read errors and unreadable entries are misses; write
+    errors are logged and ignored (a cache must never fail a judgment)."""
+
+    PREFIX = "cache/llm"
+
+    def __init__(self, store: Any):
+        self.store = store
+
+    def rel(self, key: str) -> str:
+        return f"{self.PREFIX}/{key}.json"
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        rel = self.rel(key)
+        if not self.store.exists(rel):
+            return None
+        return self.store.read_json(rel)
+
+    def _write(self, key: str, entry: dict[str, Any]) -> None:
+        self.store.write_json(self.rel(key), entry)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The cached output of ``key``, or None."""
+        try:
+            entry = self._read(key)
+        except Exception as exc:  # noqa: BLE001 - a broken entry is a miss
+            logger.warning("llm cache read failed key=%s error=%s", key, type(exc).__name__)
+            return None
+        if not isinstance(entry, dict) or not isinstance(entry.get("output"), dict):
+            return None
+        return entry["output"]
+
+    def put(self, key: str, output: dict[str, Any], **provenance: Any) -> None:
+        entry = {
+            "key": key,
+            **provenance,
+            "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "output": output,
+        }
+        try:
+            self._write(key, entry)
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("llm cache write failed key=%s error=%s", key, type(exc).__name__)
+
+
+class InMemoryVerdictCache(VerdictCache):
+    """The same cache in a dict (tests, one-off CLI runs)."""
+
+    def __init__(self) -> None:
+        super().__init__(store=None)
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        entry = self.entries.get(key)
+        return json.loads(json.dumps(entry)) if entry is not None else None
+
+    def _write(self, key: str, entry: dict[str, Any]) -> None:
+        self.entries[key] = json.loads(json.dumps(entry))
