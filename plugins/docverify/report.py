@@ -17,7 +17,7 @@ from typing import Any
 
 from docverify.sme_packets import review_id
 from docverify.stages.common import Batch, lineage, load_stage_stats
-from docverify.summaries import doc_summary, jury_votes  # noqa: F401 - re-exported
+from docverify.summaries import doc_summary
 
 log = logging.getLogger("docverify.report")
 

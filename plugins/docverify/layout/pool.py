@@ -182,32 +182,24 @@ class _Pool:
         code = _describe_exit(w.proc.exitcode)
         self.workers.remove(w)
         w.close()
-        return self._lost(
+        return _lost(
             w, f"parse worker died while starting (exit code {code}); check that docverify and pypdfium2 "
                f"import in a fresh interpreter",
-            CORRUPT, "{name} crashed the PDF parser (child process exit code " + code + "); the file is "
-            "probably damaged, or needed more than the parse worker's memory cap "
-            "(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or repair it "
-            "(e.g. with qpdf) and retry, or route it through Document AI")
+            CORRUPT, lambda name: (
+                f"{name} crashed the PDF parser (child process exit code {code}); the file is probably "
+                f"damaged, or needed more than the parse worker's memory cap "
+                f"(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or repair it "
+                f"(e.g. with qpdf) and retry, or route it through Document AI"))
 
     def _on_timeout(self, w: _Worker) -> Result:
         self.workers.remove(w)
         w.kill()
-        return self._lost(
+        return _lost(
             w, f"parse worker did not start within {self.startup_timeout_s:g} s "
                f"(machine overloaded or a broken environment)",
-            TIMEOUT, "{name} took longer than " + f"{self.timeout_s:g}" + " s to parse and the parser was "
-            "stopped; the file may be malformed or pathological: repair it (e.g. with qpdf) or route it "
-            "through Document AI")
-
-    @staticmethod
-    def _lost(w: _Worker, not_started: str, code: str, message: str) -> Result:
-        """A worker gone (exited or killed): before it was ready the environment is broken (raised);
-        after, its file gets the typed error ``code`` (``message`` with the file's ``{name}``)."""
-        if not w.ready:
-            raise RuntimeError(not_started)
-        job, w.job = w.job, None
-        return job, ParseError(code, message.replace("{name}", pathlib.Path(job).name), job)
+            TIMEOUT, lambda name: (
+                f"{name} took longer than {self.timeout_s:g} s to parse and the parser was stopped; the file "
+                f"may be malformed or pathological: repair it (e.g. with qpdf) or route it through Document AI"))
 
     def _send(self, w: _Worker, path: str) -> None:
         """Hand ``path`` to worker ``w``; if its pipe is broken (it died after its last answer), put
@@ -221,6 +213,15 @@ class _Pool:
             self.pending.appendleft(path)
             self.workers.remove(w)
             w.kill()
+
+
+def _lost(w: _Worker, not_started: str, code: str, message: Callable[[str], str]) -> Result:
+    """A worker gone (exited or killed): before it was ready the environment is broken (raised);
+    after, its file gets the typed error ``code`` with ``message(file name)``."""
+    if not w.ready:
+        raise RuntimeError(not_started)
+    job, w.job = w.job, None
+    return job, ParseError(code, message(pathlib.Path(job).name), job)
 
 
 def _receive(conn: _PipeConn) -> dict[str, Any] | None:
