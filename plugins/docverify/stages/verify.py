@@ -247,7 +247,7 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
         except Exception as exc:  # noqa: BLE001 - this document only: it escalates, the night goes on
             stats.errors += 1
             lineage("verify", doc_id, error="VERIFICATION_FAILED", exception=type(exc).__name__)
-            bundle = rs.bundle(doc_id) if rs.exists(rs.bundle_rel(doc_id)) else None
+            bundle = rs.bundle(doc_id)  # None when layout wrote none
             rec = _error_result(doc, BundleMeta.of(bundle) if bundle else None, "VERIFICATION_FAILED",
                                 f"{doc.pdf_uri}: the verification could not be completed ({type(exc).__name__}); "
                                 f"check its classification, then re-run", "verify")
