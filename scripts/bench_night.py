@@ -36,6 +36,7 @@ import pathlib
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -151,6 +152,31 @@ def wait_for_scheduled_runs(stack: AirflowStack, timeout: float = 600) -> None:
         time.sleep(1)
 
 
+class InFlight(threading.Thread):
+    """Samples the fake endpoint's requests in flight twice a second; buckets() gives the mean per 10 s
+    from the first request on — where the LLM traffic runs below the quota (ramp-up, the barrier
+    before auto_fix_retry, the tail)."""
+
+    def __init__(self, fake) -> None:
+        super().__init__(daemon=True)
+        self.fake, self.stop, self.samples = fake, threading.Event(), []
+        self.start()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            self.samples.append((time.monotonic(), self.fake.in_flight, self.fake.count))
+
+    def buckets(self, width: float = 10.0) -> list[float]:
+        started = [t for t, _, c in self.samples if c > 0]
+        if not started:
+            return []
+        t0, out = started[0], {}
+        for t, k, _ in self.samples:
+            if t >= t0:
+                out.setdefault(int((t - t0) // width), []).append(k)
+        return [round(sum(v) / len(v), 1) for _, v in sorted(out.items())]
+
+
 def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
     from tests.fake_gemini import FakeGemini
 
@@ -175,8 +201,12 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
             stack.airflow("pools", "set", "llm", str(args.pool_slots), "bench_night")
         wait_for_scheduled_runs(stack)
         before = fake.stats() if fake else {}
-        result = under_scheduler(stack, ds)
+        profile = InFlight(fake) if fake else None
+        conf = {k: v for k, v in (("concurrency", args.concurrency), ("max_shards", args.max_shards)) if v}
+        result = under_scheduler(stack, ds, conf or None)
     finally:
+        if fake is not None and profile is not None:
+            profile.stop.set()
         stack.stop()
         if fake is not None:
             fake.stop()
@@ -191,7 +221,8 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
         result.update({"requests": requests, "throttled": s["throttled"] - before.get("throttled", 0),
                        "peak_concurrency": s["peak_concurrency"], "effective_concurrency": s["effective_concurrency"],
                        "llm_span_s": s["span_s"], "bound_s": bound,
-                       "ratio": s["span_s"] / bound if bound else float("nan")})
+                       "ratio": s["span_s"] / bound if bound else float("nan"),
+                       "in_flight_profile": profile.buckets() if profile else []})
     if not args.keep:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(store, ignore_errors=True)
@@ -207,6 +238,9 @@ def main() -> int:
     ap.add_argument("--rpm", type=int, default=0, help="fake Gemini: requests per minute (0 = no quota)")
     ap.add_argument("--limiter-rpm", type=int, help="Variable docverify_llm_rpm (default: --rpm; 0 = no limiter)")
     ap.add_argument("--pool-slots", type=int, help="slots of the llm pool (default: airflow_settings.yaml)")
+    ap.add_argument("--concurrency", type=int, help="the run's 'concurrency' param: documents at once in a shard "
+                    "(default: the DAG's)")
+    ap.add_argument("--max-shards", type=int, help="the run's 'max_shards' param (default: the DAG's)")
     ap.add_argument("--parallelism", type=int, default=8, help="[core] parallelism of the LocalExecutor")
     ap.add_argument("--corpora", action="store_true", help="add ../shared/corpora/pdfs to the sample PDFs")
     ap.add_argument("--no-ocr", action="store_true", help="Variable docverify_ocr=off")
@@ -238,7 +272,9 @@ def main() -> int:
              f"`{cmd}` at commit {commit} on {os.cpu_count()} cores **shared with other sessions' work (figures taken under "
              f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
              f"and triggerer of scripts/airflow_stack.py, LocalExecutor, parallelism {args.parallelism}"
-             f"{', OCR off' if args.no_ocr else ''}.", ""]
+             f"{', OCR off' if args.no_ocr else ''}"
+             f"{f', concurrency param {args.concurrency}' if args.concurrency else ''}"
+             f"{f', max_shards param {args.max_shards}' if args.max_shards else ''}.", ""]
     head = ("| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | documents read | final decisions "
             "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |")
     sep = "|---|---|---|---|---|---|---|---|---|---|---|"

@@ -82,12 +82,12 @@ class PeakRSS(threading.Thread):
             time.sleep(0.5)
 
 
-def under_scheduler(stack: AirflowStack, ds: str) -> dict:
+def under_scheduler(stack: AirflowStack, ds: str, conf: dict | None = None) -> dict:
     before = cpu_seconds(stack.pids())
     rss = PeakRSS(stack.pids)
     rss.start()
     t0 = time.monotonic()
-    run_id = stack.trigger(DAG, logical_date=f"{ds}T03:00:00Z")
+    run_id = stack.trigger(DAG, logical_date=f"{ds}T03:00:00Z", conf=conf)
     run = stack.wait_for_run(DAG, run_id, timeout=3600)
     elapsed = time.monotonic() - t0
     rss.stop.set()
