@@ -213,7 +213,7 @@ def _batch_round(rnd: str, after, laid_out):
     # retries=1: a transient fault creating the job; a job that ran and failed is not retried
     # (AirflowFailException): its requests go to verify online instead of waiting for a second job
     job = NightlyGeminiBatchOperator(task_id=f"llm_batch_job_{rnd}", model=plan["model"],
-                                     input_source=plan["file_name"], polling_interval=60, retries=1,
+                                     input_source=plan["file_name"], retries=1,
                                      execution_timeout=timedelta(hours=25))
     done = ingest()
     plan >> job >> done
