@@ -37,7 +37,10 @@ classification is given), runs V1–V4 (the V2–V4 judgments concurrently) and 
 `batch_report` writes `reports/<ds>/batch_report.{json,md,html}`. Re-runs are idempotent and
 reuse unchanged bundles and classifications (`reuse_cached`). Storage root: Variable
 `docverify_storage_root` (default `data` in the repository; `gs://…` in production); judge:
-Variable `docverify_judge` (`offline` | `llm`, the model from the `docverify_llm` connection). Page text never goes to the logs: the
+Variable `docverify_judge` (`offline` | `llm`, the model from the `docverify_llm` connection). With
+Variable `docverify_llm_mode` = `batch` the `llm_batch_*` tasks send the night's uncached LLM requests
+to Gemini batch jobs first (deferred; up to 24 h) and verify runs from the verdict cache; in online
+mode (the default) they skip. Page text never goes to the logs: the
 `lineage` lines carry ids, hashes, codes and decisions only.
 """
 

@@ -303,7 +303,7 @@ class FakeGemini:
             if file_name not in self.files:
                 self._json(h, 404, error_body(404, "NOT_FOUND", f"{file_name} not found"))
                 return
-            items = [json.loads(line) for line in self.files[file_name].decode().splitlines() if line.strip()]
+            items = [json.loads(line) for line in self.files[file_name].decode().split("\n") if line.strip()]
         else:
             items = [{"key": (r.get("metadata") or {}).get("key"), "request": r["request"]}
                      for r in (source.get("requests") or {}).get("requests", [])]

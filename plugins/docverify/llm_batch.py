@@ -11,7 +11,7 @@ Three pieces, no Airflow (the DAG wires them around the Google provider's batch 
   copy of the prompt building) instead of sending it. A classification that is not cached stops
   the document there (:class:`~docverify.judges.CallDeferred`): its judgments depend on it, so they
   are collected in the next round, after the classifications came back. The requests are written
-  as the Batch API's JSONL (``{"key": <verdict-cache key>, "request": {...}}``) to
+  as the Batch API's JSONL, ASCII-escaped so that a line is a request whatever the text holds (``{"key": <verdict-cache key>, "request": {...}}``) to
   ``runs/<ds>/_llm_batch/<round>.requests.jsonl`` with an index (key → call kind, document).
   Nothing else is written: no result, no lineage line (with nothing to send, the round's record
   says so and no job is created: a re-run of a cached night creates none).
@@ -181,7 +181,7 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str) -> dict[str, Any]:
         "round": round_key, "model": rec.batch_model, "model_id": judge.model_id,
         "requests": {r.key: {"kind": r.kind, "doc_id": r.doc_id} for r in recorded}})
     if recorded:
-        lines = "".join(json.dumps({"key": r.key, "request": r.body}, ensure_ascii=False, sort_keys=True) + "\n"
+        lines = "".join(json.dumps({"key": r.key, "request": r.body}, sort_keys=True) + "\n"
                         for r in recorded)
         batch.store.write_bytes(rel, lines.encode())
     else:  # nothing to send, no job: the round's record says so (the report names the mode)
@@ -223,7 +223,8 @@ def results_from_jsonl(data: bytes) -> dict[str, dict[str, Any]]:
     """A results file (one ``{"key", "response" | "error"}`` per line) by key; unreadable lines are skipped
     (their requests count as missing)."""
     out: dict[str, dict[str, Any]] = {}
-    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+    # "\n" only: str.splitlines would also split at U+2028 & co., which JSON may hold raw inside a string
+    for n, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import pytest
-from tests.batch_stages import run_stages
+from tests.batch_stages import llm_batch_rounds, run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
 from docverify import batch as B
@@ -22,7 +21,6 @@ from docverify.llm import BackoffRetry, InMemoryVerdictCache, LLMJudge, VerdictC
 from docverify.store import ArtifactStore
 
 DS = "2026-11-21"
-TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
 
 
 def llm_judge(fake: FakeGemini, cache) -> LLMJudge:
@@ -71,38 +69,6 @@ def fake(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", '{"conn_type": "google_cloud_platform"}')
     yield server
     server.stop()
-
-
-def api_hook():
-    from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
-
-    return GenAIGeminiAPIHook(gemini_api_key="fake-key")
-
-
-def batch_rounds(judge: LLMJudge, poll_s: float = 0.02):
-    """What the DAG's batch tasks do, in process: per round collect → upload (provider hook) → create
-    the job and poll it (the provider hook's calls the operator and its trigger make) → ingest."""
-    from docverify_airflow.llm_batch import results_of, upload_requests
-
-    def run(b: B.Batch) -> None:
-        hook = api_hook()
-        for rnd in llm_batch.ROUNDS:
-            out = llm_batch.collect(b.fresh(), judge, rnd)
-            if not out["requests"]:
-                continue
-            name = upload_requests(b, out, hook)
-            job = hook.create_batch_job(model=out["model"], source=name,
-                                        create_batch_job_config={"display_name": f"docverify-{DS}-{rnd}"})
-            deadline = time.monotonic() + 30
-            while job.state.name not in TERMINAL and time.monotonic() < deadline:
-                time.sleep(poll_s)
-                job = hook.get_batch_job(job.name)
-            dump = job.model_dump(mode="json")
-            if dump["state"] != "JOB_STATE_SUCCEEDED":  # the job task fails; ingest runs all_done
-                llm_batch.ingest(b.fresh(), judge, rnd, {"name": None, "state": "JOB_FAILED"}, None)
-            else:
-                llm_batch.ingest(b.fresh(), judge, rnd, dump, results_of(dump, hook))
-    return run
 
 
 @pytest.fixture(scope="module")
@@ -206,13 +172,13 @@ def test_a_batch_night_routes_like_online_with_no_online_call_then_reruns_withou
                                                                                        fake, online):
     b = sample_batch(tmp_path, repo_dir)
     judge = llm_judge(fake, VerdictCache(b.store))
-    rep = run_night(b, judge, batch_rounds(judge))
+    rep = run_night(b, judge, llm_batch_rounds(judge))
     assert routes(rep) == routes(online["report"])
     assert fake.batch_jobs == 2 and fake.uploads == 2 and fake.downloads == 2
     assert verify_calls(b) == 0 and fake.count == 0  # every request was answered by a batch job
     sent = sorted(json.dumps(json.loads(line)["request"], sort_keys=True)
                   for rnd in llm_batch.ROUNDS
-                  for line in b.store.read_bytes(llm_batch.requests_rel(b, rnd)).decode().splitlines())
+                  for line in b.store.read_bytes(llm_batch.requests_rel(b, rnd)).decode().split("\n") if line)
     assert sent == online["bodies"]  # exactly the requests the online night sent, built by the same code
     assert cache_keys(tmp_path) == online["keys"]
     llm, on = rep["llm"], online["report"]["llm"]
@@ -225,7 +191,7 @@ def test_a_batch_night_routes_like_online_with_no_online_call_then_reruns_withou
     assert "mode batch" in md and "at the batch price" in md
 
     # a second run of the same night: everything is cached, no job, no call, the same routes
-    rerun = run_night(B.Batch(store=b.store, ds=DS, run_id="batch-test-2"), judge, batch_rounds(judge))
+    rerun = run_night(B.Batch(store=b.store, ds=DS, run_id="batch-test-2"), judge, llm_batch_rounds(judge))
     assert fake.batch_jobs == 2 and fake.count == 0 and routes(rerun) == routes(rep)
     assert rerun["llm"]["batch"]["requests"] == 0 and rerun["llm"]["cost_usd"] == 0
 
@@ -235,7 +201,7 @@ def test_failed_items_are_asked_online(tmp_path, repo_dir, fake, online):
     fake.batch_fail_fraction = 0.25
     b = sample_batch(tmp_path, repo_dir)
     judge = llm_judge(fake, VerdictCache(b.store))
-    rep = run_night(b, judge, batch_rounds(judge))
+    rep = run_night(b, judge, llm_batch_rounds(judge))
     assert routes(rep) == routes(online["report"])
     batch_keys = {p.stem for p in (tmp_path / "cache" / "llm").glob("*.json")
                   if json.loads(p.read_text()).get("batch_job")}
@@ -250,7 +216,7 @@ def test_a_failed_job_falls_back_online_and_never_accepts_unverified(tmp_path, r
     fake.batch_job_fails = True
     b = sample_batch(tmp_path, repo_dir)
     judge = llm_judge(fake, VerdictCache(b.store))
-    rep = run_night(b, judge, batch_rounds(judge))
+    rep = run_night(b, judge, llm_batch_rounds(judge))
     assert routes(rep) == routes(online["report"])  # answered online instead
     assert rep["llm"]["batch"]["succeeded"] == 0 and verify_calls(b) == len(online["keys"])
     assert {j["state"] for j in rep["llm"]["batch"]["jobs"]} == {"JOB_FAILED"}
@@ -262,6 +228,6 @@ def test_a_failed_job_and_a_broken_endpoint_escalate_everything(tmp_path, repo_d
     fake.script = [(500, error_body(500, "INTERNAL"))]
     b = sample_batch(tmp_path, repo_dir)
     judge = llm_judge(fake, VerdictCache(b.store))
-    rep = run_night(b, judge, batch_rounds(judge))
+    rep = run_night(b, judge, llm_batch_rounds(judge))
     assert {d["final_decision"] for d in rep["per_document"]} == {"ESCALATE_TO_SME"}
     assert not list((tmp_path / "accepted").rglob("*.json"))
