@@ -119,7 +119,10 @@ def main() -> None:
                      f"{'yes' if routes(r) == routes(base) else 'NO'} | {r['wall']:.1f} s |")
     batch = runs[1]["rep"]["llm"]
     ratio = batch["cost_usd"] / base["rep"]["llm"]["cost_usd"] if base["rep"]["llm"]["cost_usd"] else float("nan")
-    lines += ["", f"Batch / online cost on this night: **{ratio:.2f}** ({batch['batch']['cost_note']}).", ""]
+    lines += ["", f"Batch / online cost on this night: **{ratio:.2f}** ({batch['batch']['cost_note']}). Online, "
+              "documents with identical content (the same verdict-cache key) miss the cache concurrently and each "
+              "makes its calls; batch mode sends such a request once, so it can send fewer requests than online "
+              "makes calls. Verify's online calls in batch mode are the requests no job answered.", ""]
     publish(lines, "batch_mode.md", write=not args.no_write)
 
 

@@ -149,11 +149,17 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str) -> dict[str, Any]:
     async def one(doc_id: str) -> None:
         nonlocal deferred
         rs = batch.rs
-        bundle = read_bundle(batch, doc_id)
         try:
+            bundle = read_bundle(batch, doc_id)
             got = await _classification(batch, by_id[doc_id], bundle, rs.result(doc_id), rec, stats)
         except CallDeferred:
             deferred += 1
+            return
+        except JudgeThrottled:  # pragma: no cover - the recording judge sends nothing
+            raise
+        except Exception as exc:  # noqa: BLE001 - verify reports this document's fault; nothing to record
+            log.info("batch collect %s doc_id=%s: unreadable (%s); verify will report it",
+                     round_key, doc_id, type(exc).__name__)
             return
         if not isinstance(got, tuple):  # a DocResult: an input error, verify reports it
             return
