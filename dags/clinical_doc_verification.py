@@ -15,6 +15,7 @@ from airflow.sdk import AsyncCallback, DeadlineAlert, DeadlineReference, Param, 
 
 from docverify_airflow.assets import ACCEPTED, SME_PACKETS
 from docverify_airflow.notify import DocverifyNotifier
+from docverify_airflow.operators.gemini_batch import NightlyGeminiBatchOperator
 from docverify_airflow.operators.layout import NightlyDocumentAIOperator
 
 DOC_MD = """
@@ -36,7 +37,10 @@ classification is given), runs V1–V4 (the V2–V4 judgments concurrently) and 
 `batch_report` writes `reports/<ds>/batch_report.{json,md,html}`. Re-runs are idempotent and
 reuse unchanged bundles and classifications (`reuse_cached`). Storage root: Variable
 `docverify_storage_root` (default `data` in the repository; `gs://…` in production); judge:
-Variable `docverify_judge` (`offline` | `llm`, the model from the `docverify_llm` connection). Page text never goes to the logs: the
+Variable `docverify_judge` (`offline` | `llm`, the model from the `docverify_llm` connection). With
+Variable `docverify_llm_mode` = `batch` the `llm_batch_*` tasks send the night's uncached LLM requests
+to Gemini batch jobs first (deferred; up to 24 h) and verify runs from the verdict cache; in online
+mode (the default) they skip. Page text never goes to the logs: the
 `lineage` lines carry ids, hashes, codes and decisions only.
 """
 
@@ -110,7 +114,7 @@ def clinical_doc_verification():
     def layout() -> dict:
         return T.layout(get_current_context())
 
-    @task
+    @task(trigger_rule="none_failed")  # after layout and batch mode's last ingest (skipped online)
     def plan_shards(_layout: dict) -> list[list[str]]:
         return T.plan_shards(get_current_context())
 
@@ -162,7 +166,16 @@ def clinical_doc_verification():
         poll_interval=request["poll_interval"])
     laid_out = layout()
     docai >> laid_out
+    # Batch mode (Variable docverify_llm_mode=batch, issue 15): two rounds (the judgments' prompts
+    # need the classification) of collect → Gemini batch job (deferred) → ingest into the verdict
+    # cache, then verify runs from the cache. The tasks are always in the graph and skip themselves in
+    # online mode (the mode is a Variable, read at run time, never at parse time), so an online night
+    # runs the same tasks as before plus these skipped ones.
+    ingested = laid_out
+    for rnd in ("classify", "judgments"):
+        ingested = _batch_round(rnd, ingested, laid_out)
     shards = plan_shards(laid_out)
+    ingested >> shards
     verified = verify.expand(shard=shards)
     arbiter = v5_arbiter(shards)
     verified >> arbiter
@@ -178,6 +191,36 @@ def clinical_doc_verification():
     # and one_failed fires on failed or upstream_failed. Not downstream of the branch itself: a
     # branch skips every direct downstream it does not follow.
     [*routes, report] >> fail_run_if_a_task_failed()
+
+
+def _batch_round(rnd: str, after, laid_out):
+    """One round of batch mode: ``llm_batch_collect_<rnd>`` (skips online, with the offline judge, or
+    when every request is cached) → ``llm_batch_job_<rnd>`` (the provider's deferrable batch job
+    operator) → ``llm_batch_ingest_<rnd>`` (after the job whatever its outcome: a failed job leaves
+    every request to verify's online calls). Returns the ingest task."""
+
+    @task(task_id=f"llm_batch_collect_{rnd}", multiple_outputs=True, trigger_rule="none_failed")
+    def collect() -> dict:
+        from docverify_airflow import llm_batch
+
+        return llm_batch.collect(get_current_context(), rnd)
+
+    @task(task_id=f"llm_batch_ingest_{rnd}", trigger_rule="all_done_min_one_success")
+    def ingest() -> dict:
+        from docverify_airflow import llm_batch
+
+        return llm_batch.ingest(get_current_context(), rnd)
+
+    plan = collect()
+    [after, laid_out] >> plan
+    # retries=1: a transient fault creating the job; a job that ran and failed is not retried
+    # (AirflowFailException): its requests go to verify online instead of waiting for a second job
+    job = NightlyGeminiBatchOperator(task_id=f"llm_batch_job_{rnd}", model=plan["model"],
+                                     input_source=plan["file_name"], retries=1,
+                                     execution_timeout=timedelta(hours=25))
+    done = ingest()
+    plan >> job >> done
+    return done
 
 
 clinical_doc_verification()

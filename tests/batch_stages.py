@@ -5,15 +5,22 @@ run-store memo), as every task of the DAG does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from docverify import batch as B
 from docverify.judges import Judge
 
 
-def run_stages(b: B.Batch, judge: Judge, *, shard_size: int = 25, workers: int = 1) -> dict:
-    """discover → layout (local parser) → per shard: verify (classify, V1–V4, V5 on attempt 0) →
-    arbiter → retry → accept → write_sme_packets. Returns the arbiter's result (its routes)."""
+def run_stages(b: B.Batch, judge: Judge, *, shard_size: int = 25, workers: int = 1,
+               before_verify: Callable[[B.Batch], Any] | None = None) -> dict:
+    """discover → layout (local parser) → [``before_verify``: batch mode's rounds] → per shard:
+    verify (classify, V1–V4, V5 on attempt 0) → arbiter → retry → accept → write_sme_packets.
+    Returns the arbiter's result (its routes)."""
     B.discover(b.fresh())
     B.layout_local(b.fresh(), workers=workers, timeout_s=60)
+    if before_verify is not None:
+        before_verify(b)
     shards = B.plan_shards(b.fresh(), shard_size=shard_size)
     for i, shard in enumerate(shards):
         B.verify_shard(b.fresh(), shard, judge, str(i))
@@ -23,3 +30,41 @@ def run_stages(b: B.Batch, judge: Judge, *, shard_size: int = 25, workers: int =
     B.accept(b.fresh())
     B.write_sme_packets(b.fresh())
     return routes
+
+
+TERMINAL_JOB_STATES = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+
+
+def llm_batch_rounds(judge, *, poll_s: float = 0.02, timeout_s: float = 60.0) -> Callable[[B.Batch], None]:
+    """Batch mode's tasks in one process (``run_stages(before_verify=…)``): per round collect →
+    upload through the Google provider's ``GenAIGeminiAPIHook`` → create the job and poll it (the
+    hook calls the provider's operator and trigger make) → ingest; a job that does not succeed is
+    ingested as ``JOB_FAILED`` (its task fails; ingest runs all_done). The hook's google-genai
+    client goes where ``GOOGLE_GEMINI_BASE_URL`` points (the fake)."""
+    import time
+
+    from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
+
+    from docverify import llm_batch
+    from docverify_airflow.llm_batch import GCP_CONN_ID, results_of, upload_requests
+
+    def run(b: B.Batch) -> None:
+        hook = GenAIGeminiAPIHook(gemini_api_key="fake-key", gcp_conn_id=GCP_CONN_ID)
+        for rnd in llm_batch.ROUNDS:
+            out = llm_batch.collect(b.fresh(), judge, rnd)
+            if not out["requests"]:
+                continue
+            name = upload_requests(b, out, hook)
+            job = hook.create_batch_job(model=out["model"], source=name,
+                                        create_batch_job_config={"display_name": f"docverify-{b.ds}-{rnd}"})
+            deadline = time.monotonic() + timeout_s
+            while job.state.name not in TERMINAL_JOB_STATES and time.monotonic() < deadline:
+                time.sleep(poll_s)
+                job = hook.get_batch_job(job.name)
+            dump = job.model_dump(mode="json")
+            if dump["state"] != "JOB_STATE_SUCCEEDED":
+                llm_batch.ingest(b.fresh(), judge, rnd, {"name": None, "state": "JOB_FAILED"}, None)
+            else:
+                llm_batch.ingest(b.fresh(), judge, rnd, dump, results_of(dump, hook))
+
+    return run

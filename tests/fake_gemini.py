@@ -23,6 +23,18 @@ room again; a refused request does not count against the quota). Counted: ``requ
 requests' time in the handler: effective concurrency = busy_s / wall).
 
     python -m tests.fake_gemini --latency 1 --rpm 60 --port 0   # a standalone endpoint (prints its URL)
+
+The **Batch API** (issue 15, batch mode), as the ``google-genai`` client speaks it: the Files API's
+resumable upload (``POST /upload/v1beta/files`` then the session URL, ``upload, finalize``),
+``POST /v1beta/models/<model>:batchGenerateContent`` (an uploaded JSONL file, ``{"key", "request"}``
+per line, or inline requests), ``GET /v1beta/batches/<id>`` (PENDING, RUNNING for the second half of
+``batch_delay_s``, then SUCCEEDED — or FAILED with ``batch_job_fails``), results as a file
+(``GET /v1beta/files/<id>:download``: ``{"key", "response" | "error"}`` per line) for a file
+source, inline for inline requests. Each item is answered like ``generateContent`` with the
+brain (:func:`offline_brain`: the same answer, never the script); ``batch_fail_fraction`` of the
+items (spread evenly) answer an INTERNAL error instead. Counted: ``batch_jobs`` (created),
+``batch_items``, ``batch_polls``, ``uploads``, ``downloads``; these requests are not counted in
+``requests``/``count`` (the online ``generateContent`` calls).
 """
 
 from __future__ import annotations
@@ -141,10 +153,24 @@ class FakeGemini:
         self.busy_s = 0.0
         self.first_at: float | None = None
         self.last_at: float | None = None
+        # the Batch API (see the module docstring)
+        self.batch_delay_s = 0.0
+        self.batch_fail_fraction = 0.0
+        self.batch_job_fails = False
+        self.files: dict[str, bytes] = {}
+        self.uploads_open: dict[str, bytearray] = {}
+        self.jobs: dict[str, dict] = {}
+        self.batch_jobs = self.batch_items = self.batch_polls = self.uploads = self.downloads = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                fake._batch_get(self)
+
             def do_POST(self):  # noqa: N802
+                if self.path.startswith("/upload/") or ":batchGenerateContent" in self.path:
+                    fake._batch_post(self)
+                    return
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if fake.slots is not None:
                     fake.slots.acquire()
@@ -241,6 +267,144 @@ class FakeGemini:
             self.accepted.append(now)
             return None
         return max(0.001, self.accepted[0] + self.window_s - now)
+
+    # ------------------------------------------------------------------ the Batch API
+    def _batch_post(self, h: BaseHTTPRequestHandler) -> None:
+        data = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        command = h.headers.get("X-Goog-Upload-Command", "")
+        if h.path.startswith("/upload/v1beta/files") and command.startswith("start"):
+            with self.lock:
+                sid = f"u{len(self.uploads_open) + len(self.files) + 1}"
+                self.uploads_open[sid] = bytearray()
+            self._json(h, 200, {}, {"X-Goog-Upload-URL": f"{self.base_url}/upload/session/{sid}"})
+            return
+        if h.path.startswith("/upload/session/"):
+            sid = h.path.rsplit("/", 1)[-1]
+            with self.lock:
+                buf = self.uploads_open[sid]
+                buf.extend(data)
+                final = "finalize" in command
+                if final:
+                    name = f"files/{sid}"
+                    self.files[name] = bytes(self.uploads_open.pop(sid))
+                    self.uploads += 1
+            if not final:
+                self._json(h, 200, {}, {"x-goog-upload-status": "active"})
+                return
+            self._json(h, 200, {"file": {"name": name, "mimeType": "jsonl", "sizeBytes": str(len(self.files[name])),
+                                         "state": "ACTIVE"}}, {"x-goog-upload-status": "final"})
+            return
+        # POST /v1beta/models/<model>:batchGenerateContent
+        model = h.path.split("/models/", 1)[-1].split(":", 1)[0]
+        batch = json.loads(data)["batch"]
+        source = batch.get("inputConfig") or batch.get("input_config") or {}
+        file_name = source.get("fileName") or source.get("file_name")
+        if file_name:
+            if file_name not in self.files:
+                self._json(h, 404, error_body(404, "NOT_FOUND", f"{file_name} not found"))
+                return
+            items = [json.loads(line) for line in self.files[file_name].decode().split("\n") if line.strip()]
+        else:
+            items = [{"key": (r.get("metadata") or {}).get("key"), "request": r["request"]}
+                     for r in (source.get("requests") or {}).get("requests", [])]
+        with self.lock:
+            self.batch_jobs += 1
+            name = f"batches/b{self.batch_jobs}"
+            self.jobs[name] = {"name": name, "model": f"models/{model}", "created": time.monotonic(),
+                               "display_name": batch.get("displayName") or batch.get("display_name"),
+                               "items": items, "file": bool(file_name), "done": None}
+        self._json(h, 200, self._job_view(self.jobs[name]))
+
+    def _job_state(self, job: dict) -> str:
+        age = time.monotonic() - job["created"]
+        if age < self.batch_delay_s / 2:
+            return "BATCH_STATE_PENDING"
+        if age < self.batch_delay_s:
+            return "BATCH_STATE_RUNNING"
+        return "BATCH_STATE_FAILED" if self.batch_job_fails else "BATCH_STATE_SUCCEEDED"
+
+    def _job_view(self, job: dict) -> dict:
+        state = self._job_state(job)
+        meta: dict[str, Any] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+                                "name": job["name"], "model": job["model"], "state": state}
+        if job.get("display_name"):
+            meta["displayName"] = job["display_name"]
+        out: dict[str, Any] = {"name": job["name"], "metadata": meta}
+        if state == "BATCH_STATE_FAILED":
+            out["done"] = True
+            out["error"] = {"code": 13, "message": "fake batch job failure"}
+        elif state == "BATCH_STATE_SUCCEEDED":
+            answers = self._run_job(job)
+            if job["file"]:
+                meta["output"] = {"responsesFile": f"files/{job['name'].split('/')[-1]}-results"}
+            else:
+                meta["output"] = {"inlinedResponses": {"inlinedResponses": [
+                    {k: v for k, v in {"response": a.get("response"), "error": a.get("error"),
+                                       "metadata": {"key": a["key"]}}.items() if v is not None} for a in answers]}}
+            out["done"] = True
+        return out
+
+    def _run_job(self, job: dict) -> list[dict]:
+        """Every item answered once, as generateContent's brain would (a fraction fails)."""
+        with self.lock:
+            if job["done"] is not None:
+                return job["done"]
+        answers = []
+        frac = self.batch_fail_fraction
+        for i, item in enumerate(job["items"]):
+            if frac > 0 and math.floor((i + 1) * frac) > math.floor(i * frac):
+                answers.append({"key": item["key"], "error": {"code": 13, "message": "fake item failure"}})
+                continue
+            try:
+                answers.append({"key": item["key"], "response": offline_brain(item["request"])})
+            except Exception as exc:  # noqa: BLE001 - a fake's bug is a failed item
+                answers.append({"key": item["key"], "error": {"code": 13, "message": type(exc).__name__}})
+        with self.lock:
+            if job["done"] is None:
+                job["done"] = answers
+                self.batch_items += len(answers)
+                if job["file"]:
+                    self.files[f"files/{job['name'].split('/')[-1]}-results"] = "".join(
+                        json.dumps(a) + "\n" for a in answers).encode()
+            return job["done"]
+
+    def _batch_get(self, h: BaseHTTPRequestHandler) -> None:
+        path = h.path.split("?", 1)[0].removeprefix("/v1beta/")
+        if path.startswith("batches/"):
+            with self.lock:
+                self.batch_polls += 1
+                job = self.jobs.get(path)
+            if job is None:
+                self._json(h, 404, error_body(404, "NOT_FOUND", f"{path} not found"))
+            else:
+                self._json(h, 200, self._job_view(job))
+            return
+        if path.startswith("files/") and path.endswith(":download"):
+            name = path.removesuffix(":download")
+            with self.lock:
+                data = self.files.get(name)
+                self.downloads += data is not None
+            if data is None:
+                self._json(h, 404, error_body(404, "NOT_FOUND", f"{name} not found"))
+                return
+            h.send_response(200)
+            h.send_header("Content-Type", "application/octet-stream")
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+            return
+        self._json(h, 404, error_body(404, "NOT_FOUND", path))
+
+    @staticmethod
+    def _json(h: BaseHTTPRequestHandler, status: int, body: dict, headers: dict | None = None) -> None:
+        data = json.dumps(body).encode()
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
 
     def stats(self) -> dict:
         with self.lock:

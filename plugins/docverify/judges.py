@@ -31,6 +31,13 @@ class JudgeThrottled(RuntimeError):
     never escalated. Only a real failure of the model may escalate a document."""
 
 
+class CallDeferred(RuntimeError):
+    """Batch mode's collect pass (:mod:`docverify.llm_batch`): the call missed the verdict cache and
+    was recorded for a Gemini batch job instead of being sent. Never a verdict: the collect pass
+    stops the document there (a classification) or discards the judgment; the verify task later
+    reads the batch's answer from the cache, or calls the model online when it has none."""
+
+
 @dataclass
 class Usage:
     llm_calls: int = 0

@@ -25,11 +25,31 @@ log = logging.getLogger("docverify.report")
 LLM_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
 
 
-def _cost(model: str | None, usage: Counter):
+def _cost(model: str | None, usage: Counter, batch: bool = False):
     from docverify.cost import estimate_cost
 
     return estimate_cost(model, input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
-                         cached_tokens=usage.get("cached_tokens", 0))
+                         cached_tokens=usage.get("cached_tokens", 0), batch=batch)
+
+
+BATCH_KEYS = ("requests", "succeeded", "failed", "missing", "online_fallback", "input_tokens", "output_tokens",
+              "cached_tokens")
+
+
+def _batch_section(records: list[dict], price_model: str | None) -> dict[str, Any]:
+    """Batch mode's rounds (``_stages/llm_batch_*.json``): requests sent to batch jobs, what came
+    back, what verify asked online instead, and the served requests' cost at the batch price."""
+    if not records:
+        return {}
+    total = Counter()
+    for r in records:
+        total.update({k: int(r.get(k) or 0) for k in BATCH_KEYS})
+    model = price_model or next((r.get("model") for r in records if r.get("model")), None)
+    cost = _cost(model, total, batch=True)
+    return {**{k: total[k] for k in BATCH_KEYS},
+            "jobs": [{"round": r.get("round"), "job": r.get("job"), "state": r.get("state"),
+                      "requests": r.get("requests", 0)} for r in records],
+            "cost_usd": cost.usd, "cost_note": cost.note}
 
 
 def _money(usd: float | None) -> str:
@@ -128,13 +148,25 @@ def build(batch: Batch) -> dict[str, Any]:
             implementations.add(s["parser"])
     n = len(docs)
     price_model = sorted(price_models)[0] if len(price_models) == 1 else None
+    batch_records = [s["llm_batch"] for s in stages if s.get("llm_batch")]
+    per_doc_batch: dict[str, Counter] = {}
+    for s in stages:
+        for doc_id, u in (s.get("llm_batch_per_document") or {}).items():
+            per_doc_batch.setdefault(doc_id, Counter()).update(u)
     for entry in docs:
         u = per_doc_llm.get(entry["doc_id"], Counter())
         entry["llm"] = {**{k: u.get(k, 0) for k in LLM_KEYS},
                         "cost_usd": _cost(price_model, u).usd}
+        b = per_doc_batch.get(entry["doc_id"])
+        if b:  # requests served by a batch job, at the batch price (issue 15)
+            bc = _cost(price_model, b, batch=True).usd
+            entry["llm"]["batch_requests"] = b.get("requests", 0)
+            entry["llm"]["cost_usd"] = None if bc is None or entry["llm"]["cost_usd"] is None else round(
+                entry["llm"]["cost_usd"] + bc, 6)
     cost = _cost(price_model, llm)
     if len(price_models) > 1:
         cost = dataclasses.replace(cost, usd=None, model=None, note=f"several models in one run: {sorted(price_models)}")
+    batch_section = _batch_section(batch_records, price_model if len(price_models) <= 1 else None)
     extra: dict[str, Any] = {}
     jury_docs = [d for d in docs if d.get("jury")]
     if jury_docs:
@@ -158,8 +190,12 @@ def build(batch: Batch) -> dict[str, Any]:
                 "output_tokens": llm["output_tokens"], "cached_tokens": llm["cached_tokens"],
                 "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0,
                 "max_calls_per_document": max((d["llm"]["calls"] for d in docs), default=0),
-                "cost_usd": cost.usd, "price_model": cost.model, "price_source": cost.source,
-                "cost_note": cost.note},
+                "cost_usd": cost.usd if not batch_section else (
+                    None if cost.usd is None or batch_section["cost_usd"] is None
+                    else round(cost.usd + batch_section["cost_usd"], 6)),
+                "price_model": cost.model, "price_source": cost.source, "cost_note": cost.note,
+                "mode": "batch" if batch_section else "online",
+                **({"online_cost_usd": cost.usd, "batch": batch_section} if batch_section else {})},
         "implementations": sorted(implementations),
         "stage_timings": timings,
         "per_document": docs,
@@ -257,10 +293,19 @@ def llm_line(llm: dict) -> str:
         cost += f" ({llm['price_model']}, {llm['price_source']} list prices)"
     elif llm.get("cost_note"):
         cost += f" ({llm['cost_note']})"
-    return (f"calls {llm['calls']} ({llm['calls_per_document']} per document, at most "
+    line = (f"calls {llm['calls']} ({llm['calls_per_document']} per document, at most "
             f"{llm.get('max_calls_per_document', 0)}), cache hits {llm['cache_hits']}, input tokens "
             f"{llm['input_tokens']}, output tokens {llm['output_tokens']}, cached tokens {llm['cached_tokens']}; "
             f"estimated cost {cost}")
+    b = llm.get("batch")
+    if b:  # batch mode: the calls above are the online ones; the batch jobs' requests at the batch price
+        line += (f"; mode batch: {b['requests']} request(s) sent to Gemini batch jobs, {b['succeeded']} answered "
+                 f"({b['input_tokens']} input, {b['output_tokens']} output tokens, {_money(b['cost_usd'])} at the "
+                 f"batch price: {b['cost_note']}), {b['online_fallback']} failed or missing and asked online; "
+                 f"online calls {_money(llm.get('online_cost_usd'))}")
+    else:
+        line += "; mode online"
+    return line
 
 
 def summary_line(rep: dict) -> str:

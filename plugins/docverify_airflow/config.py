@@ -51,6 +51,10 @@ VAR_LLM_RPM = "docverify_llm_rpm"
 VAR_LLM_TPM = "docverify_llm_tpm"
 VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
 VAR_LLM_THROTTLE_WAIT = "docverify_llm_throttle_wait_s"
+# issue 15: the night's LLM requests online (default) or through Gemini batch jobs (docverify_airflow.llm_batch)
+VAR_LLM_MODE = "docverify_llm_mode"
+VAR_LLM_BATCH_POLL = "docverify_llm_batch_poll_s"
+LLM_MODES = ("online", "batch")
 DEFAULT_LLM_CONN = "docverify_llm"
 JUDGES = ("offline", "llm")
 VAR_LAYOUT = "docverify_layout"
@@ -201,6 +205,8 @@ class Settings:
     llm_tpm: float = _var(VAR_LLM_TPM, "0", _number(float, 0.0))
     llm_limiter_hosts: int = _var(VAR_LLM_LIMITER_HOSTS, "1", _number(int, 1))
     llm_throttle_wait_s: float = _var(VAR_LLM_THROTTLE_WAIT, "1200", _number(float, 0.0))
+    llm_mode: str = _var(VAR_LLM_MODE, "online", _choice(LLM_MODES, "an LLM mode"))
+    llm_batch_poll_s: int = _var(VAR_LLM_BATCH_POLL, "60", _number(int, 0))
     jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"))
     jury_conn_ids: str = _var(VAR_JURY_CONNS, "", lambda k, raw, d: raw.strip())
     jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0))

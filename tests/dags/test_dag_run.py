@@ -121,6 +121,10 @@ def test_a_route_without_documents_is_skipped(airflow_db, tmp_path):
     assert states["write_sme_packets"] == "skipped"
     assert states["accept"] == "success" and states["batch_report"] == "success"
     assert (tmp_path / "accepted" / DS / f"{ok}.json").is_file()
+    # online mode (the default): batch mode's tasks skip themselves, verify runs as before
+    batch_tasks = {t: s for t, s in states.items() if t.startswith("llm_batch_")}
+    assert len(batch_tasks) == 6 and set(batch_tasks.values()) == {"skipped"}, batch_tasks
+    assert states["plan_shards"] == "success" and states["verify"] == "success"
 
 
 def _latest_run_states() -> dict[str, str]:

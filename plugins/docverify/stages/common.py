@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
@@ -31,9 +32,16 @@ MAX_SHARDS = 64
 AIRFLOW_MAP_LIMIT = 1024
 
 
+#: Off inside batch mode's collect pass (``docverify.llm_batch``): it runs the verify code to record
+#: the night's LLM requests, and its documents' lineage is the verify task's, not the pass's.
+LINEAGE_ON: contextvars.ContextVar[bool] = contextvars.ContextVar("docverify_lineage_on", default=True)
+
+
 def lineage(task: str, doc_id: str, **fields: Any) -> None:
     """One structured line per document per task. Callers pass ids, URIs, hashes, codes — never
     text from the document."""
+    if not LINEAGE_ON.get():
+        return
     lineage_log.info("lineage %s", json.dumps({"task": task, "doc_id": doc_id, **fields}, sort_keys=True))
 
 

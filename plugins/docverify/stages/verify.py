@@ -8,7 +8,7 @@ import logging
 import math
 from typing import Any
 
-from docverify.judges import Judge, JudgeThrottled, Usage
+from docverify.judges import CallDeferred, Judge, JudgeThrottled, Usage
 from docverify.limits import (
     MAX_COMPANION_BYTES,
     InputError,
@@ -158,8 +158,8 @@ async def _classification(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle
         return prior.classification, m
     try:
         result = await judge.classify(bundle)
-    except JudgeThrottled:
-        raise  # throttling is not a verdict: the task fails and is retried
+    except (JudgeThrottled, CallDeferred):
+        raise  # throttling is not a verdict: the task fails and is retried (a deferred call: batch mode's collect)
     except Exception as exc:  # a classifier fault becomes a document error, never a failed batch
         stats.add_usage(doc_id, getattr(exc, "usage", None), judge)  # a failed call still cost tokens
         stats.errors += 1

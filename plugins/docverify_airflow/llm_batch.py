@@ -1,0 +1,131 @@
+"""Batch mode's task bodies (Variable ``docverify_llm_mode = batch``, issue 15): per round
+(``classify``, then ``judgments``) collect → upload → the provider's batch job operator → ingest,
+around the domain core's :mod:`docverify.llm_batch`.
+
+* ``collect`` runs the verify code with a recording judge over the night and uploads the requests
+  that miss the verdict cache (JSONL, Files API through the Google provider's
+  :class:`GenAIGeminiAPIHook`); it **skips** (and with it the job) in online mode, with the offline
+  judge, and when every request is cached — a re-run of a night creates no batch job;
+* the job: :class:`docverify_airflow.operators.gemini_batch.NightlyGeminiBatchOperator`;
+* ``ingest`` (``all_done``: also after a failed job) downloads the results file and writes the
+  answers into the verdict cache; failed and missing items are left to verify's online calls.
+
+The Batch API here is the Gemini Developer API's (the provider's hook takes an API key): the LLM
+connection must carry ``api_key`` (extra) or a password. For a test endpoint, ``GOOGLE_GEMINI_BASE_URL``
+in the workers' and triggerer's environment points google-genai elsewhere (read by the installed
+google-genai, ``_base_url.get_base_url``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from typing import Any
+
+from docverify import llm_batch
+from docverify_airflow import config
+
+log = logging.getLogger(__name__)
+
+#: The connection the provider's hooks are built on (GoogleBaseHook reads it; the Batch API calls
+#: themselves authenticate with the API key).
+GCP_CONN_ID = "google_cloud_default"
+
+
+def gemini_api_key(s: config.Settings) -> str:
+    """The API key of the LLM connection (extra ``api_key``, else its password); ValueError (the
+    task fails at once) when it has none: batch mode needs the Gemini API, not Vertex AI."""
+    from airflow.sdk import BaseHook
+
+    conn = BaseHook.get_connection(s.llm_conn)
+    key = (conn.extra_dejson or {}).get("api_key") or conn.password
+    if not key:
+        raise ValueError(f"Variable {config.VAR_LLM_MODE}=batch sends the night's requests to the Gemini API's Batch "
+                         f"API, which takes an API key: the connection {s.llm_conn!r} has none (extra api_key). Use "
+                         f"a Gemini API connection or set {config.VAR_LLM_MODE} to online")
+    return key
+
+
+def hook(s: config.Settings):
+    from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
+
+    return GenAIGeminiAPIHook(gemini_api_key=gemini_api_key(s), gcp_conn_id=GCP_CONN_ID)
+
+
+def upload_requests(batch, out: dict[str, Any], api_hook) -> str:
+    """The round's requests file (in the store) uploaded to the Files API through the provider's
+    hook; returns the file's name (``files/…``). The local copy is a temporary file, deleted."""
+    data = batch.store.read_bytes(out["rel"])
+    fd, path = tempfile.mkstemp(prefix=f"docverify-{batch.ds}-{out['round']}-", suffix=".jsonl")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        f = api_hook.upload_file(path_to_file=path, upload_file_config={
+            "display_name": f"docverify-{batch.ds}-{out['round']}", "mime_type": "jsonl"})
+    finally:
+        os.unlink(path)
+    log.info("batch %s: %d request(s) uploaded as %s", out["round"], out["requests"], f.name)
+    return f.name
+
+
+def results_of(job: dict[str, Any] | None, api_hook) -> dict[str, dict[str, Any]] | None:
+    """The answers of a finished job (``job.model_dump(mode="json")``): its results file downloaded
+    through the hook, or its inline responses; None when the job did not succeed."""
+    if not job or not str(job.get("state", "")).endswith("SUCCEEDED"):
+        return None
+    dest = job.get("dest") or {}
+    if dest.get("file_name"):
+        return llm_batch.results_from_jsonl(api_hook.download_file(file_name=dest["file_name"]))
+    return llm_batch.results_from_inline(job)
+
+
+def _llm_judge(s: config.Settings):
+    from docverify.llm import LLMJudge
+
+    if s.judge != "llm":
+        return None
+    judge = config.llm_judge(s.llm_conn, s)
+    return judge if isinstance(judge, LLMJudge) else None
+
+
+def collect(context, round_key: str) -> dict[str, Any]:
+    """``llm_batch_collect_<round>``: what the job sends (XCom: the uploaded file's name, the model,
+    counts) — or a skip."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from docverify_airflow.tasks import make_batch
+
+    s = config.settings(context)
+    if s.llm_mode != "batch":
+        raise AirflowSkipException(f"Variable {config.VAR_LLM_MODE} is {s.llm_mode}: LLM requests are sent online")
+    judge = _llm_judge(s)
+    if judge is None:
+        raise AirflowSkipException(f"Variable {config.VAR_JUDGE} is {s.judge}: no LLM request to batch")
+    batch = make_batch(context)
+    out = llm_batch.collect(batch, judge, round_key)
+    if not out["requests"]:
+        raise AirflowSkipException(f"every {round_key} request of this night is in the verdict cache: no batch job")
+    return {"round": round_key, "model": out["model"], "requests": out["requests"], "by_kind": out["by_kind"],
+            "file_name": upload_requests(batch, out, hook(s))}
+
+
+def ingest(context, round_key: str) -> dict[str, Any]:
+    """``llm_batch_ingest_<round>`` (``all_done``): the job's answers into the verdict cache."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from docverify_airflow.tasks import _small, make_batch
+
+    s = config.settings(context)
+    if s.llm_mode != "batch":
+        raise AirflowSkipException(f"Variable {config.VAR_LLM_MODE} is {s.llm_mode}")
+    judge = _llm_judge(s)
+    if judge is None:
+        raise AirflowSkipException(f"Variable {config.VAR_JUDGE} is {s.judge}: nothing was batched")
+    ti = context["ti"]
+    plan = ti.xcom_pull(task_ids=f"llm_batch_collect_{round_key}")
+    job = ti.xcom_pull(task_ids=f"llm_batch_job_{round_key}") if plan else None
+    results = results_of(job, hook(s)) if job else None
+    if plan and not job:
+        job = {"name": None, "state": "JOB_FAILED"}  # the job task failed: every request goes online
+    out = llm_batch.ingest(make_batch(context), judge, round_key, job, results)
+    return {**_small(out), **{k: out["llm_batch"][k] for k in ("requests", "succeeded", "online_fallback", "state")}}
