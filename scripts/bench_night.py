@@ -194,6 +194,8 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
              "extra": {"model": "google:gemini-2.5-flash", "api_key": "fake-key", "base_url": fake.base_url}})
         limiter_rpm = args.limiter_rpm if args.limiter_rpm is not None else args.rpm
         variables["docverify_llm_rpm"] = str(limiter_rpm)
+        if args.pool_slots:  # as airflow_settings.yaml says: as many shards as the llm pool has slots
+            variables["docverify_llm_shards"] = str(args.pool_slots)
     stack = AirflowStack(home, store, variables=variables, env=env, parallelism=args.parallelism)
     try:
         stack.start()

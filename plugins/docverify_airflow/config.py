@@ -51,6 +51,7 @@ VAR_LLM_RPM = "docverify_llm_rpm"
 VAR_LLM_TPM = "docverify_llm_tpm"
 VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
 VAR_LLM_THROTTLE_WAIT = "docverify_llm_throttle_wait_s"
+VAR_LLM_SHARDS = "docverify_llm_shards"
 # issue 15: the night's LLM requests online (default) or through Gemini batch jobs (docverify_airflow.llm_batch)
 VAR_LLM_MODE = "docverify_llm_mode"
 VAR_LLM_BATCH_POLL = "docverify_llm_batch_poll_s"
@@ -205,6 +206,7 @@ class Settings:
     llm_tpm: float = _var(VAR_LLM_TPM, "0", _number(float, 0.0))
     llm_limiter_hosts: int = _var(VAR_LLM_LIMITER_HOSTS, "1", _number(int, 1))
     llm_throttle_wait_s: float = _var(VAR_LLM_THROTTLE_WAIT, "1200", _number(float, 0.0))
+    llm_shards: int = _var(VAR_LLM_SHARDS, "4", _number(int, 1))
     llm_mode: str = _var(VAR_LLM_MODE, "online", _choice(LLM_MODES, "an LLM mode"))
     llm_batch_poll_s: int = _var(VAR_LLM_BATCH_POLL, "60", _number(int, 0))
     jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"))

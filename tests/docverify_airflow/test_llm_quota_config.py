@@ -49,3 +49,22 @@ def test_variables_give_one_shared_limiter(monkeypatch, tmp_path, fake):
     assert a.limiter.path == b.limiter.path and a.limiter.path.parent == tmp_path / "home" / "docverify-llm-limiter"
     assert a.limiter.reserve() == 0.0
     assert b.limiter.reserve() == pytest.approx(60 / (60 * 0.5 * 0.98), abs=0.05)  # b waits for a's slot
+
+
+@pytest.mark.parametrize("judge,shards", [("offline", 16), ("llm", 3)])
+def test_llm_nights_plan_no_more_shards_than_the_llm_pool_has_slots(monkeypatch, tmp_path, judge, shards):
+    """More shards than llm slots run in waves and the quota idles while each wave starts (issue 15);
+    the offline judge keeps max_shards."""
+    from docverify_airflow import tasks
+
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", judge)
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_LLM_SHARDS", "3")
+    ids = [f"doc{i:03d}" for i in range(160)]
+    ctx = {"params": {"shard_size": 10, "max_shards": 16}, "ds": "2026-11-20", "run_id": "r"}
+    got = tasks._shards(ctx, lambda batch, size, most, limit: tasks.B.split(ids, size, most, limit))
+    assert len(got) == shards and sorted(d for s in got for d in s) == ids
+    # a nonsense max_shards still fails as such (the cap does not hide it)
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", "llm")
+    with pytest.raises(ValueError, match="max_shards"):
+        tasks._shards({**ctx, "params": {"max_shards": 5000}}, lambda *a: [])
