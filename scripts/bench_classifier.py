@@ -155,6 +155,92 @@ def make_multidocs(records: list[dict[str, Any]], n: int = MULTI_DOCS, seed: int
     return out
 
 
+HARD_SEED = 1313
+HARD_DOCS = 300
+#: Other texts cut to their first COVER_CHARS characters are one-page covers, fax sheets, forms.
+COVER_CHARS = (300, 1200)
+#: each text of a hard bundle is cut into pages of a length drawn from HARD_PAGE_CHARS
+HARD_PAGE_CHARS = (1500, 4000)
+#: a last page with only a few lines (a signature block, a disclaimer): TAIL_CHARS characters
+TAIL_CHARS = (80, 400)
+#: a "short report" is a text of at most SHORT_CHARS characters, one page
+SHORT_CHARS = 2500
+
+
+def _cut_before(text: str, at: int) -> int:
+    """A cut position near ``at`` (at most ``at``): after the last line break, else the last
+    space, in the second half of the window; else ``at`` itself."""
+    at = max(0, min(at, len(text)))
+    for sep in ("\n", " "):
+        i = text.rfind(sep, at // 2, at)
+        if i > 0:
+            return i + 1
+    return at
+
+
+def _cut_after(text: str, at: int) -> int:
+    """A cut position near ``at`` (at least ``at``): after the first line break, else the
+    first space, within the following half window; else ``at`` itself."""
+    at = max(0, min(at, len(text)))
+    end = at + (len(text) - at) // 2
+    for sep in ("\n", " "):
+        i = text.find(sep, at, end)
+        if i >= 0:
+            return i + 1
+    return at
+
+
+def make_hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int = HARD_SEED,
+                        ) -> list[tuple[DocumentBundle, list[tuple[str, int, int]]]]:
+    """``n`` harder multi-document bundles, as real PDFs look: 2–4 texts of different types
+    where some parts are short. Per text, one shape: an "Other" text cut to its first
+    300–1,200 characters (a one-page cover, fax sheet or form; half of the Other parts); a
+    short report (a text of that type of at most :data:`SHORT_CHARS` characters, one page;
+    a quarter of the rest); else the whole text cut into pages of a length drawn from
+    1,500–4,000 characters, whose last page holds only the text's last 80–400 characters (a
+    signature block, a disclaimer) for a third of them. Seeded; with the true segments."""
+    rng = random.Random(seed)
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: r["id"]):
+        if (r.get("text") or "").strip():
+            by_type.setdefault(r["proposed_doc_type"], []).append(r)
+    types = sorted(by_type)
+    out = []
+    for i in range(n):
+        k = rng.choice((2, 3, 3, 4))
+        chosen = rng.sample(types, min(k, len(types)))
+        pages: list[str] = []
+        truth: list[tuple[str, int, int]] = []
+        for t in chosen:
+            text = rng.choice(by_type[t])["text"]
+            if t == "Other" and rng.random() < 0.5:
+                texts = [text[:_cut_before(text, rng.randint(*COVER_CHARS))].strip()]
+                truth.append((t, len(pages) + 1, len(pages) + 1))
+                pages += texts
+                continue
+            short = [r for r in by_type[t] if len(r["text"].strip()) <= SHORT_CHARS]
+            if short and rng.random() < 0.25:
+                texts = [rng.choice(short)["text"].strip()]
+            else:
+                page_chars = rng.randint(*HARD_PAGE_CHARS)
+                tail = rng.randint(*TAIL_CHARS)
+                if len(text) > page_chars and rng.random() < 1 / 3:
+                    cut = _cut_after(text, len(text) - tail)
+                    head, last = text[:cut], text[cut:].strip()
+                    texts = split_pages(head, page_chars) + ([last] if last else [])
+                else:
+                    texts = split_pages(text, page_chars)
+            texts = [x for x in texts if x.strip()] or [text.strip()]
+            truth.append((t, len(pages) + 1, len(pages) + len(texts)))
+            pages += texts
+        out.append((DocumentBundle(
+            doc_id=f"hard-{i}", file_path=f"corpus://hard/{i}", total_pages=len(pages),
+            parser="bench:text-concat",
+            pages=[Page(page_num=j, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
+                   for j, t in enumerate(pages, 1)]), truth))
+    return out
+
+
 def evaluate_multidocs(docs) -> dict[str, Any]:
     """Page accuracy (each page's type under the predicted segments) and exact split (the same
     segments: types and page ranges)."""
@@ -187,6 +273,34 @@ def evaluate_parts(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> dict[
         res["multi"] = evaluate_multidocs(make_multidocs(recs, page_chars=page_chars))
         parts[part] = res
     return parts
+
+
+EXTRA_SEEDS = range(1, 6)
+
+
+def evaluate_tune_only(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> dict[str, Any]:
+    """The tuning part alone (what tuning may look at): its records, its multi-document bundles
+    (seed MULTI_SEED and EXTRA_SEEDS x 200), and the harder set made from its texts."""
+    records = {r["id"]: r for r in load_all_records(corpora)}
+    recs = [records[i] for i in load_split(REPO)["tune"] if i in records]
+    single = evaluate(recs, page_chars)
+    extra = [evaluate_multidocs(make_multidocs(recs, n=200, seed=s, page_chars=page_chars))
+             for s in EXTRA_SEEDS]
+    hard = evaluate_multidocs(make_hard_multidocs(recs))
+    summary = lambda m: (f"page {_pct(m['page_accuracy'])}, exact {_pct(m['exact_split'])} "  # noqa: E731
+                         f"({m['exact_n']}/{m['documents']}), count {_pct(m['segment_count_right'])}")
+    return {
+        "tune single": f"{_pct(single['accuracy'])} ({single['correct']}/{single['documents']}), "
+                       f"{single['docs_per_cpu_second']:.0f} docs per CPU-s",
+        "tune multi (seed 2026)": summary(evaluate_multidocs(make_multidocs(recs, page_chars=page_chars))),
+        "tune multi (extra seeds, 1000)": summary({
+            "documents": sum(m["documents"] for m in extra), "exact_n": sum(m["exact_n"] for m in extra),
+            "exact_split": sum(m["exact_n"] for m in extra) / sum(m["documents"] for m in extra),
+            "page_accuracy": sum(m["page_accuracy"] * m["pages"] for m in extra) / sum(m["pages"] for m in extra),
+            "segment_count_right": sum(m["segment_count_right"] * m["documents"] for m in extra)
+            / sum(m["documents"] for m in extra)}),
+        f"tune hard ({HARD_DOCS}, seed {HARD_SEED})": summary(hard),
+    }
 
 
 def _pct(x: float | None) -> str:
@@ -296,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"Markdown report to write (default: {DEFAULT_OUT.relative_to(REPO)})")
     ap.add_argument("--no-write", action="store_true", help="do not write the Markdown report")
     ap.add_argument("--page-chars", type=int, default=PAGE_CHARS)
+    ap.add_argument("--tune-only", action="store_true",
+                    help="while tuning: figures of the tuning part only (its records, its multi-document "
+                         "bundles, the harder set and extra seeds); never reads the test part; writes nothing")
     args = ap.parse_args(argv)
 
     corpora = args.corpora or default_corpora()
@@ -303,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {corpora / SAMPLE} not found (use --corpora or DOCVERIFY_CORPORA)",
               file=sys.stderr)
         return 2
+    if args.tune_only:
+        res = evaluate_tune_only(corpora, args.page_chars)
+        print(json.dumps(res, indent=2) if args.json else
+              "\n".join(f"{k}: {v}" for k, v in res.items()))
+        return 0
     res = evaluate(load_records(corpora), args.page_chars)
     parts = evaluate_parts(corpora, args.page_chars)
     old = to_markdown(res, source=f"`{SAMPLE.as_posix()}`").split("\n")
