@@ -271,6 +271,7 @@ def evaluate_parts(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> dict[
         recs = [records[i] for i in split[part] if i in records]
         res = evaluate(recs, page_chars)
         res["multi"] = evaluate_multidocs(make_multidocs(recs, page_chars=page_chars))
+        res["hard"] = evaluate_multidocs(make_hard_multidocs(recs))
         parts[part] = res
     return parts
 
@@ -362,11 +363,12 @@ def parts_markdown(parts: dict[str, Any]) -> str:
     """The tuning and test parts of the split: headline figures against the targets, then each
     part's full tables (per type, confusion matrix, errors)."""
     def row(part: str, r: dict[str, Any]) -> str:
-        pt, m = r["per_type"], r["multi"]
+        pt, m, h = r["per_type"], r["multi"], r["hard"]
         return (f"| {part} | {r['documents']} | {_pct(r['accuracy'])} | {_pct(pt['Other']['recall'])} | "
                 f"{_pct(pt['Clinical Note']['precision'])} | {_pct(pt['Genomic Report']['recall'])} | "
                 f"{m['documents']} ({m['pages']} pages) | {_pct(m['page_accuracy'])} | {_pct(m['exact_split'])} | "
-                f"{_pct(m['segment_count_right'])} | {r['docs_per_cpu_second']:.0f} |")
+                f"{_pct(m['segment_count_right'])} | {_pct(h['page_accuracy'])} | {_pct(h['exact_split'])} "
+                f"({h['exact_n']}/{h['documents']}) | {r['docs_per_cpu_second']:.0f} |")
     t = TARGETS
     lines = [
         "# Offline classifier benchmark",
@@ -382,14 +384,22 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         f"- multi-document PDFs: {MULTI_DOCS} per part, each 2–3 texts of different types of that part "
         f"concatenated as pages (seed {MULTI_SEED}, `make_multidocs`); page accuracy = each page's type under "
         "the predicted segments; exact split = the same segments (types and page ranges).",
+        f"- harder multi-document set: {HARD_DOCS} per part (seed {HARD_SEED}, `make_hard_multidocs`), each 2–4 "
+        "texts of different types of that part where some parts are short: an Other text cut to its first "
+        "300–1,200 characters (a one-page cover, fax sheet or form), a one-page short report (≤ 2,500 characters), "
+        "pages cut at 1,500–4,000 characters, a last page holding only a text's last 80–400 characters "
+        "(a signature block, a disclaimer). Made for issue 13's last target. `offline-lexicon-v3` "
+        "was not tuned on it; a v4 tuned on the tuning part's set (faint pages continue their neighbour, "
+        "absent vocabulary costs more) raised it there to 97.7 % but lowered the test part's exact split to "
+        "86.7 % and page accuracy to 95.1 %, and was not merged.",
         "- texts are cut into pages of ~3000 characters (`docverify.labelled_corpus.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
         f"Clinical precision ≥ {t['clinical_precision']:.0%}, page ≥ {t['page']:.0%}, exact split ≥ {t['exact']:.0%}.",
         "",
         "| part | docs | dominant | Other recall | Clinical precision | Genomic recall | multi-docs | page acc. | "
-        "exact split | segment count right | docs per CPU-s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "exact split | segment count right | harder set: page acc. | harder set: exact split | docs per CPU-s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         row("tune", parts["tune"]),
         row("**test**", parts["test"]),
         "",
