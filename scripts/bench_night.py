@@ -194,6 +194,10 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
              "extra": {"model": "google:gemini-2.5-flash", "api_key": "fake-key", "base_url": fake.base_url}})
         limiter_rpm = args.limiter_rpm if args.limiter_rpm is not None else args.rpm
         variables["docverify_llm_rpm"] = str(limiter_rpm)
+        if args.llm_mode == "batch":  # the provider's hook (google-genai) and trigger reach the fake's Batch API
+            env["GOOGLE_GEMINI_BASE_URL"] = fake.base_url
+            fake.batch_delay_s = args.batch_delay
+            variables.update({"docverify_llm_mode": "batch", "docverify_llm_batch_poll_s": "2"})
         if args.pool_slots:  # as airflow_settings.yaml says: as many shards as the llm pool has slots
             variables["docverify_llm_shards"] = str(args.pool_slots)
     stack = AirflowStack(home, store, variables=variables, env=env, parallelism=args.parallelism)
@@ -224,7 +228,8 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
                        "peak_concurrency": s["peak_concurrency"], "effective_concurrency": s["effective_concurrency"],
                        "llm_span_s": s["span_s"], "bound_s": bound,
                        "ratio": s["span_s"] / bound if bound else float("nan"),
-                       "in_flight_profile": profile.buckets() if profile else []})
+                       "in_flight_profile": profile.buckets() if profile else [],
+                       "batch_jobs": fake.batch_jobs, "batch_items": fake.batch_items})
     if not args.keep:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(store, ignore_errors=True)
@@ -242,6 +247,9 @@ def main() -> int:
     ap.add_argument("--pool-slots", type=int, help="slots of the llm pool (default: airflow_settings.yaml)")
     ap.add_argument("--concurrency", type=int, help="the run's 'concurrency' param: documents at once in a shard "
                     "(default: the DAG's)")
+    ap.add_argument("--llm-mode", choices=("online", "batch"), default="online",
+                    help="Variable docverify_llm_mode (batch: the fake's Batch API answers the night's requests)")
+    ap.add_argument("--batch-delay", type=float, default=30.0, help="fake Batch API: seconds until a job succeeds")
     ap.add_argument("--max-shards", type=int, help="the run's 'max_shards' param (default: the DAG's)")
     ap.add_argument("--parallelism", type=int, default=8, help="[core] parallelism of the LocalExecutor")
     ap.add_argument("--corpora", action="store_true", help="add ../shared/corpora/pdfs to the sample PDFs")
@@ -269,7 +277,8 @@ def main() -> int:
     setup = (f"LLM judge against the fake Gemini endpoint (tests/fake_gemini.py: latency {args.latency:g} s, "
              f"{args.fake_concurrency or 'unlimited'} concurrent, quota {args.rpm or 'none'} RPM; Variable "
              f"docverify_llm_rpm={args.limiter_rpm if args.limiter_rpm is not None else args.rpm}, llm pool "
-             f"{args.pool_slots or 'as in airflow_settings.yaml'})" if llm else "embedded default (offline judge)")
+             f"{args.pool_slots or 'as in airflow_settings.yaml'}"
+             f"{f'; batch mode, a job succeeds after {args.batch_delay:g} s' if args.llm_mode == 'batch' else ''})" if llm else "embedded default (offline judge)")
     lines = [f"## {dt.date.today().isoformat()}: {setup}", "",
              f"`{cmd}` at commit {commit} on {os.cpu_count()} cores **shared with other sessions' work (figures taken under "
              f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
@@ -281,8 +290,8 @@ def main() -> int:
             "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |")
     sep = "|---|---|---|---|---|---|---|---|---|---|---|"
     if llm:
-        head += " requests | 429s | peak / effective concurrency | LLM traffic (s) | bound (s) | ratio |"
-        sep += "---|---|---|---|---|---|"
+        head += " requests | 429s | peak / effective concurrency | LLM traffic (s) | bound (s) | ratio | batch jobs / items |"
+        sep += "---|---|---|---|---|---|---|"
     lines += [head, sep]
     for n, r in rows:
         line = (f"| {n} | {r['state']} | {r['wall_s']:.1f} | {r['task_instances']} | {r['cpu_s']:.0f} | "
@@ -292,11 +301,12 @@ def main() -> int:
         if llm:
             line += (f" {r['requests']} | {r['throttled']} ({100 * r['throttled'] / max(1, r['requests']):.1f} %) | "
                      f"{r['peak_concurrency']} / {r['effective_concurrency']:.1f} | {r['llm_span_s']:.1f} | "
-                     f"{r['bound_s']:.1f} | {r['ratio']:.2f} |")
+                     f"{r['bound_s']:.1f} | {r['ratio']:.2f} | {r['batch_jobs']} / {r['batch_items']} |")
         lines.append(line)
     lines += ["", "Bound: `max(requests × latency / concurrency, requests / RPM)` over the requests the endpoint "
               "accepted; ratio: the LLM traffic's wall (the endpoint's first request → last answer) over it. "
-              "Effective concurrency: the endpoint's time answering accepted requests / that wall."
+              "Effective concurrency: the endpoint's time answering accepted requests / that wall. Requests: "
+              "generateContent calls (online); batch items are answered by the Batch API's jobs."
               if llm else "", ""]
     old = ""
     out = REPO / "docs" / "benchmarks" / "night.md"
