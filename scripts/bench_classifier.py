@@ -128,6 +128,14 @@ MULTI_SEED = 2026
 MULTI_DOCS = 60
 
 
+def _concatenated(kind: str, i: int, pages: list[str]) -> DocumentBundle:
+    """A multi-document bundle of page texts (paragraphs split at blank lines)."""
+    return DocumentBundle(doc_id=f"{kind}-{i}", file_path=f"corpus://{kind}/{i}", total_pages=len(pages),
+                          parser="bench:text-concat",
+                          pages=[Page(page_num=j, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
+                                 for j, t in enumerate(pages, 1)])
+
+
 def make_multidocs(records: list[dict[str, Any]], n: int = MULTI_DOCS, seed: int = MULTI_SEED,
                    page_chars: int = PAGE_CHARS) -> list[tuple[DocumentBundle, list[tuple[str, int, int]]]]:
     """``n`` multi-document bundles: 2–3 real texts of different types, each cut into pages as
@@ -147,11 +155,7 @@ def make_multidocs(records: list[dict[str, Any]], n: int = MULTI_DOCS, seed: int
             texts = split_pages(rng.choice(by_type[t]).get("text") or "", page_chars)
             truth.append((t, len(pages) + 1, len(pages) + len(texts)))
             pages += texts
-        out.append((DocumentBundle(
-            doc_id=f"multi-{i}", file_path=f"corpus://multi/{i}", total_pages=len(pages),
-            parser="bench:text-concat",
-            pages=[Page(page_num=j, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
-                   for j, t in enumerate(pages, 1)]), truth))
+        out.append((_concatenated("multi", i, pages), truth))
     return out
 
 
@@ -233,11 +237,7 @@ def make_hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed:
             texts = [x for x in texts if x.strip()] or [text.strip()]
             truth.append((t, len(pages) + 1, len(pages) + len(texts)))
             pages += texts
-        out.append((DocumentBundle(
-            doc_id=f"hard-{i}", file_path=f"corpus://hard/{i}", total_pages=len(pages),
-            parser="bench:text-concat",
-            pages=[Page(page_num=j, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
-                   for j, t in enumerate(pages, 1)]), truth))
+        out.append((_concatenated("hard", i, pages), truth))
     return out
 
 

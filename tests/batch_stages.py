@@ -5,11 +5,25 @@ run-store memo), as every task of the DAG does."""
 
 from __future__ import annotations
 
+import pathlib
+import shutil
 from collections.abc import Callable
 from typing import Any
 
 from docverify import batch as B
 from docverify.judges import Judge
+
+SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "include" / "samples"
+
+
+def copy_samples(root: pathlib.Path, ds: str) -> pathlib.Path:
+    """The sample PDFs and their companion classifications into ``root/incoming/<ds>``."""
+    incoming = root / "incoming" / ds
+    incoming.mkdir(parents=True)
+    for f in SAMPLES.iterdir():
+        if f.suffix == ".pdf" or f.name.endswith(".classification.json"):
+            shutil.copy(f, incoming / f.name)
+    return incoming
 
 
 def run_stages(b: B.Batch, judge: Judge, *, shard_size: int = 25, workers: int = 1,

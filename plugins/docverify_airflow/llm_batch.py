@@ -88,12 +88,10 @@ def _llm_judge(s: config.Settings):
     return judge if isinstance(judge, LLMJudge) else None
 
 
-def collect(context, round_key: str) -> dict[str, Any]:
-    """``llm_batch_collect_<round>``: what the job sends (XCom: the uploaded file's name, the model,
-    counts) — or a skip."""
+def _batching(context):
+    """The settings and the LLM judge of a night in batch mode; a skip (AirflowSkipException) in
+    online mode or with the offline judge."""
     from airflow.sdk.exceptions import AirflowSkipException
-
-    from docverify_airflow.tasks import make_batch
 
     s = config.settings(context)
     if s.llm_mode != "batch":
@@ -101,6 +99,17 @@ def collect(context, round_key: str) -> dict[str, Any]:
     judge = _llm_judge(s)
     if judge is None:
         raise AirflowSkipException(f"Variable {config.VAR_JUDGE} is {s.judge}: no LLM request to batch")
+    return s, judge
+
+
+def collect(context, round_key: str) -> dict[str, Any]:
+    """``llm_batch_collect_<round>``: what the job sends (XCom: the uploaded file's name, the model,
+    counts) — or a skip."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from docverify_airflow.tasks import make_batch
+
+    s, judge = _batching(context)
     batch = make_batch(context)
     out = llm_batch.collect(batch, judge, round_key)
     if not out["requests"]:
@@ -111,16 +120,10 @@ def collect(context, round_key: str) -> dict[str, Any]:
 
 def ingest(context, round_key: str) -> dict[str, Any]:
     """``llm_batch_ingest_<round>`` (``all_done``): the job's answers into the verdict cache."""
-    from airflow.sdk.exceptions import AirflowSkipException
 
     from docverify_airflow.tasks import _small, make_batch
 
-    s = config.settings(context)
-    if s.llm_mode != "batch":
-        raise AirflowSkipException(f"Variable {config.VAR_LLM_MODE} is {s.llm_mode}")
-    judge = _llm_judge(s)
-    if judge is None:
-        raise AirflowSkipException(f"Variable {config.VAR_JUDGE} is {s.judge}: nothing was batched")
+    s, judge = _batching(context)
     ti = context["ti"]
     plan = ti.xcom_pull(task_ids=f"llm_batch_collect_{round_key}")
     job = ti.xcom_pull(task_ids=f"llm_batch_job_{round_key}") if plan else None

@@ -7,10 +7,9 @@ silent accept, never a failed batch."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from tests.batch_stages import run_stages
+from tests.batch_stages import copy_samples, run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
 from docverify import batch as B
@@ -44,11 +43,7 @@ def run_all(b: B.Batch, judge) -> dict:
 
 
 def sample_batch(tmp_path, repo_dir) -> B.Batch:
-    incoming = tmp_path / "incoming" / DS
-    incoming.mkdir(parents=True)
-    for f in (repo_dir / "include" / "samples").iterdir():
-        if f.suffix == ".pdf" or f.name.endswith(".classification.json"):
-            shutil.copy(f, incoming / f.name)
+    copy_samples(tmp_path, DS)
     return B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="llm-test")
 
 

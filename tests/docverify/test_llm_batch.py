@@ -8,10 +8,9 @@ re-run creating no job."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from tests.batch_stages import llm_batch_rounds, run_stages
+from tests.batch_stages import copy_samples, llm_batch_rounds, run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
 from docverify import batch as B
@@ -33,11 +32,7 @@ def llm_judge(fake: FakeGemini, cache) -> LLMJudge:
 
 
 def sample_batch(root, repo_dir) -> B.Batch:
-    incoming = root / "incoming" / DS
-    incoming.mkdir(parents=True)
-    for f in (repo_dir / "include" / "samples").iterdir():
-        if f.suffix == ".pdf" or f.name.endswith(".classification.json"):
-            shutil.copy(f, incoming / f.name)
+    copy_samples(root, DS)
     return B.Batch(store=ArtifactStore(root), ds=DS, run_id="batch-test")
 
 

@@ -8,10 +8,10 @@ fake)."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 
 from scripts.airflow_stack import AirflowStack
+from tests.batch_stages import copy_samples
 from tests.docverify.test_llm_batch import DS, llm_judge, routes, run_night, sample_batch
 from tests.fake_gemini import FakeGemini
 
@@ -29,11 +29,7 @@ def test_a_batch_night_defers_on_the_triggerer_and_routes_like_online(tmp_path, 
         assert online_requests > 0 and fake.batch_jobs == 0
 
         root = tmp_path / "store"
-        incoming = root / "incoming" / DS
-        incoming.mkdir(parents=True)
-        for f in (repo_dir / "include" / "samples").iterdir():
-            if f.suffix == ".pdf" or f.name.endswith(".classification.json"):
-                shutil.copy(f, incoming / f.name)
+        copy_samples(root, DS)
         fake.batch_delay_s = 4.0  # PENDING → RUNNING → SUCCEEDED: the trigger polls a few times
         env = {"AIRFLOW_CONN_DOCVERIFY_LLM": json.dumps({"conn_type": "pydanticai_vertex", "extra": {
                    "model": "google:gemini-2.5-flash", "api_key": "fake-key", "base_url": fake.base_url}}),

@@ -4,14 +4,7 @@ from tuning texts only. Synthetic texts written for this test (no corpus text)."
 
 from __future__ import annotations
 
-PATHOLOGY = """SURGICAL PATHOLOGY REPORT
-FINAL DIAGNOSIS:
-Breast, left, core needle biopsy: invasive ductal carcinoma, Nottingham grade 2. Lymphovascular invasion not identified.
-GROSS DESCRIPTION:
-Received in formalin are three tan-white cores of tissue, 1.2 x 0.1 x 0.1 cm in aggregate, entirely submitted.
-MICROSCOPIC DESCRIPTION:
-Sections show infiltrating nests of atypical ductal cells with moderate nuclear pleomorphism.
-"""
+from tests.docverify.classify.test_generalization import PATHOLOGY
 
 RADIOLOGY = """EXAMINATION: CT chest with contrast.
 TECHNIQUE: axial images were obtained after intravenous contrast.
