@@ -20,7 +20,6 @@ from docverify.runstore import (
 from docverify.stages.common import Batch, StageStats, error_record, lineage
 
 log = logging.getLogger("docverify.batch")
-lineage_log = logging.getLogger("docverify.lineage")
 
 
 def _input_error(batch: Batch, entry: dict, code: str, message: str) -> None:

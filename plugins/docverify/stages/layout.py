@@ -14,7 +14,6 @@ from docverify.limits import (
 from docverify.stages.common import Batch, StageStats, error_record, lineage
 
 log = logging.getLogger("docverify.batch")
-lineage_log = logging.getLogger("docverify.lineage")
 
 
 # =========================================================================== layout

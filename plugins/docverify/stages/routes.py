@@ -18,7 +18,6 @@ from docverify.stages.common import Batch, StageStats, lineage
 from docverify.stages.verify import read_bundle, read_companion
 
 log = logging.getLogger("docverify.batch")
-lineage_log = logging.getLogger("docverify.lineage")
 
 
 def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str | None:

@@ -39,7 +39,6 @@ from docverify.stages.common import (
 )
 
 log = logging.getLogger("docverify.batch")
-lineage_log = logging.getLogger("docverify.lineage")
 
 
 # =========================================================================== shards
