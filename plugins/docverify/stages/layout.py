@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -12,9 +11,6 @@ from docverify.limits import (
     MAX_PAGE_CHARS,
 )
 from docverify.stages.common import Batch, StageStats, error_record, lineage
-
-log = logging.getLogger("docverify.batch")
-
 
 # =========================================================================== layout
 

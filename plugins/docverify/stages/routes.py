@@ -3,7 +3,6 @@ night only, withdrawn when the night no longer holds their content)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,8 +15,6 @@ from docverify.runstore import (
 )
 from docverify.stages.common import Batch, StageStats, lineage
 from docverify.stages.verify import read_bundle, read_companion
-
-log = logging.getLogger("docverify.batch")
 
 
 def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str | None:
