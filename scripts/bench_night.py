@@ -140,18 +140,6 @@ def outcome(store: pathlib.Path, ds: str) -> dict:
             "decisions": ", ".join(f"{k} {v}" for k, v in sorted(decisions.items())) or "–"}
 
 
-def wait_for_scheduled_runs(stack: AirflowStack, timeout: float = 600) -> None:
-    """Unpausing creates today's (empty) scheduled run: let it finish before the measured night
-    (max_active_runs=1 would queue the night behind it)."""
-    stack.unpause(DAG)
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        runs = stack.runs(DAG)
-        if runs and all(r["state"] in ("success", "failed") for r in runs):
-            return
-        time.sleep(1)
-
-
 class InFlight(threading.Thread):
     """Samples the fake endpoint's requests in flight twice a second; buckets() gives the mean per 10 s
     from the first request on — where the LLM traffic runs below the quota (ramp-up, the barrier
@@ -205,7 +193,7 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
         stack.start()
         if args.pool_slots:
             stack.airflow("pools", "set", "llm", str(args.pool_slots), "bench_night")
-        wait_for_scheduled_runs(stack)
+        stack.settle(DAG)  # today's scheduled (empty) run ends before the measured night
         before = fake.stats() if fake else {}
         profile = InFlight(fake) if fake else None
         conf = {k: v for k, v in (("concurrency", args.concurrency), ("max_shards", args.max_shards)) if v}

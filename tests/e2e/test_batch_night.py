@@ -8,7 +8,6 @@ fake)."""
 from __future__ import annotations
 
 import json
-import time
 
 from scripts.airflow_stack import AirflowStack
 from tests.batch_stages import copy_samples
@@ -37,12 +36,7 @@ def test_a_batch_night_defers_on_the_triggerer_and_routes_like_online(tmp_path, 
                "GOOGLE_GEMINI_BASE_URL": fake.base_url}
         variables = {"docverify_judge": "llm", "docverify_llm_mode": "batch", "docverify_llm_batch_poll_s": "1"}
         with AirflowStack(tmp_path / "home", root, variables=variables, env=env) as stack:
-            # unpausing makes today's scheduled (empty) night: let it end first (max_active_runs=1)
-            stack.unpause(DAG)
-            deadline = time.monotonic() + 300
-            while not (stack.runs(DAG) and all(r["state"] in ("success", "failed") for r in stack.runs(DAG))):
-                assert time.monotonic() < deadline, stack.runs(DAG)
-                time.sleep(1)
+            stack.settle(DAG, timeout=300)  # today's scheduled (empty) night ends first (max_active_runs=1)
             run_id = stack.trigger(DAG, logical_date=f"{DS}T03:00:00Z")
             run = stack.wait_for_run(DAG, run_id, timeout=900)
             states = {ti["task_id"]: ti["state"] for ti in stack.task_instances(DAG, run_id)}
