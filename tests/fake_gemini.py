@@ -139,6 +139,21 @@ def quota_body(retry_after: float) -> dict:
     return body
 
 
+def respond(h: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict | None = None,
+            content_type: str = "application/json") -> None:
+    """One answer of the fake (every endpoint); a client that gave up (timeout) is not an error."""
+    try:
+        h.send_response(status)
+        h.send_header("Content-Type", content_type)
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 class FakeGemini:
     def __init__(self, *, latency_s: float = 0.0, max_concurrency: int = 0, rpm: int = 0,
                  window_s: float = 60.0, keep_bodies: bool = True) -> None:
@@ -194,7 +209,7 @@ class FakeGemini:
                     else:
                         fake.throttled += 1
                 if refused is not None:
-                    self._send(429, json.dumps(quota_body(refused)).encode(), {"Retry-After": str(math.ceil(refused))})
+                    respond(self, 429, json.dumps(quota_body(refused)).encode(), {"Retry-After": str(math.ceil(refused))})
                     return
                 try:
                     self._reply(body, n, started)
@@ -220,19 +235,7 @@ class FakeGemini:
                 rest = fake.latency_s - (time.monotonic() - started)
                 if rest > 0:
                     time.sleep(rest)
-                self._send(status, data)
-
-            def _send(self, status: int, data: bytes, headers: dict | None = None) -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
-                    pass
+                respond(self, status, data)
 
             def log_message(self, *args):
                 pass
@@ -387,24 +390,13 @@ class FakeGemini:
             if data is None:
                 self._json(h, 404, error_body(404, "NOT_FOUND", f"{name} not found"))
                 return
-            h.send_response(200)
-            h.send_header("Content-Type", "application/octet-stream")
-            h.send_header("Content-Length", str(len(data)))
-            h.end_headers()
-            h.wfile.write(data)
+            respond(h, 200, data, content_type="application/octet-stream")
             return
         self._json(h, 404, error_body(404, "NOT_FOUND", path))
 
     @staticmethod
     def _json(h: BaseHTTPRequestHandler, status: int, body: dict, headers: dict | None = None) -> None:
-        data = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
+        respond(h, status, json.dumps(body).encode(), headers)
 
     def stats(self) -> dict:
         with self.lock:
