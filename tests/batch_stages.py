@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from docverify import batch as B
@@ -16,11 +16,13 @@ from docverify.judges import Judge
 SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "include" / "samples"
 
 
-def copy_samples(root: pathlib.Path, ds: str) -> pathlib.Path:
-    """The sample PDFs and their companion classifications into ``root/incoming/<ds>``."""
+def copy_samples(root: pathlib.Path, ds: str, names: Iterable[str] | None = None) -> pathlib.Path:
+    """The sample PDFs and their companion classifications (all, or those of ``names``) into
+    ``root/incoming/<ds>``."""
     incoming = root / "incoming" / ds
-    incoming.mkdir(parents=True)
-    for f in SAMPLES.iterdir():
+    incoming.mkdir(parents=True, exist_ok=True)
+    files = SAMPLES.iterdir() if names is None else (f for n in names for f in SAMPLES.glob(f"{n}.*"))
+    for f in files:
         if f.suffix == ".pdf" or f.name.endswith(".classification.json"):
             shutil.copy(f, incoming / f.name)
     return incoming

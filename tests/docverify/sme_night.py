@@ -4,9 +4,8 @@ tests/docverify/test_batch.py runs them. Imported by the SME domain and DAG test
 from __future__ import annotations
 
 import pathlib
-import shutil
 
-from tests.batch_stages import run_stages
+from tests.batch_stages import copy_samples, run_stages
 
 from docverify import batch as B
 from docverify.judges import OfflineJudge
@@ -22,11 +21,7 @@ SAMPLES = ("quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "co
 def run_night(root: pathlib.Path, names=SAMPLES, extra_files: dict[str, bytes] | None = None) -> B.Batch:
     """Copy the samples into ``root/incoming/<DS>/`` (plus ``extra_files`` by name) and run every
     stage up to write_sme_packets. Returns the batch."""
-    incoming = root / "incoming" / DS
-    incoming.mkdir(parents=True, exist_ok=True)
-    for n in names:
-        for f in (REPO / "include" / "samples").glob(f"{n}.*"):
-            shutil.copy(f, incoming / f.name)
+    incoming = copy_samples(root, DS, names)
     for name, data in (extra_files or {}).items():
         (incoming / name).write_bytes(data)
     b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="night-test")

@@ -2,10 +2,9 @@
 failed batch or a silent accept; re-runs are idempotent."""
 
 import json
-import shutil
 
 import pytest
-from tests.batch_stages import run_stages
+from tests.batch_stages import copy_samples, run_stages
 from tests.packets import packet_file
 
 from docverify import batch as B
@@ -26,11 +25,7 @@ class ExplodingClassifier(OfflineJudge):
 
 
 def make_batch(tmp_path, repo_dir, names):
-    incoming = tmp_path / "incoming" / DS
-    incoming.mkdir(parents=True)
-    for n in names:
-        for f in (repo_dir / "include" / "samples").glob(f"{n}*"):
-            shutil.copy(f, incoming / f.name)
+    copy_samples(tmp_path, DS, names)
     return B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="test")
 
 

@@ -4,9 +4,8 @@ opinion of them), a hostile file name never becomes markup, and no page text is 
 from __future__ import annotations
 
 import json
-import shutil
 
-from tests.batch_stages import run_stages
+from tests.batch_stages import copy_samples, run_stages
 
 from docverify import batch as B
 from docverify import report
@@ -17,11 +16,7 @@ DS = "2026-11-20"
 
 
 def night(tmp_path, repo_dir, names):
-    incoming = tmp_path / "incoming" / DS
-    incoming.mkdir(parents=True)
-    for n in names:
-        for f in (repo_dir / "include" / "samples").glob(f"{n}.*"):
-            shutil.copy(f, incoming / f.name)
+    copy_samples(tmp_path, DS, names)
     b = B.Batch(store=B.ArtifactStore(tmp_path), ds=DS, run_id="manual__t")
     run_stages(b, OfflineJudge())
     return b, report.write(b)
