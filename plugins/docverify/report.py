@@ -16,13 +16,13 @@ from collections import Counter
 from typing import Any
 
 from docverify.sme_packets import review_id
+from docverify.stages.common import USAGE_KEYS as LLM_KEYS
 from docverify.stages.common import Batch, lineage, load_stage_stats
 from docverify.summaries import doc_summary
 
 log = logging.getLogger("docverify.report")
 
 
-LLM_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
 
 
 def _cost(model: str | None, usage: Counter, batch: bool = False):

@@ -7,14 +7,13 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from docverify.judges import Judge, Usage
 from docverify.paths import safe_ds, safe_prefix
 from docverify.runstore import (
-    VOLATILE,
     RunStore,
 )
 from docverify.store import ArtifactStore
@@ -85,15 +84,9 @@ class Batch:
     def routes_rel(self) -> str:
         return self.rs.routes_rel
 
-    def stage_rel(self, stage: str) -> str:
-        return self.rs.stage_rel(stage)
-
     def manifest(self) -> dict:
         """The manifest as stored (a dict; :meth:`RunStore.manifest` gives the model)."""
         return self.rs.manifest().as_json()
-
-    def write_if_changed(self, rel: str, obj: Any, volatile: Iterable[str] = VOLATILE) -> bool:
-        return self.rs.write_if_changed(rel, obj, volatile)
 
 
 USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
@@ -142,7 +135,6 @@ class StageStats:
     def log(self, out: dict) -> None:
         log.info("stage %s: %d document(s), %d error(s), %d reused, %.2fs, %d LLM call(s)", self.stage,
                  self.docs, self.errors, self.cache_hits, out["seconds"], self.usage.llm_calls)
-        return out
 
 
 async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
