@@ -137,6 +137,11 @@ class DocResult(BaseModel):
     #: ``<doc>.production.json`` beside the PDF (for the SME packet), from the manifest
     production_rel: str | None = None
 
+    @property
+    def first_attempt(self) -> AttemptRecord | None:
+        """Attempt 0: stored apart while the document waits for the retry, else the result's first."""
+        return self.attempt_0 or (self.result.attempts[0] if self.result is not None else None)
+
 
 class NightIndex(_Open):
     """``runs/<ds>/_stages/layout.json``: the layout stage's record, which every later stage reads

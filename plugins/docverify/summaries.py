@@ -16,7 +16,7 @@ def doc_summary(rec: DocResult) -> dict[str, Any]:
     out: dict[str, Any] = {"route": rec.route, "decision": rec.decision}
     if rec.error is not None:
         out["error"] = {"stage": rec.error.stage, "error": rec.error.error, "message": rec.error.message}
-    a0 = rec.attempt_0 or (rec.result.attempts[0] if rec.result is not None else None)
+    a0 = rec.first_attempt
     impl = set()
     if rec.classification_meta is not None:
         impl.add(f"classifier:{rec.classification_meta.implementation}")

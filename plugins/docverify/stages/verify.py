@@ -124,9 +124,14 @@ def _decision_value(d: Any) -> str:
     return str(getattr(d, "value", d))
 
 
+def _error_decision(code: str | None) -> dict[str, Any]:
+    """The V5 decision of a document that ends in an error: escalated, no rule."""
+    return {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": code}
+
+
 def _error_result(doc: ManifestDoc, bundle: BundleMeta | None, code: str, message: str, stage: str) -> DocResult:
     return DocResult(doc_id=doc.doc_id, route="write_sme_packets", bundle=bundle, production_rel=doc.production_rel,
-                     decision={"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": code},
+                     decision=_error_decision(code),
                      error=ErrorRecord(doc_id=doc.doc_id, stage=stage, error=code, message=message, file=doc.pdf_uri,
                                        sha256=doc.sha256))
 
@@ -253,7 +258,7 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
         rs.write_result(rec)
         # a document waiting for the retry: its attempt 0 only (the retry's result is the retry's)
         documents[doc_id] = doc_summary(rec if rec.route != "auto_fix_retry" else rec.model_copy(update={"result": None}))
-        a0 = rec.attempt_0 or (rec.result.attempts[0] if rec.result else None)
+        a0 = rec.first_attempt
         so = a0.decision.second_opinion if a0 is not None else None
         if so is not None:
             so_counts["asked"] = so_counts.get("asked", 0) + 1
@@ -302,8 +307,7 @@ def arbiter(batch: Batch, shards: int | None = None) -> dict:
         if doc_id in index.failed:
             errors[doc_id] = index.failed[doc_id]
             code = errors[doc_id].get("error")
-            route, dec = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
-                                               "error": code}
+            route, dec = "write_sme_packets", _error_decision(code)
             lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=code)
         elif doc_id in summaries:
             route, dec = summaries[doc_id]["route"], summaries[doc_id]["decision"]
@@ -313,8 +317,7 @@ def arbiter(batch: Batch, shards: int | None = None) -> dict:
                 doc.model_dump(), "VERIFICATION_FAILED", f"{doc.pdf_uri}: no verification result for this document "
                 "(its verify task did not run or failed); re-run", "v5_arbiter"), "sha256": doc.sha256}
             rs.write_if_changed(rs.error_rel(doc_id), errors[doc_id])
-            route, dec = "write_sme_packets", {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error",
-                                               "error": "VERIFICATION_FAILED"}
+            route, dec = "write_sme_packets", _error_decision("VERIFICATION_FAILED")
             lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error",
                     error="VERIFICATION_FAILED")
         routes[route].append(doc_id)
@@ -355,7 +358,7 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key
 
     async def one(doc_id: str) -> None:
         rec = rs.result(doc_id)
-        a0 = None if rec is None else rec.attempt_0 or (rec.result.attempts[0] if rec.result else None)
+        a0 = None if rec is None else rec.first_attempt
         if rec is None or a0 is None:
             stats.errors += 1
             lineage("auto_fix_retry", doc_id, error="NO_ATTEMPT_0")
