@@ -44,7 +44,11 @@ class _Layout:
         if self.previous is None or doc["doc_id"] not in self.present:
             return False
         sha, parser = (self.previous.parsed.get(doc["doc_id"]) or ["", ""])[:2]
-        return sha == doc["sha256"] and (parser in parsers or bool(prefix and parser.startswith(prefix)))
+        return sha == doc["sha256"] and _parser_matches(parser, parsers, prefix)
+
+
+def _parser_matches(parser: Any, parsers: Iterable[str], prefix: str) -> bool:
+    return parser in parsers or bool(prefix and str(parser or "").startswith(prefix))
 
     def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
         self.ok.add(doc_id)
@@ -91,7 +95,7 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
             stats.errors += 1
             state.input_error(doc)
             continue
-        hit = _bundle_reusable(batch, doc, reusable, state) if batch.reuse else None
+        hit = _bundle_reusable(batch, doc, state, reusable) if batch.reuse else None
         if hit:
             stats.cache_hits += 1
             state.laid_out(doc["doc_id"], hit[0], hit[1])
@@ -124,15 +128,15 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     return target
 
 
-def _bundle_reusable(batch: Batch, doc: dict, parser: str | tuple[str, ...], state: _Layout) -> list[str] | None:
-    """[sha256, parser] of a bundle of the same PDF by one of ``parser``, or None: from this
-    night's earlier layout record (no request), else one read of the bundle (none for a document
-    without a run folder; the bundle is not kept in memory)."""
-    parsers = (parser,) if isinstance(parser, str) else parser
-    if state.previous is not None:  # the record says what this night's layout made
-        return state.previous.parsed[doc["doc_id"]][:2] if state.reusable(doc, parsers) else None
+def _bundle_reusable(batch: Batch, doc: dict, state: _Layout | None, parsers: Iterable[str] = (),
+                     prefix: str = "") -> list[str] | None:
+    """[sha256, parser] of a bundle of the same PDF by one of ``parsers`` (or a parser starting with
+    ``prefix``), or None: from this night's earlier layout record (no request), else one read of
+    the bundle (the bundle is not kept in memory)."""
+    if state is not None and state.previous is not None:  # the record says what this night's layout made
+        return state.previous.parsed[doc["doc_id"]][:2] if state.reusable(doc, parsers, prefix) else None
     head = batch.rs.get_json(batch.rs.bundle_rel(doc["doc_id"]), memo=False)
-    if bool(head) and head.get("sha256") == doc["sha256"] and head.get("parser") in parsers:
+    if bool(head) and head.get("sha256") == doc["sha256"] and _parser_matches(head.get("parser"), parsers, prefix):
         return [head["sha256"], head["parser"]]
     return None
 
@@ -185,16 +189,13 @@ def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARS
     prev = state.previous if state is not None else None
     for doc in docs:
         doc_id = doc["doc_id"]
+        hit = _bundle_reusable(batch, doc, state, prefix=parser_prefix)
+        if hit:
+            ok[doc_id] = hit
+            continue
         if prev is not None:
-            if state is not None and state.reusable(doc, prefix=parser_prefix):
-                ok[doc_id] = prev.parsed[doc_id]
-                continue
             err = prev.failed.get(doc_id) if doc_id in state.present else None  # type: ignore[union-attr]
         else:
-            head = rs.get_json(rs.bundle_rel(doc_id), memo=False)
-            if head and head.get("sha256") == doc["sha256"] and str(head.get("parser", "")).startswith(parser_prefix):
-                ok[doc_id] = [head["sha256"], head["parser"]]
-                continue
             err = rs.get_json(rs.error_rel(doc_id))
         if err and err.get("sha256") == doc["sha256"] and str(err.get("parser", "")).startswith(parser_prefix) \
                 and err.get("retryable") is False:
