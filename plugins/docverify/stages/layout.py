@@ -15,6 +15,11 @@ from docverify.stages.common import Batch, StageStats, error_record, lineage
 # =========================================================================== layout
 
 
+def _parser_matches(parser: Any, parsers: Iterable[str], prefix: str) -> bool:
+    """One of ``parsers``, or a parser starting with ``prefix`` (a parser family)."""
+    return parser in parsers or bool(prefix and str(parser or "").startswith(prefix))
+
+
 @dataclass
 class _Layout:
     """What the layout stage learns per document, saved as its record (a
@@ -45,10 +50,6 @@ class _Layout:
             return False
         sha, parser = (self.previous.parsed.get(doc["doc_id"]) or ["", ""])[:2]
         return sha == doc["sha256"] and _parser_matches(parser, parsers, prefix)
-
-
-def _parser_matches(parser: Any, parsers: Iterable[str], prefix: str) -> bool:
-    return parser in parsers or bool(prefix and str(parser or "").startswith(prefix))
 
     def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
         self.ok.add(doc_id)
