@@ -169,9 +169,8 @@ def write_sme_packets(batch: Batch) -> dict:
                                   keep_current=True)
         uri, outcome = write_packet(rs, packet, write_json=rs.write_if_changed)
         html_uri, _ = write_packet_html(rs, key, bundle=bundle)
-        if rs.exists(rs.accepted_rel(doc_id)):
-            withdraw(batch, rs.accepted_rel(doc_id), "accepted", doc_id,
-                     f"escalated by a later run of {batch.ds} ({why})")
+        # an accepted record of an earlier run (none: known from the listing, no request)
+        withdraw(batch, rs.accepted_rel(doc_id), "accepted", doc_id, f"escalated by a later run of {batch.ds} ({why})")
         (kept if outcome == "kept_reviewed" else written).append(doc_id)
         rs.forget(doc_id, rels=[rs.packet_rel(key)])
         lineage("write_sme_packets", doc_id, decision="ESCALATE_TO_SME", output_uri=uri, html_uri=html_uri,
