@@ -247,9 +247,27 @@ class LLMJudge(Judge):
         return self._key(kind, self._inputs(kind, bundle, classification))
 
     # ------------------------------------------------------------------ one call
+    async def _cached(self, kind: str, doc_id: str, key: str) -> _Outcome | None:
+        """The verdict cache's answer to a call, validated against its output type; None on a miss
+        (an unreadable or invalid entry is one: a cache never fails a call)."""
+        if self.cache is None:
+            return None
+        try:
+            cached = await asyncio.to_thread(self.cache.get, key)
+        except Exception as exc:  # noqa: BLE001 - a cache never fails a call
+            logger.warning("llm %s doc_id=%s cache read failed error=%s", kind, doc_id, type(exc).__name__)
+            return None
+        if cached is None:
+            return None
+        try:
+            output = OUTPUT_TYPES[kind].model_validate(cached)
+        except ValidationError:
+            logger.warning("llm %s doc_id=%s cache entry invalid key=%s: treated as a miss", kind, doc_id, key)
+            return None
+        return _Outcome(output, Usage(cache_hits=1), key, cache_hit=True)
+
     async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> _Outcome:
         prompt_name = PROMPTS[kind]
-        output_type = OUTPUT_TYPES[kind]
         usage = Usage()
         try:
             key = self._key(kind, inputs)
@@ -262,25 +280,13 @@ class LLMJudge(Judge):
             )
             return _Outcome(None, usage, "", error=exc)
 
-        if self.cache is not None:
-            try:
-                cached = await asyncio.to_thread(self.cache.get, key)
-            except Exception as exc:  # noqa: BLE001 - a cache never fails a call
-                logger.warning("llm %s doc_id=%s cache read failed error=%s", kind, doc_id, type(exc).__name__)
-                cached = None
-            if cached is not None:
-                try:
-                    output = output_type.model_validate(cached)
-                except ValidationError:
-                    logger.warning("llm %s doc_id=%s cache entry invalid key=%s: treated as a miss",
-                                   kind, doc_id, key)
-                else:
-                    usage.cache_hits = 1
-                    logger.info(
-                        "llm %s doc_id=%s prompt=%s prompt_hash=%s model=%s cache=hit key=%s",
-                        kind, doc_id, prompt_name, p_hash[:12], self.model_id, key,
-                    )
-                    return _Outcome(output, usage, key, cache_hit=True)
+        hit = await self._cached(kind, doc_id, key)
+        if hit is not None:
+            logger.info(
+                "llm %s doc_id=%s prompt=%s prompt_hash=%s model=%s cache=hit key=%s",
+                kind, doc_id, prompt_name, p_hash[:12], self.model_id, key,
+            )
+            return hit
 
         user_prompt = render_user_prompt(inputs, instructions)
         agent = self._agents[kind]

@@ -103,15 +103,9 @@ class RecordingJudge(LLMJudge):
 
     async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> _Outcome:
         key = self._key(kind, inputs)
-        if self.cache is not None:
-            cached = await asyncio.to_thread(self.cache.get, key)
-            if cached is not None:
-                try:
-                    output = OUTPUT_TYPES[kind].model_validate(cached)
-                except Exception:  # noqa: BLE001 - an invalid entry is a miss, as online
-                    pass
-                else:
-                    return _Outcome(output, Usage(cache_hits=1), key, cache_hit=True)
+        hit = await self._cached(kind, doc_id, key)
+        if hit is not None:
+            return hit
         if key not in self.recorded:
             _, instructions = load_prompt(PROMPTS[kind])
             try:
