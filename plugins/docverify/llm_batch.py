@@ -45,7 +45,6 @@ from docverify.stages.common import LINEAGE_ON, Batch, StageStats, gather_bounde
 
 log = logging.getLogger("docverify.llm_batch")
 
-MODES = ("online", "batch")
 ROUNDS = ("classify", "judgments")
 
 
