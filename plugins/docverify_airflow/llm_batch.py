@@ -7,7 +7,7 @@ around the domain core's :mod:`docverify.llm_batch`.
   :class:`GenAIGeminiAPIHook`); it **skips** (and with it the job) in online mode, with the offline
   judge, and when every request is cached — a re-run of a night creates no batch job;
 * the job: :class:`docverify_airflow.operators.gemini_batch.NightlyGeminiBatchOperator`;
-* ``ingest`` (``all_done``: also after a failed job) downloads the results file and writes the
+* ``ingest`` (``all_done_min_one_success``: also after a failed job) downloads the results file and writes the
   answers into the verdict cache; failed and missing items are left to verify's online calls.
 
 The Batch API here is the Gemini Developer API's (the provider's hook takes an API key): the LLM
@@ -119,8 +119,8 @@ def collect(context, round_key: str) -> dict[str, Any]:
 
 
 def ingest(context, round_key: str) -> dict[str, Any]:
-    """``llm_batch_ingest_<round>`` (``all_done``): the job's answers into the verdict cache."""
-
+    """``llm_batch_ingest_<round>`` (``all_done_min_one_success``: also after a failed job): the job's answers into
+    the verdict cache."""
     from docverify_airflow.tasks import _small, make_batch
 
     s, judge = _batching(context)
