@@ -135,12 +135,18 @@ __all__ = [
 @dataclass
 class _AttemptCounter(AbstractCapability[Any]):
     """Counts model request attempts of one run, including those that end in an error (which
-    pydantic-ai's ``RunUsage.requests`` does not count)."""
+    pydantic-ai's ``RunUsage.requests`` does not count), and passes each through the shared
+    limiter's departure gate (:meth:`RateLimiter.depart`) right before it is sent — after the
+    agent's own set-up, which can stall an event loop long enough to bunch requests up."""
 
     attempts: int = 0
+    limiter: RateLimiter | None = None
+    waited: float = 0.0  # seconds spent at the departure gate
 
     async def prepare_model_request(self, ctx, request_context):  # type: ignore[override]
         self.attempts += 1
+        if self.limiter is not None:
+            self.waited += await self.limiter.depart()
         return request_context
 
 
@@ -290,20 +296,24 @@ class LLMJudge(Judge):
 
         user_prompt = render_user_prompt(inputs, instructions)
         agent = self._agents[kind]
-        counter = _AttemptCounter()
+        limiter = self.limiter
+        counter = _AttemptCounter(limiter=limiter)
         run_usage = RunUsage()
 
-        limiter = self.limiter
         # what one request is assumed to cost the tokens-per-minute budget before it is sent
         # (~4 characters a token, plus an answer); corrected from the real usage afterwards
         estimate = (len(user_prompt) + len(SYSTEM_INSTRUCTIONS)) // 4 + 256
         waited = 0.0  # seconds this call spent waiting for the quota (ThrottlePolicy.max_wait_s)
         reserved = [0, 0]  # requests and tokens reserved from the limiter
 
+        def spent() -> float:  # at the limiter's slots, its departure gate and 429 pauses
+            return waited + counter.waited
+
         async def attempt() -> Any:
             nonlocal waited
             if limiter is not None:  # not counted as a failure by the retry policy: re-raised as is
-                waited += await limiter.acquire(estimate, max_wait_s=max(0.0, self.throttle.max_wait_s - waited))
+                waited += await limiter.acquire(estimate, max_wait_s=max(0.0, self.throttle.max_wait_s - spent()),
+                                                depart=False)  # the gate: _AttemptCounter, at the request
                 reserved[0] += 1
                 reserved[1] += estimate
             result = await agent.run(
@@ -314,11 +324,11 @@ class LLMJudge(Judge):
         def throttled(why: str) -> JudgeThrottled:
             logger.warning(
                 "llm %s doc_id=%s prompt=%s model=%s throttled: %s (waited %.0fs of %.0fs, %d requests)",
-                kind, doc_id, prompt_name, self.model_id, why, waited, self.throttle.max_wait_s, counter.attempts,
+                kind, doc_id, prompt_name, self.model_id, why, spent(), self.throttle.max_wait_s, counter.attempts,
             )
             return JudgeThrottled(
                 f"{self.name}: the {kind} call for document {doc_id} was held back by the model's quota ({why}; "
-                f"waited {waited:.0f}s of a {self.throttle.max_wait_s:.0f}s budget); the task fails and is retried later"
+                f"waited {spent():.0f}s of a {self.throttle.max_wait_s:.0f}s budget); the task fails and is retried later"
             )
 
         error: BaseException | None = None
@@ -342,7 +352,7 @@ class LLMJudge(Judge):
                         break
                     throttles += 1
                     pause = self.throttle.wait(exc, throttles)
-                    if waited + pause > self.throttle.max_wait_s:
+                    if spent() + pause > self.throttle.max_wait_s:
                         raise throttled(f"{throttles} x 429, next wait {pause:.0f}s") from None
                     logger.info("llm %s doc_id=%s model=%s 429 number %d: waiting %.1fs (not a failure)",
                                 kind, doc_id, self.model_id, throttles, pause)

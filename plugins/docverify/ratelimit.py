@@ -17,6 +17,10 @@ Design (option (a) of issue 15, chosen over the alternatives):
   ``rpm × headroom`` requests in any minute; ``headroom`` (default 0.98) absorbs the jitter between
   our clock and the moment a request reaches the provider. The lock is held for one read-modify-
   write of a ~60-byte file (tens of microseconds), never across a sleep or a model call.
+* **A departure gate** (:meth:`RateLimiter.depart`, passed right before each request is sent):
+  callers that wake late (a stalled event loop) would otherwise leave in a burst; the gate keeps
+  actual departures at least ``gate_interval`` apart, so no window holds more than the quota
+  whatever the lateness.
 * **A 429 pauses everybody** (:meth:`RateLimiter.pause`): the provider's ``Retry-After`` moves the
   shared ``tat``, so every process waits instead of each one discovering the quota by itself.
 * **Several machines** (Celery workers, Kubernetes pods): each machine keeps its own file and
@@ -98,6 +102,9 @@ class RateLimiter:
         scale = share * headroom
         self.request_interval = window_s / (rpm * scale) if rpm else 0.0
         self.token_interval = window_s / (tpm * scale) if tpm else 0.0
+        # the departure gate's spacing: between the quota's and the schedule's (headroom halved), so
+        # late departures catch up with the schedule while no window holds more than the quota
+        self.gate_interval = window_s / (rpm * share * (1 + headroom) / 2) if rpm else 0.0
         self.clock = clock
         self.path: pathlib.Path | None = None
         if state_dir is not None:
@@ -146,7 +153,8 @@ class RateLimiter:
             return 0.0
         now = self.clock()
         with self._state() as st:
-            # "p": a 429's pause (both dimensions); "r"/"t": the requests'/tokens' next free time
+            # "p": a 429's pause (both dimensions); "r"/"t": the requests'/tokens' next free time;
+            # "d": the departure gate (:meth:`depart`)
             admit = max(now, st.get("p", 0.0), st.get("r", 0.0), st.get("t", 0.0))
             wait = admit - now
             if wait > max_wait_s:
@@ -157,12 +165,39 @@ class RateLimiter:
                 st["t"] = max(st.get("t", 0.0), admit) + max(0, tokens) * self.token_interval
         return wait
 
-    async def acquire(self, tokens: int = 0, *, max_wait_s: float = math.inf) -> float:
-        """:meth:`reserve`, then sleep until the slot; returns the seconds waited."""
+    async def acquire(self, tokens: int = 0, *, max_wait_s: float = math.inf, depart: bool = True) -> float:
+        """:meth:`reserve`, sleep until the slot, then (``depart``) pass :meth:`depart`'s gate;
+        returns the seconds waited. A caller with work of its own between the slot and the request
+        (client set-up) passes ``depart=False`` and calls :meth:`depart` right before sending."""
         wait = self.reserve(tokens, max_wait_s=max_wait_s)
         if wait > 0:
             await asyncio.sleep(wait)
-        return wait
+        return wait + (await self.depart() if depart else 0.0)
+
+    async def depart(self) -> float:
+        """The departure gate: no two requests of this model leave (in any process of the machine)
+        less than ``gate_interval`` apart; returns the seconds waited.
+
+        Reservations are spaced, but a caller that wakes late (a busy event loop, a CPU-starved
+        process, a client's first set-up) sends late, and the callers queued behind it, woken on
+        time, would then leave in a burst: several late wakes compress into one instant and a
+        sliding window on the provider's side sees more than the quota (seen: four requests in 6 ms
+        after a 0.5 s stall, a 429 on a 1 s window with 20 % headroom). The gate re-spaces the
+        actual departures, so a window holds at most ``window / gate_interval + 1`` of them
+        whatever the lateness; its spacing is shorter than the reservations' (half the headroom),
+        so on schedule it does not wait and a late queue catches up with the schedule."""
+        if not self.gate_interval:
+            return 0.0
+        waited = 0.0
+        while True:
+            now = self.clock()
+            with self._state() as st:
+                gate = st.get("d", 0.0)
+                if now >= gate:
+                    st["d"] = now + self.gate_interval
+                    return waited
+            await asyncio.sleep(gate - now)
+            waited += gate - now
 
     def charge(self, *, requests: int = 0, tokens: int = 0) -> None:
         """Correct the budget after a call: requests it made beyond the one reserved (pydantic-ai's

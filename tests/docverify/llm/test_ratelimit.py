@@ -5,6 +5,7 @@ hammers the quota. Windows are seconds here (not minutes) so the tests run in se
 from __future__ import annotations
 
 import asyncio
+import itertools
 import multiprocessing
 import time
 
@@ -84,6 +85,35 @@ def test_reservations_are_spaced_and_bounded():
     lim.pause(30)  # a 429 with Retry-After: 30 — nobody gets a slot before now + 30
     assert lim.reserve() == 30.0
     assert RateLimiter("m").reserve() == 0.0 and RateLimiter("m").unlimited  # 0 = unlimited
+
+
+def _stalled_queue(depart: bool) -> tuple[RateLimiter, list[float]]:
+    """Six callers reserve their slots, then the event loop stalls past all of them (a client's
+    first set-up, a CPU-starved process) before they send."""
+    lim = RateLimiter("m", rpm=10, window_s=1.0, headroom=0.8)  # slots 0.125 s apart, gate 0.111 s
+
+    async def one(out: list[float]) -> None:
+        await lim.acquire(depart=depart)
+        out.append(time.time())
+
+    async def main() -> list[float]:
+        out: list[float] = []
+        tasks = [asyncio.create_task(one(out)) for _ in range(6)]
+        await asyncio.sleep(0)  # every caller has reserved its slot
+        time.sleep(0.8)
+        await asyncio.gather(*tasks)
+        return out
+
+    return lim, asyncio.run(main())
+
+
+def test_departure_gate_respaces_a_stalled_queue():
+    lim, stamps = _stalled_queue(depart=True)
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    assert min(gaps) >= lim.gate_interval - 0.01  # no burst after the stall …
+    assert lim.gate_interval < lim.request_interval  # … and on schedule the gate never waits
+    _, bunched = _stalled_queue(depart=False)  # the control: the late wakes leave together
+    assert max(bunched[1:5]) - min(bunched[1:5]) < 0.05
 
 
 def test_tokens_per_minute_and_charge():
