@@ -24,7 +24,9 @@ DOC_MD = """
 One run = one batch = the date partition `<storage_root>/incoming/{{ ds }}/` (or the
 `batch_prefix` param). Each PDF is parsed to a DocumentBundle (`document_ai`: Layout Parser batch
 on a gs:// root when Variable `docverify_layout` is `document_ai`, as planned by `plan_document_ai`, skipped
-otherwise; `layout`: the local parser on the embedded default, or the Document AI outputs), then
+otherwise; on the embedded default `layout_plan` settles what needs no parsing and maps the rest over
+`layout_parse[part]` tasks of at least `layout_shard_size` PDFs; `layout` writes the night's index: the
+local parts merged, or the Document AI outputs), then
 `plan_shards` splits the documents into at most `max_shards` shards of at least `shard_size`, and
 one mapped `verify[shard]` task per shard classifies each document (unless a companion
 classification is given), runs V1–V4 (the V2–V4 judgments concurrently) and V5 on attempt 0 (one
@@ -58,6 +60,9 @@ DEFAULT_ARGS = {
 _DEADLINE_MINUTES = int(os.environ.get("DOCVERIFY_DEADLINE_MINUTES", "0") or 0)
 DEADLINE = timedelta(minutes=_DEADLINE_MINUTES) if _DEADLINE_MINUTES > 0 else None
 LLM = {"pool": "llm"}  # tasks that may call an LLM take slots from the llm pool
+# layout_parse tasks of one run at once (each runs parse_workers parser processes): 2 fits the
+# embedded default's 2 cores; a deployment with more workers sets DOCVERIFY_LAYOUT_TASKS
+LAYOUT_TASKS = int(os.environ.get("DOCVERIFY_LAYOUT_TASKS", "2") or 2)
 
 
 @dag(
@@ -95,6 +100,9 @@ LLM = {"pool": "llm"}  # tasks that may call an LLM take slots from the llm pool
                               description="Reuse unchanged bundles and classifications from an earlier run"),
         "concurrency": Param(8, type="integer", minimum=1, maximum=64,
                              description="Documents processed concurrently inside one shard"),
+        "layout_shard_size": Param(250, type="integer", minimum=1, maximum=100000,
+                                   description="PDFs per mapped layout_parse task at least (local parser): it "
+                                               "grows with the night so at most max_shards tasks run"),
         "parse_workers": Param(2, type="integer", minimum=1, maximum=16, description="Parser child processes"),
         "parse_timeout_s": Param(60, type="number", minimum=1, description="Seconds per PDF before TIMEOUT"),
     },
@@ -111,6 +119,16 @@ def clinical_doc_verification():
         return T.plan_document_ai(get_current_context())
 
     @task(trigger_rule="none_failed")  # runs after document_ai whether it ran or skipped itself
+    def layout_plan() -> list[dict]:
+        return T.layout_plan(get_current_context())
+
+    # mapped over the plan's parts (none with Document AI: skipped); at most LAYOUT_TASKS at once,
+    # each with parse_workers parser processes
+    @task(max_active_tis_per_dagrun=LAYOUT_TASKS)
+    def layout_parse(part: dict) -> dict:
+        return T.layout_parse(get_current_context(), part)
+
+    @task(trigger_rule="none_failed")  # after the parts (skipped when there is nothing to parse)
     def layout() -> dict:
         return T.layout(get_current_context())
 
@@ -164,8 +182,10 @@ def clinical_doc_verification():
         processor_version=request["processor_version"], gcs_input_uris=request["gcs_input_uris"],
         gcs_output_uri=request["gcs_output_uri"], gcp_conn_id=request["gcp_conn_id"],
         poll_interval=request["poll_interval"])
+    parts = layout_plan()
+    docai >> parts
     laid_out = layout()
-    docai >> laid_out
+    layout_parse.expand(part=parts) >> laid_out
     # Batch mode (Variable docverify_llm_mode=batch, issue 15): two rounds (the judgments' prompts
     # need the classification) of collect → Gemini batch job (deferred) → ingest into the verdict
     # cache, then verify runs from the cache. The tasks are always in the graph and skip themselves in

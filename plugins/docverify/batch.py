@@ -42,10 +42,14 @@ from docverify.stages.common import (
 from docverify.stages.discover import discover
 from docverify.stages.layout import (
     DOCAI_PARSER_PREFIX,
+    LAYOUT_SHARD_SIZE,
     docs_to_layout,
     layout_docai_online,
     layout_docai_outputs,
     layout_local,
+    layout_local_part,
+    merge_layout_local,
+    plan_layout_local,
 )
 from docverify.stages.routes import accept, withdraw, write_sme_packets
 from docverify.stages.verify import (
@@ -62,9 +66,10 @@ from docverify.stages.verify import (
 from docverify.store import ArtifactStore
 
 __all__ = [
-    "AIRFLOW_MAP_LIMIT", "DOCAI_PARSER_PREFIX", "MAX_SHARDS", "ROUTES", "ROUTE_TASKS", "VOLATILE", "ArtifactStore",
-    "Batch", "StageStats", "accept", "arbiter", "auto_fix_retry_shard", "discover", "doc_id_for", "docs_to_layout",
-    "layout_docai_online", "layout_docai_outputs", "layout_local", "lineage", "load_stage_stats", "night_index",
+    "AIRFLOW_MAP_LIMIT", "DOCAI_PARSER_PREFIX", "LAYOUT_SHARD_SIZE", "MAX_SHARDS", "ROUTES", "ROUTE_TASKS",
+    "VOLATILE", "ArtifactStore", "Batch", "StageStats", "accept", "arbiter", "auto_fix_retry_shard", "discover",
+    "doc_id_for", "docs_to_layout", "layout_docai_online", "layout_docai_outputs", "layout_local",
+    "layout_local_part", "lineage", "load_stage_stats", "merge_layout_local", "night_index", "plan_layout_local",
     "plan_shards", "read_companion", "retry_shards", "shard_size_for", "split", "verify_shard", "withdraw",
     "write_sme_packets",
 ]

@@ -75,15 +75,36 @@ def plan_document_ai(context) -> dict:
 
 
 @retry_rule
+def layout_plan(context) -> list[dict]:
+    """The local layout's parts (one mapped ``layout_parse`` each), after settling what needs no
+    parsing (refused at discovery, unchanged bundles); none with Document AI (``layout`` does it
+    all) — the mapped task is then skipped. A bad ``layout_shard_size``/``max_shards`` fails at once."""
+    batch, s = make_batch(context), config.settings(context)
+    if s.layout != "local":
+        log.info("layout plan: Variable %s = %s, nothing to parse locally", config.VAR_LAYOUT, s.layout)
+        return []
+    params = context["params"]
+    return B.plan_layout_local(batch, ocr=s.ocr, shard_size=int(params.get("layout_shard_size", B.LAYOUT_SHARD_SIZE)),
+                               max_shards=int(params.get("max_shards", B.MAX_SHARDS)), map_limit=map_limit())
+
+
+@retry_rule
+def layout_parse(context, part: dict) -> dict:
+    """One part of the local layout: its PDFs through the parser's bounded child processes."""
+    params, s = context["params"], config.settings(context)
+    return B.layout_local_part(make_batch(context), part, workers=int(params.get("parse_workers", 2)),
+                               timeout_s=float(params.get("parse_timeout_s", 60)), ocr=s.ocr)
+
+
+@retry_rule
 def layout(context) -> dict:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
-    processes) or ``document_ai``: on a gs:// root, the bundles come from the outputs of the
-    ``document_ai`` batch task (its XCom); on a local root, each PDF goes to the processor online."""
+    processes, mapped: this task merges the ``layout_parse`` parts' records into the night's index)
+    or ``document_ai``: on a gs:// root, the bundles come from the outputs of the ``document_ai``
+    batch task (its XCom); on a local root, each PDF goes to the processor online."""
     batch, s = make_batch(context), config.settings(context)
     if s.layout == "local":
-        return _small(B.layout_local(batch, workers=int(context["params"].get("parse_workers", 2)),
-                                     timeout_s=float(context["params"].get("parse_timeout_s", 60)),
-                                     ocr=s.ocr))
+        return _small(B.merge_layout_local(batch, ocr=s.ocr))
     conn_id = s.docai_conn_id
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath

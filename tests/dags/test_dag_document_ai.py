@@ -12,7 +12,10 @@ def test_the_dag_wires_the_plan_into_the_operator(airflow_db):
     t = bag.dags["clinical_doc_verification"].task_dict
     assert t["plan_document_ai"].upstream_task_ids == {"discover"}
     assert t["document_ai"].upstream_task_ids == {"plan_document_ai"}
-    assert t["layout"].upstream_task_ids == {"document_ai"}
+    assert t["layout_plan"].upstream_task_ids == {"document_ai"}
+    # the local parser's parts (none with Document AI: the mapped task skips), then the night's index
+    assert t["layout_parse"].upstream_task_ids == {"layout_plan"}
+    assert t["layout"].upstream_task_ids == {"layout_parse"} and t["layout"].trigger_rule == "none_failed"
     op = t["document_ai"]
     assert type(op).__name__ == "NightlyDocumentAIOperator" and op.deferrable is True
     # every field the plan sets is templated (an XComArg resolved at run time, again after a deferral)

@@ -20,8 +20,8 @@ DS = "2026-11-20"
 SAMPLES = REPO / "include" / "samples"
 
 
-def run_dag(root: pathlib.Path, ds: str = DS) -> str:
-    proc = airflow_cmd("dags", "test", "clinical_doc_verification", ds,
+def run_dag(root: pathlib.Path, ds: str = DS, conf: dict | None = None) -> str:
+    proc = airflow_cmd("dags", "test", "clinical_doc_verification", ds, *(("--conf", json.dumps(conf)) if conf else ()),
                        env={"AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT": str(root), "AIRFLOW_VAR_DOCVERIFY_JUDGE": "offline"})
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-5000:]
@@ -41,7 +41,7 @@ def sample_run(airflow_db, tmp_path_factory):
     for f in SAMPLES.iterdir():
         if f.suffix in (".pdf", ".json") and f.name != "expected_routes.json":
             shutil.copy(f, incoming / f.name)
-    first_log = run_dag(root)
+    first_log = run_dag(root, conf={"layout_shard_size": 4})  # the local layout in several mapped parts
     first = snapshot(root)
     second_log = run_dag(root)
     return root, first_log, first, second_log
@@ -61,6 +61,20 @@ def test_every_sample_takes_its_expected_route(sample_run):
     assert report["llm"]["calls"] == 0
     # all three routes were taken by real computation
     assert set(got.values()) >= {"AUTO_ACCEPT", "ESCALATE_TO_SME", "AUTO_RETRY→AUTO_ACCEPT"}
+
+
+def test_the_layout_ran_in_mapped_parts(sample_run):
+    root, first_log, _, second_log = sample_run
+    pdfs = len(list((root / "incoming" / DS).glob("*.pdf")))
+    plan = re.search(r"layout plan: (\d+) document\(s\), 0 reused, (\d+) refused at discovery, (\d+) to parse "
+                     r"in (\d+) part\(s\)", first_log)
+    assert plan, "no layout plan line in the first night's log"
+    docs, refused, todo, n = map(int, plan.groups())
+    assert docs == pdfs and todo == docs - refused and n == -(-todo // 4) >= 3  # 4 PDFs a part
+    assert set(re.findall(r"layout part (\d+): \d+ PDF", first_log)) == {str(i) for i in range(n)}
+    # the second night (default size) parses none of the PDFs that gave a bundle the first time
+    assert re.search(r"layout plan: \d+ document\(s\), \d+ reused", second_log)
+    assert len(set(re.findall(r"layout part (\d+): ", second_log))) <= 1
 
 
 def test_outputs_per_route(sample_run):

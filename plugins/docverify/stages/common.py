@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -146,6 +147,30 @@ async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: i
             return await f()
 
     return await asyncio.gather(*(one(f) for f in factories))
+
+
+# =========================================================================== shards
+
+
+def shard_size_for(documents: int, shard_size: int = 25, max_shards: int = MAX_SHARDS,
+                   map_limit: int = AIRFLOW_MAP_LIMIT) -> int:
+    """Documents per mapped task: ``shard_size`` is the minimum; it grows with the night so the
+    number of shards stays at most ``max_shards`` (and never above Airflow's ``map_limit``).
+    A bad value is a :class:`ValueError` (deterministic: the task fails at once)."""
+    if int(shard_size) < 1:
+        raise ValueError(f"shard_size must be at least 1, not {shard_size}")
+    if int(max_shards) < 1:
+        raise ValueError(f"max_shards must be at least 1, not {max_shards}")
+    if int(max_shards) > int(map_limit):
+        raise ValueError(f"max_shards={max_shards} is over Airflow's map limit ([core] max_map_length = "
+                         f"{map_limit}): lower the param or raise the limit")
+    return max(int(shard_size), math.ceil(documents / int(max_shards)) if documents else 1)
+
+
+def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
+          map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
+    size = shard_size_for(len(ids), shard_size, max_shards, map_limit)
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
 
 
 # =========================================================================== discover

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +12,18 @@ from typing import Any
 from docverify.limits import (
     MAX_PAGE_CHARS,
 )
-from docverify.stages.common import Batch, StageStats, error_record, lineage
+from docverify.stages.common import (
+    AIRFLOW_MAP_LIMIT,
+    MAX_SHARDS,
+    Batch,
+    StageStats,
+    error_record,
+    lineage,
+    shard_size_for,
+    split,
+)
+
+log = logging.getLogger("docverify.batch")
 
 # =========================================================================== layout
 
@@ -32,12 +45,15 @@ class _Layout:
     errors: dict[str, dict] = field(default_factory=dict)
     new: list[str] = field(default_factory=list)
     parsed: dict[str, list[str]] = field(default_factory=dict)
+    #: False: the manifest only (the merge of a mapped layout: the plan looked at the night before)
+    scan: bool = True
 
     def __post_init__(self) -> None:
         rs = self.batch.rs
         self.manifest = rs.manifest()
-        self.present = rs.names(rs.night)  # one listing: which documents have a run folder
-        self.previous = rs.night_index()
+        # one listing: which documents have a run folder; and what this night's earlier layout made
+        self.present = rs.names(rs.night) if self.scan else set()
+        self.previous = rs.night_index() if self.scan else None
 
     def seen(self, doc_id: str) -> None:
         if doc_id not in self.present:
@@ -77,15 +93,35 @@ def _docs(batch: Batch) -> list[dict]:
     return batch.manifest()["documents"]
 
 
-def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> dict:
-    """The embedded default's layout: the local PDF parser, each file in a bounded child
-    process (``ocr``: scanned pages are OCR'd there). A file that fails gets
-    ``runs/<ds>/<doc>/error.json`` and goes to the SME queue."""
-    from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID, parse_many_bounded
+#: PDFs per mapped ``layout_parse`` task at least (≈ 15 s of parsing with 2 parse workers); it
+#: grows with the night so at most ``max_shards`` such tasks run (issue 15: one unmapped layout was
+#: 615 s of a 10,000-document night's 754 s, and reached the 60-minute task timeout near 50,000)
+LAYOUT_SHARD_SIZE = 250
 
-    reusable = (PARSER_ID, OCR_PARSER_ID()) if ocr else (PARSER_ID,)
 
+def _layout_rel(batch: Batch, name: str) -> str:
+    """``runs/<ds>/_stages/layout/<name>.json``: the local layout's plan and its parts' records (a
+    folder: only the records directly in ``_stages/`` are stages of the batch report)."""
+    return f"{batch.rs.stages_dir}/layout/{name}.json"
+
+
+def _local_parsers(ocr: bool) -> tuple[str, ...]:
+    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID
+
+    return (PARSER_ID, OCR_PARSER_ID()) if ocr else (PARSER_ID,)
+
+
+def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOUT_SHARD_SIZE,
+                      max_shards: int = MAX_SHARDS, map_limit: int = AIRFLOW_MAP_LIMIT) -> list[dict]:
+    """The local layout's first step (metadata only, nothing parsed): documents refused at
+    discovery and unchanged bundles (``reuse``) are settled here; the PDFs left to parse are split
+    into parts of at least ``shard_size`` (at most ``max_shards``), one mapped ``layout_parse``
+    task each. Writes the plan (``_stages/layout/plan.json``: what is settled, the parts, a token that the
+    parts' records must carry) and returns the parts: ``{"token", "part", "doc_ids"}``."""
+    import uuid
+
+    shard_size_for(0, shard_size, max_shards, map_limit)  # a bad value fails before anything is read
+    reusable = _local_parsers(ocr)
     stats = StageStats("layout")
     docs = _docs(batch)
     state = _Layout(batch)
@@ -100,21 +136,112 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
         if hit:
             stats.cache_hits += 1
             state.laid_out(doc["doc_id"], hit[0], hit[1])
-            lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=PARSER_ID,
+            lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=hit[1],
                     cache="hit", output_uri=batch.rs.uri(batch.rs.bundle_rel(doc["doc_id"])))
         else:
-            todo.append(doc)
+            todo.append(doc["doc_id"])
+    token = uuid.uuid4().hex
+    parts = [{"token": token, "part": i, "doc_ids": ids}
+             for i, ids in enumerate(split(todo, shard_size, max_shards, map_limit))]
+    previous_failed = set(state.previous.failed) if state.previous is not None else set()
+    batch.rs.write_json(_layout_rel(batch, "plan"), {
+        **stats.record(), "token": token, "parts": len(parts), "ok": sorted(state.ok), "parsed": state.parsed,
+        "failed": state.errors, "new": state.new, "stale_errors": [i for i in todo if i in previous_failed]})
+    log.info("layout plan: %d document(s), %d reused, %d refused at discovery, %d to parse in %d part(s)",
+             len(docs), stats.cache_hits, stats.errors, len(todo), len(parts))
+    return parts
+
+
+def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: float = 60.0,
+                      ocr: bool = True) -> dict:
+    """One part of the plan: its PDFs through the local parser, each in a bounded child process
+    (``ocr``: scanned pages are OCR'd there). A file that fails gets ``runs/<ds>/<doc>/error.json``
+    and goes to the SME queue. Writes the part's record (``_stages/layout/part_<n>.json``); a retried part
+    parses its PDFs again and writes the same bundles."""
+    from docverify.layout.errors import ParseError
+    from docverify.layout.local_pdf import PARSER_ID, parse_many_bounded
+
+    plan = batch.rs.get_json(_layout_rel(batch, "plan")) or {}
+    if plan.get("token") != part.get("token"):
+        raise RuntimeError(f"{batch.rs.uri(_layout_rel(batch, 'plan'))}: the layout plan was replaced since this "
+                           "part was planned (another run of the same night?); clear the run's layout_plan task")
+    by_id = {d["doc_id"]: d for d in _docs(batch)}
+    docs = [by_id[i] for i in part["doc_ids"]]
+    stale = set(plan.get("stale_errors", ()))
+    stats = StageStats("layout")
+    state = _PartState(batch, stale)
     with tempfile.TemporaryDirectory(prefix="docverify-layout-") as tmp:
-        local = {}
-        for doc in todo:
-            local[_local_file(batch, doc, tmp)] = doc
+        local = {_local_file(batch, doc, tmp): doc for doc in docs}
         for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr):
             doc = local[path]
             _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
     stats.docs = len(docs)
+    record = {**stats.record(), "token": part["token"], "part": part["part"], "parsed": state.parsed,
+              "failed": state.errors}
+    batch.rs.write_json(_layout_rel(batch, f"part_{int(part['part'])}"), record)
+    log.info("layout part %d: %d PDF(s) parsed, %d failed, %.1fs", part["part"], len(state.parsed), stats.errors,
+             record["seconds"])
+    return {k: record[k] for k in ("stage", "docs", "errors", "seconds")}
+
+
+@dataclass
+class _PartState:
+    """What one layout part records (the plan has the rest of the :class:`_Layout`)."""
+
+    batch: Batch
+    stale: set[str]
+    errors: dict[str, dict] = field(default_factory=dict)
+    parsed: dict[str, list[str]] = field(default_factory=dict)
+
+    def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
+        self.parsed[doc_id] = [sha256, parser]
+        if doc_id in self.stale:  # an earlier error no longer holds
+            self.batch.rs.delete(self.batch.rs.error_rel(doc_id))
+
+    def failed(self, doc_id: str, record: dict) -> None:
+        self.errors[doc_id] = record
+
+
+def merge_layout_local(batch: Batch, *, ocr: bool = True) -> dict:
+    """The local layout's record (the :class:`~docverify.runstore.NightIndex` every later stage
+    reads): the plan plus its parts' records, which must all be this plan's (its token)."""
+    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID
+
+    rs = batch.rs
+    plan_rel = _layout_rel(batch, "plan")
+    plan = rs.get_json(plan_rel)
+    if plan is None:
+        raise FileNotFoundError(f"{rs.uri(plan_rel)}: no layout plan; the run's layout_plan task did not run")
+    stats = StageStats("layout", errors=int(plan["errors"]), cache_hits=int(plan["cache_hits"]))
+    state = _Layout(batch, ok=set(plan["ok"]), errors=dict(plan["failed"]), new=list(plan["new"]),
+                    parsed=dict(plan["parsed"]), scan=False)
+    seconds = float(plan["seconds"])
+    for n in range(int(plan["parts"])):
+        rel = _layout_rel(batch, f"part_{n}")
+        part = rs.get_json(rel)
+        if part is None or part.get("token") != plan["token"]:
+            raise RuntimeError(f"{rs.uri(rel)}: {'missing' if part is None else 'from another plan'}; the layout "
+                               f"part {n} of this run did not finish: clear its layout_parse task")
+        state.ok.update(part["parsed"])
+        state.parsed.update(part["parsed"])
+        state.errors.update(part["failed"])
+        stats.errors += int(part["errors"])
+        seconds += float(part["seconds"])
+    stats.docs = len(state.manifest.documents)
     # the stage's implementation: with OCR on, the OCR engine is part of it (each bundle's
-    # ``parser`` names the engine only when one of its pages was OCR'd)
-    return state.save(stats, parser=OCR_PARSER_ID() if ocr else PARSER_ID)
+    # ``parser`` names the engine only when one of its pages was OCR'd); ``seconds``: the plan's,
+    # the parts' and this merge's own time (the parts may run in parallel)
+    seconds += time.perf_counter() - stats.started
+    return state.save(stats, parser=OCR_PARSER_ID() if ocr else PARSER_ID, parts=int(plan["parts"]),
+                      seconds=round(seconds, 3))
+
+
+def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> dict:
+    """The whole local layout in one call (the in-process runners; the DAG maps the parts):
+    :func:`plan_layout_local` in one part, :func:`layout_local_part`, :func:`merge_layout_local`."""
+    for part in plan_layout_local(batch, ocr=ocr, shard_size=1, max_shards=1):
+        layout_local_part(batch, part, workers=workers, timeout_s=timeout_s, ocr=ocr)
+    return merge_layout_local(batch, ocr=ocr)
 
 
 def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
@@ -143,7 +270,7 @@ def _bundle_reusable(batch: Batch, doc: dict, state: _Layout | None, parsers: It
 
 
 def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats,
-                   state: _Layout) -> None:
+                   state: _Layout | _PartState) -> None:
     doc_id = doc["doc_id"]
     rs = batch.rs
     bundle_rel, err_rel = rs.bundle_rel(doc_id), rs.error_rel(doc_id)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from typing import Any
 
 from docverify.judges import CallDeferred, Judge, JudgeThrottled, Usage
@@ -36,6 +35,8 @@ from docverify.stages.common import (
     error_record,
     gather_bounded,
     lineage,
+    shard_size_for,
+    split,
 )
 
 log = logging.getLogger("docverify.batch")
@@ -61,27 +62,6 @@ def night_index(batch: Batch) -> NightIndex:
         elif rs.exists(rs.bundle_rel(d.doc_id)):
             ok.append(d.doc_id)
     return NightIndex(documents=docs, ok=ok, failed=errors)
-
-
-def shard_size_for(documents: int, shard_size: int = 25, max_shards: int = MAX_SHARDS,
-                   map_limit: int = AIRFLOW_MAP_LIMIT) -> int:
-    """Documents per mapped task: ``shard_size`` is the minimum; it grows with the night so the
-    number of shards stays at most ``max_shards`` (and never above Airflow's ``map_limit``).
-    A bad value is a :class:`ValueError` (deterministic: the task fails at once)."""
-    if int(shard_size) < 1:
-        raise ValueError(f"shard_size must be at least 1, not {shard_size}")
-    if int(max_shards) < 1:
-        raise ValueError(f"max_shards must be at least 1, not {max_shards}")
-    if int(max_shards) > int(map_limit):
-        raise ValueError(f"max_shards={max_shards} is over Airflow's map limit ([core] max_map_length = "
-                         f"{map_limit}): lower the param or raise the limit")
-    return max(int(shard_size), math.ceil(documents / int(max_shards)) if documents else 1)
-
-
-def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
-          map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
-    size = shard_size_for(len(ids), shard_size, max_shards, map_limit)
-    return [ids[i:i + size] for i in range(0, len(ids), size)]
 
 
 def plan_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS,

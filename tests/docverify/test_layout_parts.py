@@ -1,0 +1,88 @@
+"""The local layout mapped over parts (issue 15: one unmapped layout task was 615 s of a
+10,000-document night and would reach the 60-minute task timeout near 50,000 PDFs): a plan that
+settles what needs no parsing, parts of at least ``shard_size`` PDFs (at most ``max_shards``),
+and a merge into the night's index — the same index as the whole layout in one part."""
+
+import pytest
+from tests.batch_stages import copy_samples
+
+from docverify import batch as B
+from docverify.store import ArtifactStore
+
+DS = "2026-11-20"
+
+
+def night(root, names=None) -> B.Batch:
+    copy_samples(root, DS, names)
+    b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="test")
+    B.discover(b.fresh())
+    return b
+
+
+def index_of(b: B.Batch) -> dict:
+    idx = b.fresh().rs.night_index()
+    return {"ok": idx.ok, "failed": sorted(idx.failed), "parsed": idx.parsed, "new": sorted(idx.new)}
+
+
+def mapped_layout(b: B.Batch, shard_size: int, max_shards: int = 64) -> tuple[list[dict], dict]:
+    parts = B.plan_layout_local(b.fresh(), shard_size=shard_size, max_shards=max_shards)
+    for part in parts:  # each part in its own task: a fresh batch (no memo shared with the plan)
+        B.layout_local_part(b.fresh(), part, workers=1)
+    return parts, B.merge_layout_local(b.fresh())
+
+
+def test_parts_merge_into_the_same_index_as_one_layout(tmp_path):
+    one = night(tmp_path / "one")
+    B.layout_local(one.fresh(), workers=1)
+    many = night(tmp_path / "many")
+    parts, record = mapped_layout(many, shard_size=3)
+    docs = many.fresh().rs.manifest().documents
+    refused = [d for d in docs if d.input_error]
+    assert len(parts) == -(-(len(docs) - len(refused)) // 3) > 1  # every PDF to parse, 3 a part
+    assert sorted(i for p in parts for i in p["doc_ids"]) == sorted(d.doc_id for d in docs if not d.input_error)
+    assert index_of(many) == index_of(one)
+    assert record["docs"] == len(docs) and record["parts"] == len(parts)
+    assert record["errors"] == len(index_of(one)["failed"]) > 0  # the corrupt and refused files are counted
+
+
+def test_parts_stay_within_max_shards(tmp_path):
+    b = night(tmp_path)
+    parts = B.plan_layout_local(b.fresh(), shard_size=1, max_shards=4)
+    assert len(parts) == 4 and max(len(p["doc_ids"]) for p in parts) <= 4
+    with pytest.raises(ValueError, match="shard_size"):
+        B.plan_layout_local(b.fresh(), shard_size=0)
+
+
+def test_a_rerun_plans_no_part_for_unchanged_bundles(tmp_path):
+    b = night(tmp_path)
+    mapped_layout(b, shard_size=3)
+    first = index_of(b)
+    parts, record = mapped_layout(b, shard_size=3)
+    # only the files that failed to parse are parsed again (their error may have been transient)
+    again = sorted(i for p in parts for i in p["doc_ids"])
+    assert again and set(again) <= set(first["failed"])
+    assert record["cache_hits"] == len(first["ok"])
+    assert index_of(b) == {**first, "new": []}  # nothing is new the second time
+
+
+def test_a_part_of_another_plan_is_refused(tmp_path):
+    b = night(tmp_path, ["note_mts_19", "retry_shares", "genomic_brca_ngs"])
+    old = B.plan_layout_local(b.fresh(), shard_size=1)
+    B.layout_local_part(b.fresh(), old[0], workers=1)
+    new = B.plan_layout_local(b.fresh(), shard_size=1)  # a second run planned the night again
+    assert len(new) == 2  # the bundle the old part wrote is reused
+    with pytest.raises(RuntimeError, match="layout plan was replaced"):
+        B.layout_local_part(b.fresh(), old[1], workers=1)
+    with pytest.raises(RuntimeError, match="part_0.json: from another plan"):
+        B.merge_layout_local(b.fresh())  # part 0 on the store is the old plan's
+    for part in new:
+        B.layout_local_part(b.fresh(), part, workers=1)
+    assert B.merge_layout_local(b.fresh())["parts"] == 2
+    assert len(index_of(b)["ok"]) == 3
+
+
+def test_a_missing_part_names_the_task_to_clear(tmp_path):
+    b = night(tmp_path, ["note_mts_19", "retry_shares"])
+    B.plan_layout_local(b.fresh(), shard_size=1)
+    with pytest.raises(RuntimeError, match="part_0.json: missing.*clear its layout_parse task"):
+        B.merge_layout_local(b.fresh())
