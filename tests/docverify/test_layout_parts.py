@@ -7,6 +7,7 @@ import pytest
 from tests.batch_stages import copy_samples
 
 from docverify import batch as B
+from docverify.stages.layout import _balanced
 from docverify.store import ArtifactStore
 
 DS = "2026-11-20"
@@ -48,7 +49,7 @@ def test_parts_merge_into_the_same_index_as_one_layout(tmp_path):
 def test_parts_stay_within_max_shards(tmp_path):
     b = night(tmp_path)
     parts = B.plan_layout_local(b.fresh(), shard_size=1, max_shards=4)
-    assert len(parts) == 4 and max(len(p["doc_ids"]) for p in parts) <= 4
+    assert len(parts) == 4 and all(p["doc_ids"] for p in parts)
     with pytest.raises(ValueError, match="shard_size"):
         B.plan_layout_local(b.fresh(), shard_size=0)
 
@@ -86,3 +87,15 @@ def test_a_missing_part_names_the_task_to_clear(tmp_path):
     B.plan_layout_local(b.fresh(), shard_size=1)
     with pytest.raises(RuntimeError, match="part_0.json: missing.*clear its layout_parse task"):
         B.merge_layout_local(b.fresh())
+
+
+def test_parts_balance_runs_of_large_files():
+    # four big scans named alike (contiguous in the manifest) and twelve small text PDFs: split in
+    # manifest order, one part would get every scan; balanced, each part gets one
+    docs = [{"doc_id": f"scan_{i}", "bytes": 2_000_000} for i in range(4)]
+    docs += [{"doc_id": f"note_{i:02d}", "bytes": 30_000} for i in range(12)]
+    parts = _balanced(docs, 4)
+    assert sorted(i for p in parts for i in p) == sorted(d["doc_id"] for d in docs)
+    assert [sum(i.startswith("scan") for i in p) for p in parts] == [1, 1, 1, 1]
+    assert all(len(p) == 4 for p in parts) and parts[0][0] == "scan_0"  # manifest order inside a part
+    assert _balanced([], 3) == [] and _balanced(docs[:2], 1) == [["scan_0", "scan_1"]]

@@ -139,17 +139,41 @@ def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOU
             lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=hit[1],
                     cache="hit", output_uri=batch.rs.uri(batch.rs.bundle_rel(doc["doc_id"])))
         else:
-            todo.append(doc["doc_id"])
+            todo.append(doc)
     token = uuid.uuid4().hex
-    parts = [{"token": token, "part": i, "doc_ids": ids}
-             for i, ids in enumerate(split(todo, shard_size, max_shards, map_limit))]
+    n_parts = len(split(todo, shard_size, max_shards, map_limit))
+    parts = [{"token": token, "part": i, "doc_ids": ids} for i, ids in enumerate(_balanced(todo, n_parts))]
     previous_failed = set(state.previous.failed) if state.previous is not None else set()
     batch.rs.write_json(_layout_rel(batch, "plan"), {
         **stats.record(), "token": token, "parts": len(parts), "ok": sorted(state.ok), "parsed": state.parsed,
-        "failed": state.errors, "new": state.new, "stale_errors": [i for i in todo if i in previous_failed]})
+        "failed": state.errors, "new": state.new, "stale_errors": [d["doc_id"] for d in todo if d["doc_id"] in previous_failed]})
     log.info("layout plan: %d document(s), %d reused, %d refused at discovery, %d to parse in %d part(s)",
              len(docs), stats.cache_hits, stats.errors, len(todo), len(parts))
     return parts
+
+
+#: what one PDF costs a part besides its bytes (a child-process round trip, the bundle's write), in bytes
+_PER_PDF_BYTES = 64 * 1024
+
+
+def _balanced(docs: list[dict], n: int) -> list[list[str]]:
+    """``docs`` in ``n`` parts of about equal parsing cost (longest first onto the least loaded part;
+    the cost is the file's size plus a per-file constant), each part in manifest order. Runs of
+    like files (a night's scans, copies named alike) would otherwise fill one part: measured, a
+    10,000-PDF night in contiguous parts ended on one 445 s part of OCR'd scans while the other
+    parts had finished."""
+    if n <= 1:
+        return [[d["doc_id"] for d in docs]] if docs else []
+    import heapq
+
+    order = {d["doc_id"]: i for i, d in enumerate(docs)}
+    heap = [(0, i) for i in range(n)]
+    out: list[list[str]] = [[] for _ in range(n)]
+    for d in sorted(docs, key=lambda d: (-int(d.get("bytes") or 0), order[d["doc_id"]])):
+        load, i = heapq.heappop(heap)
+        out[i].append(d["doc_id"])
+        heapq.heappush(heap, (load + int(d.get("bytes") or 0) + _PER_PDF_BYTES, i))
+    return [sorted(ids, key=order.__getitem__) for ids in out if ids]
 
 
 def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: float = 60.0,
