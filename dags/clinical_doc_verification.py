@@ -100,7 +100,7 @@ LAYOUT_TASKS = int(os.environ.get("DOCVERIFY_LAYOUT_TASKS", "2") or 2)
                               description="Reuse unchanged bundles and classifications from an earlier run"),
         "concurrency": Param(8, type="integer", minimum=1, maximum=64,
                              description="Documents processed concurrently inside one shard"),
-        "layout_shard_size": Param(250, type="integer", minimum=1, maximum=100000,
+        "layout_shard_size": Param(1000, type="integer", minimum=1, maximum=100000,
                                    description="PDFs per mapped layout_parse task at least (local parser): it "
                                                "grows with the night so at most max_shards tasks run"),
         "parse_workers": Param(2, type="integer", minimum=1, maximum=16, description="Parser child processes"),

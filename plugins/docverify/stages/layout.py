@@ -93,10 +93,12 @@ def _docs(batch: Batch) -> list[dict]:
     return batch.manifest()["documents"]
 
 
-#: PDFs per mapped ``layout_parse`` task at least (≈ 15 s of parsing with 2 parse workers); it
-#: grows with the night so at most ``max_shards`` such tasks run (issue 15: one unmapped layout was
-#: 615 s of a 10,000-document night's 754 s, and reached the 60-minute task timeout near 50,000)
-LAYOUT_SHARD_SIZE = 250
+#: PDFs per mapped ``layout_parse`` task at least (≈ 1 minute of parsing with 2 parse workers on 2
+#: cores); it grows with the night so at most ``max_shards`` such tasks run. Issue 15: one unmapped
+#: layout was 615 s of a 10,000-PDF night's 754 s and would reach the 60-minute task timeout near
+#: 50,000; in parts of 250 the same night took 830 s and 162 CPU-s more (each part pays a task
+#: start-up and its own parse processes), so a part is larger than a verify shard
+LAYOUT_SHARD_SIZE = 1000
 
 
 def _layout_rel(batch: Batch, name: str) -> str:
