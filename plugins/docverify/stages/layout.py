@@ -20,7 +20,6 @@ from docverify.stages.common import (
     error_record,
     lineage,
     shard_size_for,
-    split,
 )
 
 log = logging.getLogger("docverify.batch")
@@ -143,7 +142,7 @@ def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOU
         else:
             todo.append(doc)
     token = uuid.uuid4().hex
-    n_parts = len(split(todo, shard_size, max_shards, map_limit))
+    n_parts = -(-len(todo) // shard_size_for(len(todo), shard_size, max_shards, map_limit))
     parts = [{"token": token, "part": i, "doc_ids": ids} for i, ids in enumerate(_balanced(todo, n_parts))]
     previous_failed = set(state.previous.failed) if state.previous is not None else set()
     batch.rs.write_json(_layout_rel(batch, "plan"), {
