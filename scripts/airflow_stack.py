@@ -237,31 +237,28 @@ class AirflowStack:
 
         return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}")
 
-    def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
-        """Every task instance of a run, page by page: the API gives at most ``[api]
-        maximum_page_limit`` (100) a request whatever ``limit`` asks (a 10,000-document night has more)."""
-        from urllib.parse import quote
-
-        base = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances"
+    def paged(self, path: str, key: str) -> list[dict]:
+        """Every entry of a list endpoint, page by page: the API gives at most ``[api]
+        maximum_page_limit`` (100) a request whatever ``limit`` asks (a 10,000-document night has
+        more task instances)."""
         out: list[dict] = []
         while True:
-            page = self.api("GET", f"{base}?limit=100&offset={len(out)}")
-            out += page["task_instances"]
-            if not page["task_instances"] or len(out) >= page["total_entries"]:
+            page = self.api("GET", f"{path}?limit=100&offset={len(out)}")
+            out += page[key]
+            if not page[key] or len(out) >= page["total_entries"]:
                 return out
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
+        from urllib.parse import quote
+
+        return self.paged(f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances", "task_instances")
 
     def xcoms(self, dag_id: str, run_id: str) -> list[dict]:
         """Every XCom of a run with its stored (serialized) value, as the REST API gives it."""
         from urllib.parse import quote, urlencode
 
         base = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances"
-        entries, offset = [], 0
-        while True:
-            page = self.api("GET", f"{base}/~/xcomEntries?limit=100&offset={offset}")
-            entries += page["xcom_entries"]
-            offset += len(page["xcom_entries"])
-            if not page["xcom_entries"] or offset >= page["total_entries"]:
-                break
+        entries = self.paged(f"{base}/~/xcomEntries", "xcom_entries")
         return [self.api("GET", f"{base}/{quote(e['task_id'], safe='')}/xcomEntries/{quote(e['key'], safe='')}?"
                                 + urlencode({"map_index": e["map_index"]}))
                 for e in entries]
