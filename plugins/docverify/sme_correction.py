@@ -53,12 +53,12 @@ def _type_entries(seg: dict) -> dict[str, dict]:
                                 "segment_share": 0.0, "top_evidence": []} for t in DOC_TYPES}
 
 
-def _on_page(bundle: DocumentBundle | None, text: str, page: int) -> bool:
+def _on_page(bundle: DocumentBundle | None, text: str, page: int, *, quote: bool = True) -> bool:
     if bundle is None:
         return True
     from docverify.verify.v4_evidence import locate
 
-    return locate(bundle, text, page)[0]
+    return locate(bundle, text, page, quote=quote)[0]
 
 
 def _number(x: Any) -> bool:
@@ -123,7 +123,7 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
                 for ev in e.get("top_evidence") or []:
                     if lo <= ev.get("page", 0) <= hi and _on_page(bundle, ev.get("snippet", ""), ev["page"]):
                         ev = {**ev, "anchors_found": [a for a in ev.get("anchors_found") or []
-                                                      if _on_page(bundle, a, ev["page"])]}
+                                                      if _on_page(bundle, a, ev["page"], quote=False)]}
                         evidence.append(ev)
             dropped += len(e.get("top_evidence") or []) - len(evidence)
             e["top_evidence"] = evidence

@@ -56,3 +56,64 @@ def test_page_overlap_is_a_blocker():
     [issue] = rules(c2)
     assert (issue.code, issue.severity, issue.auto_fixable) == ("PAGE_OVERLAP", "BLOCKER", False)
     assert issue.message == "Segments 1 and 2 both claim page 2"
+
+
+# --------------------------------------------------------------------------- every page of a segment is read
+
+RADIOLOGY_P = ("CHEST RADIOGRAPH, TWO VIEWS\nCOMPARISON: None.\nFINDINGS: The lungs are clear. No pleural effusion "
+               "or pneumothorax. The cardiomediastinal silhouette is normal.\nIMPRESSION: No acute cardiopulmonary "
+               "process.")
+
+
+def _judge(pages, segments):
+    from docverify.examples import bundle, classification
+
+    b = bundle(pages)
+    c = ClassificationOutput.model_validate(classification(segments))
+    return v2_consistency.offline_judgment(b, c)
+
+
+def test_two_documents_merged_into_one_segment_are_seen_page_by_page():
+    from docverify.examples import GENOMIC_P1, NOTE_P3
+
+    ev = {"snippet": "BRCA1/2 Analysis — Full Gene Sequencing", "page": 1, "anchors_found": []}
+    issues = _judge([GENOMIC_P1, RADIOLOGY_P, RADIOLOGY_P], [(1, 3, "Genomic Report", ev)])
+    [issue] = [i for i in issues if i.code == "SEGMENT_HOLDS_OTHER_TYPE"]
+    assert (issue.severity, issue.auto_fixable, issue.agent) == ("MAJOR", False, "V2")
+    assert issue.details["doc_type"] == "Radiology Report" and issue.details["pages"] == [2, 3]
+    assert "pages 2–3 read as Radiology Report" in issue.message
+    # the control: the same pages split at the true boundary raise nothing
+    ev3 = {"snippet": "IMPRESSION: No acute cardiopulmonary process.", "page": 2, "anchors_found": []}
+    assert _judge([GENOMIC_P1, RADIOLOGY_P, NOTE_P3], [(1, 1, "Genomic Report", ev), (2, 2, "Radiology Report", ev3),
+                                                      (3, 3, "Clinical Note", {**ev3, "page": 3})]) == [] or all(
+        i.code != "SEGMENT_HOLDS_OTHER_TYPE" for i in _judge(
+            [GENOMIC_P1, RADIOLOGY_P, NOTE_P3], [(1, 1, "Genomic Report", ev), (2, 2, "Radiology Report", ev3),
+                                                  (3, 3, "Clinical Note", {**ev3, "page": 3})]))
+
+
+def test_a_boundary_one_page_off_is_seen():
+    from docverify.examples import GENOMIC_P1, GENOMIC_P2
+
+    ev = {"snippet": "BRCA1/2 Analysis — Full Gene Sequencing", "page": 1, "anchors_found": []}
+    ev2 = {"snippet": "IMPRESSION: No acute cardiopulmonary process.", "page": 4, "anchors_found": []}
+    issues = _judge([GENOMIC_P1, GENOMIC_P2, RADIOLOGY_P, RADIOLOGY_P],
+                    [(1, 3, "Genomic Report", ev), (4, 4, "Radiology Report", ev2)])
+    assert [(i.code, i.details["pages"]) for i in issues if i.code == "SEGMENT_HOLDS_OTHER_TYPE"] == [
+        ("SEGMENT_HOLDS_OTHER_TYPE", [3, 3])]
+
+
+def test_a_type_the_segment_claims_as_embedded_is_not_foreign():
+    from docverify.examples import GENOMIC_P1, mutate
+
+    ev = {"snippet": "BRCA1/2 Analysis — Full Gene Sequencing", "page": 1, "anchors_found": []}
+    from docverify.examples import bundle, classification
+
+    c = classification([(1, 2, "Genomic Report", ev)])
+
+    def embed(c):
+        for tc in c["segments"][0]["classifications"]:
+            if tc["doc_type"] == "Radiology Report":
+                tc.update(presence_level="EMBEDDED_RAW", top_evidence=[{**ev, "page": 2}])
+    c = ClassificationOutput.model_validate(mutate(c, embed))
+    issues = v2_consistency.offline_judgment(bundle([GENOMIC_P1, RADIOLOGY_P]), c)
+    assert all(i.code != "SEGMENT_HOLDS_OTHER_TYPE" for i in issues)

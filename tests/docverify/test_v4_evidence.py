@@ -120,3 +120,158 @@ def test_ocr_pages_take_the_measured_ocr_threshold():
                              pages=[Page(page_num=1, text=noisy, ocr_confidence=0.95)])
     assert locate(layer, snippet, 1) == (False, [])
     assert locate(scanned, snippet, 1) == (True, [])
+
+
+# Issue 20: the fuzzy match absorbs spacing, hyphenation and OCR noise, never a changed number,
+# negation or laterality. The report below is written for these tests (no patient data).
+REPORT = ("SURGICAL PATHOLOGY REPORT\n"
+          "Invasive ductal carcinoma of the left breast, tumour size 2.5 cm.\n"
+          "Histologic grade 2 (Nottingham score 6 of 9).\n"
+          "Ki-67 proliferation index 95% of tumour cells.\n"
+          "There is no evidence of lymphovascular invasion.\n"
+          "Margins are negative for carcinoma in all sections.\n"
+          "Axillary lymph node shows metastatic carcinoma (1 of 3).\n"
+          "Sections show infiltrating carci-\nnoma with desmoplastic stroma.\n"
+          "Plan: tamoxifen 20 mg daily and heparin 0.5 mL twice daily.\n"
+          "Block No. 5 submitted for receptor studies.")
+
+UNFAITHFUL = [  # (what changed, snippet, category of the difference)
+    ("a changed digit", "Histologic grade 2 (Nottingham score 8 of 9)", "numbers"),
+    ("a changed percentage", "Ki-67 proliferation index 59% of tumour cells", "numbers"),
+    ("a changed decimal", "tamoxifen 20 mg daily and heparin 0.05 mL twice daily", "numbers"),
+    ("a changed grade", "Histologic grade 3 (Nottingham score 6 of 9)", "numbers"),
+    ("a changed dose", "tamoxifen 200 mg daily and heparin 0.5 mL twice daily", "numbers"),
+    ("a changed unit", "tamoxifen 20 mcg daily and heparin 0.5 mL twice daily", "units"),
+    ("a dropped negation", "There is evidence of lymphovascular invasion.", "negation"),
+    ("an added negation", "Axillary lymph node shows no metastatic carcinoma (1 of 3)", "negation"),
+    ("negative → positive", "Margins are positive for carcinoma in all sections", "negation"),
+    ("left → right", "Invasive ductal carcinoma of the right breast, tumour size 2.5 cm", "laterality"),
+]
+
+FAITHFUL = [  # noise the fuzzy match must still absorb
+    ("spacing", "Ki-67  proliferation   index 95 % of tumour cells"),
+    ("hyphenation at a line break", "Sections show infiltrating carcinoma with desmoplastic stroma"),
+    ("case", "HISTOLOGIC GRADE 2 (NOTTINGHAM SCORE 6 OF 9)"),
+    ("an OCR letter typo", "Invasive ductal carcinorna of the left breast, tumour size 2.5 cm"),
+    ("a digit read for a letter", "Margins are negative for carcin0ma in all sections"),
+    ("'No' before a number is no negation", "Block No 5 submitted for receptor studies"),
+]
+
+
+def report_case(snippet, pages=(REPORT, "Clinic letter: follow-up in six weeks."), anchors=()):
+    b = bundle(list(pages), "faithful")
+    c = classification([(1, len(pages), "Pathology Report",
+                         {"snippet": snippet, "page": 1, "anchors_found": list(anchors)})], "faithful")
+    return b, c
+
+
+@pytest.mark.parametrize("what,snippet,category", UNFAITHFUL, ids=[u[0] for u in UNFAITHFUL])
+def test_near_match_with_a_changed_critical_token_is_fabricated(what, snippet, category):
+    b, c = report_case(snippet)
+    [issue] = rule(b, c)
+    assert (issue.code, issue.severity) == ("EVIDENCE_FABRICATED", "BLOCKER"), what
+    unfaithful = issue.details["unfaithful"]
+    assert unfaithful["page"] == 1 and category in unfaithful
+    assert "differs from the page text in" in issue.message
+
+
+@pytest.mark.parametrize("what,snippet,category", UNFAITHFUL, ids=[u[0] for u in UNFAITHFUL])
+def test_faithful_text_on_another_page_of_the_segment_is_a_wrong_page(what, snippet, category):
+    b, c = report_case(snippet, pages=(REPORT, f"ADDENDUM\n{snippet}\nReviewed."))
+    [issue] = rule(b, c)
+    assert (issue.code, issue.details["fix_page"]) == ("EVIDENCE_WRONG_PAGE", 2), what
+    assert category in issue.details["unfaithful"] and issue.details["unfaithful"]["page"] == 1
+
+
+@pytest.mark.parametrize("what,snippet", FAITHFUL, ids=[f[0] for f in FAITHFUL])
+def test_noise_without_a_critical_change_is_still_found(what, snippet):
+    b, c = report_case(snippet)
+    assert rule(b, c) == [], what
+
+
+def test_message_names_the_differing_number():
+    b, c = report_case("Histologic grade 3 (Nottingham score 6 of 9)")
+    [issue] = rule(b, c)
+    assert "a number (snippet 3, page 2)" in issue.message
+    assert issue.details["unfaithful"]["numbers"] == {"snippet": ["3"], "page": ["2"]}
+
+
+def test_anchor_with_a_changed_number_is_not_on_the_page():
+    b, c = report_case("Histologic grade 2 (Nottingham score 6 of 9)", anchors=["Nottingham score 8 of 9"])
+    [issue] = rule(b, c)
+    assert (issue.code, issue.severity) == ("ANCHOR_NOT_ON_PAGE", "BLOCKER")
+    assert issue.details["unfaithful"]["numbers"] == {"snippet": ["8"], "page": ["6"]}
+
+
+def test_stage_tnm_and_gleason_must_be_as_written():
+    from docverify.verify.common import find_text
+
+    page = "Final diagnosis: prostatic adenocarcinoma, Gleason score 3+4=7, stage IIIA, pT2N0M0."
+    crit = v4_evidence.critical_tokens()
+    assert find_text(page, "prostatic adenocarcinoma, Gleason score 3+4=7, stage IIIA, pT2 N0 M0", critical=crit).found
+    for changed in ("Gleason score 4+3=7, stage IIIA, pT2N0M0", "Gleason score 3+4=7, stage IIIB, pT2N0M0",
+                    "Gleason score 3+4=7, stage IIIA, pT3N0M0"):
+        m = find_text(page, changed, critical=crit)
+        assert not m.found and m.how == "unfaithful" and "numbers" in m.differs, changed
+
+
+def test_ocr_page_tolerates_letters_for_digits_never_another_digit():
+    """On an OCR'd page a digit read as a letter (l0 for 10) and a unit read on one side only
+    (6 em for 6 cm) still match; a digit for another digit never does, OCR or not."""
+    from docverify.models import DocumentBundle, Page
+
+    ocr_text = "Ki-67 index lO% of tumour cells; tumour extends 6 em into the fat."
+
+    def scanned(ocr):
+        return DocumentBundle(doc_id="d", file_path="d.pdf", total_pages=1,
+                              pages=[Page(page_num=1, text=ocr_text, ocr_confidence=0.9 if ocr else None)])
+
+    assert v4_evidence.locate(scanned(True), "Ki-67 index 10% of tumour cells", 1) == (True, [])
+    assert v4_evidence.locate(scanned(True), "tumour extends 6 cm into the fat", 1) == (True, [])
+    assert v4_evidence.locate(scanned(False), "tumour extends 6 cm into the fat", 1) == (False, [])  # text layer
+    for ocr in (True, False):
+        assert v4_evidence.locate(scanned(ocr), "Ki-67 index 18% of tumour cells", 1) == (False, [])
+        assert v4_evidence.locate(scanned(ocr), "tumour extends 8 cm into the fat", 1) == (False, [])
+
+
+def test_contains_without_rules_keeps_the_plain_fuzzy_match():
+    from docverify.verify.common import contains
+
+    assert contains(REPORT, "Histologic grade 3 (Nottingham score 6 of 9)")  # no faithfulness asked
+    assert not contains(REPORT, "Histologic grade 3 (Nottingham score 6 of 9)", critical=v4_evidence.critical_tokens())
+
+
+@pytest.mark.parametrize("page,snippet,cut", [
+    ("There is no evidence of malignancy in the specimen.", "evidence of malignancy in the specimen", "no"),
+    ("Negative for carcinoma in all margins.", "carcinoma in all margins", "negative"),
+    ("The patient denies chest pain or dyspnea.", "chest pain or dyspnea", "denies"),
+    ("There is no evidence of malignancy in the specimen.", "no evidence of malignancy in the specimen", None),
+    ("Block No. 5: tumor present in the specimen.", "tumor present in the specimen", None),
+    ("Margins free. Carcinoma in all other sections.", "carcinoma in all other sections", None),
+])
+def test_a_verbatim_quote_cut_out_from_under_a_negation_is_not_what_the_page_says(page, snippet, cut):
+    """The quote is on the page word for word, but every time right after a negation that governs
+    it: quoted alone it says the opposite (a dropped negation the fuzzy check never sees)."""
+    from docverify.verify.common import find_text
+    from docverify.verify.v4_evidence import critical_tokens
+
+    m = find_text(page, snippet, critical=critical_tokens())
+    assert m.found == (cut is None)
+    if cut:
+        assert m.differs == {"negation": {"snippet": [], "page": [cut]}}
+    # an anchor keyword is not a quote: it may stand after a negation
+    assert find_text(page, snippet, critical=critical_tokens(), quote=False).found
+
+
+@pytest.mark.parametrize("page", [
+    "Different from servicing provider? [ ] yes [ ] no\nBilling provider/referring lab information",
+    "Consent to the research library yes | no\nPatient name signature date",
+    "Material for biobank → no\nMethod of acquisition biopsy",
+    "Smoker: no\nMethod of acquisition biopsy",
+])
+def test_a_form_answer_no_before_the_next_field_is_no_negation(page):
+    from docverify.verify.common import find_text
+    from docverify.verify.v4_evidence import critical_tokens
+
+    snippet = page.split("\n")[1]
+    assert find_text(page, snippet, critical=critical_tokens()).found

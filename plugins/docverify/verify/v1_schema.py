@@ -18,17 +18,55 @@ from docverify.verify.common import is_number, iter_type_entries, seg_loc, type_
 IMPLEMENTATION = "rules-v1"
 
 
+#: pydantic error type → the JSON type the field expects
+_EXPECTED = {"float_type": "number", "int_type": "integer", "string_type": "string", "bool_type": "boolean",
+             "list_type": "array", "model_type": "object", "dict_type": "object", "enum": "enum member",
+             "literal_error": "enum member", "missing": "a value", "extra_forbidden": "no such field"}
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type of a value, never the value: values may be page text (PHI)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number" if value.is_integer() else "number with a fraction"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _error(e: dict) -> dict[str, str]:
+    out = {"path": ".".join(str(p) for p in e["loc"]) or "<root>", "error": e["type"],
+           "expected": _EXPECTED.get(e["type"], e["type"])}
+    if e["type"] not in ("missing", "extra_forbidden") and "input" in e:
+        out["got"] = _json_type(e["input"])
+    return out
+
+
 def parse(raw: Any) -> tuple[ClassificationOutput | None, list[Issue]]:
     """Parse a raw classification. A shape error becomes one ``SCHEMA_INVALID`` BLOCKER that
-    lists the first problems (field paths only, never values)."""
+    lists the first problems: field path, what was expected and the JSON type that came (a
+    confidence of ``true`` or ``"0.9"``, a page of ``2.5``, an enum in the wrong case — the
+    models are strict, issue 20), never the value. ``details["errors"]`` has the same per error
+    (path, pydantic error type, expected, got)."""
     if isinstance(raw, ClassificationOutput):
         return raw, []
     try:
         return ClassificationOutput.model_validate(raw), []
     except ValidationError as exc:
         errs = exc.errors()
+        typed = [_error(e) for e in errs[:5]]
         where = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errs[:5]
+            f"{t['path']}: {e['msg']}" + (f" (got {t['got']})" if "got" in t else "")
+            for t, e in zip(typed, errs[:5], strict=True)
         )
         more = f" (and {len(errs) - 5} more)" if len(errs) > 5 else ""
         return None, [
@@ -37,7 +75,7 @@ def parse(raw: Any) -> tuple[ClassificationOutput | None, list[Issue]]:
                 f"The classification does not match the ClassificationOutput schema: {where}{more}",
                 location="<root>",
                 suggested_fix="Re-run the classifier; check it against include/schemas/ClassificationOutput.json",
-                details={"error_count": len(errs)},
+                details={"error_count": len(errs), "errors": typed},
             )
         ]
 

@@ -6,6 +6,13 @@ Rule phase (data in ``include/rules/traps.json``):
 2. administrative keywords in the document and a report type that is not NO_EVIDENCE → BLOCKER;
 3. header/footer patterns (page X of Y, fax numbers, MRN, date of birth) in evidence → MINOR.
 
+Every text (page text, vendor_signals, evidence snippets) is matched in
+:func:`~docverify.verify.common.match_form` (NFKC, casefolded, Unicode spaces and line breaks
+collapsed, punctuation between words a separator), keywords and vendor names on word
+boundaries (:func:`~docverify.verify.common.term_pattern`), so "TEST  REQUEST",
+"Specimen-Receipt", "Quest Diagnostics" with a no-break space and "D.O.B." are seen
+(issue 20).
+
 Judgment phase over the first 4,000 characters (``V3_CONTEXT_CHARS``). The offline
 implementation applies context rules the pattern phase cannot see: routine lab values under a
 Genomic Report label, a routine-lab vendor named in the text but missing from vendor_signals,
@@ -23,8 +30,10 @@ from docverify.resources import load_rule
 from docverify.verify.common import (
     V3_CONTEXT_CHARS,
     iter_type_entries,
+    match_form,
     primary_types,
-    strongest_presence,
+    segment_text,
+    term_pattern,
     type_loc,
 )
 
@@ -33,30 +42,48 @@ OFFLINE_IMPLEMENTATION = "offline-context-rules-v1"
 GENOMIC = "Genomic Report"
 
 
-def _word_re(term: str) -> re.Pattern:
-    # Terms are literal words; a term already holding regex syntax (c\.\d+) is used as is.
-    body = term if "\\" in term else re.escape(term)
-    return re.compile(rf"(?<![A-Za-z0-9]){body}(?![A-Za-z0-9])", re.IGNORECASE)
-
-
 @functools.lru_cache(maxsize=1)
 def _rules():
     data = load_rule("traps")
+    vendors = data["routine_lab_vendors"]
     return {
-        "vendors": [(v, _word_re(v)) for v in data["routine_lab_vendors"]],
-        "admin": [(k, _word_re(k)) for k in data["admin_keywords"]],
+        # (reported name, pattern): in vendor_signals and in the page text
+        "vendors": [(v["name"], term_pattern(a)) for v in vendors for a in v["aliases"]],
+        "text_vendors": [(v["name"], term_pattern(a)) for v in vendors for a in v["text_aliases"]],
+        "admin": [(k, term_pattern(k)) for k in data["admin_keywords"]],
         "report_types": data["report_types"],
         "header_footer": {name: re.compile(p, re.IGNORECASE) for name, p in data["header_footer_patterns"].items()},
         "ctx": {
-            "labs": [(t, _word_re(t)) for t in data["context"]["routine_lab_markers"]],
-            "genomic": [(t, _word_re(t)) for t in data["context"]["genomic_markers"]],
-            "sections": {k: [(t, _word_re(t.strip())) for t in v] for k, v in data["context"]["report_sections"].items()},
+            "labs": [(t, term_pattern(t)) for t in data["context"]["routine_lab_markers"]],
+            "genomic": [(t, term_pattern(t)) for t in data["context"]["genomic_markers"]],
+            # section words are stems: "histolog" finds "histology", "genotyp" "genotyping"
+            "sections": {k: [(t, term_pattern(t.strip(), stem=True)) for t in v]
+                         for k, v in data["context"]["report_sections"].items()},
         },
     }
 
 
 def _found(pairs, text: str) -> list[str]:
+    """The terms of ``pairs`` found in ``text`` (already in :func:`match_form`), in list order."""
     return [term for term, rx in pairs if rx.search(text)]
+
+
+def _found_longest(pairs, text: str) -> list[str]:
+    """:func:`_found`, but a match inside a longer term's match does not count: "fax cover
+    sheet" is reported once, not also as "fax cover" and "cover sheet"."""
+    spans = sorted(((m.start(), m.end(), term) for term, rx in pairs for m in rx.finditer(text)),
+                   key=lambda s: (s[0] - s[1], s[0]))
+    kept: list[tuple[int, int, str]] = []
+    for s, e, term in spans:
+        if not any(ks <= s and e <= ke for ks, ke, _ in kept):
+            kept.append((s, e, term))
+    hit = {term for _, _, term in kept}
+    return list(dict.fromkeys(term for term, _ in pairs if term in hit))
+
+
+def _vendors(pairs, texts: list[str]) -> list[str]:
+    """The vendors (reported names) one of whose names is in one of ``texts`` (in match form)."""
+    return sorted({name for name, rx in pairs for t in texts if rx.search(t)})
 
 
 def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
@@ -64,7 +91,7 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
     issues: list[Issue] = []
 
     # Trap 1 — routine-lab vendor + Genomic Report PRIMARY
-    vendors = sorted({v for v, rx in r["vendors"] for s in cls.vendor_signals if rx.search(s)})
+    vendors = _vendors(r["vendors"], [match_form(s) for s in cls.vendor_signals])
     if vendors and GENOMIC in primary_types(cls):
         issues.append(make_issue(
             "TRAP_ROUTINE_LAB_GENOMIC",
@@ -74,26 +101,35 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
             details={"vendors": vendors},
         ))
 
-    # Trap 2 — administrative keywords + a report type that is not NO_EVIDENCE
-    keywords = _found(r["admin"], bundle.full_text())
-    if keywords:
-        levels = strongest_presence(cls)
+    # Trap 2 — administrative keywords + a report type that is not NO_EVIDENCE, read per segment:
+    # the keywords of a segment's pages against that segment's levels, so that a PDF holding a
+    # prior-authorization form and, in a segment of its own, the pathology report it asks for is
+    # not an administrative document classified as a report (the form's segment must be Other).
+    # A one-segment document is the specification's whole-document check.
+    for seg in cls.segments:
+        keywords = _found_longest(r["admin"], match_form(segment_text(bundle, seg)))
+        if not keywords:
+            continue
+        levels = {tc.doc_type: tc.presence_level for tc in seg.classifications}
         for rt in r["report_types"]:
             level = levels.get(rt, "NO_EVIDENCE")
             if level != "NO_EVIDENCE":
                 quoted = ", ".join(f"'{k}'" for k in keywords)
+                where = f" in segment {seg.segment_index}" if len(cls.segments) > 1 else ""
                 issues.append(make_issue(
                     "TRAP_ADMIN_DOCUMENT",
-                    f"Administrative keywords found ({quoted}) but {rt} marked {level}",
-                    location=f"document_mixture → {rt}",
+                    f"Administrative keywords found ({quoted}) but {rt} marked {level}{where}",
+                    location=f"segments[{seg.segment_index}] → {rt}",
                     suggested_fix=f"If this is an administrative form, classify it as 'Other' and mark {rt} NO_EVIDENCE",
-                    details={"keywords": keywords, "doc_type": rt, "presence_level": level},
+                    details={"keywords": keywords, "doc_type": rt, "presence_level": level,
+                             "segment_index": seg.segment_index},
                 ))
 
     # Trap 3 — header/footer content used as evidence
     for _, seg, tc in iter_type_entries(cls):
         for k, ev in enumerate(tc.top_evidence):
-            hits = [name for name, rx in r["header_footer"].items() if rx.search(ev.snippet)]
+            snippet = match_form(ev.snippet)
+            hits = [name for name, rx in r["header_footer"].items() if rx.search(snippet)]
             if hits:
                 issues.append(make_issue(
                     "TRAP_HEADER_FOOTER_EVIDENCE",
@@ -107,8 +143,12 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """The context rules over the opening :data:`V3_CONTEXT_CHARS` characters of the document,
+    and the mention-only rule over the opening of each segment that labels a report PRIMARY (a
+    release form on page 1 naming pathology says nothing of the pathology report that starts on
+    page 3)."""
     r = _rules()
-    ctx = bundle.full_text()[:V3_CONTEXT_CHARS]
+    ctx = match_form(bundle.full_text()[:V3_CONTEXT_CHARS])
     issues: list[Issue] = []
     primaries = primary_types(cls)
 
@@ -123,8 +163,8 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
                 suggested_fix="Check whether this is a routine lab panel ('Other')",
                 details={"lab_markers": labs, "implementation": OFFLINE_IMPLEMENTATION},
             ))
-        in_text = _found(r["vendors"], ctx)
-        declared = {v for v, rx in r["vendors"] for s in cls.vendor_signals if rx.search(s)}
+        in_text = _vendors(r["text_vendors"], [ctx])
+        declared = set(_vendors(r["vendors"], [match_form(s) for s in cls.vendor_signals]))
         missed = sorted(set(in_text) - declared)
         if missed:
             issues.append(make_issue(
@@ -136,17 +176,25 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
                 details={"vendors": missed, "implementation": OFFLINE_IMPLEMENTATION},
             ))
 
-    # Mention-only trap: a report type is PRIMARY, its name appears, none of its sections do.
-    for rt in r["report_types"]:
-        if rt not in primaries:
-            continue
-        sections = _found(r["ctx"]["sections"].get(rt, []), ctx)
-        if not sections and re.search(re.escape(rt.split()[0]), ctx, re.IGNORECASE):
-            issues.append(make_issue(
-                "TRAP_CONTEXT",
-                f"{rt} is PRIMARY but the opening text only mentions it: none of its usual sections appear",
-                agent="V3", location=f"document_mixture → {rt}",
-                suggested_fix=f"Consider MENTION_ONLY for {rt}",
-                details={"doc_type": rt, "implementation": OFFLINE_IMPLEMENTATION},
-            ))
+    # Mention-only trap: a report type is PRIMARY in a segment, its name appears in the segment's
+    # opening text, none of its sections do.
+    flagged: set[str] = set()
+    for seg in cls.segments:
+        seg_ctx = match_form(segment_text(bundle, seg)[:V3_CONTEXT_CHARS])
+        for tc in seg.classifications:
+            rt = tc.doc_type
+            if rt not in r["report_types"] or tc.presence_level != "PRIMARY" or rt in flagged:
+                continue
+            sections = _found(r["ctx"]["sections"].get(rt, []), seg_ctx)
+            if not sections and re.search(re.escape(rt.split()[0]), seg_ctx, re.IGNORECASE):
+                flagged.add(rt)
+                issues.append(make_issue(
+                    "TRAP_CONTEXT",
+                    f"{rt} is PRIMARY but the opening text of segment {seg.segment_index} only mentions it: "
+                    f"none of its usual sections appear",
+                    agent="V3", location=f"segments[{seg.segment_index}] → {rt}",
+                    suggested_fix=f"Consider MENTION_ONLY for {rt}",
+                    details={"doc_type": rt, "segment_index": seg.segment_index,
+                             "implementation": OFFLINE_IMPLEMENTATION},
+                ))
     return issues

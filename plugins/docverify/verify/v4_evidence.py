@@ -5,6 +5,22 @@ Rule phase, deterministic, against the DocumentBundle (never against the classif
 * every snippet is looked up on its claimed page after normalising case, width, dashes and
   whitespace, tolerating OCR noise (fuzzy ``partial_ratio`` ≥ the threshold in
   ``include/rules/evidence.json``; a page the local parser OCR'd takes ``fuzzy_threshold_ocr``);
+* the fuzzy match absorbs spacing, hyphenation and OCR noise only (issue 20): a snippet that is not
+  an exact substring must keep, in the page text rapidfuzz aligned it with, every number as
+  written (decimals, percentages, ranges, doses with their unit, "grade 2", "stage iiia",
+  "pT2N0M0", "3+4"), every negation cue and every laterality word (``faithfulness`` in
+  ``evidence.json``; :class:`docverify.verify.common.CriticalTokens`). Otherwise it is not found
+  on that page, and the rules below apply as for any snippet not there; the issue says which
+  token differs (``details["unfaithful"]``). Anchors are looked up the same way.
+  Choices: "no" is a negation unless a number follows it ("No. 5", "no 12", "no: A12" are
+  numbers), "non" before a word is one ("non-small", "nonspecific"), "n't" after a letter too;
+  "positive" is not a cue (its change to "negative" shows as that cue). A letter read for a digit
+  (0/o, 1/l/i, 5/s, 8/b) is tolerated on every page — it cannot turn one number into another, and
+  the classifier may quote another OCR than ours —, one digit for another never, not even on an
+  OCR'd page (measured in docs/benchmarks/ocr.md); a unit read on one side only is tolerated on an
+  OCR'd page ("6 em" / "6 cm"), two different units ("mg" / "mcg") never. A quote that stops where
+  the page goes on is still an exact substring, as before: "evidence of malignancy" out of
+  "no evidence of malignancy" is found;
 * not there: found on another page of the same segment → ``EVIDENCE_WRONG_PAGE`` (MAJOR,
   auto-fixable: the page number is corrected); found only outside the segment →
   ``EVIDENCE_OUTSIDE_SEGMENT`` (MAJOR); found nowhere → ``EVIDENCE_FABRICATED`` (BLOCKER);
@@ -17,18 +33,29 @@ Rule phase, deterministic, against the DocumentBundle (never against the classif
   ``EVIDENCE_PAGE_OUTSIDE_DOCUMENT``: such an item is only checked for fabrication here.
 
 Judgment phase (evidence quality). The offline implementation flags a PRIMARY or EMBEDDED_RAW
-type whose every snippet is generic ("see attached results"), too short, or carries no term of
-the claimed type → ``EVIDENCE_WEAK`` (MAJOR).
+type whose every snippet is generic ("see attached results"), too short, or worded as another
+type (terms of another type, none of the claimed one) → ``EVIDENCE_WEAK`` (MAJOR). A snippet with
+no term of any type is not weak for that alone: the lexicon does not know every form line.
 
 ``quality_score`` = 1.0 − 0.30·BLOCKER − 0.15·MAJOR − 0.05·MINOR over V4's issues, ≥ 0.
 """
 
 from __future__ import annotations
 
+import functools
+
 from docverify.codes import make_issue
 from docverify.models import ClassificationOutput, DocumentBundle, Issue, Severity
 from docverify.resources import load_rule
-from docverify.verify.common import contains, iter_type_entries, normalise, type_loc
+from docverify.verify.common import (
+    CriticalTokens,
+    TextMatch,
+    describe_differences,
+    find_text,
+    iter_type_entries,
+    normalise,
+    type_loc,
+)
 
 IMPLEMENTATION = "rules-v1"
 OFFLINE_IMPLEMENTATION = "offline-evidence-heuristics-v1"
@@ -51,21 +78,63 @@ def quality_score(issues: list[Issue]) -> float:
     return round(max(0.0, score), 4)
 
 
-def locate(bundle: DocumentBundle, text: str, claimed_page: int) -> tuple[bool, list[int]]:
-    """(found on the claimed page?, other pages where it was found)."""
+@functools.lru_cache(maxsize=1)
+@functools.cache
+def critical_tokens() -> CriticalTokens:
+    """The faithfulness rules (``faithfulness`` in ``include/rules/evidence.json``), compiled once."""
+    return CriticalTokens(_cfg()["faithfulness"])
+
+
+def find_on_page(page, text: str, *, quote: bool = True) -> TextMatch:
+    """``text`` on ``page`` as V4 looks it up: normalised, fuzzy at the page's threshold, faithful
+    in numbers, negation and laterality (``quote``: a snippet, which must not be cut out from
+    under a negation; an anchor keyword may)."""
     cfg = _cfg()
+    # an OCR'd page (no text layer) tolerates more noise: fuzzy_threshold_ocr, measured by
+    # scripts/bench_ocr.py (docs/benchmarks/ocr.md)
+    ocr = page.ocr_confidence is not None
+    threshold = cfg.get("fuzzy_threshold_ocr", cfg["fuzzy_threshold"]) if ocr else cfg["fuzzy_threshold"]
+    return find_text(page.text, text, threshold=threshold, fuzzy_min_chars=cfg["fuzzy_min_chars"],
+                     critical=critical_tokens(), ocr=ocr, quote=quote)
 
-    def kw(page) -> dict:
-        # an OCR'd page (no text layer) tolerates more noise: fuzzy_threshold_ocr, measured by
-        # scripts/bench_ocr.py (docs/benchmarks/ocr.md)
-        ocr = page is not None and page.ocr_confidence is not None
-        return {"threshold": cfg.get("fuzzy_threshold_ocr", cfg["fuzzy_threshold"]) if ocr else cfg["fuzzy_threshold"],
-                "fuzzy_min_chars": cfg["fuzzy_min_chars"]}
 
+def locate_detail(bundle: DocumentBundle, text: str, claimed_page: int, *, quote: bool = True
+                  ) -> tuple[bool, list[int], tuple[int, dict] | None]:
+    """(found on the claimed page?, other pages where it was found, the first page where it was
+    near-matched but unfaithful — claimed page first — with the differences, or None)."""
+    near: tuple[int, dict] | None = None
     claimed = next((p for p in bundle.pages if p.page_num == claimed_page), None)
-    if claimed is not None and contains(claimed.text, text, **kw(claimed)):
-        return True, []
-    return False, [p.page_num for p in bundle.pages if p.page_num != claimed_page and contains(p.text, text, **kw(p))]
+    if claimed is not None:
+        m = find_on_page(claimed, text, quote=quote)
+        if m.found:
+            return True, [], None
+        if m.differs:
+            near = (claimed_page, m.differs)
+    elsewhere = []
+    for p in bundle.pages:
+        if p.page_num == claimed_page:
+            continue
+        m = find_on_page(p, text, quote=quote)
+        if m.found:
+            elsewhere.append(p.page_num)
+        elif m.differs and near is None:
+            near = (p.page_num, m.differs)
+    return False, elsewhere, near
+
+
+def locate(bundle: DocumentBundle, text: str, claimed_page: int, *, quote: bool = True) -> tuple[bool, list[int]]:
+    """(found on the claimed page?, other pages where it was found)."""
+    on_page, elsewhere, _ = locate_detail(bundle, text, claimed_page, quote=quote)
+    return on_page, elsewhere
+
+
+def _unfaithful(near: tuple[int, dict] | None) -> tuple[str, dict]:
+    """The message tail and ``details`` entry of a near match whose critical tokens differ."""
+    if near is None:
+        return "", {}
+    page, differs = near
+    return (f"; the closest text, on page {page}, differs from it in {describe_differences(differs)}",
+            {"unfaithful": {"page": page, **differs}})
 
 
 def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
@@ -78,7 +147,8 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
                    "evidence_index": k, "claimed_page": ev.page}
             if not normalise(ev.snippet):
                 continue  # an empty snippet is a quality problem (judgment phase), not a lookup
-            on_page, elsewhere = locate(bundle, ev.snippet, ev.page)
+            on_page, elsewhere, near = locate_detail(bundle, ev.snippet, ev.page)
+            near_msg, near_details = _unfaithful(near)
             if not 1 <= ev.page <= bundle.total_pages and elsewhere:
                 # a page the document does not have is V1's EVIDENCE_PAGE_OUTSIDE_DOCUMENT (BLOCKER), never
                 # a wrong page to "fix"; only a snippet found nowhere is still reported (fabricated, below)
@@ -98,52 +168,65 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
                     # The fix moves the whole item, anchors included: anchors found on the new page
                     # travel with it (one fixable issue), only the others are reported below.
                     anchor_page = in_seg[0]
-                    moving = [a for a in ev.anchors_found if normalise(a) and locate(bundle, a, in_seg[0])[0]]
+                    moving = [a for a in ev.anchors_found if normalise(a) and locate(bundle, a, in_seg[0], quote=False)[0]]
                     issues.append(make_issue(
                         "EVIDENCE_WRONG_PAGE",
                         f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} is not on page {ev.page} "
                         f"but on page {in_seg[0]} of the same segment"
-                        + (f" (with {len(moving)} of its anchor(s))" if moving else ""),
+                        + (f" (with {len(moving)} of its anchor(s))" if moving else "") + near_msg,
                         location=loc, suggested_fix=f"Set the evidence page to {in_seg[0]}",
                         details={**ref, "found_on_pages": elsewhere, "fix_page": in_seg[0],
-                                 "anchors_moving": len(moving)},
+                                 "anchors_moving": len(moving), **near_details},
                     ))
                 elif elsewhere:
                     issues.append(make_issue(
                         "EVIDENCE_OUTSIDE_SEGMENT",
                         f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} in segment {seg.segment_index} "
                         f"(pages {seg.page_start}–{seg.page_end}) is only found on page(s) "
-                        f"{', '.join(map(str, elsewhere))}, outside the segment",
+                        f"{', '.join(map(str, elsewhere))}, outside the segment" + near_msg,
                         location=loc, suggested_fix="Check the segment boundaries and the evidence",
-                        details={**ref, "found_on_pages": elsewhere},
+                        details={**ref, "found_on_pages": elsewhere, **near_details},
                     ))
                 else:
                     issues.append(make_issue(
                         "EVIDENCE_FABRICATED",
                         f"Evidence snippet '{_short(ev.snippet)}' not found in actual PDF text on page {ev.page} "
-                        f"nor on any other page. Possible hallucination.",
+                        f"nor on any other page. Possible hallucination"
+                        + (f" (it nearly matches page {near[0]} but differs from the page text in "
+                           f"{describe_differences(near[1])})." if near else "."),
                         location=loc, suggested_fix="Remove the snippet and re-classify; an SME must check the label",
-                        details={**ref, "found_on_pages": []},
+                        details={**ref, "found_on_pages": [], **near_details},
                     ))
             for anchor in ev.anchors_found:
                 if not normalise(anchor):
                     continue
-                a_on_page, a_elsewhere = locate(bundle, anchor, anchor_page)
+                a_on_page, a_elsewhere, a_near = locate_detail(bundle, anchor, anchor_page, quote=False)
                 if a_on_page:
                     continue
+                a_near_msg, a_near_details = _unfaithful(a_near)
                 where = (f"it appears on page(s) {', '.join(map(str, a_elsewhere))}" if a_elsewhere
                          else "it appears nowhere in the document")
                 claimed = (f"its claimed page {ev.page}" if anchor_page == ev.page
                            else f"page {anchor_page}, where its snippet really is")
                 issues.append(make_issue(
                     "ANCHOR_NOT_ON_PAGE",
-                    f"Anchor '{_short(anchor, 40)}' for {tc.doc_type} is not on {claimed}; {where}",
+                    f"Anchor '{_short(anchor, 40)}' for {tc.doc_type} is not on {claimed}; {where}" + a_near_msg,
                     location=f"{loc}.anchors_found",
                     suggested_fix="Anchors must be verbatim text of the cited page",
                     severity=Severity.MAJOR if a_elsewhere else Severity.BLOCKER,
-                    details={**ref, "found_on_pages": a_elsewhere},
+                    details={**ref, "found_on_pages": a_elsewhere, **a_near_details},
                 ))
     return issues
+
+
+def _worded_as_other(scores: dict[str, float], doc_type: str) -> str:
+    """The type a snippet's words belong to when none is ``doc_type``'s ('' when it has terms of
+    ``doc_type``, or of no type at all: a snippet the lexicon knows nothing of is not weak for it —
+    form lines, organ weights, authorization sentences carry their type in words no list holds)."""
+    if scores.get(doc_type, 0.0) > 0.0:
+        return ""
+    best = max(scores, key=lambda t: scores[t], default="")
+    return best if best and scores[best] > 0.0 else ""
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
@@ -162,8 +245,8 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
                 reasons.append("a generic reference")
             elif len(s) < cfg["min_chars"] or len(s.split()) < cfg["min_words"]:
                 reasons.append("too short to be specific")
-            elif score_text(ev.snippet).get(tc.doc_type, 0.0) <= 0.0:
-                reasons.append(f"without any term specific to {tc.doc_type}")
+            elif (other := _worded_as_other(score_text(ev.snippet), tc.doc_type)):
+                reasons.append(f"worded as {other}, without any term specific to {tc.doc_type}")
             else:
                 reasons.append("")
         if all(reasons):
