@@ -4,6 +4,7 @@
     parse DOCAI.json | SHARDS_FOLDER/      → the same from Document AI output (Layout Parser or OCR)
     classify BUNDLE.json                   → ClassificationOutput (offline unless --model is given)
     verify --bundle B --classification C   → {"final_decision", "attempts", "fixes_applied", …}
+           [--blocker-repair] [--no-patient-identity] [--min-primary-confidence X] [--no-label-text-guard]
     arbiter ISSUES.json                    → ArbiterDecision (V5; --kind v5 is the default)
     arbiter --kind cr_v2 VOTES.json        → the CR_V2 vote per item (--cr-version v1 for CR v1)
     arbiter --kind decision STATE.json     → {"decision": FraudDecision, …} (--model for the LLM, else fallback)
@@ -141,13 +142,26 @@ def cmd_classify(args) -> int:
     return 0
 
 
+def verify_policy(args):
+    """The :class:`~docverify.policy.VerifyPolicy` of ``verify``'s flags (the Airflow Variables'
+    counterparts; unset flags take the policy's defaults)."""
+    from docverify.policy import VerifyPolicy
+
+    if not 0.0 <= args.min_primary_confidence <= 1.0:
+        raise CLIError("INVALID_ARGUMENT", f"--min-primary-confidence {args.min_primary_confidence}: give a "
+                       f"confidence between 0 and 1 (0 = off)")
+    return VerifyPolicy(blocker_repair=args.blocker_repair, patient_identity=args.patient_identity,
+                        min_primary_confidence=args.min_primary_confidence, label_text_guard=args.label_text_guard)
+
+
 def cmd_verify(args) -> int:
     from docverify.pipeline import verify_document
 
     bundle = _load_bundle(args.bundle)
     classification = _read_classification(args.classification)
+    policy = verify_policy(args)
     judge = make_judge(args.model)
-    result = asyncio.run(verify_document(bundle, classification, judge))
+    result = asyncio.run(verify_document(bundle, classification, judge, policy=policy))
     if args.out:
         from docverify.outputs import write_outcome
         from docverify.store import ArtifactStore
@@ -256,6 +270,25 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def _policy_flags(sv: argparse.ArgumentParser) -> None:
+    """``verify``'s switches of :class:`docverify.policy.VerifyPolicy` (defaults: the policy's)."""
+    from docverify.policy import DEFAULT_POLICY as D
+
+    on_off = argparse.BooleanOptionalAction
+    sv.add_argument("--blocker-repair", action=on_off, default=D.blocker_repair,
+                    help="repair an attempt whose BLOCKERs are all auto-fixable once before V5's rule 1 (README "
+                    "'Auto-fixable BLOCKERs'; Variable docverify_blocker_repair); default: "
+                    f"{'on' if D.blocker_repair else 'off'} (any BLOCKER escalates)")
+    sv.add_argument("--patient-identity", action=on_off, default=D.patient_identity,
+                    help="V2: PATIENT_IDENTITY_CONFLICT for two patient identifiers in one segment (default: "
+                    f"{'on' if D.patient_identity else 'off'})")
+    sv.add_argument("--min-primary-confidence", type=float, default=D.min_primary_confidence, metavar="X",
+                    help=f"V2: LOW_CONFIDENCE_PRIMARY below this confidence (0 = off; default {D.min_primary_confidence})")
+    sv.add_argument("--label-text-guard", action=on_off, default=D.label_text_guard,
+                    help="with --model: the offline label-versus-text check beside the model's V2 judgment (default: "
+                    f"{'on' if D.label_text_guard else 'off'})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m docverify", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -275,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--model", help="pydantic-ai model name for the judgment phases (default: offline)")
     sv.add_argument("--out", help="artifact store root: writes the per-document artifacts like the DAG")
     sv.add_argument("--ds", default="adhoc", help="date partition used under --out (default: adhoc)")
+    _policy_flags(sv)
     sv.set_defaults(fn=cmd_verify)
     sa = sub.add_parser("arbiter", help="V5: a JSON list of issues → ArbiterDecision; or the CR_V2 vote / the "
                         "decision arbiter (--kind)")

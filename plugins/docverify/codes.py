@@ -9,7 +9,7 @@ IG-0 input (the document or the classification could not be read), IG-1 segment 
 IG-2 page ranges, IG-3 shares, IG-4 confidences, IG-5 completeness of the five types,
 IG-6 evidence presence and quality, IG-7 clinical traps, IG-8 header/footer evidence,
 IG-9 evidence grounding (hallucination), IG-10 label/text consistency, IG-11 verification
-could not be completed.
+could not be completed, IG-12 patient identity (one segment, one patient).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("MIXTURE_SHARE_SUM", "V2", _M, True, "IG-3", "Mixture shares do not sum to 1.0"),
         CodeSpec("PAGE_OVERLAP", "V2", _B, False, "IG-2", "Two segments share a page"),
         CodeSpec("LABEL_TEXT_MISMATCH", "V2", _M, False, "IG-10", "Page text does not support the label"),
+        CodeSpec("SEGMENT_HOLDS_OTHER_TYPE", "V2", _M, False, "IG-10",
+                 "Pages of a segment read as a type the segment marks NO_EVIDENCE (merged documents, a boundary off)"),
         # V3 — clinical traps
         CodeSpec("TRAP_ROUTINE_LAB_GENOMIC", "V3", _B, False, "IG-7", "Routine-lab vendor with Genomic Report PRIMARY"),
         CodeSpec("TRAP_ADMIN_DOCUMENT", "V3", _B, False, "IG-7", "Administrative document classified as a report"),
@@ -81,6 +83,11 @@ CATALOGUE: dict[str, CodeSpec] = {
         # The CR_V2 jury over a judgment's findings (issue 14; only when the jury is enabled)
         CodeSpec("JURY_FLIP", "ANY", _M, True, "IG-10", "The jury found the opposite presence level (applied as a fix)"),
         CodeSpec("JURY_FLAG", "ANY", _M, False, "IG-11", "The jury could not settle a finding"),
+        # Beyond the specification, each switched by docverify.policy.VerifyPolicy (issue 20, item 7)
+        CodeSpec("PATIENT_IDENTITY_CONFLICT", "V2", _M, False, "IG-12",
+                 "One segment's pages carry two different patient identifiers (MRN / patient id, or name and DOB)"),
+        CodeSpec("LOW_CONFIDENCE_PRIMARY", "V2", _M, False, "IG-4",
+                 "A PRIMARY type's confidence is below the policy's minimum"),
     )
 }
 

@@ -41,6 +41,7 @@ from docverify.llm import LLMJudge, _Outcome
 from docverify.llm_faults import ClassificationError
 from docverify.llm_prompts import PROMPTS, load_prompt, prompt_hash, render_user_prompt
 from docverify.llm_schemas import OUTPUT_TYPES
+from docverify.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.stages.common import LINEAGE_ON, Batch, StageStats, gather_bounded
 
 log = logging.getLogger("docverify.llm_batch")
@@ -124,10 +125,12 @@ class RecordingJudge(LLMJudge):
             raise
 
 
-def collect(batch: Batch, judge: LLMJudge, round_key: str) -> dict[str, Any]:
+def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPolicy = DEFAULT_POLICY) -> dict[str, Any]:
     """The collect pass of one round (see the module docstring): the night's requests that miss the
     verdict cache, written as the Batch API's JSONL. Returns ``{"round", "requests", "by_kind",
-    "rel", "model"}`` (``requests`` 0: nothing to send, no file written)."""
+    "rel", "model"}`` (``requests`` 0: nothing to send, no file written). ``policy``: the night's
+    :class:`~docverify.policy.VerifyPolicy`, the one the verify tasks use, so the pass takes the
+    same decisions (and asks for the same calls) as the online path."""
     from docverify.pipeline import verify_document
     from docverify.stages.verify import _classification, night_index, read_bundle
 
@@ -158,7 +161,7 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str) -> dict[str, Any]:
             return
         raw, _meta = got
         try:
-            await verify_document(bundle, raw, rec, max_retries=0, contain_faults=True)
+            await verify_document(bundle, raw, rec, max_retries=0, contain_faults=True, policy=policy)
         except JudgeThrottled:  # pragma: no cover - the recording judge sends nothing
             raise
         except Exception as exc:  # noqa: BLE001 - verify reports this document's fault; nothing to record

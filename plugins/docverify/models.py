@@ -4,14 +4,18 @@ The classification models are deliberately lenient about *values* (a confidence 
 page number of 0 still parses): reporting such values is V1's job, and V1 can only report what
 it can read. Only the *shape* (types, enum members) is enforced by pydantic; a classification
 whose shape is wrong becomes a V1 ``SCHEMA_INVALID`` BLOCKER, never an exception in the batch.
+The shape is checked strictly (issue 20): numbers are JSON numbers (``true`` or ``"0.9"`` is
+no confidence), page numbers and counts whole numbers (``3`` or ``3.0``, which JSON Schema also
+calls an integer; not ``2.5``, ``"3"`` or ``true``), strings strings, and enum strings exact
+members ("pathology report" is not "Pathology Report").
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 
 class DocType(StrEnum):
@@ -103,52 +107,67 @@ class DocumentBundle(_Model):
 # --------------------------------------------------------------------------- Classification
 
 
+def _whole_float_to_int(value: Any) -> Any:
+    # JSON Schema's "integer" is any number without a fraction: 3.0 is the page 3 (bool is no float)
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
+#: The classification's scalar types (issue 20): strict per field, so that enum *strings* still
+#: parse from a dict (a model-wide strict mode would demand enum instances in Python mode).
+#: A number: int or float, never bool or a numeric string (NaN/inf parse: V1 reports them).
+StrictNumber = Annotated[float, Strict()]
+#: A page number or count: an int, or a float without fraction (3.0 → 3); never 2.5, "3" or true.
+WholeNumber = Annotated[int, BeforeValidator(_whole_float_to_int), Strict()]
+#: A string: never a number or bytes.
+StrictText = Annotated[str, Strict()]
+
+
 class Evidence(_Model):
-    snippet: str
-    page: int
-    anchors_found: list[str] = Field(default_factory=list)
+    snippet: StrictText
+    page: WholeNumber
+    anchors_found: list[StrictText] = Field(default_factory=list)
 
 
 class TypeClassification(_Model):
     doc_type: DocType
     presence_level: PresenceLevel
-    confidence: float
-    segment_share: float
+    confidence: StrictNumber
+    segment_share: StrictNumber
     top_evidence: list[Evidence] = Field(default_factory=list)
 
 
 class Segment(_Model):
-    segment_index: int
-    page_start: int
-    page_end: int
-    segment_page_count: int
+    segment_index: WholeNumber
+    page_start: WholeNumber
+    page_end: WholeNumber
+    segment_page_count: WholeNumber
     dominant_type: DocType
-    reasoning: str = ""
+    reasoning: StrictText = ""
     classifications: list[TypeClassification]
 
 
 class MixtureEntry(_Model):
     doc_type: DocType
     presence_level: PresenceLevel
-    overall_share: float
+    overall_share: StrictNumber
 
 
 class SelfEvaluation(_Model):
-    confidence: float = 0.0
-    notes: str = ""
+    confidence: StrictNumber = 0.0
+    notes: StrictText = ""
 
 
 class ClassificationOutput(_Model):
     """The classifier's claims about one document."""
 
-    doc_id: str
+    doc_id: StrictText
     dominant_type_overall: DocType
-    number_of_segments: int
+    number_of_segments: WholeNumber
     segments: list[Segment]
     document_mixture: list[MixtureEntry]
-    vendor_signals: list[str] = Field(default_factory=list)
+    vendor_signals: list[StrictText] = Field(default_factory=list)
     self_evaluation: SelfEvaluation = Field(default_factory=SelfEvaluation)
-    classifier: str = Field(
+    classifier: StrictText = Field(
         default="external",
         description="Which implementation produced this classification "
         "(e.g. 'offline-lexicon-v1', 'gemini:<model>', 'external').",
@@ -179,7 +198,8 @@ class VerifierRun(_Model):
     """What one verifier phase did: which implementation ran, or why it was skipped."""
 
     agent: Literal["V1", "V2", "V3", "V4"]
-    phase: Literal["rules", "judgment", "jury"]
+    #: "guard": a deterministic check beside a judgment (V2's label-versus-text guard, docverify.policy)
+    phase: Literal["rules", "judgment", "jury", "guard"]
     implementation: str
     skipped: bool = False
     skip_reason: str = ""

@@ -12,6 +12,11 @@ Skips, as the specification orders them:
 * every judgment phase (V2, V3 and V4) is skipped when any rule phase (V1–V4) of the attempt
   found a BLOCKER: the arbiter's rule 1 escalates such a document whatever an LLM says, so no
   LLM money is spent on it (the report's runs say which phase was skipped and why).
+
+What runs beyond the specification is the :class:`~docverify.policy.VerifyPolicy` passed as
+``policy=…`` (never read from the judge or a global): the BLOCKER repair (:mod:`docverify.retry`),
+V2's patient-identity and low-confidence checks (rule phase) and the label-versus-text guard beside
+a non-offline V2 judgment (:func:`run_agent`).
 """
 
 from __future__ import annotations
@@ -31,15 +36,18 @@ from docverify.models import (
     VerificationResult,
     VerifierRun,
 )
+from docverify.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.retry import MAX_RETRIES, fingerprint, run_loop
 from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
 
 AGENTS = ("V2", "V3", "V4")
 _RULES = {
-    "V2": lambda b, c: v2_consistency.rule_phase(c),
-    "V3": v3_traps.rule_phase,
-    "V4": v4_evidence.rule_phase,
+    "V2": lambda b, c, p: v2_consistency.rule_phase(c, b, p),
+    "V3": lambda b, c, p: v3_traps.rule_phase(b, c),
+    "V4": lambda b, c, p: v4_evidence.rule_phase(b, c),
 }
+#: The implementation of V2's label-versus-text guard (``policy.label_text_guard``).
+GUARD_IMPLEMENTATION = f"guard:{v2_consistency.OFFLINE_IMPLEMENTATION}"
 
 
 @dataclass
@@ -57,18 +65,20 @@ def run_v1(bundle: DocumentBundle, raw: Any) -> tuple[ClassificationOutput | Non
     return cls, AgentOutcome(issues, [run])
 
 
-def rule_phases(bundle: DocumentBundle, cls: ClassificationOutput,
-                v1_issues: list[Issue] | None = None) -> dict[str, list[Issue]]:
-    """The rule-phase issues of V1–V4 (pure, milliseconds to a little more for V4's lookups)."""
+def rule_phases(bundle: DocumentBundle, cls: ClassificationOutput, v1_issues: list[Issue] | None = None,
+                *, policy: VerifyPolicy = DEFAULT_POLICY) -> dict[str, list[Issue]]:
+    """The rule-phase issues of V1–V4 (pure, milliseconds to a little more for V4's lookups);
+    V2's include the checks ``policy`` switches on."""
     phases = {"V1": v1_schema.check(bundle, cls) if v1_issues is None else v1_issues}
-    phases.update({a: _RULES[a](bundle, cls) for a in AGENTS})
+    phases.update({a: _RULES[a](bundle, cls, policy) for a in AGENTS})
     return phases
 
 
 def judgment_skip_reason(phases: dict[str, list[Issue]]) -> str:
     """Why the attempt's judgment phases (LLM or offline) are skipped, or '' when they run:
-    a rule-phase BLOCKER means V5's rule 1 escalates (or, when every BLOCKER is auto-fixable,
-    the repair runs first and the repaired attempt is judged), so no judgment can change it."""
+    a rule-phase BLOCKER means V5's rule 1 escalates (or, with ``policy.blocker_repair`` and every
+    BLOCKER auto-fixable, the repair runs first and the repaired attempt is judged), so no judgment
+    can change it."""
     blockers = sorted({f"{i.agent} {i.code}" for issues in phases.values() for i in issues
                        if i.severity == Severity.BLOCKER.value})
     if not blockers:
@@ -77,14 +87,16 @@ def judgment_skip_reason(phases: dict[str, list[Issue]]) -> str:
 
 
 async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutput, judge: Judge,
-                    *, phases: dict[str, list[Issue]] | None = None) -> AgentOutcome:
-    """Rule phase + judgment phase of V2, V3 or V4.
+                    *, phases: dict[str, list[Issue]] | None = None,
+                    policy: VerifyPolicy = DEFAULT_POLICY) -> AgentOutcome:
+    """Rule phase + judgment phase of V2, V3 or V4 (+ V2's label-versus-text guard, see
+    :func:`label_text_guard`).
 
     ``phases`` are this attempt's rule phases when the caller already has them (:func:`verify_attempt`
     computes them once for the three agents); without them the agent computes all four itself (its
     judgment is skipped when any rule phase found a BLOCKER)."""
     if phases is None:
-        phases = rule_phases(bundle, cls)
+        phases = rule_phases(bundle, cls, policy=policy)
     rules = phases[agent]
     runs = [VerifierRun(agent=agent, phase="rules", implementation="rules-v1", issue_count=len(rules))]
     skip = judgment_skip_reason(phases)
@@ -106,7 +118,22 @@ async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutpu
     total = Usage()
     total.add(u)
     total.add(jury_usage)
+    if agent == "V2" and policy.label_text_guard and result.implementation != v2_consistency.OFFLINE_IMPLEMENTATION:
+        guard = label_text_guard(bundle, cls, findings)
+        runs.append(VerifierRun(agent=agent, phase="guard", implementation=GUARD_IMPLEMENTATION,
+                                issue_count=len(guard)))
+        findings = findings + guard
     return AgentOutcome(rules + findings, runs, total)
+
+
+def label_text_guard(bundle: DocumentBundle, cls: ClassificationOutput, findings: list[Issue]) -> list[Issue]:
+    """The offline label-versus-text check (:func:`v2_consistency.offline_judgment`: lexical support of
+    every PRIMARY label by its segment's text) beside a V2 judgment that is not that check (the LLM's):
+    deterministic, no LLM call. Its issues are marked ``details["implementation"] =``
+    :data:`GUARD_IMPLEMENTATION`; one the judgment already reported (same code and location) is left out."""
+    seen = {(i.code, i.location.strip()) for i in findings}
+    return [i.model_copy(update={"details": {**i.details, "implementation": GUARD_IMPLEMENTATION}})
+            for i in v2_consistency.offline_judgment(bundle, cls) if (i.code, i.location.strip()) not in seen]
 
 
 def assemble(doc_id: str, attempt: int, cls: ClassificationOutput | Any,
@@ -133,15 +160,16 @@ async def _contained(agent: str, run: Any) -> AgentOutcome:
 
 
 async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Judge, attempt: int = 0,
-                         usage: Usage | None = None, *, contain_faults: bool = False) -> VerificationReport:
+                         usage: Usage | None = None, *, contain_faults: bool = False,
+                         policy: VerifyPolicy = DEFAULT_POLICY) -> VerificationReport:
     """One attempt: V1, then V2–V4 concurrently on rule phases computed once. With
     ``contain_faults`` (the nightly tasks) an agent that raises yields ``VERIFICATION_INCOMPLETE``
     instead of failing the document (:class:`~docverify.judges.JudgeThrottled` still propagates)."""
     cls, v1 = run_v1(bundle, classification)
     if cls is None:
         return assemble(bundle.doc_id, attempt, classification, [v1])
-    phases = rule_phases(bundle, cls, v1.issues)  # once per attempt, shared by the three agents
-    runs = [run_agent(a, bundle, cls, judge, phases=phases) for a in AGENTS]
+    phases = rule_phases(bundle, cls, v1.issues, policy=policy)  # once per attempt, shared by the three agents
+    runs = [run_agent(a, bundle, cls, judge, phases=phases, policy=policy) for a in AGENTS]
     if contain_faults:
         runs = [_contained(a, r) for a, r in zip(AGENTS, runs, strict=True)]
     outcomes = await asyncio.gather(*runs)
@@ -153,21 +181,23 @@ async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Jud
 
 async def verify_document(bundle: DocumentBundle, classification: Any, judge: Judge, *,
                           max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
-                          usage: Usage | None = None, contain_faults: bool = False) -> VerificationResult:
+                          usage: Usage | None = None, contain_faults: bool = False,
+                          policy: VerifyPolicy = DEFAULT_POLICY) -> VerificationResult:
     """Verify, fix and re-verify one document until V5 accepts or escalates.
 
     ``max_retries=0`` stops after attempt 0's V5 decision: a document V5 sends to the retry ends
     with ``stop_reason="max_retries"`` (the DAG's verify task routes it to ``auto_fix_retry``,
-    which continues from ``first_report``)."""
+    which continues from ``first_report``). ``policy``: what runs beyond the specification
+    (:mod:`docverify.policy`); every attempt and the loop use the same one."""
 
     async def attempt_fn(cls, n):
-        return await verify_attempt(bundle, cls, judge, n, usage, contain_faults=contain_faults)
+        return await verify_attempt(bundle, cls, judge, n, usage, contain_faults=contain_faults, policy=policy)
 
     # --- issue 14: the V5 second opinion decides each attempt (only when the judge carries one)
     from docverify.arbiters.second_opinion import decider
 
     return await run_loop(bundle.doc_id, classification, attempt_fn, first_report=first_report,
-                          max_retries=max_retries,
+                          max_retries=max_retries, policy=policy,
                           decide_attempt=decider(bundle, getattr(judge, "second_opinion", None), usage))
 
 

@@ -5,8 +5,10 @@ MD5 fingerprint of the fixed classification is compared with every earlier one: 
 changed nothing (or brought back an earlier state) escalates at once instead of spending another
 verification. Every attempt's issues and decision are kept.
 
-An attempt whose BLOCKERs are all auto-fixable is repaired once before V5's rule 1 applies
-(:func:`needs_blocker_repair`); the V5 table itself is unchanged.
+By default any BLOCKER escalates at V5's rule 1, as the specification says. With the policy's
+``blocker_repair`` switched on (Variable ``docverify_blocker_repair``, CLI ``--blocker-repair``), an
+attempt whose BLOCKERs are all auto-fixable is repaired once before rule 1 applies
+(:func:`needs_blocker_repair`); the V5 table itself is unchanged either way.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from docverify.models import (
     VerificationReport,
     VerificationResult,
 )
+from docverify.policy import DEFAULT_POLICY, VerifyPolicy
 
 MAX_RETRIES = 2
 
@@ -63,19 +66,24 @@ def fingerprint(cls: ClassificationOutput | dict | Any) -> str:
 AttemptFn = Callable[[ClassificationOutput, int], Awaitable[VerificationReport]]
 
 
-def needs_blocker_repair(issues: list[Issue], earlier: list[AttemptRecord] = ()) -> bool:
-    """Auto-fixable BLOCKERs (README 'Auto-fixable BLOCKERs'): when the attempt has BLOCKERs and
-    every one is auto-fixable with a registered fixer, the fixes run once before V5's rule 1
-    applies. Once per document: a BLOCKER still there after the repair escalates by rule 1."""
+def needs_blocker_repair(issues: list[Issue], earlier: list[AttemptRecord] = (),
+                         policy: VerifyPolicy = DEFAULT_POLICY) -> bool:
+    """Auto-fixable BLOCKERs (README 'Auto-fixable BLOCKERs'; only with ``policy.blocker_repair``):
+    when the attempt has BLOCKERs and every one is auto-fixable with a registered fixer, the fixes
+    run once before V5's rule 1 applies. Once per document: a BLOCKER still there after the repair
+    escalates by rule 1. With the switch off (the default) this is always False."""
+    if not policy.blocker_repair:
+        return False
     blockers = [i for i in issues if Severity(i.severity) == Severity.BLOCKER]
     return (bool(blockers) and all(i.auto_fixable and i.code in FIXERS for i in blockers)
             and not any(a.blocker_repair for a in earlier))
 
 
-def attempt_record(report: VerificationReport, earlier: list[AttemptRecord] = ()) -> AttemptRecord:
+def attempt_record(report: VerificationReport, earlier: list[AttemptRecord] = (),
+                   policy: VerifyPolicy = DEFAULT_POLICY) -> AttemptRecord:
     return AttemptRecord(attempt=report.attempt, issues=report.issues, decision=decide(report.issues),
                          fingerprint=report.fingerprint, quality_score=report.quality_score, runs=report.runs,
-                         blocker_repair=needs_blocker_repair(report.issues, earlier))
+                         blocker_repair=needs_blocker_repair(report.issues, earlier, policy))
 
 
 async def run_loop(
@@ -87,12 +95,14 @@ async def run_loop(
     max_retries: int = MAX_RETRIES,
     decide_attempt: Callable[[VerificationReport, ClassificationOutput | None, list[AttemptRecord]],
                              Awaitable[AttemptRecord]] | None = None,
+    policy: VerifyPolicy = DEFAULT_POLICY,
 ) -> VerificationResult:
     """Verify ``classification`` and retry with fixes until V5 accepts or escalates.
 
     ``first_report`` lets the nightly DAG hand over attempt 0, which its V1–V4 tasks already
     computed; the loop then starts with the fix. ``decide_attempt`` replaces the V5 table's
-    record of an attempt (the V5 second opinion, :mod:`docverify.arbiters.second_opinion`).
+    record of an attempt (the V5 second opinion, :mod:`docverify.arbiters.second_opinion`); whether
+    the attempt is a BLOCKER repair is decided here, by ``policy``, whoever recorded it.
     """
     from docverify.verify.v1_schema import parse
 
@@ -102,8 +112,11 @@ async def run_loop(
     report = first_report or await verify_attempt(cls if cls is not None else classification, 0)
     seen = {report.fingerprint}
     while True:
-        rec = (attempt_record(report, attempts) if decide_attempt is None
-               else await decide_attempt(report, cls, attempts))
+        if decide_attempt is None:
+            rec = attempt_record(report, attempts, policy)
+        else:
+            rec = await decide_attempt(report, cls, attempts)
+            rec = rec.model_copy(update={"blocker_repair": needs_blocker_repair(report.issues, attempts, policy)})
         attempts.append(rec)
         decision = rec.decision.decision
         if (decision != Decision.AUTO_RETRY.value and not rec.blocker_repair) or cls is None:

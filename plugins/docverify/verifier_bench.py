@@ -149,7 +149,7 @@ def _lines(text: str) -> list[str]:
 
 
 def _usable(line: str) -> bool:
-    return 20 <= len(line) and len(line.split()) >= 3 and not _HEADER_FOOTER.search(line)
+    return len(line) >= 20 and len(line.split()) >= 3 and not _HEADER_FOOTER.search(line)
 
 
 def _clip(line: str, limit: int = 160) -> str:

@@ -31,6 +31,7 @@ import logging
 import pathlib
 from typing import Any
 
+from docverify import policy as P
 from docverify.judges import Judge, OfflineJudge
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,11 @@ VAR_JURY_MAX_FINDINGS = "docverify_jury_max_findings"
 VAR_SECOND_OPINION = "docverify_v5_second_opinion"
 VAR_SECOND_OPINION_CONN = "docverify_v5_second_opinion_conn_id"
 JURY_MODES = ("off", "cr_v2", "cr_v1")
+# issue 20: the verification policy (docverify.policy.VerifyPolicy; its defaults are the Variables' defaults)
+VAR_BLOCKER_REPAIR = "docverify_blocker_repair"
+VAR_CHECK_PATIENT_IDENTITY = "docverify_check_patient_identity"
+VAR_MIN_PRIMARY_CONFIDENCE = "docverify_min_primary_confidence"
+VAR_LABEL_TEXT_GUARD = "docverify_label_text_guard"
 VAR_SME_ASSIGNEES = "docverify_sme_assignees"
 VAR_NOTIFY_EMAIL = "docverify_notify_email"
 VAR_NOTIFY_SMTP_CONN = "docverify_notify_smtp_conn_id"
@@ -181,6 +187,17 @@ def _number(kind: type, minimum: float):
     return parse
 
 
+def _fraction(key: str, raw: str, default: str) -> float:
+    value = _number(float, 0.0)(key, raw, default)
+    if value > 1:
+        raise ValueError(f"Variable {key}={raw!r}: at most 1 (a confidence; 0 = off)")
+    return value
+
+
+def _on_off_default(value: bool) -> str:
+    return "on" if value else "off"
+
+
 def _var(name: str, default: str, parse=_text) -> Any:
     return dataclasses.field(metadata={"variable": name, "default": default, "parse": parse})
 
@@ -214,6 +231,10 @@ class Settings:
     jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0))
     second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _on_off)
     second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", lambda k, raw, d: raw.strip())
+    blocker_repair: bool = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR), _on_off)
+    check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _on_off)
+    min_primary_confidence: float = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE), _fraction)
+    label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _on_off)
     sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip())
     notify_email: str = _var(VAR_NOTIFY_EMAIL, "", lambda k, raw, d: raw.strip())
     notify_smtp_conn_id: str = _var(VAR_NOTIFY_SMTP_CONN, DEFAULT_SMTP_CONN)
@@ -338,6 +359,16 @@ def judge(s: Settings | None = None) -> Judge:
     j.jury = jury(s)  # type: ignore[attr-defined]
     j.second_opinion = second_opinion(s)  # type: ignore[attr-defined]
     return j
+
+
+def policy(s: Settings | None = None) -> P.VerifyPolicy:
+    """The verification policy of the Variables ``docverify_blocker_repair`` (off),
+    ``docverify_check_patient_identity`` (on), ``docverify_min_primary_confidence`` (0 = off) and
+    ``docverify_label_text_guard`` (on): the tasks pass it to the verify and retry stages and to the
+    batch-mode collect pass (``policy=…``), never through the judge."""
+    s = s or Settings.load()
+    return P.VerifyPolicy(blocker_repair=s.blocker_repair, patient_identity=s.check_patient_identity,
+                          min_primary_confidence=s.min_primary_confidence, label_text_guard=s.label_text_guard)
 
 
 def jury(s: Settings | None = None):

@@ -111,7 +111,7 @@ def collect(context, round_key: str) -> dict[str, Any]:
 
     s, judge = _batching(context)
     batch = make_batch(context)
-    out = llm_batch.collect(batch, judge, round_key)
+    out = llm_batch.collect(batch, judge, round_key, policy=config.policy(s))  # the verify tasks' policy
     if not out["requests"]:
         raise AirflowSkipException(f"every {round_key} request of this night is in the verdict cache: no batch job")
     return {"round": round_key, "model": out["model"], "requests": out["requests"], "by_kind": out["by_kind"],

@@ -161,7 +161,8 @@ def _key(context) -> str:
 @retry_rule
 def verify(context, shard: list[str]) -> dict:
     """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.batch.verify_shard``)."""
-    return _small(B.verify_shard(make_batch(context), shard, config.judge(config.settings(context)), _key(context)))
+    s = config.settings(context)
+    return _small(B.verify_shard(make_batch(context), shard, config.judge(s), _key(context), policy=config.policy(s)))
 
 
 @retry_rule
@@ -179,8 +180,9 @@ def plan_retry_shards(context) -> list[list[str]]:
 
 @retry_rule
 def auto_fix_retry(context, shard: list[str]) -> dict:
-    return _small(B.auto_fix_retry_shard(make_batch(context), shard, config.judge(config.settings(context)),
-                                         _key(context)))
+    s = config.settings(context)
+    return _small(B.auto_fix_retry_shard(make_batch(context), shard, config.judge(s), _key(context),
+                                         policy=config.policy(s)))
 
 
 @retry_rule

@@ -44,15 +44,36 @@ def judged(fake, store, *, jury=True, second=True) -> OfflineJudge:
     return j
 
 
-#: A corpus PDF whose offline V4 judgment raises a finding (the samples' judgments find nothing
-#: since issue 10/13), so the jury has something to review; with the finding kept it escalates.
+#: A corpus PDF (a LaTeX article: "Other") supplied with a classification that calls it a
+#: Radiology Report, so that the offline V2 judgment raises a finding (LABEL_TEXT_MISMATCH) for
+#: the jury to review (the samples' judgments find nothing); with the finding kept it escalates.
 EXTRA = "normal_minimal_latex.pdf"
+
+
+def _radiology_companion(pdf) -> dict:
+    """The offline classifier's own classification of ``pdf`` with its type swapped to Radiology
+    Report (evidence, shares and mixture kept consistent): only the label is wrong."""
+    from docverify.classify.offline import classify_offline
+    from docverify.layout.local_pdf import parse_pdf
+
+    cls = classify_offline(parse_pdf(pdf, doc_id=pdf.stem, file_uri=str(pdf))).model_dump(mode="json")
+    swap = {"Other": "Radiology Report", "Radiology Report": "Other"}
+    for seg in cls["segments"]:
+        seg["dominant_type"] = swap.get(seg["dominant_type"], seg["dominant_type"])
+        for tc in seg["classifications"]:
+            tc["doc_type"] = swap.get(tc["doc_type"], tc["doc_type"])
+    for m in cls["document_mixture"]:
+        m["doc_type"] = swap.get(m["doc_type"], m["doc_type"])
+    cls["dominant_type_overall"] = swap.get(cls["dominant_type_overall"], cls["dominant_type_overall"])
+    return cls
 
 
 @pytest.mark.slow
 def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, corpora_dir, fake, caplog):
     b = sample_batch(tmp_path, repo_dir)
     shutil.copy(corpora_dir / "pdfs" / EXTRA, tmp_path / "incoming" / DS / EXTRA)
+    (tmp_path / "incoming" / DS / f"{EXTRA[:-4]}.classification.json").write_text(
+        json.dumps(_radiology_companion(corpora_dir / "pdfs" / EXTRA)))
     plain = run_all(sample_batch(tmp_path / "plain", repo_dir), OfflineJudge())
     assert "jury" not in plain and "second_opinion" not in plain
     with caplog.at_level(logging.INFO, logger="docverify.lineage"):

@@ -10,6 +10,7 @@ from docverify.examples import NOTE_P3, bundle, genomic_then_note, mutate
 from docverify.judges import OfflineJudge
 from docverify.models import ClassificationOutput
 from docverify.pipeline import rule_phases, verify_document_sync
+from docverify.policy import VerifyPolicy
 from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
 
 
@@ -245,11 +246,25 @@ def test_evidence_found_on_its_page_outside_its_segment():
 
 
 # --------------------------------------------------------------------------- item 4: auto-fixable BLOCKERs
+# (opt-in since issue 20 item 6: VerifyPolicy(blocker_repair=True); by default any BLOCKER escalates)
+
+REPAIR = VerifyPolicy(blocker_repair=True)
+
+
+def _run_repair(b, c):
+    return verify_document_sync(b, c, OfflineJudge(), policy=REPAIR)
+
+
+def test_by_default_an_auto_fixable_blocker_escalates_by_rule_1():
+    b, c = genomic_then_note()
+    r = _run(b, mutate(c, lambda c: c.update(number_of_segments=5)))
+    assert (r.final_decision, r.final_rule, r.stop_reason, len(r.attempts)) == ("ESCALATE_TO_SME", 1, "arbiter", 1)
+    assert not r.attempts[0].blocker_repair and r.fixes_applied == []
 
 
 def test_auto_fixable_blockers_are_repaired_once_before_rule_1():
     b, c = genomic_then_note()
-    r = _run(b, mutate(c, lambda c: c.update(number_of_segments=5)))
+    r = _run_repair(b, mutate(c, lambda c: c.update(number_of_segments=5)))
     first = r.attempts[0]
     assert (first.decision.decision, first.decision.rule, first.blocker_repair) == ("ESCALATE_TO_SME", 1, True)
     assert [f.fixer for f in r.fixes_applied] == ["fix_segment_count"]
@@ -259,14 +274,14 @@ def test_auto_fixable_blockers_are_repaired_once_before_rule_1():
 
 def test_missing_type_blocker_is_repaired():
     b, c = genomic_then_note()
-    r = _run(b, mutate(c, lambda c: c["document_mixture"].pop(3)))
+    r = _run_repair(b, mutate(c, lambda c: c["document_mixture"].pop(3)))
     assert r.attempts[0].blocker_repair and r.final_decision == "AUTO_ACCEPT"
 
 
 def test_a_non_fixable_blocker_beside_a_fixable_one_escalates_at_once():
     b, c = genomic_then_note()
-    r = _run(b, mutate(c, lambda c: (c.update(number_of_segments=5),
-                                     c["segments"][0]["classifications"][2].update(confidence=1.7))))
+    r = _run_repair(b, mutate(c, lambda c: (c.update(number_of_segments=5),
+                                            c["segments"][0]["classifications"][2].update(confidence=1.7))))
     assert not r.attempts[0].blocker_repair and len(r.attempts) == 1 and r.final_rule == 1
     assert r.fixes_applied == []
 
@@ -283,12 +298,15 @@ def test_the_repair_happens_once_only():
 
     b, c = genomic_then_note()
     issues = _all_rules(b, mutate(c, lambda c: c.update(number_of_segments=5)))
-    first = _run(b, mutate(c, lambda c: c.update(number_of_segments=5))).attempts[0]
-    assert needs_blocker_repair(issues) and not needs_blocker_repair(issues, [first])
+    first = _run_repair(b, mutate(c, lambda c: c.update(number_of_segments=5))).attempts[0]
+    assert needs_blocker_repair(issues, policy=REPAIR) and not needs_blocker_repair(issues, [first], REPAIR)
+    assert not needs_blocker_repair(issues)  # off by default
 
 
-def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path):
-    """The DAG's V5 task sends a document whose BLOCKERs are all auto-fixable to the retry."""
+@pytest.mark.parametrize("policy,route", [(REPAIR, "auto_fix_retry"), (None, "write_sme_packets")])
+def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path, policy, route):
+    """With the repair switched on, the DAG's V5 task sends a document whose BLOCKERs are all
+    auto-fixable to the retry; by default to the SME."""
     import json
 
     from docverify import batch as B
@@ -304,9 +322,12 @@ def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path):
         {"doc_id": doc_id, "pdf_uri": "x", "pdf_rel": "x.pdf", "sha256": "0",
          "classification_rel": "x.classification.json"}]})
     store.write_json(batch.run_rel(doc_id, "bundle.json"), b)
-    B.verify_shard(batch.fresh(), [doc_id], OfflineJudge())
+    B.verify_shard(batch.fresh(), [doc_id], OfflineJudge(), **({"policy": policy} if policy else {}))
     out = B.arbiter(batch.fresh())
-    assert out["counts"]["auto_fix_retry"] == 1
+    assert out["counts"][route] == 1
+    if policy is not None:  # the retry, under the same policy, repairs and accepts it
+        B.auto_fix_retry_shard(batch.fresh(), [doc_id], OfflineJudge(), policy=policy)
+        assert batch.fresh().rs.result(doc_id).result.final_decision == "AUTO_ACCEPT"
     routes = json.loads((tmp_path / batch.routes_rel).read_text())
     assert routes["attempt_0"][doc_id]["rule"] == 1
 

@@ -13,18 +13,20 @@ from docverify import report
 from docverify.examples import genomic_then_note, mutate
 from docverify.judges import OfflineJudge
 from docverify.pipeline import verify_document_sync
+from docverify.policy import VerifyPolicy
 from docverify.sme import build_packet
 from docverify.sme_render import decided_by, packet_html, packet_markdown
 
 
 def _repaired_then_escalated():
     """Attempt 0: an auto-fixable BLOCKER (number_of_segments) and an anchor on another page;
-    the repair fixes the count, attempt 1 escalates by rule 4 on the anchor."""
+    the repair (switched on: VerifyPolicy(blocker_repair=True)) fixes the count, attempt 1 escalates
+    by rule 4 on the anchor."""
     b, c = genomic_then_note()
     c2 = mutate(c, lambda c: (c.update(number_of_segments=5),
                               c["segments"][0]["classifications"][2]["top_evidence"][0].update(
                                   anchors_found=["VARIANT FINDINGS"])))
-    return b, verify_document_sync(b, c2, OfflineJudge())
+    return b, verify_document_sync(b, c2, OfflineJudge(), policy=VerifyPolicy(blocker_repair=True))
 
 
 def test_the_packet_has_the_original_every_attempt_its_fixes_and_the_final_decision():

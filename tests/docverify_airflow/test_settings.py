@@ -144,6 +144,8 @@ def test_every_declared_variable_is_a_field_with_the_declared_default(repo_dir):
     ("docverify_ocr", "maybe", "docverify_ocr='maybe' is not a switch"),
     ("docverify_llm_max_attempts", "four", "docverify_llm_max_attempts='four' is not a int number"),
     ("docverify_docai_poll_s", "-1", "docverify_docai_poll_s='-1': at least 0"),
+    ("docverify_blocker_repair", "maybe", "docverify_blocker_repair='maybe': use off or on"),
+    ("docverify_min_primary_confidence", "1.5", "docverify_min_primary_confidence='1.5': at most 1"),
 ])
 def test_a_wrong_value_fails_naming_the_variable(monkeypatch, var, value, message):
     from docverify_airflow import config
@@ -151,6 +153,18 @@ def test_a_wrong_value_fails_naming_the_variable(monkeypatch, var, value, messag
     monkeypatch.setenv(f"AIRFLOW_VAR_{var.upper()}", value)
     with pytest.raises(ValueError, match=message):
         config.settings()
+
+
+def test_the_verification_policy_comes_from_its_variables():
+    """issue 20: the Variables' defaults are VerifyPolicy's; the tasks pass config.policy(settings)."""
+    from docverify.policy import DEFAULT_POLICY, VerifyPolicy
+    from docverify_airflow import config
+
+    assert config.policy(config.Settings.parse({})) == DEFAULT_POLICY
+    s = config.Settings.parse({"docverify_blocker_repair": "on", "docverify_check_patient_identity": "off",
+                               "docverify_min_primary_confidence": "0.5", "docverify_label_text_guard": "off"})
+    assert config.policy(s) == VerifyPolicy(blocker_repair=True, patient_identity=False, min_primary_confidence=0.5,
+                                            label_text_guard=False)
 
 
 def test_the_processor_is_parsed_by_the_client_helpers():

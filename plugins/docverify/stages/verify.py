@@ -1,5 +1,9 @@
 """plan_shards → verify[shard] → v5_arbiter → auto_fix_retry: every attempt through
-:func:`docverify.pipeline.verify_document`; one result per document, one summary per shard."""
+:func:`docverify.pipeline.verify_document`; one result per document, one summary per shard.
+
+The verify and retry stages take the night's :class:`~docverify.policy.VerifyPolicy` as ``policy``
+(the Airflow task builds it from its ``Settings``: ``docverify_airflow.config.policy``) and hand it
+to every ``verify_document`` call, so attempt 0 and the retry decide under the same switches."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from docverify.limits import (
 )
 from docverify.models import DocumentBundle, VerificationReport, VerificationResult
 from docverify.pipeline import verify_document
+from docverify.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.runstore import (
     BundleMeta,
     ClassificationMeta,
@@ -166,7 +171,8 @@ def _route(result: VerificationResult) -> str:
     return "accept" if result.final_decision == "AUTO_ACCEPT" else "write_sme_packets"
 
 
-async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: StageStats) -> DocResult:
+async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: StageStats,
+                      policy: VerifyPolicy = DEFAULT_POLICY) -> DocResult:
     rs, doc_id = batch.rs, doc.doc_id
     bundle = read_bundle(batch, doc_id)
     prior = rs.result(doc_id)
@@ -176,7 +182,8 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: Stage
     raw, meta = got
     usage = Usage()
     # the one verify path: attempt 0 and its V5 decision (incl. the second opinion the judge carries)
-    result = await verify_document(bundle, raw, judge, max_retries=0, usage=usage, contain_faults=True)
+    result = await verify_document(bundle, raw, judge, max_retries=0, usage=usage, contain_faults=True,
+                                   policy=policy)
     stats.add_usage(doc_id, usage, judge)
     route = _route(result)
     rec0 = result.attempts[0]
@@ -204,12 +211,14 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: Stage
     return rec
 
 
-def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
+def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "", *,
+                 policy: VerifyPolicy = DEFAULT_POLICY) -> dict:
     """The ``verify[shard]`` task: per document classify (unless a companion classification is
     given or the earlier run's is reusable), V1, V2–V4 (judgments concurrent) and V5 on attempt 0,
     through :func:`docverify.pipeline.verify_document`; one ``result.json`` per document and one
     summary for the shard (routes, decisions, what the report shows) for the arbiter.
-    A document's fault is that document's error (it escalates); throttling propagates."""
+    A document's fault is that document's error (it escalates); throttling propagates.
+    ``policy``: what runs beyond the specification (:mod:`docverify.policy`)."""
     from docverify.summaries import doc_summary
 
     rs = batch.rs
@@ -225,7 +234,7 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
         if doc_id in new:  # no run folder before this night's layout: no earlier result to read
             rs.assume_absent(rs.result_rel(doc_id))
         try:
-            rec = await _verify_one(batch, doc, judge, stats)
+            rec = await _verify_one(batch, doc, judge, stats, policy)
         except JudgeThrottled:
             raise
         except Exception as exc:  # noqa: BLE001 - this document only: it escalates, the night goes on
@@ -327,9 +336,11 @@ def retry_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARD
 # =========================================================================== routes
 
 
-def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "") -> dict:
+def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "", *,
+                         policy: VerifyPolicy = DEFAULT_POLICY) -> dict:
     """Fix → verify again (same pipeline, V1–V5) for documents routed AUTO_RETRY, from the stored
-    attempt 0; the final result goes into the document's ``result.json``."""
+    attempt 0; the final result goes into the document's ``result.json``. ``policy``: the one the
+    verify stage used (:mod:`docverify.policy`)."""
     from docverify.summaries import doc_summary
 
     rs = batch.rs
@@ -348,7 +359,7 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key
                                    runs=a0.runs, quality_score=a0.quality_score)
         try:
             result = await verify_document(read_bundle(batch, doc_id), rec.classification, judge, first_report=first,
-                                           usage=usage, contain_faults=True)
+                                           usage=usage, contain_faults=True, policy=policy)
         except JudgeThrottled:
             raise
         except Exception as exc:  # noqa: BLE001 - this document only: it escalates

@@ -23,7 +23,7 @@ from docverify.models import (
 from docverify.verify.common import is_number, seg_loc, segment_text
 
 IMPLEMENTATION = "rules-v1"
-OFFLINE_IMPLEMENTATION = "offline-lexical-support-v1"
+OFFLINE_IMPLEMENTATION = "offline-lexical-support-v2"
 SHARE_TOLERANCE = 0.01
 
 
@@ -33,8 +33,12 @@ def _share_sum(values: list[float]) -> float | None:
     return float(sum(values))
 
 
-def rule_phase(cls: ClassificationOutput) -> list[Issue]:
-    issues: list[Issue] = []
+def rule_phase(cls: ClassificationOutput, bundle: DocumentBundle | None = None, policy=None) -> list[Issue]:
+    """The checks above, plus the ones beyond the specification that ``policy`` (a
+    :class:`docverify.policy.VerifyPolicy`) switches on (:mod:`docverify.verify.policy_checks`)."""
+    from docverify.verify.policy_checks import rule_checks
+
+    issues: list[Issue] = rule_checks(bundle, cls, policy)
     for seg in cls.segments:
         total = _share_sum([tc.segment_share for tc in seg.classifications])
         if total is not None and abs(total - 1.0) > SHARE_TOLERANCE:
@@ -231,11 +235,61 @@ def _overall_vs_segments(cls: ClassificationOutput) -> list[Issue]:
     )]
 
 
-def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
-    """Lexical support of every PRIMARY label by its segment's whole page text."""
-    from docverify.lexicon import lexical_support
+#: A page "reads as" a type when that type is its best lexical match with at least this score and
+#: the segment's own type scores under PAGE_OWN_RATIO of it on the page (the lexicon's support
+#: thresholds, SUPPORT_MIN and SUPPORT_RATIO, applied to one page). Measured by
+#: scripts/bench_verifiers.py (docs/benchmarks/verifiers.md): tuning part, 0 of 565 true pages
+#: flagged; 98.5 % of pages put in a segment of another type flagged.
+PAGE_MIN_SCORE = 2.0
+PAGE_OWN_RATIO = 0.5
+
+
+def page_types(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """Every page of every segment is read: pages that read as a type the segment marks
+    NO_EVIDENCE (two documents merged into one segment, a boundary a page off) are one issue per
+    run of consecutive pages of that type. The label check below reads a segment's text as one
+    whole, where a short foreign part is outweighed by the rest."""
+    from docverify.lexicon import best_type, score_text
 
     issues: list[Issue] = []
+    for seg in cls.segments:
+        levels = {tc.doc_type: tc.presence_level for tc in seg.classifications}
+        runs: list[list] = []  # [type, first page, last page]
+        for page in bundle.pages:
+            if not seg.page_start <= page.page_num <= seg.page_end:
+                continue
+            scores = score_text(page.text)
+            best, _ = best_type(page.text)
+            foreign = (best != seg.dominant_type and levels.get(best) == "NO_EVIDENCE"
+                       and scores[best] >= PAGE_MIN_SCORE
+                       and scores.get(seg.dominant_type, 0.0) < PAGE_OWN_RATIO * scores[best])
+            if not foreign:
+                continue
+            if runs and runs[-1][0] == best and runs[-1][2] == page.page_num - 1:
+                runs[-1][2] = page.page_num
+            else:
+                runs.append([best, page.page_num, page.page_num])
+        for doc_type, lo, hi in runs:
+            pages = f"page {lo}" if lo == hi else f"pages {lo}–{hi}"
+            issues.append(make_issue(
+                "SEGMENT_HOLDS_OTHER_TYPE",
+                f"Segment {seg.segment_index} ({seg.dominant_type}, pages {seg.page_start}–{seg.page_end}) marks "
+                f"{doc_type} NO_EVIDENCE, but its {pages} read as {doc_type}: two documents in one segment, or a "
+                f"boundary off by a page?",
+                agent="V2", location=f"{seg_loc(seg)} → {doc_type}",
+                suggested_fix=f"Check the segment boundaries: {pages} may be a {doc_type} of its own",
+                details={"segment_index": seg.segment_index, "doc_type": doc_type, "pages": [lo, hi],
+                         "implementation": OFFLINE_IMPLEMENTATION},
+            ))
+    return issues
+
+
+def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """Lexical support of every PRIMARY label by its segment's whole page text, and every page
+    of a segment read for a type the segment does not claim (:func:`page_types`)."""
+    from docverify.lexicon import lexical_support
+
+    issues: list[Issue] = page_types(bundle, cls)
     for seg in cls.segments:
         text = segment_text(bundle, seg)
         for tc in seg.classifications:

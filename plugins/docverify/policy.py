@@ -1,0 +1,53 @@
+"""The verification policy: the switches of what the pipeline does beyond the specification
+(issue 20, items 6 and 7), in one small frozen object passed explicitly (``policy=…``) through
+:func:`docverify.pipeline.verify_document` → :func:`docverify.retry.run_loop` /
+:func:`docverify.pipeline.verify_attempt`, from the stages (which get it from the Airflow task,
+built from ``docverify_airflow.config.Settings``), the batch-mode collect pass and the CLI.
+
+The defaults below are the single source: ``config.Settings`` takes its Variables' defaults from
+them, and :data:`DEFAULT_POLICY` is what a caller that passes no policy gets.
+
+* ``blocker_repair`` (Variable ``docverify_blocker_repair``, off): repair an attempt whose
+  BLOCKERs are *all* auto-fixable once before V5's rule 1 (README "Auto-fixable BLOCKERs"). Off =
+  the specification's routing: any BLOCKER escalates at rule 1.
+* ``patient_identity`` (``docverify_check_patient_identity``, on): V2's rule phase reports
+  ``PATIENT_IDENTITY_CONFLICT`` when one segment's pages carry two different MRNs / patient ids or
+  two different (name, date of birth) pairs (:mod:`docverify.verify.identity`).
+* ``min_primary_confidence`` (``docverify_min_primary_confidence``, 0 = off): V2's rule phase
+  reports ``LOW_CONFIDENCE_PRIMARY`` for a PRIMARY type whose confidence is below it.
+* ``label_text_guard`` (``docverify_label_text_guard``, on): with a judge whose V2 judgment is
+  not the offline lexical one (the LLM judge), V2's outcome also carries the offline
+  label-versus-text check (``LABEL_TEXT_MISMATCH``, run ``phase="guard"``).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: The defaults (the benchmark owner sets them from measured false alarms; README "Configuration").
+BLOCKER_REPAIR = False
+PATIENT_IDENTITY = True
+MIN_PRIMARY_CONFIDENCE = 0.0
+LABEL_TEXT_GUARD = True
+
+
+class VerifyPolicy(BaseModel):
+    """What the verification does beyond the specification; frozen, compared by value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    blocker_repair: bool = Field(
+        BLOCKER_REPAIR, description="Repair an attempt whose BLOCKERs are all auto-fixable once before V5's rule 1 "
+        "(off: any BLOCKER escalates at rule 1, as the specification says).")
+    patient_identity: bool = Field(
+        PATIENT_IDENTITY, description="V2 rule phase: PATIENT_IDENTITY_CONFLICT (two patient identifiers in one "
+        "segment).")
+    min_primary_confidence: float = Field(
+        MIN_PRIMARY_CONFIDENCE, ge=0.0, le=1.0, description="V2 rule phase: LOW_CONFIDENCE_PRIMARY for a PRIMARY "
+        "type whose confidence is below this (0 = off).")
+    label_text_guard: bool = Field(
+        LABEL_TEXT_GUARD, description="Beside a non-offline V2 judgment, the offline label-versus-text check "
+        "(LABEL_TEXT_MISMATCH) as a 'guard' phase.")
+
+
+DEFAULT_POLICY = VerifyPolicy()
