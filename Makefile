@@ -68,6 +68,7 @@ bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accu
 	$(PY) scripts/bench_pipeline.py
 	$(PY) scripts/bench_llm.py
 	$(PY) scripts/bench_jury.py
+	$(PY) scripts/bench_verifiers.py
 
 hostile: $(STAMP)  ## the hostile night's figures of the README ("What can go wrong")
 	$(PY) scripts/hostile_night.py

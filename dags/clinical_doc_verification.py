@@ -35,6 +35,7 @@ classification is given), runs V1–V4 (the V2–V4 judgments concurrently) and 
 * **accept** → `accepted/<ds>/<doc>.json`
 * **plan_retry_shards → auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
 * **write_sme_packets** → `sme_packets/sme_packet_<doc>.json` (also for PDFs that could not be parsed)
+* **audit_sample** (after accept) → a sample of the accepts as audit packets `sme_packet_<doc>_audit.json`
 
 `batch_report` writes `reports/<ds>/batch_report.{json,md,html}`. Re-runs are idempotent and
 reuse unchanged bundles and classifications (`reuse_cached`). Storage root: Variable
@@ -160,6 +161,10 @@ def clinical_doc_verification():
     def write_sme_packets() -> dict:
         return T.write_sme_packets(get_current_context())
 
+    @task(trigger_rule="none_failed_min_one_success", outlets=[SME_PACKETS])
+    def audit_sample() -> dict:
+        return T.audit_sample(get_current_context())
+
     @task(trigger_rule="all_done", retries=0)
     def batch_report() -> dict:
         return T.batch_report(get_current_context())
@@ -204,13 +209,15 @@ def clinical_doc_verification():
     routes = [accept(), write_sme_packets()]
     arbiter >> [retry_shards, *routes]
     retry >> routes
+    audit = audit_sample()  # a sample of the night's accepts → audit packets (issue 21)
+    routes[0] >> audit
     report = batch_report()
-    routes >> report
+    [*routes, audit] >> report
     # The watcher hangs off the leaves only (a graph that reads at fit size): a failure anywhere
     # upstream reaches the routes as upstream_failed (their trigger rule none_failed_min_one_success),
     # and one_failed fires on failed or upstream_failed. Not downstream of the branch itself: a
     # branch skips every direct downstream it does not follow.
-    [*routes, report] >> fail_run_if_a_task_failed()
+    [*routes, audit, report] >> fail_run_if_a_task_failed()
 
 
 def _batch_round(rnd: str, after, laid_out):

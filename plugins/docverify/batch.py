@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from docverify.paths import doc_id_for
 from docverify.runstore import VOLATILE
+from docverify.stages.audit import audit_sample
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -67,7 +68,7 @@ from docverify.store import ArtifactStore
 
 __all__ = [
     "AIRFLOW_MAP_LIMIT", "DOCAI_PARSER_PREFIX", "LAYOUT_SHARD_SIZE", "MAX_SHARDS", "ROUTES", "ROUTE_TASKS",
-    "VOLATILE", "ArtifactStore", "Batch", "StageStats", "accept", "arbiter", "auto_fix_retry_shard", "discover",
+    "VOLATILE", "ArtifactStore", "Batch", "StageStats", "accept", "audit_sample", "arbiter", "auto_fix_retry_shard", "discover",
     "doc_id_for", "docs_to_layout", "layout_docai_online", "layout_docai_outputs", "layout_local",
     "layout_local_part", "lineage", "load_stage_stats", "merge_layout_local", "night_index", "plan_layout_local",
     "plan_shards", "read_companion", "retry_shards", "shard_size_for", "split", "verify_shard", "withdraw",

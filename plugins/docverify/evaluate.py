@@ -28,6 +28,15 @@ Which documents
     it lacks counts as wrong. Reviewed documents are the *escalated* ones: these figures describe
     the hard cases the verifiers picked, not the pipeline's overall accuracy.
 
+Audits (issue 21)
+    A ground-truth record with ``review_kind: "audit"`` (or whose packet is an audit packet)
+    answers the nightly audit of an *accepted* document: it counts in ``n_reviewed`` and
+    ``n_audited`` but in no accuracy or escalation figure. ``false_accept`` is the share of
+    audited accepts the SME corrected, each weighted 1/inclusion probability (the packet's
+    ``audit_inclusion_probability``), with its 95 % Wilson interval on the effective n
+    (:mod:`docverify.audit`); also per accepted dominant type and per night (the review id's
+    date); ``false_accept_errors`` counts the kinds of error (type, boundary, evidence).
+
 The figures (a :class:`Ratio` keeps numerator and denominator; its value is None — shown as
 "n/a" — when the denominator is 0)
     dominant_type_accuracy
@@ -160,6 +169,34 @@ class DocumentFigures(_Figures):
     pages_correct: int = 0
     split_exact: bool | None = None
     issue_codes: list[str] = Field(default_factory=list)
+    review_kind: str = Field(default="escalation", exclude_if=lambda v: v == "escalation")
+    error_kinds: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+
+
+class FalseAcceptFigures(_Figures):
+    """Audited accepts (issue 21): the weighted share the SME corrected (:mod:`docverify.audit`:
+    each answer weighted 1/inclusion probability) with its 95 % Wilson interval on the effective n."""
+
+    rate: float | None = None
+    ci95_low: float = 0.0
+    ci95_high: float = 1.0
+    n: int = 0
+    corrected: int = 0
+    n_effective: float = 0.0
+
+    def show(self) -> str:
+        if self.rate is None:
+            return "n/a (n=0 audited)"
+        return (f"{100 * self.rate:.1f}% (95% CI {100 * self.ci95_low:.1f}–{100 * self.ci95_high:.1f}%, "
+                f"{self.corrected} corrected of n={self.n} audited)")
+
+
+def _false_accept(items: list[tuple[bool, float]]) -> FalseAcceptFigures:
+    from docverify.audit import false_accept_estimate
+
+    e = false_accept_estimate(items)
+    return FalseAcceptFigures(rate=e.rate, ci95_low=round(e.low, 6), ci95_high=round(e.high, 6), n=e.n,
+                              corrected=e.k, n_effective=round(e.n_eff, 3))
 
 
 class FeedbackFigures(_Figures):
@@ -182,6 +219,15 @@ class FeedbackFigures(_Figures):
         description="Only when the CR_V2 jury ran: per '<finding code> → <jury decision>' (KEEP, DROP, FLIP, "
         "FLAG), the reviewed documents whose jury gave that decision on that code; 'validated' = the SME left the "
         "classification unchanged (so a kept finding was a false alarm, a dropped one rightly dropped).")
+    n_audited: int = Field(0, description="answered audits of accepted documents (issue 21); not in the "
+                           "accuracy or escalation figures")
+    false_accept: FalseAcceptFigures = Field(default_factory=FalseAcceptFigures)
+    false_accept_by_type: dict[str, FalseAcceptFigures] = Field(
+        default_factory=dict, exclude_if=lambda v: not v, description="per accepted dominant type")
+    false_accept_by_night: dict[str, FalseAcceptFigures] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    false_accept_errors: dict[str, int] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="kinds of error the audits found (type, boundary, evidence; a correction may count in several)")
     unreadable: list[UnreadableFile] = Field(default_factory=list)
     per_document: list[DocumentFigures] = Field(default_factory=list)
 
@@ -518,10 +564,31 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
     by_code: dict[str, Counter] = defaultdict(Counter)
     by_jury: dict[str, Counter] = defaultdict(Counter)
     sources = Counter()
+    audits: list[tuple[str, str, bool, float]] = []  # night, accepted type, corrected, inclusion probability
+    error_kinds: Counter = Counter()
     for doc_id, (record, version) in latest.items():
         src = record.ground_truth_source
         sources[src] += 1
         packet = source.packet(doc_id)
+        if record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit":
+            from docverify.audit import error_kinds as kinds_of
+
+            accepted_cls = (packet or {}).get("primary_classification")
+            accepted_type = accepted_cls.get("dominant_type_overall") if isinstance(accepted_cls, dict) else None
+            corrected = src == "SME_CORRECTED"
+            prob = (packet or {}).get("audit_inclusion_probability")
+            row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version, escalated=False,
+                                  review_kind="audit", primary_dominant_type=accepted_type if isinstance(
+                                      accepted_type, str) else None)
+            if corrected:
+                row.error_kinds = kinds_of(accepted_cls, record.ground_truth_classification)
+                error_kinds.update(row.error_kinds)
+            rows.append(row)
+            night = (record.review_id or doc_id)[:10] if re.match(r"\d{4}-\d\d-\d\d_", record.review_id or "") \
+                else "unknown"
+            audits.append((night, row.primary_dominant_type or "unknown", corrected,
+                           float(prob) if isinstance(prob, (int, float)) and prob > 0 else 1.0))
+            continue
         if packet is not None and (packet.get("primary_classification") is not None or packet.get("error")):
             primary = packet.get("primary_classification")
         else:
@@ -564,6 +631,12 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
         false_alarm_by_code=codes,
         false_alarm_by_trap={k: v for k, v in codes.items() if k.startswith(TRAP_PREFIX)},
         false_alarm_by_jury={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_jury.items())},
+        n_audited=len(audits), false_accept=_false_accept([(y, p) for _, _, y, p in audits]),
+        false_accept_by_type={t: _false_accept([(y, p) for _, tt, y, p in audits if tt == t])
+                              for t in sorted({a[1] for a in audits})},
+        false_accept_by_night={d: _false_accept([(y, p) for dd, _, y, p in audits if dd == d])
+                               for d in sorted({a[0] for a in audits})},
+        false_accept_errors=dict(sorted(error_kinds.items())),
         unreadable=unreadable, per_document=rows,
     )
 

@@ -37,6 +37,7 @@ def summary_rows(f: FeedbackFigures) -> list[tuple[str, str]]:
         ("  corrected (SME_CORRECTED)", str(f.n_corrected)),
         ("primary classification missing (not scored)", missing),
         ("escalation precision (escalations the SME corrected)", f.escalation_precision.show()),
+        ("false-accept rate (audited accepts the SME corrected, weighted; Wilson 95% CI)", f.false_accept.show()),
         *accuracy_rows(f.accuracy),
     ]
 
@@ -58,7 +59,16 @@ def code_tables(f: FeedbackFigures) -> list[dict]:
          ("rule", "n", "validated", "corrected", "false-alarm rate")),
     ] + ([("False alarms per code with the CR_V2 jury's decision", f.false_alarm_by_jury,
            ("code → jury", "n", "validated", "corrected", "validated share"))] if f.false_alarm_by_jury else [])
-    return [{"title": title, "header": header, "rows": code_rows(table)} for title, table, header in specs]
+    out = [{"title": title, "header": header, "rows": code_rows(table)} for title, table, header in specs]
+    if f.n_audited:
+        head = ("n", "corrected", "false-accept rate (95% CI)")
+        out += [{"title": "False accepts per document type (audits)", "header": ("accepted type", *head),
+                 "rows": [(k, str(v.n), str(v.corrected), v.show()) for k, v in f.false_accept_by_type.items()]},
+                {"title": "False accepts per night (audits)", "header": ("night", *head),
+                 "rows": [(k, str(v.n), str(v.corrected), v.show()) for k, v in f.false_accept_by_night.items()]},
+                {"title": "Errors the audits found", "header": ("kind", "documents"),
+                 "rows": [(k, str(v)) for k, v in f.false_accept_errors.items()]}]
+    return out
 
 
 def per_corpus_rows(corpus: CorpusFigures) -> list[tuple[str, str, str, str]]:

@@ -16,6 +16,16 @@ provider says the quota is exhausted for the day — the call raises
 :class:`~docverify.judges.JudgeThrottled`, the only exception that leaves a judgment method: the
 stage fails the task and Airflow retries it later, the document is never escalated for it.
 
+Issue 22: overload (503 UNAVAILABLE), 500 INTERNAL, any 5xx and an unreachable service are the same
+family as throttling (:func:`~docverify.llm_faults.fault_family` ``OUTAGE``): waited out under the same
+budget, then :class:`~docverify.llm_faults.ServiceOutage` (a ``JudgeThrottled``). A misconfigured
+connection (invalid key, unknown model, permission denied, credentials that cannot refresh) raises
+:class:`~docverify.llm_faults.ConfigurationFault` on the first answer, a daily quota
+:class:`~docverify.llm_faults.DailyQuotaExhausted` naming when it resets; both are ``JudgeThrottled``
+too (the stages let them through) and fail the Airflow task without retries. Only a fault of the
+document's own request (content blocked, an unusable answer after re-asks, a 400, a timeout) is its
+``VERIFICATION_INCOMPLETE``.
+
 The user message of every call puts the data first and the task last::
 
     <document total_pages="N"><page number="1">…</page>…</document>   (fenced page text)
@@ -65,13 +75,23 @@ from docverify.llm_cache import (  # noqa: F401 - re-exported: the LLM judge's p
     cache_key,
 )
 from docverify.llm_faults import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
+    CONFIGURATION,
+    DAILY_QUOTA,
+    OUTAGE,
     BackoffRetry,
     ClassificationError,
+    ConfigurationFault,
+    DailyQuotaExhausted,
     RetryPolicy,
+    ServiceOutage,
     ThrottlePolicy,
+    _chain,
+    fault_family,
+    is_outage,
     is_quota_exhausted,
     is_throttled,
     is_transient,
+    next_pacific_midnight,
 )
 from docverify.llm_prompts import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
     PROMPTS,
@@ -106,12 +126,19 @@ from docverify.ratelimit import LimiterWaitExceeded, RateLimiter
 
 logger = logging.getLogger(__name__)
 
+
+def _fault_label(exc: BaseException) -> str:
+    """A log-safe name of a service fault: its HTTP status or class, never the provider's body."""
+    status = getattr(exc, "status_code", None)
+    return f"HTTP {status}" if status else type(exc).__name__
+
 __all__ = [
     "AGENT_CODES",
     "BackoffRetry",
     "PROMPTS",
     "ClassificationAnswer",
     "ClassificationError",
+    "ConfigurationFault",
     "ConsistencyFindings",
     "ContextFindings",
     "EvidenceFindings",
@@ -122,7 +149,11 @@ __all__ = [
     "RetryPolicy",
     "ThrottlePolicy",
     "VerdictCache",
+    "DailyQuotaExhausted",
+    "ServiceOutage",
     "cache_key",
+    "fault_family",
+    "is_outage",
     "is_quota_exhausted",
     "is_throttled",
     "is_transient",
@@ -177,8 +208,11 @@ class LLMJudge(Judge):
             4 attempts, exponential backoff with jitter); None calls once.
         limiter: the night's shared :class:`~docverify.ratelimit.RateLimiter` of this model; every
             model request reserves a slot from it first (None: no limit).
-        throttle: how long a call may wait for the quota before :class:`JudgeThrottled`
-            (default :class:`ThrottlePolicy`: 20 min).
+        throttle: how long a call may wait for the quota or a service outage (429, overload,
+            5xx) before :class:`ServiceOutage` (a :class:`JudgeThrottled`; default
+            :class:`ThrottlePolicy`: 20 min).
+        connection: the Airflow connection the model came from, named in a
+            :class:`ConfigurationFault`'s message.
     """
 
     @property
@@ -198,6 +232,7 @@ class LLMJudge(Judge):
         retry_policy: RetryPolicy | None | Literal["default"] = "default",
         limiter: RateLimiter | None = None,
         throttle: ThrottlePolicy | None = None,
+        connection: str = "",
     ):
         if output_retries < 0:
             raise ValueError("output_retries must be >= 0")
@@ -214,6 +249,7 @@ class LLMJudge(Judge):
         self.retry_policy: RetryPolicy | None = BackoffRetry() if retry_policy == "default" else retry_policy
         self.limiter = limiter
         self.throttle = throttle if throttle is not None else ThrottlePolicy()
+        self.connection = connection
         self._agents: dict[str, Agent[None, Any]] = {
             kind: Agent(
                 self.model,
@@ -300,9 +336,10 @@ class LLMJudge(Judge):
         counter = _AttemptCounter(limiter=limiter)
         run_usage = RunUsage()
 
-        # what one request is assumed to cost the tokens-per-minute budget before it is sent
-        # (~4 characters a token, plus an answer); corrected from the real usage afterwards
-        estimate = (len(user_prompt) + len(SYSTEM_INSTRUCTIONS)) // 4 + 256
+        # what one request is assumed to cost the tokens-per-minute budget before it is sent (~4
+        # characters a token); corrected from the real usage afterwards. Input tokens only (issue 22):
+        # Gemini's TPM quota (GenerateContentInputTokensPerModelPerMinute) does not count output or thoughts
+        estimate = (len(user_prompt) + len(SYSTEM_INSTRUCTIONS)) // 4
         waited = 0.0  # seconds this call spent waiting for the quota (ThrottlePolicy.max_wait_s)
         reserved = [0, 0]  # requests and tokens reserved from the limiter
 
@@ -326,9 +363,10 @@ class LLMJudge(Judge):
                 "llm %s doc_id=%s prompt=%s model=%s throttled: %s (waited %.0fs of %.0fs, %d requests)",
                 kind, doc_id, prompt_name, self.model_id, why, spent(), self.throttle.max_wait_s, counter.attempts,
             )
-            return JudgeThrottled(
-                f"{self.name}: the {kind} call for document {doc_id} was held back by the model's quota ({why}; "
-                f"waited {spent():.0f}s of a {self.throttle.max_wait_s:.0f}s budget); the task fails and is retried later"
+            return ServiceOutage(
+                f"{self.name}: the {kind} call for document {doc_id} was held back by the model's quota or an "
+                f"outage of the service ({why}; waited {spent():.0f}s of a {self.throttle.max_wait_s:.0f}s budget, "
+                f"Variable docverify_llm_throttle_wait_s); the task fails and is retried later"
             )
 
         error: BaseException | None = None
@@ -345,17 +383,20 @@ class LLMJudge(Judge):
                 except LimiterWaitExceeded as exc:
                     raise throttled(f"next free slot in {exc.wait_s:.0f}s") from None
                 except Exception as exc:  # noqa: BLE001 - every fault of the call becomes a result
-                    if is_quota_exhausted(exc):
-                        raise throttled(f"quota exhausted ({type(exc).__name__})") from None
-                    if not is_throttled(exc):
+                    family = fault_family(exc)
+                    if family == CONFIGURATION:
+                        raise self._configuration_fault(kind, doc_id, exc) from None
+                    if family == DAILY_QUOTA:
+                        raise self._daily_quota(kind, doc_id, exc) from None
+                    if family != OUTAGE:  # this document's own request: its verdict
                         error = exc
                         break
                     throttles += 1
                     pause = self.throttle.wait(exc, throttles)
                     if spent() + pause > self.throttle.max_wait_s:
-                        raise throttled(f"{throttles} x 429, next wait {pause:.0f}s") from None
-                    logger.info("llm %s doc_id=%s model=%s 429 number %d: waiting %.1fs (not a failure)",
-                                kind, doc_id, self.model_id, throttles, pause)
+                        raise throttled(f"{throttles} x {_fault_label(exc)}, next wait {pause:.0f}s") from None
+                    logger.info("llm %s doc_id=%s model=%s %s number %d: waiting %.1fs (not a failure)",
+                                kind, doc_id, self.model_id, _fault_label(exc), throttles, pause)
                     if limiter is not None and not limiter.unlimited:
                         limiter.pause(pause)  # every process waits; the next attempt's reservation counts it
                     else:
@@ -364,8 +405,7 @@ class LLMJudge(Judge):
         finally:
             if limiter is not None and reserved[0]:
                 limiter.charge(requests=max(0, counter.attempts - reserved[0]),
-                               tokens=run_usage.input_tokens + run_usage.output_tokens - reserved[1]
-                               if run_usage.input_tokens else 0)
+                               tokens=run_usage.input_tokens - reserved[1] if run_usage.input_tokens else 0)
         usage.llm_calls = counter.attempts
         usage.input_tokens = run_usage.input_tokens
         usage.output_tokens = run_usage.output_tokens
@@ -395,6 +435,38 @@ class LLMJudge(Judge):
             except Exception as exc:  # noqa: BLE001
                 logger.warning("llm %s doc_id=%s cache write failed error=%s", kind, doc_id, type(exc).__name__)
         return _Outcome(output, usage, key)
+
+    def _conn_text(self) -> str:
+        conn = self.connection or "docverify_llm"
+        return (f"the LLM connection {conn!r} (Variable docverify_llm_conn_id, default docverify_llm; "
+                f"model {self.model_id})")
+
+    def _configuration_fault(self, kind: str, doc_id: str, exc: BaseException) -> ConfigurationFault:
+        """The message names the connection and the fix, never the provider's body."""
+        status = getattr(exc, "status_code", None)
+        what = f"{type(exc).__name__}" + (f", HTTP {status}" if status else "")
+        if type(exc).__name__ in ("RefreshError", "DefaultCredentialsError", "ReauthFailError") or any(
+                type(e).__name__ == "RefreshError" for e in _chain(exc)):
+            fix = "its credentials cannot be refreshed: renew the service-account key / credentials of the connection"
+        elif status == 404 or type(exc).__name__.endswith("NotFoundError"):
+            fix = "the model is unknown or retired: name an available model in the connection's extra (\"model\")"
+        elif status == 403 or "PERMISSION" in str(getattr(exc, "provider_error_code", "") or "").upper():
+            fix = "permission denied: grant the key / service account access to the model (or its project)"
+        else:
+            fix = "the API key or credentials were refused: set a valid key (the connection's password) or credentials"
+        logger.error("llm %s doc_id=%s model=%s configuration fault (%s): %s", kind, doc_id, self.model_id, what, fix)
+        return ConfigurationFault(f"{self.name}: {self._conn_text()} is misconfigured ({what}): {fix}; then clear "
+                                  f"the task. No document was marked for it.")
+
+    def _daily_quota(self, kind: str, doc_id: str, exc: BaseException) -> DailyQuotaExhausted:
+        resets = next_pacific_midnight()
+        logger.error("llm %s doc_id=%s model=%s daily quota exhausted (%s): resets at %s",
+                     kind, doc_id, self.model_id, type(exc).__name__, resets)
+        return DailyQuotaExhausted(
+            f"{self.name}: the daily quota (or billing) of {self._conn_text()} is exhausted ({type(exc).__name__}; "
+            f"quota exhausted); Gemini API daily quotas reset at midnight Pacific time, next at {resets}: clear the "
+            f"task after that, or raise the quota / use another connection. No document was marked for it.",
+            resets_at=resets)
 
     async def ask(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> tuple[BaseModel | None, Usage, str]:
         """One cached, retried, bounded call of ``kind`` (the jury's and the V5 second opinion's

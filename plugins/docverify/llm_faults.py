@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from docverify.judges import Usage
+from docverify.judges import JudgeThrottled, Usage
 
 logger = logging.getLogger("docverify.llm")
 
@@ -77,6 +77,127 @@ def is_quota_exhausted(exc: BaseException) -> bool:
     return isinstance(exc, ModelQuotaExceededError)
 
 
+# --------------------------------------------------------------------------- fault families (issue 22)
+
+#: A fault of the service (429 throttling, overload, 5xx, a dropped connection): waited out under
+#: :class:`ThrottlePolicy`, then :class:`ServiceOutage` — never a document's verdict.
+OUTAGE = "outage"
+#: The connection is wrong (invalid key, unknown model, permission denied, credentials that cannot
+#: refresh): :class:`ConfigurationFault` on the first such answer.
+CONFIGURATION = "configuration"
+#: The quota of the day is spent: :class:`DailyQuotaExhausted` at once (waiting within a task will not help).
+DAILY_QUOTA = "daily_quota"
+#: A fault of this document's own request (content blocked, unusable answer, context too long, a
+#: 400): the document's ``VERIFICATION_INCOMPLETE`` / ``CLASSIFICATION_FAILED``; the night goes on.
+DOCUMENT = "document"
+
+_DAILY_WORDS = ("per day", "perday", "daily")
+
+
+class ServiceOutage(JudgeThrottled):
+    """The model service was throttling, overloaded or failing (429 / 503 UNAVAILABLE / 500 INTERNAL /
+    a dropped connection) for longer than the waiting budget (``ThrottlePolicy.max_wait_s``, the
+    Variable ``docverify_llm_throttle_wait_s``). Like every :class:`JudgeThrottled`, no stage turns it
+    into a document's verdict: the task fails and Airflow retries it later."""
+
+
+class ConfigurationFault(JudgeThrottled):
+    """The LLM connection is misconfigured (invalid API key, unknown or retired model, permission
+    denied, credentials that cannot refresh): every call would fail the same way. Raised on the first
+    such answer, never a document's issue; it propagates out of the stages like
+    :class:`JudgeThrottled` and the Airflow task fails without retrying (``tasks.retry_rule``)."""
+
+
+class DailyQuotaExhausted(JudgeThrottled):
+    """The model's daily quota (or billing) is exhausted: the task fails at once (no retries) and the
+    message says when the quota resets (Gemini API daily quotas: midnight Pacific time)."""
+
+    def __init__(self, message: str, *, resets_at: str = ""):
+        super().__init__(message)
+        self.resets_at = resets_at
+
+
+def next_pacific_midnight(now=None) -> str:
+    """When a Gemini API daily quota resets: the next midnight in America/Los_Angeles, as UTC ISO 8601."""
+    from datetime import UTC, datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    pacific = ZoneInfo("America/Los_Angeles")
+    local = (now or datetime.now(UTC)).astimezone(pacific)
+    midnight = (local + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    midnight = midnight.replace(tzinfo=pacific)  # re-resolve the offset of that day (DST)
+    return midnight.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _chain(exc: BaseException):
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _has_quota_failure(body: object) -> bool:
+    err = body.get("error") if isinstance(body, dict) else None
+    details = err.get("details") if isinstance(err, dict) else None
+    return isinstance(details, list) and any(
+        isinstance(d, dict) and str(d.get("@type", "")).endswith("QuotaFailure") for d in details)
+
+
+def fault_family(exc: BaseException) -> str:
+    """Which family a model-call fault belongs to: :data:`OUTAGE`, :data:`CONFIGURATION`,
+    :data:`DAILY_QUOTA` or :data:`DOCUMENT` (see each). A ``FallbackExceptionGroup`` (a connection with
+    ``fallback_conn_ids``) by its members: any configuration fault → configuration; all daily quota →
+    daily quota; all outage (or daily quota) → outage; else the document's."""
+    from pydantic_ai.exceptions import (
+        ModelAuthenticationError,
+        ModelConnectionError,
+        ModelHTTPError,
+        ModelNotFoundError,
+        ModelQuotaExceededError,
+        ModelRateLimitError,
+        ModelServerError,
+        ModelTimeoutError,
+        ModelUnavailableError,
+    )
+
+    if isinstance(exc, BaseExceptionGroup):
+        kinds = {fault_family(e) for e in exc.exceptions}
+        if CONFIGURATION in kinds:
+            return CONFIGURATION
+        if kinds == {DAILY_QUOTA}:
+            return DAILY_QUOTA
+        if kinds and kinds <= {OUTAGE, DAILY_QUOTA}:
+            return OUTAGE
+        return DOCUMENT
+    for e in _chain(exc):  # google.auth's RefreshError / DefaultCredentialsError, raised by the client as is
+        if type(e).__module__.startswith("google.auth") and type(e).__name__ in (
+                "RefreshError", "DefaultCredentialsError", "ReauthFailError"):
+            return CONFIGURATION
+    status = getattr(exc, "status_code", None) if isinstance(exc, ModelHTTPError) else None
+    if isinstance(exc, ModelAuthenticationError | ModelNotFoundError) or status in (401, 403, 404):
+        return CONFIGURATION
+    if isinstance(exc, ModelQuotaExceededError):
+        return DAILY_QUOTA
+    if isinstance(exc, ModelRateLimitError) or status == 429:
+        # a daily quota said only in words (no QuotaFailure detail to tell it from a per-minute limit)
+        message = str(getattr(exc, "message", "") or exc).lower()
+        if not _has_quota_failure(getattr(exc, "body", None)) and any(w in message for w in _DAILY_WORDS):
+            return DAILY_QUOTA
+        return OUTAGE
+    if isinstance(exc, ModelUnavailableError | ModelServerError) or (status is not None and status >= 500):
+        return OUTAGE
+    if isinstance(exc, ModelConnectionError) and not isinstance(exc, ModelTimeoutError):
+        return OUTAGE  # the service cannot be reached at all; a read timeout may be this request's size
+    return DOCUMENT
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Throttling, overload, 5xx or an unreachable service (:data:`OUTAGE`)."""
+    return fault_family(exc) == OUTAGE
+
+
 def _retry_after(exc: BaseException | None) -> float | None:
     value = getattr(exc, "retry_after", None)
     return float(value) if isinstance(value, int | float) and value > 0 else None
@@ -113,8 +234,10 @@ class ThrottlePolicy:
 
 @dataclass
 class BackoffRetry:
-    """Bounded retries of real transient faults (:func:`is_transient` minus throttling: 5xx,
-    timeouts, connection errors, unreadable bodies; a deterministic fault fails at once) with
+    """Bounded retries of a request's own transient faults (:func:`is_transient` minus the service's
+    faults of :func:`fault_family` — 429, overload, 5xx, an unreachable service are waited out by the
+    judge under :class:`ThrottlePolicy` since issue 22 — i.e. timeouts, unreadable bodies; a
+    deterministic fault fails at once) with
     exponential backoff and full jitter (tenacity's ``wait_random_exponential``): the n-th wait is
     uniform in ``[0, min(max_wait_s, initial_wait_s * 2**n)]``. A server's ``Retry-After`` (a 503
     may send one) is honoured in full up to ``max_retry_after_s`` (default 15 min), plus a jitter
@@ -137,10 +260,10 @@ class BackoffRetry:
     _retry_after = staticmethod(_retry_after)
 
     def should_retry(self, exc: BaseException) -> bool:
-        """Transient, not throttling (the judge's :class:`ThrottlePolicy` handles that), and not
+        """Transient, not a service fault (the judge's :class:`ThrottlePolicy` waits those out), and not
         asked to wait longer than ``max_retry_after_s``."""
         after = self._retry_after(exc)
-        return (is_transient(exc) and not is_throttled(exc)
+        return (is_transient(exc) and not is_throttled(exc) and fault_family(exc) == DOCUMENT
                 and (after is None or after <= self.max_retry_after_s))
 
     def _wait(self, retry_state) -> float:

@@ -329,7 +329,15 @@ class SMEPacket(_Model):
     pdf_path: str
     total_pages: int
     bundle_path: str
-    v5_decision: Literal["ESCALATE_TO_SME"] = "ESCALATE_TO_SME"
+    v5_decision: Literal["ESCALATE_TO_SME", "AUTO_ACCEPT"] = "ESCALATE_TO_SME"
+    review_kind: Literal["escalation", "audit"] = Field(
+        default="escalation", exclude_if=lambda v: v == "escalation",
+        description="'audit': an AUTO_ACCEPT document drawn for the nightly audit (key '<review_id>_audit', "
+        "v5_decision AUTO_ACCEPT; the accepted record stays accepted); absent: an escalation.")
+    audit_inclusion_probability: float | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Audit packets only: the probability this document had of being drawn (the weight of its "
+        "answer in the false-accept estimate is its inverse).")
     v5_rule: int | None = Field(description="The V5 rule of the last attempt; None when the document could not "
                                 "be processed (then escalation_reason is 'error').")
     v5_reason: str
@@ -341,7 +349,7 @@ class SMEPacket(_Model):
         default_factory=list, exclude_if=lambda v: not v,
         description="Only when the CR_V2 jury ran: every vote of every attempt (finding code, A/B/C votes and "
         "reason codes, decision, flag reason, rule) — also the findings it dropped.")
-    escalation_reason: Literal["arbiter", "max_retries", "cycle", "schema", "error"] = Field(
+    escalation_reason: Literal["arbiter", "max_retries", "cycle", "schema", "error", "audit"] = Field(
         default="arbiter", description="Why the document is here: V5 escalated (arbiter), the retry ran out "
         "(max_retries) or repeated itself (cycle), the classification could not be read (schema), or the PDF "
         "could not be parsed/classified (error: no verification ran, no V5 rule applies).")
@@ -380,6 +388,10 @@ class GroundTruthRecord(_Model):
         default="", description="The reviewed packet's key (see SMEPacket.review_id); the file is "
         "ground_truth/gt_<review_id>[.v<N>].json. Empty for records keyed by doc_id alone (older layout).")
     ground_truth_source: Literal["SME_VALIDATED", "SME_CORRECTED"]
+    review_kind: Literal["escalation", "audit"] = Field(
+        default="escalation", exclude_if=lambda v: v == "escalation",
+        description="'audit': the answer to an audit of an accepted document (an SME_CORRECTED audit record "
+        "supersedes accepted/<night>/<doc_id>.json); absent: an escalation.")
     ground_truth_classification: dict[str, Any]
     corrected_dominant_type: DocType | None = None
     correction_notes: str = ""

@@ -82,7 +82,8 @@ class RateLimiter:
     Args:
         key: what the quota belongs to (the model id; a different key is a different budget).
         rpm: requests per window (0 = unlimited).
-        tpm: tokens per window (0 = unlimited).
+        tpm: tokens per window (0 = unlimited). The LLM judge charges input tokens only (issue 22):
+            Gemini's TPM quota counts input tokens, not output or thoughts.
         state_dir: directory of the shared state file (one machine); None keeps the state in this
             process only (tests, one-off CLI runs).
         share: the fraction of the quota this machine enforces (``1 / hosts``).

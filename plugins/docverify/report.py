@@ -81,6 +81,8 @@ def build(batch: Batch) -> dict[str, Any]:
     accepted = set((by_stage.get("accept") or {}).get("documents") or [])
     packets = set((by_stage.get("write_sme_packets") or {}).get("written") or []) | set(
         (by_stage.get("write_sme_packets") or {}).get("kept_reviewed") or [])
+    audit_stage = by_stage.get("audit_sample") or {}
+    audit_sample = audit_stage.get("sample") or {}
     docs, final_routes, rules, codes, codes_final = [], Counter(), Counter(), Counter(), Counter()
     errors = []
     implementations = set()
@@ -124,6 +126,8 @@ def build(batch: Batch) -> dict[str, Any]:
             out["accepted"] = rs.uri(rs.accepted_rel(doc_id))
         if doc_id in packets:
             out["sme_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, entry.get("sha256"))))
+        if doc_id in audit_sample:
+            out["audit_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, entry.get("sha256")) + "_audit"))
         out["run_dir"] = rs.uri(rs.run_dir(doc_id))
         entry["outputs"] = out
         docs.append(entry)
@@ -171,6 +175,9 @@ def build(batch: Batch) -> dict[str, Any]:
     jury_docs = [d for d in docs if d.get("jury")]
     if jury_docs:
         extra["jury"] = jury_counts(jury_docs)
+    feedback = feedback_section(batch.store)
+    if audit_stage:
+        extra["audit"] = audit_section(batch.ds, audit_stage, feedback)
     so = [s["second_opinion"] for s in stages if s.get("second_opinion") is not None]
     if so:
         total: Counter = Counter()
@@ -199,8 +206,40 @@ def build(batch: Batch) -> dict[str, Any]:
         "implementations": sorted(implementations),
         "stage_timings": timings,
         "per_document": docs,
-        "feedback": feedback_section(batch.store),
+        "feedback": feedback,
     }
+
+
+def audit_section(ds: str, stage: dict, feedback: dict) -> dict[str, Any]:
+    """The night's audit of accepted documents (issue 21): the rate, how many accepts, the sample
+    with each document's inclusion probability, and the false-accept figures of this night and
+    over all nights so far (from the feedback figures; absent until an audit is answered)."""
+    out: dict[str, Any] = {"rate": stage.get("rate"), "accepted": stage.get("accepted", 0),
+                           "sample": stage.get("sample") or {}, "written": stage.get("written") or [],
+                           "kept": stage.get("kept") or []}
+    if isinstance(feedback, dict) and "error" not in feedback:
+        out["false_accept_night"] = (feedback.get("false_accept_by_night") or {}).get(ds)
+        out["false_accept_overall"] = feedback.get("false_accept")
+    return out
+
+
+def audit_markdown(rep: dict) -> list[str]:
+    """The audit section ("" when the night drew no audit)."""
+    a = rep.get("audit")
+    if not a:
+        return []
+    from docverify.evaluate import FalseAcceptFigures
+
+    def line(fig: dict | None) -> str:
+        return FalseAcceptFigures.model_validate(fig).show() if fig else "n/a (no audit answered yet)"
+
+    lines = ["## Audit of accepted documents", "",
+             f"{len(a['sample'])} of {a['accepted']} accepted document(s) drawn for an SME audit "
+             f"(rate {a['rate']}; lower classifier confidence drawn more).", ""]
+    lines += [f"- {md(d)} (inclusion probability {p:.3f})" for d, p in a["sample"].items()]
+    lines += ["", f"False-accept rate this night: {line(a.get('false_accept_night'))}",
+              "", f"False-accept rate over all nights: {line(a.get('false_accept_overall'))}", ""]
+    return lines
 
 
 def jury_counts(docs: list[dict]) -> dict[str, Any]:
@@ -353,6 +392,8 @@ def to_markdown(rep: dict) -> str:
                   + f" | {_money(d['llm']['cost_usd'])} |" for d in used]
         lines.append("")
     lines += jury_markdown(rep)
+    lines += audit_markdown(rep)
+    lines += trend_markdown(rep)
     lines += ["## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
     lines += ["", "## Stage timings", "", "| stage | tasks | documents | seconds |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['tasks']} | {v['docs']} | {v['seconds']} |" for k, v in rep["stage_timings"].items()]
@@ -419,10 +460,40 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 <table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th></tr>{docs}</table>
 <h2>Errors</h2><ul>{errors}</ul>
 <h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
-{jury_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
+{jury_html(rep)}{audit_html(rep)}{trend_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
 <h2>Stage timings</h2><table><tr><th>stage</th><th>tasks</th><th>documents</th><th>seconds</th></tr>{stages}</table>
 {feedback_html(rep)}</body></html>
 """
+
+
+def trend_markdown(rep: dict) -> list[str]:
+    from docverify import trend
+
+    return trend.markdown(rep.get("trend") or [])
+
+
+def trend_html(rep: dict) -> str:
+    """The trend table as HTML ("" without rows)."""
+    lines = trend_markdown(rep)
+    if not lines:
+        return ""
+    esc = html.escape
+    rows = [line for line in lines if line.startswith("| ")]
+    cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
+    table = "".join("<tr>" + "".join(f"<{t}>{esc(c)}</{t}>" for c in cs) + "</tr>"
+                    for t, cs in zip(["th"] + ["td"] * (len(cells) - 1), cells, strict=True))
+    return f"<h2>Trend over the last nights</h2><table>{table}</table><p>{esc(lines[-2])}</p>\n"
+
+
+def audit_html(rep: dict) -> str:
+    """The audit section as HTML ("" when the night drew no audit)."""
+    lines = audit_markdown(rep)
+    if not lines:
+        return ""
+    esc = html.escape
+    items = "".join(f"<li>{esc(x[2:].replace(chr(92), ''))}</li>" for x in lines if x.startswith("- "))
+    paras = "".join(f"<p>{esc(x)}</p>" for x in lines[2:] if x and not x.startswith("- "))
+    return f"<h2>Audit of accepted documents</h2>{paras}<ul>{items}</ul>\n"
 
 
 def jury_html(rep: dict) -> str:
@@ -451,8 +522,16 @@ def jury_html(rep: dict) -> str:
 
 
 def write(batch: Batch) -> dict:
+    from docverify import trend
+
     rep = build(batch)
     rs = batch.rs
+    try:  # the last nights from the stored reports (a failure here never fails the report)
+        rep["trend"] = trend.build(batch.store, rep)
+        trend_uris = trend.write(batch.store, rep["trend"])
+    except Exception as exc:
+        log.warning("trend not written: %s", type(exc).__name__)
+        rep["trend"], trend_uris = [], {}
     rs.write_json(rs.report_rel("json"), rep)  # like .md and .html: rewritten each run (timings change)
     rs.write_text(rs.report_rel("md"), to_markdown(rep))
     rs.write_text(rs.report_rel("html"), to_html(rep))
@@ -461,4 +540,5 @@ def write(batch: Batch) -> dict:
                 outputs=d["outputs"])
     return {"summary": summary_line(rep), "json": rs.uri(rs.report_rel("json")),
             "markdown": rs.uri(rs.report_rel("md")), "html": rs.uri(rs.report_rel("html")),
-            "final_routes": rep["final_routes"], "errors": len(rep["errors"])}
+            "final_routes": rep["final_routes"], "errors": len(rep["errors"]), "trend": trend_uris,
+            "false_accept_night": (rep.get("audit") or {}).get("false_accept_night")}

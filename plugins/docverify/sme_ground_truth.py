@@ -251,7 +251,8 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
             bundle=_packet_bundle(store, packet))
         source = "SME_CORRECTED"
     record = GroundTruthRecord(
-        doc_id=doc_id, review_id=packet.review_id, ground_truth_source=source, ground_truth_classification=classification,
+        doc_id=doc_id, review_id=packet.review_id, ground_truth_source=source, review_kind=packet.review_kind,
+        ground_truth_classification=classification,
         corrected_dominant_type=None if agrees else corrected_dominant_type,
         corrected_segments=None if agrees or corrected_segments is None else validate_segments(
             corrected_segments, packet.total_pages),

@@ -276,7 +276,7 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
                      "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
                      "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
                      "error": (p.get("error") or {}).get("error"), "created_at": p.get("created_at", ""),
-                     "packet_uri": store.uri(rel)})
+                     "packet_uri": store.uri(rel), "review_kind": p.get("review_kind", "escalation")})
     rows.sort(key=lambda r: (_TOP_ORDER.get(r["top_severity"], 3), r["created_at"], r["review_id"]))
     return rows
 

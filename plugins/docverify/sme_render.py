@@ -345,7 +345,8 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None, shortene
                  "signals": ", ".join(map(str, primary.get("vendor_signals") or [])) or "none", "segments": segments}
     return render(
         "sme_packet.md.j2", doc_id=packet.doc_id,
-        title=f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet),
+        title=("AUDIT of an accepted classification — " if packet.review_kind == "audit" else "")
+        + (f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet)),
         pdf_filename=packet.pdf_filename, total_pages=packet.total_pages, run_id=packet.run_id,
         decision=packet.v5_decision, reason=packet.v5_reason,
         error={"code": packet.error.get("error"), "message": packet.error.get("message", "")} if packet.error else None,

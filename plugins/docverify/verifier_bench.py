@@ -565,7 +565,7 @@ def inject_segment_count_mismatch(doc, gold, rng, pool):
     """The specification's own V1 example: number_of_segments says one more than the array."""
     cls = _copy(gold)
     cls["number_of_segments"] = len(cls["segments"]) + 1
-    return Injected(cls, doc.bundle)
+    return Injected(cls, doc.bundle, lambda final: final.get("number_of_segments") != len(final.get("segments", [])))
 
 
 def inject_page_count_wrong(doc, gold, rng, pool):
@@ -638,8 +638,14 @@ def _with_headers(doc: BenchDoc, headers: list[str]) -> DocumentBundle:
     return doc.bundle.model_copy(update={"pages": pages})
 
 
+#: a document that names its own patient: a header of an invented one would make it two patients
+_OWN_IDENTITY = re.compile(r"\b(?:DOB|D\.O\.B|date of birth|birth ?date|MRN|medical record|patient id)\b", re.I)
+
+
 def control_identity(doc, gold, rng, pool):
     """Every page carries the same patient header (as a hospital PDF does)."""
+    if _OWN_IDENTITY.search(doc.bundle.full_text()):
+        return None
     h = _identity_header(rng)
     return Injected(_copy(gold), _with_headers(doc, [h] * doc.bundle.total_pages))
 
@@ -648,7 +654,7 @@ def inject_two_patients(doc, gold, rng, pool):
     """A page of another patient inside a segment (a misfiled record): that page's header names a
     different patient."""
     spans = [s for s in gold["segments"] if s["page_end"] > s["page_start"]]
-    if not spans:
+    if not spans or _OWN_IDENTITY.search(doc.bundle.full_text()):
         return None
     seg = rng.choice(spans)
     h, other = _identity_header(rng), _identity_header(rng)
@@ -791,6 +797,7 @@ class ClassFigures:
     flagged: int
     llm_calls: int
     missed: list[str]
+    escalated: int = 0
 
     @property
     def rate(self) -> float | None:
@@ -810,7 +817,8 @@ def summarise(results: list[CaseResult]) -> dict[str, Any]:
         rs = by_kind.get(ec.name, [])
         classes.append(ClassFigures(ec.name, ec.title, ec.required, len(rs), sum(r.caught for r in rs),
                                     sum(r.flagged for r in rs), sum(r.llm_calls for r in rs),
-                                    sorted(r.doc_id for r in rs if not r.caught)))
+                                    sorted(r.doc_id for r in rs if not r.caught),
+                                    sum(r.final_decision != "AUTO_ACCEPT" for r in rs)))
     correct = {}
     for kind in ("gold",) + tuple(c.name for c in CONTROLS):
         rs = by_kind.get(kind, [])

@@ -80,6 +80,8 @@ VAR_CHECK_PATIENT_IDENTITY = "docverify_check_patient_identity"
 VAR_MIN_PRIMARY_CONFIDENCE = "docverify_min_primary_confidence"
 VAR_LABEL_TEXT_GUARD = "docverify_label_text_guard"
 VAR_SME_ASSIGNEES = "docverify_sme_assignees"
+VAR_AUDIT_RATE = "docverify_audit_rate"
+VAR_AUDIT_ALERT_RATE = "docverify_audit_alert_rate"
 VAR_NOTIFY_EMAIL = "docverify_notify_email"
 VAR_NOTIFY_SMTP_CONN = "docverify_notify_smtp_conn_id"
 VAR_NOTIFY_SLACK_CONN = "docverify_notify_slack_conn_id"
@@ -236,6 +238,8 @@ class Settings:
     min_primary_confidence: float = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE), _fraction)
     label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _on_off)
     sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip())
+    audit_rate: float = _var(VAR_AUDIT_RATE, "0.02", _fraction)
+    audit_alert_rate: float = _var(VAR_AUDIT_ALERT_RATE, "0.05", _fraction)
     notify_email: str = _var(VAR_NOTIFY_EMAIL, "", lambda k, raw, d: raw.strip())
     notify_smtp_conn_id: str = _var(VAR_NOTIFY_SMTP_CONN, DEFAULT_SMTP_CONN)
     notify_slack_conn_id: str = _var(VAR_NOTIFY_SLACK_CONN, "", lambda k, raw, d: raw.strip())
@@ -436,6 +440,7 @@ def llm_judge(conn_id: str, s: Settings | None = None) -> Judge:
         timeout_s=s.llm_timeout_s,
         output_retries=s.llm_output_retries,
         retry_policy=BackoffRetry(max_attempts=s.llm_max_attempts),
+        connection=conn_id,
         **llm_quota(f"{conn_id}:{model_id}", s),
     )
 
@@ -444,8 +449,9 @@ def llm_quota(key: str, s: Settings | None = None) -> dict[str, Any]:
     """The ``limiter`` and ``throttle`` of an LLMJudge: requests/tokens per minute of the model
     (Variables ``docverify_llm_rpm`` / ``docverify_llm_tpm``, 0 = unlimited), shared by every task
     process of this machine through a state file under ``$AIRFLOW_HOME/docverify-llm-limiter``,
-    each of ``docverify_llm_limiter_hosts`` machines taking its share; a call waits for the quota at
-    most ``docverify_llm_throttle_wait_s`` (default 1200) seconds, then the task fails (JudgeThrottled)
+    each of ``docverify_llm_limiter_hosts`` machines taking its share; a call waits for the quota or an
+    outage (429, overload, 5xx: issue 22) at most ``docverify_llm_throttle_wait_s`` (default 1200)
+    seconds, then the task fails (``ServiceOutage``, a JudgeThrottled)
     and is retried — a throttled document is never escalated."""
     import os
     import pathlib

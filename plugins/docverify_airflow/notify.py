@@ -7,7 +7,10 @@ Four events reach the operators:
 * ``deadline_missed`` — a nightly run was not done by its deadline (the DAG's ``DeadlineAlert``,
   run by the triggerer);
 * ``empty_night`` — a scheduled night found no PDF (``discover``);
-* ``reviews_waiting`` — a night wrote SME packets that await review (``write_sme_packets``).
+* ``reviews_waiting`` — a night wrote SME packets that await review (``write_sme_packets``, and
+  ``audit_sample`` for audits of accepted documents);
+* ``false_accept_high`` — a night's false-accept rate is above ``docverify_audit_alert_rate``
+  with 95 % confidence: its Wilson interval's lower bound exceeds the threshold (``batch_report``).
 
 Channels: e-mail to ``docverify_notify_email`` (comma separated; empty = no e-mail) through the
 SMTP connection named by ``docverify_notify_smtp_conn_id`` (default ``docverify_smtp``); Slack
@@ -30,7 +33,7 @@ VAR_EMAIL = "docverify_notify_email"
 VAR_SMTP_CONN = "docverify_notify_smtp_conn_id"
 VAR_SLACK_CONN = "docverify_notify_slack_conn_id"
 DEFAULT_SMTP_CONN = "docverify_smtp"
-EVENTS = ("run_failed", "deadline_missed", "empty_night", "reviews_waiting")
+EVENTS = ("run_failed", "deadline_missed", "empty_night", "reviews_waiting", "false_accept_high")
 
 
 def _setting(key: str, default: str = "") -> str:
@@ -86,6 +89,17 @@ def message(event: str, context: dict[str, Any], **facts: Any) -> tuple[str, str
         subject = f"[docverify] EMPTY: {night} found no PDF"
         text = (f"The run {f['run_id']} of {f['dag_id']} found 0 PDF under {f.get('incoming', 'its incoming folder')}: "
                 "nothing was verified. Check the upstream delivery for this date, then re-run the date.")
+    elif event == "false_accept_high":
+        subject = f"[docverify] FALSE ACCEPTS: {night} above {f.get('threshold', '?')}"
+        text = (f"The audits of {f['ds'] or f['run_id']} put the false-accept rate at {f.get('rate', '?')} (95% CI "
+                f"{f.get('low', '?')}–{f.get('high', '?')}, n={f.get('n', '?')} audited): the lower bound exceeds "
+                f"docverify_audit_alert_rate={f.get('threshold', '?')}. Look at the corrected audits (ground_truth/ "
+                f"*_audit*) and at what changed (model, prompt, classifier). Report: {f.get('report', 'reports/')}.")
+    elif facts.get("kind") == "audit":
+        subject = f"[docverify] {f.get('packets', '?')} audit review(s) waiting: {night}"
+        text = (f"The run {f['run_id']} drew {f.get('packets', '?')} accepted document(s) for an SME audit. Answer "
+                f"them in Airflow: Browse → Required Actions (DAG sme_review, subject 'AUDIT'). Packets: "
+                f"{f.get('uri', 'sme_packets/')}.")
     else:
         subject = f"[docverify] {f.get('packets', '?')} SME review(s) waiting: {night}"
         text = (f"The run {f['run_id']} escalated {f.get('packets', '?')} document(s) to SME review. Answer them in "

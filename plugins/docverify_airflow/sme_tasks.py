@@ -73,7 +73,8 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
                 review="opened")
     # the task's doc_id is the review's key (night, file name, content); the subject names the document
     return [{"doc_id": r["review_id"],
-             "subject": f"{r['doc_id']}" + (f" ({r['night']})" if r.get("night") else "") + " — "
+             "subject": ("AUDIT of an accepted document: " if r.get("review_kind") == "audit" else "")
+                        + f"{r['doc_id']}" + (f" ({r['night']})" if r.get("night") else "") + " — "
                         + (f"V5 rule {r['v5_rule']}" if r["v5_rule"] is not None
                            else f"not processed ({r.get('error') or 'error'})")
                         + (f", {r['top_severity']}" if r["top_severity"] else "")

@@ -24,13 +24,17 @@ def retry_rule(fn):
     (``AirflowFailException``: another try would repeat it); anything else (an unreadable
     Variable, a storage or network error) fails the try and Airflow retries it with its
     exponential backoff (``retries``/``retry_delay`` of the DAG). LLM calls inside a task have
-    their own transient-fault retries (``docverify.llm.BackoffRetry``)."""
+    their own transient-fault retries (``docverify.llm.BackoffRetry``). Issue 22: a misconfigured LLM
+    connection (``ConfigurationFault``) or a spent daily quota (``DailyQuotaExhausted``) fails at once
+    too — a retry would get the same answer; a ``ServiceOutage`` past its waiting budget is retried."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from docverify.llm_faults import ConfigurationFault, DailyQuotaExhausted
+
         try:
             return fn(*args, **kwargs)
-        except ValueError as exc:
+        except (ValueError, ConfigurationFault, DailyQuotaExhausted) as exc:
             from airflow.sdk.exceptions import AirflowFailException
 
             raise AirflowFailException(f"{type(exc).__name__}: {exc} (deterministic: not retried)") from exc
@@ -196,6 +200,25 @@ def accept(context) -> dict:
 
 
 @retry_rule
+def audit_sample(context) -> dict:
+    """The night's audit of accepted documents (Variable ``docverify_audit_rate``; 0 = off): audit
+    packets for the sample, reviewed in the ``sme_review`` DAG like escalations."""
+    rate = config.settings(context).audit_rate
+    out = B.audit_sample(make_batch(context), rate)
+    log.info("audit: %d accepted document(s), rate %.3f, sample %s; %d packet(s) written, %d kept",
+             out["accepted"], rate, out["sample"], len(out["packets"]), len(out["kept"]))
+    if out["packets"]:
+        from docverify_airflow import notify
+
+        notify.send("reviews_waiting", context, packets=len(out["packets"]), uri=out["uri"], kind="audit")
+    if not out["packets"] and not out["kept"]:
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        raise AirflowSkipException("no audit sample this run (no accepted document, or docverify_audit_rate is 0)")
+    return {"packets": len(out["packets"]), "kept": len(out["kept"]), "uri": out["uri"]}
+
+
+@retry_rule
 def write_sme_packets(context) -> dict:
     out = B.write_sme_packets(make_batch(context))
     if out["packets"]:
@@ -218,7 +241,24 @@ def batch_report(context) -> dict:
     out = report.write(make_batch(context))
     log.info("%s", out["summary"])
     log.info("report: %s | %s | %s", out["json"], out["markdown"], out["html"])
+    _false_accept_alert(context, out)
     return out
+
+
+def _false_accept_alert(context, out: dict) -> None:
+    """Notify when the night's false-accept interval lies above ``docverify_audit_alert_rate``
+    (its lower bound exceeds the threshold). Never fails the report."""
+    fa = out.pop("false_accept_night", None)
+    if not fa or fa.get("rate") is None:
+        return
+    threshold = config.settings(context).audit_alert_rate
+    if fa["ci95_low"] > threshold:
+        from docverify_airflow import notify
+
+        log.warning("false-accept rate %.3f (95%% CI %.3f–%.3f, n=%d) above docverify_audit_alert_rate=%.3f",
+                    fa["rate"], fa["ci95_low"], fa["ci95_high"], fa["n"], threshold)
+        notify.send("false_accept_high", context, rate=f"{100 * fa['rate']:.1f}%", low=f"{100 * fa['ci95_low']:.1f}%",
+                    high=f"{100 * fa['ci95_high']:.1f}%", n=fa["n"], threshold=threshold, report=out["html"])
 
 
 def fail_run(context) -> None:

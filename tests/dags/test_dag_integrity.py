@@ -66,12 +66,16 @@ def test_graph_shape(dag):
     # a failed task fails the run, although batch_report (all_done) still runs
     watcher = t["fail_run_if_a_task_failed"]
     assert watcher.trigger_rule == "one_failed" and not watcher.downstream_task_ids
-    assert set(watcher.upstream_task_ids) == {"accept", "write_sme_packets", "batch_report"}
+    assert set(watcher.upstream_task_ids) == {"accept", "write_sme_packets", "audit_sample", "batch_report"}
+    # the nightly audit (issue 21): after accept, like a route; its packets are SME packets
+    assert set(t["audit_sample"].upstream_task_ids) == {"accept"}
+    assert t["audit_sample"].trigger_rule == "none_failed_min_one_success"
+    assert {o.name for o in t["audit_sample"].outlets} == {"docverify_sme_packets"}
     # every other task reaches the watcher through a route whose trigger rule turns a failure
     # upstream into upstream_failed (none_failed_min_one_success), never through all_done alone
     routes = {"accept", "write_sme_packets"}
     for task_id, task in t.items():
-        if task_id in routes | {watcher.task_id, "batch_report"}:
+        if task_id in routes | {watcher.task_id, "batch_report", "audit_sample"}:
             continue
         assert routes & task.get_flat_relative_ids(upstream=False), task_id
     assert all(t[r].trigger_rule == "none_failed_min_one_success" for r in routes)

@@ -96,6 +96,21 @@ def test_outputs_per_route(sample_run):
     assert "<svg" in html and "http" not in html.replace("http://www.w3.org/2000/svg", "")  # self-contained
 
 
+def test_the_sample_night_audits_an_accept(sample_run):
+    """Issue 21: the night's audit draws at least one accepted document into the review flow
+    (Variable docverify_audit_rate, default 2 %); its accepted record stays."""
+    root, *_ = sample_run
+    audits = sorted((root / "sme_packets").glob(f"sme_packet_{DS}_*_audit.json"))
+    assert audits
+    for path in audits:
+        packet = json.loads(path.read_text())
+        assert packet["review_kind"] == "audit" and packet["v5_decision"] == "AUTO_ACCEPT"
+        assert (root / "accepted" / DS / f"{packet['doc_id']}.json").is_file()
+    rep = json.loads((root / "reports" / DS / "batch_report.json").read_text())
+    assert len(rep["audit"]["sample"]) == len(audits)
+    assert (root / "reports" / "trend.csv").is_file()
+
+
 def test_retry_sample_keeps_every_attempt(sample_run):
     root, *_ = sample_run
     # one result object per document (issue 12): every attempt's report and V5 decision inside it
@@ -134,6 +149,7 @@ def test_a_route_without_documents_is_skipped(airflow_db, tmp_path):
     assert states["auto_fix_retry"] == "skipped"
     assert states["write_sme_packets"] == "skipped"
     assert states["accept"] == "success" and states["batch_report"] == "success"
+    assert states["audit_sample"] == "success"  # one accept: audited (at least one a night)
     assert (tmp_path / "accepted" / DS / f"{ok}.json").is_file()
     # online mode (the default): batch mode's tasks skip themselves, verify runs as before
     batch_tasks = {t: s for t, s in states.items() if t.startswith("llm_batch_")}

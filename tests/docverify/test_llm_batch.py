@@ -220,7 +220,9 @@ def test_a_failed_job_falls_back_online_and_never_accepts_unverified(tmp_path, r
 @pytest.mark.slow
 def test_a_failed_job_and_a_broken_endpoint_escalate_everything(tmp_path, repo_dir, fake):
     fake.batch_job_fails = True
-    fake.script = [(500, error_body(500, "INTERNAL"))]
+    # issue 22: was a persistent 500, which is now an outage (waited out, then ServiceOutage fails the
+    # task for Airflow to retry, tests/docverify/llm/test_real_faults.py); every request refused is a 400
+    fake.script = [(400, error_body(400, "INVALID_ARGUMENT", "Request contains an invalid argument."))]
     b = sample_batch(tmp_path, repo_dir)
     judge = llm_judge(fake, VerdictCache(b.store))
     rep = run_night(b, judge, llm_batch_rounds(judge))

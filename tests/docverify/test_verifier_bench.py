@@ -109,3 +109,27 @@ def test_a_small_run_on_real_documents(corpora_dir, repo_dir):
     assert sum(c.n for c in fig["classes"]) + sum(g["n"] for g in fig["correct"].values()) == len(cases)
     assert fig["correct"]["gold"]["n"] == len(docs)
     assert {c.name for c in fig["classes"] if c.n} >= {"number_changed", "documents_merged", "segment_type_swapped"}
+
+
+def _script(repo_dir):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_verifiers_for_test", repo_dir / "scripts" / "bench_verifiers.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_script_measures_an_llm_endpoint_with_model(repo_dir, corpora_dir, capsys):
+    """``--model`` runs every judgment on a pydantic-ai model (here pydantic-ai's TestModel, which
+    answers schema-valid nonsense: the report counts its LLM calls and does not write the docs)."""
+    import json
+
+    mod = _script(repo_dir)
+    before = (repo_dir / "docs" / "benchmarks" / "verifiers.md").stat().st_mtime
+    assert mod.main(["--corpora", str(corpora_dir), "--part", "test", "--limit", "2", "--multi", "0",
+                     "--model", "test", "--json"]) == 0
+    [part] = json.loads(capsys.readouterr().out)
+    assert part["part"] == "test" and part["documents"] == 2
+    assert sum(c["llm_calls"] for c in part["classes"]) > 0
+    assert (repo_dir / "docs" / "benchmarks" / "verifiers.md").stat().st_mtime == before

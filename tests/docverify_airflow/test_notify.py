@@ -166,3 +166,14 @@ def test_slack_through_the_providers_webhook_notifier(monkeypatch):
         server.shutdown()
     assert len(got) == 1 and got[0]["path"] == "/services/T000/B000/XXX"
     assert got[0]["body"]["text"].startswith("*[docverify] 2 SME review(s) waiting: clinical_doc_verification 2026-11-20*")
+
+
+def test_false_accept_and_audit_messages():
+    from docverify_airflow import notify
+
+    ctx = CONTEXT
+    subject, text = notify.message("false_accept_high", ctx, rate="9.0%", low="6.0%", high="12.0%", n=40,
+                                   threshold=0.05)
+    assert "FALSE ACCEPTS" in subject and "6.0%" in text and "n=40" in text
+    subject, text = notify.message("reviews_waiting", ctx, packets=1, uri="sme_packets/", kind="audit")
+    assert "audit" in subject and "escalated" not in text

@@ -192,7 +192,8 @@ def test_classify_with_testmodel_and_model_name_string():
         assert result.classification.classifier == "llm:test-model"
 
 
-@pytest.mark.parametrize("fault", [ModelHTTPError(500, "fake-gemini", body="boom"), TimeoutError("read timeout")])
+# issue 22: was ModelHTTPError(500): a 5xx is now an outage (ServiceOutage), not the document's fault
+@pytest.mark.parametrize("fault", [ModelHTTPError(400, "fake-gemini", body="boom"), TimeoutError("read timeout")])
 def test_classify_fault_raises_classification_error(fault):
     fn = Scripted(fault)
     bundle = make_bundle(PAGE1 + " " + INJECTION)
@@ -301,7 +302,7 @@ def test_invalid_findings_after_the_bound_become_verification_incomplete(agent, 
 
 
 FAULTS = [  # issue 15: ModelHTTPError(429) left this list on purpose — throttling raises JudgeThrottled
-    ModelHTTPError(500, "fake-gemini", body="internal error"),
+    ModelHTTPError(400, "fake-gemini", body="internal error"),  # issue 22: was a 500, now an outage
     TimeoutError("read timed out"),
     ConnectionError("connection reset"),
     RuntimeError("anything else"),
@@ -569,7 +570,7 @@ def test_store_backed_cache_writes_cache_llm_key_json(tmp_path):
 def test_failures_are_not_cached_and_broken_entries_are_misses(tmp_path):
     bundle, cls = make_bundle(PAGE1, PAGE2), make_classification()
     cache = VerdictCache(ArtifactStore(tmp_path))
-    fn = Scripted(ModelHTTPError(500, "fake-gemini"), {"findings": []})
+    fn = Scripted(ModelHTTPError(400, "fake-gemini"), {"findings": []})  # issue 22: was a 500 (now an outage)
     judge = judge_with(fn, cache=cache)
     assert judge_call(judge, "V2", bundle, cls).issues[0].code == "VERIFICATION_INCOMPLETE"
     assert list(tmp_path.rglob("*.json")) == []  # the failure was not cached
@@ -630,7 +631,7 @@ def test_logs_carry_no_document_text(caplog):
         run(judge_with(Scripted(answer_dict()), cache=cache).classify(bundle))  # hit
         for agent in JUDGMENTS:
             judge_call(judge_with(Scripted({"findings": [finding(JUDGMENTS[agent][1], "MAJOR")]})), agent, bundle, cls)
-            judge_call(judge_with(Scripted(ModelHTTPError(500, "fake-gemini", body=secret))), agent, bundle, cls)
+            judge_call(judge_with(Scripted(ModelHTTPError(400, "fake-gemini", body=secret))), agent, bundle, cls)
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "doc_logs" in text and "cache=hit" in text and "cache=miss" in text and "input_tokens=" in text
     assert "prompt=v2_consistency_v1" in text and MODEL_ID in text
