@@ -16,4 +16,6 @@ class DocverifyPlugin(AirflowPlugin):
         return [{"app": app, "url_prefix": "/docverify", "name": "docverify SME packets"}]
 
     external_views = [{"name": "SME packets", "href": "/docverify/packets/", "category": "browse",
-                       "url_route": "docverify_packets"}]
+                       "url_route": "docverify_packets"},
+                      {"name": "Verification trend", "href": "/docverify/trend/", "category": "browse",
+                       "url_route": "docverify_trend"}]

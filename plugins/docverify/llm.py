@@ -213,6 +213,8 @@ class LLMJudge(Judge):
             :class:`ThrottlePolicy`: 20 min).
         connection: the Airflow connection the model came from, named in a
             :class:`ConfigurationFault`'s message.
+        breaker_threshold: consecutive overload/5xx answers that open the circuit breaker (one
+            probe request at a time until an answer; 0 = off).
     """
 
     @property
@@ -233,6 +235,7 @@ class LLMJudge(Judge):
         limiter: RateLimiter | None = None,
         throttle: ThrottlePolicy | None = None,
         connection: str = "",
+        breaker_threshold: int = 5,
     ):
         if output_retries < 0:
             raise ValueError("output_retries must be >= 0")
@@ -250,6 +253,12 @@ class LLMJudge(Judge):
         self.limiter = limiter
         self.throttle = throttle if throttle is not None else ThrottlePolicy()
         self.connection = connection
+        #: circuit breaker (issue 22): after this many consecutive overload/5xx answers to this judge,
+        #: calls wait and one probe goes first until an answer closes it (0 = off); per process — the
+        #: shared limiter's pause spreads the wait to the night's other processes
+        self.breaker_threshold = breaker_threshold
+        self._outage_streak = 0
+        self._prober: object | None = None
         self._agents: dict[str, Agent[None, Any]] = {
             kind: Agent(
                 self.model,
@@ -346,8 +355,25 @@ class LLMJudge(Judge):
         def spent() -> float:  # at the limiter's slots, its departure gate and 429 pauses
             return waited + counter.waited
 
+        token = object()  # this call, as the circuit breaker's probe
+
+        async def breaker_gate() -> None:
+            """While the circuit is open (``breaker_threshold`` consecutive overload/5xx answers to this
+            judge), one call — the probe — sends; the others wait here (counted in their budget)."""
+            nonlocal waited
+            step = max(0.01, min(1.0, self.throttle.initial_wait_s))
+            while self._circuit_open() and self._prober not in (None, token):
+                left = self.throttle.max_wait_s - spent()
+                if left <= 0:
+                    raise throttled(f"circuit open after {self._outage_streak} consecutive outage answers")
+                await asyncio.sleep(min(step, left))
+                waited += min(step, left)
+            if self._circuit_open():
+                self._prober = token
+
         async def attempt() -> Any:
             nonlocal waited
+            await breaker_gate()
             if limiter is not None:  # not counted as a failure by the retry policy: re-raised as is
                 waited += await limiter.acquire(estimate, max_wait_s=max(0.0, self.throttle.max_wait_s - spent()),
                                                 depart=False)  # the gate: _AttemptCounter, at the request
@@ -379,9 +405,12 @@ class LLMJudge(Judge):
                         output = await attempt()
                     else:
                         output = await self.retry_policy.run(attempt)
+                    self._outage_streak = 0  # an answer: the circuit closes
                     break
                 except LimiterWaitExceeded as exc:
                     raise throttled(f"next free slot in {exc.wait_s:.0f}s") from None
+                except JudgeThrottled:  # the breaker's gate, past the budget: never the document's fault
+                    raise
                 except Exception as exc:  # noqa: BLE001 - every fault of the call becomes a result
                     family = fault_family(exc)
                     if family == CONFIGURATION:
@@ -392,6 +421,11 @@ class LLMJudge(Judge):
                         error = exc
                         break
                     throttles += 1
+                    if not is_throttled(exc):  # overload / 5xx / unreachable: the breaker counts it (not a 429:
+                        self._outage_streak += 1  # the limiter paces those)
+                        if self._outage_streak == self.breaker_threshold:
+                            logger.warning("llm model=%s circuit open after %d consecutive outage answers: one "
+                                           "probe at a time", self.model_id, self._outage_streak)
                     pause = self.throttle.wait(exc, throttles)
                     if spent() + pause > self.throttle.max_wait_s:
                         raise throttled(f"{throttles} x {_fault_label(exc)}, next wait {pause:.0f}s") from None
@@ -403,6 +437,8 @@ class LLMJudge(Judge):
                         await asyncio.sleep(pause)
                         waited += pause
         finally:
+            if self._prober is token:
+                self._prober = None
             if limiter is not None and reserved[0]:
                 limiter.charge(requests=max(0, counter.attempts - reserved[0]),
                                tokens=run_usage.input_tokens - reserved[1] if run_usage.input_tokens else 0)
@@ -435,6 +471,9 @@ class LLMJudge(Judge):
             except Exception as exc:  # noqa: BLE001
                 logger.warning("llm %s doc_id=%s cache write failed error=%s", kind, doc_id, type(exc).__name__)
         return _Outcome(output, usage, key)
+
+    def _circuit_open(self) -> bool:
+        return bool(self.breaker_threshold) and self._outage_streak >= self.breaker_threshold
 
     def _conn_text(self) -> str:
         conn = self.connection or "docverify_llm"

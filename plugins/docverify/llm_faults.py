@@ -1,5 +1,12 @@
 """Faults of a model call: which are transient (retried with backoff), which are throttling (waited
-out, then :class:`~docverify.judges.JudgeThrottled`), and the classifier's typed error."""
+out, then :class:`~docverify.judges.JudgeThrottled`), and the classifier's typed error.
+
+Issue 22: :func:`fault_family` sorts every fault into one of four families — an *outage* (429,
+overload, 5xx, an unreachable service: waited out, then :class:`ServiceOutage`), a *configuration*
+fault (:class:`ConfigurationFault` at once), a *daily quota* (:class:`DailyQuotaExhausted` at once,
+naming the reset) or the *document*'s own fault (its ``VERIFICATION_INCOMPLETE``). The three
+exceptions are ``JudgeThrottled`` subclasses, so every stage that lets throttling through lets them
+through too; ``docverify_airflow.tasks.retry_rule`` fails the task without retries for the last two."""
 
 from __future__ import annotations
 

@@ -44,10 +44,12 @@ def _row(rep: dict[str, Any], false_accept: dict[str, Any] | None) -> dict[str, 
     }
 
 
-def build(store: ArtifactStore, current: dict[str, Any] | None = None, nights: int = TREND_NIGHTS
-          ) -> list[dict[str, Any]]:
+def build(store: ArtifactStore, current: dict[str, Any] | None = None, nights: int = TREND_NIGHTS, *,
+          feedback: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The last ``nights`` nights, oldest first: the stored reports, with ``current`` (the report
-    being written) in place of its night's stored one. A report that cannot be read is skipped."""
+    being written) in place of its night's stored one. A report that cannot be read is skipped.
+    The false-accept figures come from ``feedback`` (the feedback figures as a dict), else from
+    ``current``'s."""
     reports: dict[str, dict] = {}
     for name, kind, _ in store.entries("reports"):
         if kind != "other" or not _NIGHT.fullmatch(name):
@@ -60,7 +62,7 @@ def build(store: ArtifactStore, current: dict[str, Any] | None = None, nights: i
             reports[name] = rep
     if current is not None:
         reports[current["ds"]] = current
-    fb = (current or {}).get("feedback") or {}
+    fb = feedback if feedback is not None else (current or {}).get("feedback") or {}
     by_night = fb.get("false_accept_by_night") or {} if "error" not in fb else {}
     return [_row(reports[d], by_night.get(d)) for d in sorted(reports)[-nights:]]
 

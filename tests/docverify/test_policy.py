@@ -28,7 +28,7 @@ def test_the_defaults_are_the_module_constants_and_the_object_is_frozen():
     assert DEFAULT_POLICY == VerifyPolicy() == VerifyPolicy(
         blocker_repair=P.BLOCKER_REPAIR, patient_identity=P.PATIENT_IDENTITY,
         min_primary_confidence=P.MIN_PRIMARY_CONFIDENCE, label_text_guard=P.LABEL_TEXT_GUARD)
-    assert (DEFAULT_POLICY.blocker_repair, DEFAULT_POLICY.min_primary_confidence) == (False, 0.0)
+    assert (DEFAULT_POLICY.blocker_repair, DEFAULT_POLICY.min_primary_confidence) == (False, 0.2)
     with pytest.raises(ValidationError):
         DEFAULT_POLICY.blocker_repair = True  # type: ignore[misc]
     for bad in (-0.1, 1.5):

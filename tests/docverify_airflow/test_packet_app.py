@@ -98,3 +98,36 @@ def test_the_form_body_is_short_when_the_page_is_served(tmp_path, monkeypatch):
         for para in (issue.context or {}).get("before") or []:
             if len(para) > 20:
                 assert para[:20] not in form and para[:20] in full
+
+
+def test_the_trend_page_and_its_exports(client):
+    """Behind the login (readers of the nightly Dag); one row per night with the routes and the
+    false-accept columns; the CSV and JSON carry the same rows."""
+    import csv
+    import io
+    import os
+    import pathlib
+
+    from tests.docverify.sme_night import DS
+
+    from docverify import batch as B
+    from docverify import report
+    from docverify.store import ArtifactStore
+
+    c, packet_app = client
+    report.write(B.Batch(store=ArtifactStore(pathlib.Path(os.environ["AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT"])), ds=DS,
+                         run_id="night-test"))
+    assert c.get("/trend/").status_code == 401 and c.get("/trend/trend.csv").status_code == 401
+    for dep in packet_app.TREND_AUTH:
+        packet_app.app.dependency_overrides[dep.dependency] = lambda: None
+    try:
+        page = c.get("/trend/")
+        assert page.status_code == 200 and "false accept rate" in page.text and "trend.csv" in page.text
+        assert page.headers["cache-control"] == "no-store"
+        data = c.get("/trend/trend.json").json()
+        rows = list(csv.DictReader(io.StringIO(c.get("/trend/trend.csv").text)))
+        assert data["nights"] and len(rows) == len(data["nights"])
+        assert rows[0]["night"] == data["nights"][0]["night"] and int(rows[0]["documents"]) > 0
+        assert set(data["columns"]) >= {"escalation_rate", "false_accept_rate", "false_accept_ci95_high", "audited"}
+    finally:
+        packet_app.app.dependency_overrides.clear()

@@ -231,10 +231,20 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         ui.open_review("quest_cbc_panel", backfilled[0])
         ui.answer("Correct", pages={1: "Other"}, notes="routine CBC panel, not genomic")
         ui.shot("10_review_answered")
+        # and confirms one audit of an accepted document of tonight (issue 21: the accept stays)
+        [audit] = [json.loads(p.read_text()) for p in (root / "sme_packets").glob(f"sme_packet_{today}_*_audit.json")]
+        assert audit["review_kind"] == "audit" and audit["doc_id"] in EXPECTED
+        ui.open_review(audit["doc_id"], today)
+        ui.answer("Agree", notes="audit: the accepted classification is right")
 
         gt = root / "ground_truth"
-        ui.wait(lambda: len(list(gt.glob("*.json"))) >= 2, 120, "two ground-truth records")
-        records = {json.loads(p.read_text())["doc_id"]: json.loads(p.read_text()) for p in gt.glob("*.json")}
+        ui.wait(lambda: len(list(gt.glob("*.json"))) >= 3, 120, "three ground-truth records")
+        audits = [json.loads(p.read_text()) for p in gt.glob("*_audit*.json")]
+        assert [(a["doc_id"], a["ground_truth_source"], a["review_kind"]) for a in audits] == [
+            (audit["doc_id"], "SME_VALIDATED", "audit")]
+        assert (root / "accepted" / today.isoformat() / f"{audit['doc_id']}.json").exists()
+        records = {json.loads(p.read_text())["doc_id"]: json.loads(p.read_text()) for p in gt.glob("*.json")
+                   if "_audit" not in p.name}
         assert records["fabricated_evidence"]["review_id"].startswith(f"{today}_fabricated_evidence_")
         assert records["quest_cbc_panel"]["review_id"].startswith(f"{backfilled[0]}_quest_cbc_panel_")
         assert records["fabricated_evidence"]["ground_truth_source"] == "SME_VALIDATED"
@@ -250,11 +260,13 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         for day in [today, *backfilled]:
             assert (root / "reports" / day.isoformat() / "batch_report.html").exists()
             for doc_id, route in EXPECTED.items():
-                found = list((root / "sme_packets").glob(f"sme_packet_{day}_{doc_id}_*.json"))
+                found = [p for p in (root / "sme_packets").glob(f"sme_packet_{day}_{doc_id}_*.json")
+                         if not p.name.endswith("_audit.json")]
                 assert len(found) == (0 if route.endswith("AUTO_ACCEPT") else 1), (day, doc_id)
+            assert list((root / "sme_packets").glob(f"sme_packet_{day}_*_audit.json")), day  # an audit each night
         answered = {p.name for p in (root / "sme_packets").glob("*.json")
                     if json.loads(p.read_text())["review_status"] == "reviewed"}
-        assert len(answered) == 2  # only the two reviews the SME answered, not their namesakes of other nights
+        assert len(answered) == 3  # only the three reviews the SME answered, not their namesakes of other nights
 
         # no failed task anywhere; the Airflow components are still up
         for run in stack.runs(DAG) + stack.runs("sme_review"):

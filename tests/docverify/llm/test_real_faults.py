@@ -347,3 +347,45 @@ def test_the_task_fails_without_retries_on_configuration_and_daily_quota_only():
 
         with pytest.raises(AirflowFailException if fails_at_once else ServiceOutage):
             task()
+
+
+
+# ------------------------------------------------------------------ 8. the circuit breaker
+
+def test_the_circuit_breaker_sends_one_probe_at_a_time_during_an_outage(fake):
+    """Four judgments at once meet six 503 "The model is overloaded." answers (the status and message of
+    errors_from_issues.json["err_503_overloaded"]; in process here, to count the requests in flight
+    exactly): after the first failure (threshold 1) only the probe is sent until an answer closes the
+    circuit; then everyone goes, and every judgment is the answer."""
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    cls = classification(fake)
+    state = {"n": 0, "in": 0, "seen": []}
+
+    async def fn(messages, info):
+        state["n"] += 1
+        n = state["n"]
+        state["in"] += 1
+        state["seen"].append((n, state["in"]))
+        try:
+            await asyncio.sleep(0.02)
+            if n <= 6:
+                raise ModelHTTPError(503, "m", body={"error": {"code": 503, "status": "UNAVAILABLE",
+                                                               "message": "The model is overloaded."}})
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"findings": []})])
+        finally:
+            state["in"] -= 1
+
+    j = LLMJudge(FunctionModel(fn), "m", retry_policy=FAST, throttle=SHORT, breaker_threshold=1)
+
+    async def night():
+        return await asyncio.gather(*(j.judge_consistency(bundle(), cls) for _ in range(4)))
+
+    results = asyncio.run(night())
+    assert all(r.issues == [] for r in results)  # no VERIFICATION_INCOMPLETE
+    burst = [inflight for n, inflight in state["seen"] if n <= 4]
+    probes = [inflight for n, inflight in state["seen"] if 4 < n <= 7]  # two failing probes, then the answer
+    assert max(burst) == 4 and probes == [1, 1, 1]
+    assert state["n"] == 4 + 3 + 3 and j._outage_streak == 0 and j._prober is None
