@@ -240,7 +240,8 @@ def _batch_round(rnd: str, after, laid_out):
 
     plan = collect()
     [after, laid_out] >> plan
-    # retries=1: a transient fault creating the job; a job that ran and failed is not retried
+    # retries=1: a transient fault creating or following the job (the retry re-attaches to the job
+    # recorded in the store, issue 22); a job that ran and failed is not retried
     # (AirflowFailException): its requests go to verify online instead of waiting for a second job
     job = NightlyGeminiBatchOperator(task_id=f"llm_batch_job_{rnd}", model=plan["model"],
                                      input_source=plan["file_name"], retries=1,

@@ -3,7 +3,16 @@
 Parser output of the shared corpora in the tests), ``:batchProcess`` starts a long-running
 operation, ``GET /v1/<operation>`` reports it not done ``not_done_polls`` times, then done with
 per-document statuses; ``write_shards`` (optional) writes each input's output shards where a batch
-job would. A TEST FAKE, not Document AI."""
+job would. A TEST FAKE, not Document AI.
+
+The finished operation has the shape of the real ones recorded in
+``shared/corpora/realapi/docai_ops/`` (``metadata`` BatchProcessMetadata with ``state``,
+``stateMessage``, create/update times, ``individualProcessStatuses`` [{inputGcsSource, status {}
+(OK: code omitted), outputGcsDestination, humanReviewStatus}], ``done: true``, ``response``
+BatchProcessResponse). When some documents fail, it ends the way Document AI does — a partial
+failure: ``state`` FAILED, ``error`` {code 3, "Failed to process all documents."} and no
+``response``, while the documents that succeeded keep their status OK and output folder.
+``operations_served`` maps an operation name to a body answered verbatim (a recorded operation)."""
 
 from __future__ import annotations
 
@@ -32,12 +41,14 @@ class FakeDocumentAI:
         self.fail_status = 503
         self.write_shards = None  # callable(output_folder_uri, input_uri, document) when outputs are wanted
         self.fail_input = None  # callable(input_uri) -> True when that input should fail (e.g. a corrupt PDF)
+        self.operations_served: dict[str, dict] = {}  # name -> body answered verbatim by GET
         self._next_id = 1000
 
     def reset(self) -> None:
         with self.lock:
             self.requests.clear()
             self.operations.clear()
+            self.operations_served.clear()
             self.not_done_polls, self.fail_process, self.fail_get, self.fail_status = 2, 0, 0, 503
             self.write_shards = None
 
@@ -61,6 +72,8 @@ class FakeDocumentAI:
                     self.fail_get -= 1
                     return self._error(self.fail_status)
                 name = path.removeprefix("/v1/")
+                if name in self.operations_served:
+                    return 200, self.operations_served[name]
                 if name not in self.operations:
                     return self._error(404, "NOT_FOUND", f"operation {name} not found")
                 return 200, self._poll(name)
@@ -95,14 +108,20 @@ class FakeDocumentAI:
                 statuses.append({"inputGcsSource": uri, "status": {"code": 3, "message": "Unsupported input file format."}})
             else:  # proto3 JSON: status {} (code 0 omitted), outputGcsDestination present
                 folder = f"{op['output']}/{op_id}/{i}"
-                statuses.append({"inputGcsSource": uri, "status": {}, "outputGcsDestination": folder})
+                statuses.append({"inputGcsSource": uri, "status": {}, "outputGcsDestination": folder,
+                                 "humanReviewStatus": {"state": "SKIPPED"}})
                 if self.write_shards and op["polls"] == self.not_done_polls + 1:
                     self.write_shards(folder, uri, self.document)
-        meta = {"@type": _META_TYPE, "state": "FAILED" if op["broken"] else "SUCCEEDED",
+        failed = sum(1 for st in statuses if st["status"])
+        meta = {"@type": _META_TYPE, "state": "FAILED" if failed else "SUCCEEDED",
+                "stateMessage": (PARTIAL_FAILURE if failed else f"Processed {len(statuses)} document(s) successfully"),
+                "createTime": "2026-11-20T01:00:00.123456Z", "updateTime": "2026-11-20T01:02:00.654321Z",
                 "individualProcessStatuses": statuses}
         if op["broken"]:
             return {"name": name, "done": True, "metadata": meta,
                     "error": {"code": 13, "message": "Processor internal error."}}
+        if failed:  # Document AI's partial failure: the operation's error, the per-document statuses kept
+            return {"name": name, "done": True, "metadata": meta, "error": {"code": 3, "message": PARTIAL_FAILURE}}
         return {"name": name, "done": True, "metadata": meta,
                 "response": {"@type": "type.googleapis.com/google.cloud.documentai.v1.BatchProcessResponse"}}
 
@@ -112,6 +131,7 @@ class FakeDocumentAI:
 
 
 _META_TYPE = "type.googleapis.com/google.cloud.documentai.v1.BatchProcessMetadata"
+PARTIAL_FAILURE = "Failed to process all documents."
 
 
 def _handler(fake: FakeDocumentAI):

@@ -34,7 +34,12 @@ source, inline for inline requests. Each item is answered like ``generateContent
 brain (:func:`offline_brain`: the same answer, never the script); ``batch_fail_fraction`` of the
 items (spread evenly) answer an INTERNAL error instead. Counted: ``batch_jobs`` (created),
 ``batch_items``, ``batch_polls``, ``uploads``, ``downloads``; these requests are not counted in
-``requests``/``count`` (the online ``generateContent`` calls).
+``requests``/``count`` (the online ``generateContent`` calls). A finished job has the fields of the
+real ``batches.get`` in ``shared/corpora/realapi/batch/ellmer_state-capitals-gemini.json``
+(``inputConfig``, ``output``/``response.responsesFile``, ``batchStats`` as strings, times). Faults
+(issue 22): ``batch_poll_errors`` (the next N polls answer 503 UNAVAILABLE), ``batch_results_late_polls``
+(a job reported SUCCEEDED before its results are set, for N polls); ``jobs_served`` answers a
+recorded ``batches.get`` body verbatim.
 """
 
 from __future__ import annotations
@@ -172,6 +177,9 @@ class FakeGemini:
         self.batch_delay_s = 0.0
         self.batch_fail_fraction = 0.0
         self.batch_job_fails = False
+        self.batch_poll_errors = 0  # the next N GET batches/<id> answer 503 UNAVAILABLE (a transient poll error)
+        self.batch_results_late_polls = 0  # polls of a SUCCEEDED job answered before its results are set
+        self.jobs_served: dict[str, dict] = {}  # name -> a batches.get body answered verbatim (a recording)
         self.files: dict[str, bytes] = {}
         self.uploads_open: dict[str, bytearray] = {}
         self.jobs: dict[str, dict] = {}
@@ -315,7 +323,7 @@ class FakeGemini:
             name = f"batches/b{self.batch_jobs}"
             self.jobs[name] = {"name": name, "model": f"models/{model}", "created": time.monotonic(),
                                "display_name": batch.get("displayName") or batch.get("display_name"),
-                               "items": items, "file": bool(file_name), "done": None}
+                               "items": items, "file": file_name or None, "done": None}
         self._json(h, 200, self._job_view(self.jobs[name]))
 
     def _job_state(self, job: dict) -> str:
@@ -332,14 +340,26 @@ class FakeGemini:
                                 "name": job["name"], "model": job["model"], "state": state}
         if job.get("display_name"):
             meta["displayName"] = job["display_name"]
+        meta["createTime"] = meta["updateTime"] = "2026-11-22T01:00:00.000000001Z"
+        if job["file"]:
+            meta["inputConfig"] = {"fileName": job["file"]}
         out: dict[str, Any] = {"name": job["name"], "metadata": meta}
+        if state == "BATCH_STATE_SUCCEEDED" and job.setdefault("late", self.batch_results_late_polls) > 0:
+            job["late"] -= 1  # reported SUCCEEDED before its results are set (seen in live runs)
+            out["done"] = True
+            return out
         if state == "BATCH_STATE_FAILED":
             out["done"] = True
             out["error"] = {"code": 13, "message": "fake batch job failure"}
         elif state == "BATCH_STATE_SUCCEEDED":
             answers = self._run_job(job)
+            meta["endTime"] = "2026-11-22T01:05:00.000000001Z"
+            meta["batchStats"] = {"requestCount": str(len(answers)),  # int64 as strings, as Google sends them
+                                  "successfulRequestCount": str(sum(1 for a in answers if "response" in a))}
             if job["file"]:
                 meta["output"] = {"responsesFile": f"files/{job['name'].split('/')[-1]}-results"}
+                out["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main."
+                                            "GenerateContentBatchOutput", **meta["output"]}
             else:
                 meta["output"] = {"inlinedResponses": {"inlinedResponses": [
                     {k: v for k, v in {"response": a.get("response"), "error": a.get("error"),
@@ -377,7 +397,14 @@ class FakeGemini:
             with self.lock:
                 self.batch_polls += 1
                 job = self.jobs.get(path)
-            if job is None:
+                served = self.jobs_served.get(path)
+                overloaded = self.batch_poll_errors > 0
+                self.batch_poll_errors -= overloaded
+            if overloaded:
+                self._json(h, 503, error_body(503, "UNAVAILABLE", "The model is overloaded. Please try again later."))
+            elif served is not None:
+                self._json(h, 200, served)
+            elif job is None:
                 self._json(h, 404, error_body(404, "NOT_FOUND", f"{path} not found"))
             else:
                 self._json(h, 200, self._job_view(job))

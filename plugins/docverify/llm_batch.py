@@ -57,6 +57,12 @@ def index_rel(batch: Batch, round_key: str) -> str:
     return f"{batch.rs.night}/_llm_batch/{round_key}.index.json"
 
 
+def job_rel(batch: Batch, round_key: str) -> str:
+    """The round's batch job record (``{"name", "input_source", "model", "requests_sha256"}``),
+    written before the job task waits, so a retry or a re-run re-attaches to the job."""
+    return f"{batch.rs.night}/_llm_batch/{round_key}.job.json"
+
+
 @dataclass
 class BatchRequest:
     key: str

@@ -79,6 +79,63 @@ def results_of(job: dict[str, Any] | None, api_hook) -> dict[str, dict[str, Any]
     return llm_batch.results_from_inline(job)
 
 
+def record_job(batch, round_key: str, name: str, *, source: str, model: str) -> None:
+    """The round's batch job in the store (before the job task waits), with the sha256 of the
+    requests it was created for: :func:`reattachable_job` finds it again on a retry or re-run."""
+    rel = llm_batch.requests_rel(batch, round_key)
+    sha = batch.store.sha256(rel) if batch.store.exists(rel) else None
+    batch.store.write_json(llm_batch.job_rel(batch, round_key),
+                           {"name": name, "input_source": source, "model": model, "requests_sha256": sha})
+
+
+def recorded_job(batch, round_key: str) -> dict[str, Any] | None:
+    """The round's recorded job if it was created for the round's current requests file, else None."""
+    rec = batch.store.read_json_if_exists(llm_batch.job_rel(batch, round_key))
+    rel = llm_batch.requests_rel(batch, round_key)
+    if not rec or not rec.get("name") or not batch.store.exists(rel):
+        return None
+    return rec if rec.get("requests_sha256") == batch.store.sha256(rel) else None
+
+
+def reattachable_job(batch, round_key: str, api_hook) -> str | None:
+    """The name of the round's recorded job when it is still worth waiting for (pending, running
+    or succeeded), else None (none recorded, recorded for other requests, gone, or ended badly:
+    a new job is created). Any other error looking it up fails the task (retryably), never
+    creates a second job."""
+    rec = recorded_job(batch, round_key)
+    if rec is None:
+        return None
+    try:
+        job = api_hook.get_batch_job(job_name=rec["name"])
+    except Exception as exc:
+        if getattr(exc, "code", None) == 404:
+            log.warning("batch %s: the recorded job %s is gone (404): a new job is created", round_key, rec["name"])
+            return None
+        raise
+    state = job.state.name if job.state is not None else ""
+    if state in ("JOB_STATE_FAILED", "JOB_STATE_EXPIRED", "JOB_STATE_CANCELLED"):
+        log.warning("batch %s: the recorded job %s ended %s: a new job is created", round_key, rec["name"], state)
+        return None
+    return rec["name"]
+
+
+def _recorded_succeeded_job(batch, round_key: str, s: config.Settings) -> dict[str, Any] | None:
+    """The round's recorded job (``model_dump``) when the job task failed but the job SUCCEEDED."""
+    rec = recorded_job(batch, round_key)
+    if rec is None:
+        return None
+    try:
+        job = hook(s).get_batch_job(job_name=rec["name"])
+    except Exception as exc:  # noqa: BLE001 - the job task's failure stands: requests go online
+        log.warning("batch %s: the recorded job %s could not be read (%s)", round_key, rec["name"], type(exc).__name__)
+        return None
+    if job.state is None or not job.state.name.endswith("SUCCEEDED"):
+        return None
+    log.info("batch %s: the job task failed but the recorded job %s SUCCEEDED: its answers are ingested",
+             round_key, rec["name"])
+    return job.model_dump(mode="json")
+
+
 def _llm_judge(s: config.Settings):
     from docverify.llm import LLMJudge
 
@@ -127,8 +184,11 @@ def ingest(context, round_key: str) -> dict[str, Any]:
     ti = context["ti"]
     plan = ti.xcom_pull(task_ids=f"llm_batch_collect_{round_key}")
     job = ti.xcom_pull(task_ids=f"llm_batch_job_{round_key}") if plan else None
+    batch = make_batch(context)
+    if plan and not job:  # the job task failed: a recorded job that succeeded anyway is not lost
+        job = _recorded_succeeded_job(batch, round_key, s)
     results = results_of(job, hook(s)) if job else None
     if plan and not job:
         job = {"name": None, "state": "JOB_FAILED"}  # the job task failed: every request goes online
-    out = llm_batch.ingest(make_batch(context), judge, round_key, job, results)
+    out = llm_batch.ingest(batch, judge, round_key, job, results)
     return {**_small(out), **{k: out["llm_batch"][k] for k in ("requests", "succeeded", "online_fallback", "state")}}

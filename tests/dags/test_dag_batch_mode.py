@@ -72,7 +72,7 @@ def test_a_batch_night_under_airflow_routes_like_online_from_the_cache(airflow_d
         states = _latest_run_states()
         assert {states[f"llm_batch_{t}_{r}"] for t in ("collect", "job", "ingest") for r in ("classify", "judgments")} \
             == {"success"}, states
-        assert "Waiting for job execution" in log  # the provider trigger polled the running job
+        assert "waiting for batches/" in log  # the trigger polled the recorded, running job
 
         run_dag(root, fake, "batch")  # everything cached: the collect tasks skip, no job, no call
         assert fake.batch_jobs == 2 and fake.count == online_calls

@@ -240,7 +240,9 @@ def test_hook_batch_and_polling(fake):
     polls = [hook.get_operation(name) for _ in range(3)]
     assert [p["done"] for p in polls] == [False, False, True]
     statuses = polls[-1]["metadata"]["individualProcessStatuses"]
-    assert polls[-1]["metadata"]["state"] == "SUCCEEDED"
+    # one document failed: Document AI's partial failure (the operation's error, statuses kept)
+    assert polls[-1]["metadata"]["state"] == "FAILED"
+    assert polls[-1]["error"] == {"code": 3, "message": "Failed to process all documents."}
     assert statuses[0]["outputGcsDestination"] == f"{OUTPUT}/{name.rsplit('/', 1)[-1]}/0"
     summary = summarize_operation(polls[-1])
     assert [(s["status_code"], s["output_uri"] is not None) for s in summary["statuses"]] == [(0, True), (3, False)]
@@ -604,3 +606,118 @@ def test_page_count_without_the_application(tmp_path):
     with pytest.raises(DocumentAIInputError, match="nope.pdf: its pages cannot be counted") as info:
         page_count(b"not a pdf at all", "nope.pdf")
     assert info.value.code is DocumentAIErrorCode.NOT_A_PDF and info.value.to_dict()["error"] == "NOT_A_PDF"
+
+
+# ---------------------------------------------------------------------------------------------
+# real faults (issue 22 items 5 and 6): a partial failure keeps what succeeded; unknown fields
+
+
+def _recorded_operations(corpora_dir) -> dict:
+    ops = {}
+    for f in ("operations.json", "operations_recorded.json"):
+        ops.update({k: v["body"] for k, v in json.loads((corpora_dir / "realapi" / "docai_ops" / f).read_text()).items()})
+    return ops
+
+
+def _keys(value, prefix=""):
+    """Every key path of a JSON value (list items merged), for shape comparisons."""
+    out = set()
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.add(prefix + k)
+            out |= _keys(v, prefix + k + ".")
+    elif isinstance(value, list):
+        for v in value:
+            out |= _keys(v, prefix)
+    return out
+
+
+def test_fake_partial_failure_is_shaped_like_the_real_operations(fake, corpora_dir):
+    """The fake's partial failure uses only fields the real v1 operations of
+    shared/corpora/realapi/docai_ops/ carry (plus the operation's ``error`` and a failed
+    document's status code/message), and carries every field they do."""
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
+
+    fake.not_done_polls = 0
+    hook = DocumentAIHook()
+    name = hook.batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=["gs://in/a.pdf", "gs://in/bad_scan.pdf"])
+    raw = fake.handle("GET", f"/v1/{name}", None)[1]
+    assert raw["done"] is True and raw["error"] == {"code": 3, "message": "Failed to process all documents."}
+    assert "response" not in raw and raw["metadata"]["state"] == "FAILED"
+    ok, bad = raw["metadata"]["individualProcessStatuses"]
+    assert ok["status"] == {} and ok["outputGcsDestination"] and bad["status"]["code"] == 3 and "outputGcsDestination" not in bad
+    real = [op for key, op in _recorded_operations(corpora_dir).items() if "v1beta3" not in key]
+    real_keys = set().union(*(_keys(op) for op in real))
+    extra = _keys(raw) - real_keys
+    assert extra == {"error", "error.code", "error.message", "metadata.individualProcessStatuses.status.code",
+                     "metadata.individualProcessStatuses.status.message"}, extra
+    fake_ok = fake.handle("GET", f"/v1/{hook.batch_process_documents(PROCESSOR, OUTPUT, gcs_input_uris=['gs://in/c.pdf'])}", None)[1]
+    assert _keys(fake_ok) - {"metadata.individualProcessStatuses.humanReviewStatus.stateMessage"} >= \
+        real_keys - {"metadata.individualProcessStatuses.humanReviewStatus.stateMessage"}
+
+
+def test_partial_failure_keeps_the_documents_that_succeeded(fake):
+    """Error code 3 "Failed to process all documents." on the operation: the OK documents are read
+    from their outputs, the failed one gets its status and message, the task goes on."""
+    inputs = ["gs://in/n/a.pdf", "gs://in/n/bad_scan.pdf", "gs://in/n/c.pdf"]
+    deferred, event, resume = _defer_and_resume(_batch_op(gcs_input_uris=inputs))
+    assert event.payload["status"] == "success" and "partial failure" in event.payload["message"]
+    (op,) = event.payload["operations"]
+    assert op["error"] == {"code": 3, "message": "Failed to process all documents."}
+    assert op["partial"] is True and op["failed"] is False
+    results = {r["input_uri"]: r for r in resume()}
+    assert results[inputs[0]]["ok"] and results[inputs[2]]["ok"] and results[inputs[0]]["output_uri"]
+    bad = results[inputs[1]]
+    assert (bad["ok"], bad["status_code"], bad["output_uri"]) == (False, 3, None)
+    assert bad["status_message"] == "Unsupported input file format."
+
+
+@pytest.mark.parametrize(("codes", "failed", "partial"), [
+    ([0, 3], False, True),  # partial failure: keep the OK one
+    ([3, 3], False, True),  # every document bad on its own: each gets its error, the night goes on
+    ([7, 7], True, False),  # PERMISSION_DENIED everywhere (the output bucket): the configuration's
+    ([13, 14], True, False),  # the service's: the task fails and Airflow retries it
+    ([7, 3], False, True),  # mixed: per document
+    ([], True, False),  # no usable per-document status
+])
+def test_per_document_statuses_decide_an_operation_that_ended_with_an_error(codes, failed, partial):
+    from docverify_documentai.utils.document_ai import summarize_operation
+
+    statuses = [{"inputGcsSource": f"gs://in/{i}.pdf", "status": {"code": c, "message": "m"} if c else {},
+                 **({"outputGcsDestination": f"gs://o/1/{i}"} if c == 0 else {})} for i, c in enumerate(codes)]
+    op = summarize_operation({"name": "n", "done": True, "error": {"code": 3, "message": "Failed to process all documents."},
+                              "metadata": {"state": "FAILED", "individualProcessStatuses": statuses}})
+    assert (op["failed"], op["partial"]) == (failed, partial)
+
+
+def test_whole_failure_names_the_per_document_codes(fake):
+    from docverify_documentai.operators.document_ai import DocumentAIBatchOperationFailed
+
+    op = _batch_op(gcs_input_uris=["gs://in/a.pdf"])
+    failed = {"name": "projects/p/locations/us/operations/5", "done": True, "state": "FAILED", "failed": True,
+              "partial": False, "error": {"code": 3, "message": "Failed to process all documents."},
+              "statuses": [{"input_uri": "gs://in/a.pdf", "output_uri": None, "status_code": 7,
+                            "status_message": "Permission denied on gs://out"}]}
+    with pytest.raises(DocumentAIBatchOperationFailed, match="1× 7 Permission denied on gs://out"):
+        op.execute_complete({}, {"status": "error", "operations": [failed], "message": "x"}, rejected=[])
+
+
+@pytest.mark.parametrize("key", ["real_v1_succeeded_bodhi", "docs_v1_succeeded_hitl_error"])
+def test_get_operation_ignores_fields_google_adds_tomorrow(fake, corpora_dir, key):
+    """A recorded real operation plus invented fields (top level, in the metadata, in a document's
+    status) parses over REST, through the hook and the trigger."""
+    from docverify_documentai.hooks.document_ai import DocumentAIHook
+
+    body = json.loads(json.dumps(_recorded_operations(corpora_dir)[key]))
+    body["inventedTopLevelField"] = {"nested": [1, 2]}
+    body["metadata"]["inventedProgress"] = "42"
+    body["metadata"]["individualProcessStatuses"][0]["inventedDocumentField"] = {"pages": "3"}
+    name = "projects/test-project/locations/us/operations/" + body["name"].rsplit("/", 1)[-1]
+    body["name"] = name
+    fake.operations_served[name] = body
+    op = DocumentAIHook().get_operation(name, retry=_fast_retry())
+    assert op["done"] is True and op["metadata"]["state"] == "SUCCEEDED" and "inventedTopLevelField" not in op
+    (status,) = op["metadata"]["individualProcessStatuses"]
+    assert status["outputGcsDestination"].endswith("/0") and "inventedDocumentField" not in status
+    event = _run_trigger(_trigger([name])).payload
+    assert event["status"] == "success" and event["operations"][0]["statuses"][0]["status_code"] == 0

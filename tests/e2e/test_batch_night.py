@@ -44,7 +44,7 @@ def test_a_batch_night_defers_on_the_triggerer_and_routes_like_online(tmp_path, 
         for rnd in ("classify", "judgments"):
             assert states[f"llm_batch_collect_{rnd}"] == states[f"llm_batch_job_{rnd}"] == "success", states
             assert states[f"llm_batch_ingest_{rnd}"] == "success", states
-        # the jobs ran on the fake's Batch API, polled by the provider's trigger on the triggerer
+        # the jobs ran on the fake's Batch API, polled by GeminiBatchJobTrigger on the triggerer
         assert fake.batch_jobs == 2 and fake.uploads == 2 and fake.downloads == 2 and fake.batch_polls >= 2
         assert fake.count == online_requests  # no generateContent call in the night: all came from the jobs
         batch_report = json.loads((root / "reports" / DS / "batch_report.json").read_text())

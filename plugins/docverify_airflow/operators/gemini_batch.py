@@ -1,21 +1,30 @@
-"""Batch mode's job step (issue 15): the Google provider's :class:`GenAIGeminiCreateBatchJobOperator`,
-deferrable (a Gemini batch job can take up to 24 hours; the wait is on the triggerer, not a worker
-slot), told by the upstream ``llm_batch_collect_<round>`` task (XCom → templated ``model`` and
-``input_source``: the uploaded requests file's name) what to send. The requests never cross XCom or
-the trigger's arguments — only the Files API name of the uploaded JSONL does; the results stay on
-the Files API (``retrieve_result`` off) and the ingest task downloads them, so no local path is
-passed between tasks.
+"""Batch mode's job step (issue 15): a Gemini batch job through the Google provider's
+:class:`GenAIGeminiCreateBatchJobOperator` (its hook and settings), deferrable (a Gemini batch job
+can take up to 24 hours; the wait is on the triggerer, not a worker slot), told by the upstream
+``llm_batch_collect_<round>`` task (XCom → templated ``model`` and ``input_source``: the uploaded
+requests file's name) what to send. The requests never cross XCom or the trigger's arguments — only
+the Files API name of the uploaded JSONL does; the results stay on the Files API and the ingest task
+downloads them, so no local path is passed between tasks.
 
 The provider's operator module imports ``google-genai`` at import time, which the DAG file must not
 do (a task process parses it every time: ``tests/dags/test_dag_integrity.py``). So the DAG's task is
-this thin operator: at run time it builds the provider's operator and runs its ``execute`` (which
-defers to the provider's :class:`GenAIGeminiCreateBatchJobTrigger`: create the job, poll it) and,
-when the trigger fires, its ``execute_complete`` (the job, read through the provider's hook, is
-the task's XCom). The API key is read from the LLM connection at both moments
+this thin operator: at run time it builds the provider's operator (its hook, model, input and job
+config) and, when the trigger fires, reads the job through the provider's hook (the task's XCom).
+The API key is read from the LLM connection at both moments
 (:func:`docverify_airflow.llm_batch.gemini_api_key`), never through XCom. A job that ends FAILED,
 EXPIRED or CANCELLED fails this task at once (``AirflowFailException``: another try would create
 a second job); ``llm_batch_ingest_<round>`` runs anyway and leaves every request to verify's
-online calls."""
+online calls.
+
+A batch job is never lost (issue 22, items 3 and 4). The provider's trigger creates the job inside
+the trigger and turns any poll exception into an error event, so one transient error lost a running,
+billed job. Here the job is created through the provider's hook and its name recorded in the store
+(:func:`docverify_airflow.llm_batch.record_job`) *before* the task defers, to
+:class:`~docverify_airflow.gemini_batch_trigger.GeminiBatchJobTrigger`, which only polls it
+(transient poll errors retried; SUCCEEDED without results polled again, bounded). A transient error
+event re-attaches (defers again on the same job, :attr:`max_reattach` times; then the task fails
+retryably); a retry or a re-run of the task finds the recorded job of the same requests and
+re-attaches to it (pending, running or finished) instead of creating another."""
 
 from __future__ import annotations
 
@@ -23,15 +32,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 
 class NightlyGeminiBatchOperator(BaseOperator):
-    """Runs the provider's ``GenAIGeminiCreateBatchJobOperator`` (deferrable) for one round's
-    uploaded requests file; polls every ``polling_interval`` seconds (None: Variable
+    """Creates (or re-attaches to) one round's Gemini batch job for its uploaded requests file and
+    waits for it deferred; polls every ``polling_interval`` seconds (None: Variable
     ``docverify_llm_batch_poll_s``)."""
 
     template_fields: Sequence[str] = ("model", "input_source")
+
+    #: times a transient error event re-attaches within one try before the task fails (retryably)
+    max_reattach = 3
 
     def __init__(self, *, model: Any, input_source: Any, polling_interval: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -52,16 +64,51 @@ class NightlyGeminiBatchOperator(BaseOperator):
             deferrable=True, retrieve_result=False, wait_until_complete=False,
             polling_interval=s.llm_batch_poll_s if self.polling_interval is None else self.polling_interval)
 
+    @property
+    def round_key(self) -> str:
+        return self.task_id.removeprefix("llm_batch_job_")
+
+    @staticmethod
+    def _trigger(op: Any, job_name: str):
+        from docverify_airflow.gemini_batch_trigger import GeminiBatchJobTrigger
+
+        return GeminiBatchJobTrigger(job_name=job_name, gemini_api_key=op.gemini_api_key,
+                                     polling_interval=op.polling_interval)
+
     def execute(self, context: Any) -> Any:
+        from docverify_airflow import llm_batch
+        from docverify_airflow.tasks import make_batch
+
         if not self.input_source:
             raise AirflowSkipException("no requests file: nothing to send")
         op = self.provider_operator(context)
-        # the provider operator's own execute, inside this task (unwrapped from the executor safeguard
-        # that warns about an operator run by another operator): it defers to the provider's trigger
-        return type(op).execute.__wrapped__(op, context)
+        batch = make_batch(context)
+        name = llm_batch.reattachable_job(batch, self.round_key, op.hook)
+        if name:
+            self.log.info("re-attaching to the recorded batch job %s (no new job)", name)
+        else:
+            job = op.hook.create_batch_job(model=op.model, source=op.input_source,
+                                           create_batch_job_config=op.create_batch_job_config)
+            name = job.name
+            llm_batch.record_job(batch, self.round_key, name, source=op.input_source, model=op.model)
+            self.log.info("batch job %s created and recorded in the store", name)
+        context["ti"].xcom_push(key="job_name", value=name)
+        self.defer(trigger=self._trigger(op, name), method_name="execute_complete", kwargs={"reattached": 0})
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+    def execute_complete(self, context: Any, event: dict[str, Any], reattached: int = 0) -> dict[str, Any]:
         if event.get("status") == "error":
+            name = event.get("job_name")
+            if event.get("transient") and name:
+                if reattached < self.max_reattach:
+                    self.log.warning("%s: re-attaching to %s (%d/%d)", event.get("message"), name, reattached + 1,
+                                     self.max_reattach)
+                    self.defer(trigger=self._trigger(self.provider_operator(context), name),
+                               method_name="execute_complete", kwargs={"reattached": reattached + 1})
+                raise AirflowException(f"could not follow the Gemini batch job {name} ({event.get('message')}); "
+                                       f"it is recorded in the store: a retry of this task re-attaches to it")
             raise AirflowFailException(f"the Gemini batch job did not complete ({event.get('message')}); "
                                        f"verify asks its requests online")
-        return self.provider_operator(context).execute_complete(context, event)
+        if event.get("results") is False:
+            self.log.warning("batch job %s is SUCCEEDED without results after the bounded re-polls: its requests "
+                             "are counted missing and go online", event.get("job_name"))
+        return self.provider_operator(context).hook.get_batch_job(event["job_name"]).model_dump(mode="json")

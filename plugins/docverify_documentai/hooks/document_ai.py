@@ -255,8 +255,14 @@ class DocumentAIHook(GoogleBaseHook):
         """The long-running operation ``name`` as a proto3-JSON dict: ``name``, ``done`` (always
         present, False when proto3 omitted it), ``error`` ({code, message}) when it failed, and
         ``metadata`` (BatchProcessMetadata: ``state``, ``individualProcessStatuses`` [{inputGcsSource,
-        status, outputGcsDestination}]). See :func:`summarize_operation` for the snake_case digest."""
+        status, outputGcsDestination}]). See :func:`summarize_operation` for the snake_case digest.
+
+        Over REST the answer is parsed with unknown fields ignored (the client library's own
+        ``get_operation`` parses strictly: a field Google adds tomorrow would be a ``ParseError``
+        that ends the wait), see :func:`get_operation_rest`."""
         client = self.get_conn(location_of(name))
+        if self.transport == "rest":
+            return (retry or default_retry())(get_operation_rest)(client, name, timeout=timeout, metadata=metadata)
         operation = client.get_operation(
             request={"name": name}, retry=retry or default_retry(), timeout=timeout, metadata=metadata
         )
@@ -296,6 +302,29 @@ class DocumentAIHook(GoogleBaseHook):
             if deadline is not None and time.monotonic() + poll_interval > deadline:
                 return watch.error(watch.pending[0], f"not done after {timeout:g} s (the wait timed out)")
             time.sleep(poll_interval)
+
+
+def get_operation_rest(
+    client: DocumentProcessorServiceClient, name: str, *, timeout: float | None = 60.0,
+    metadata: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
+    """``GET /v1/<name>`` on the REST client's own authorized session and host, parsed into a
+    ``google.longrunning.Operation`` with ``ignore_unknown_fields=True`` (also inside the
+    BatchProcessMetadata it carries), then :func:`operation_to_dict`. An HTTP error raises the
+    library's ``GoogleAPICallError`` subclass, as the client would (so :func:`is_transient` and
+    the retry see the same exceptions)."""
+    import google.cloud.documentai_v1  # noqa: F401 - registers BatchProcessMetadata for the Any field
+    from google.api_core import exceptions as core_exceptions
+    from google.longrunning import operations_pb2
+    from google.protobuf import json_format
+
+    transport = client._transport
+    headers = {key: str(value) for key, value in metadata}
+    response = transport._session.get(f"{transport._host}/v1/{name}", timeout=timeout, headers=headers)
+    if response.status_code >= 400:
+        raise core_exceptions.from_http_response(response)
+    operation = json_format.Parse(response.content, operations_pb2.Operation(), ignore_unknown_fields=True)
+    return operation_to_dict(operation)
 
 
 def operation_to_dict(operation: Any) -> dict[str, Any]:

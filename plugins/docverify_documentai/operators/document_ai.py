@@ -5,7 +5,9 @@
   prefix), split into requests of at most 5,000 files; waits deferred on
   :class:`~docverify_documentai.triggers.document_ai.DocumentAIBatchOperationTrigger` or, not
   deferrable, in the hook (``wait_for_operations``); returns where each input's output went. A
-  failed document is reported, never fatal; a failed operation raises.
+  failed document is reported, never fatal — also inside an operation that ends with
+  "Failed to process all documents." (per-document statuses decide, see ``summarize_operation``);
+  an operation that failed as a whole raises.
 - :class:`DocumentAIProcessDocumentOperator`: online ``process`` of one small document (the
   Layout Parser takes at most 15 pages online; pages counted with pypdfium2 before sending).
 
@@ -63,6 +65,18 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
             return [str(v) for v in json.loads(text)]
         return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
     return [str(v) for v in value]
+
+
+def _document_codes(op: Mapping[str, Any]) -> str:
+    """The per-document statuses of a failed operation, counted by code and message (or that it had none)."""
+    statuses = op.get("statuses") or []
+    if not statuses:
+        return ", no per-document status"
+    counts: dict[str, int] = {}
+    for st in statuses:
+        key = f"{st['status_code']} {st['status_message']}".strip()
+        counts[key] = counts.get(key, 0) + 1
+    return ", documents: " + ", ".join(f"{n}× {key}" for key, n in counts.items())
 
 
 class _DocumentAIOperator(GoogleCloudBaseOperator):
@@ -249,7 +263,7 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
             failed = [op for op in operations if op.get("failed")]
             if failed:
                 lines = "; ".join(
-                    f"{op['name']} (state {op['state']}, error {op['error']})" for op in failed
+                    f"{op['name']} (state {op['state']}, error {op['error']}{_document_codes(op)})" for op in failed
                 )
                 raise DocumentAIBatchOperationFailed(
                     f"{self.task_id}: Document AI batch operation(s) failed: {lines}. Fix: check that processor "

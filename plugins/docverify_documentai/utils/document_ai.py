@@ -26,6 +26,13 @@ CODE_OK = 0
 CODE_UNKNOWN = 2
 CODE_INVALID_ARGUMENT = 3
 
+#: google.rpc codes of a document's status that are not that document's fault: the configuration's
+#: (NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, UNAUTHENTICATED: the processor, the buckets,
+#: the service account) or the service's (DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL,
+#: UNAVAILABLE). An operation all of whose documents failed with these failed as a whole.
+CONFIGURATION_CODES = frozenset({5, 7, 9, 16})
+SERVICE_CODES = frozenset({4, 8, 10, 13, 14})
+
 # Document AI types every input by MIME type; these are the ones it accepts (the Layout Parser
 # also reads the office formats), keyed by file extension.
 MIME_TYPES: dict[str, str] = {
@@ -132,12 +139,21 @@ def summarize_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a batch operation (the proto3-JSON dict of ``DocumentAIHook.get_operation``) that
     the operator needs, in snake_case, with proto3's omitted defaults filled in::
 
-        {"name", "done": bool, "state": "SUCCEEDED"|"FAILED"|…|None, "failed": bool,
+        {"name", "done": bool, "state": "SUCCEEDED"|"FAILED"|…|None, "failed": bool, "partial": bool,
          "error": {"code": int, "message": str} | None,
          "statuses": [{"input_uri", "output_uri" (None when absent), "status_code" (0 = OK), "status_message"}]}
 
-    ``failed`` means the operation failed as a whole (an ``error`` on it, or a FAILED/CANCELLED
-    state once done), as opposed to single documents failing inside a finished operation.
+    ``failed`` means the operation failed as a whole, as opposed to single documents failing
+    inside a finished operation. An operation that ends with an ``error`` (or a FAILED/CANCELLED
+    state) is decided by its per-document statuses: Document AI ends a batch in which some
+    documents failed with ``error`` {code 3, "Failed to process all documents."} while the
+    documents that succeeded have their ``status`` OK and their output folder. Such an operation is
+    ``partial`` (not ``failed``): its OK documents are read, the others fail one by one. It
+    ``failed`` as a whole only when it has no usable per-document status (none, or one without
+    its input), or when no document succeeded and every document's code is the configuration's or
+    the service's (:data:`CONFIGURATION_CODES`, :data:`SERVICE_CODES`: e.g. PERMISSION_DENIED on
+    the output bucket), never one document's own. ``partial`` is also set on an operation that
+    reports SUCCEEDED with some failed documents.
     """
     metadata = operation.get("metadata") or {}
     error = operation.get("error")
@@ -154,11 +170,18 @@ def summarize_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
             }
         )
     done = bool(operation.get("done", False))
+    ended_badly = bool(error) or (done and state in ("FAILED", "CANCELLED"))
+    usable = bool(statuses) and all(st["input_uri"] for st in statuses)
+    ok = [st for st in statuses if st["status_code"] == CODE_OK and st["output_uri"]]
+    not_documents_fault = all(st["status_code"] in CONFIGURATION_CODES | SERVICE_CODES
+                              for st in statuses if st not in ok)
+    failed = ended_badly and (not usable or (not ok and not_documents_fault))
     return {
         "name": operation.get("name", ""),
         "done": done,
         "state": state,
-        "failed": bool(error) or (done and state in ("FAILED", "CANCELLED")),
+        "failed": failed,
+        "partial": done and not failed and usable and len(ok) < len(statuses),
         "error": {"code": int(error.get("code", CODE_UNKNOWN)), "message": error.get("message", "")} if error else None,
         "statuses": statuses,
     }
@@ -306,5 +329,7 @@ class OperationWatch:
                     "message": f"Document AI operation(s) failed as a whole: {', '.join(failed)}"}
         docs = sum(len(op["statuses"]) for op in operations)
         bad = sum(1 for op in operations for s in op["statuses"] if s["status_code"] != CODE_OK)
+        partial = [op["name"] for op in operations if op.get("partial")]
+        note = f" (partial failure kept per document: {', '.join(partial)})" if partial else ""
         return {"status": "success", "operations": operations,
-                "message": f"{len(operations)} operation(s) done: {docs} document(s), {bad} failed"}
+                "message": f"{len(operations)} operation(s) done: {docs} document(s), {bad} failed{note}"}
