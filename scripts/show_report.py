@@ -14,6 +14,13 @@ print(f"docverify batch {ds}: {rep['documents']} document(s)")
 print("  final routes: " + ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()))
 print("  V5 rules:     " + ", ".join(f"{k}={v}" for k, v in rep["rules"].items()))
 print(f"  errors:       {len(rep['errors'])}" + "".join(f"\n    {e['doc_id']}: {e['error']}" for e in rep["errors"]))
+audit = rep.get("audit") or {}
+if audit.get("sample"):
+    fa = audit.get("false_accept_overall") or {}
+    rate = "no audit answered yet" if fa.get("rate") is None else (
+        f"{100 * fa['rate']:.1f} % (95 % CI {100 * fa['ci95_low']:.1f}–{100 * fa['ci95_high']:.1f} %, n={fa['n']})")
+    print(f"  audit:        {len(audit['sample'])} of {audit.get('accepted', 0)} accepted drawn for an SME audit "
+          f"({', '.join(audit['sample'])}); false-accept rate so far: {rate}")
 llm = rep["llm"]
 cost = "n/a" if llm.get("cost_usd") is None else f"${llm['cost_usd']:.4f}"
 print(f"  LLM calls:    {llm['calls']} (cache hits {llm['cache_hits']}, estimated cost {cost}; "

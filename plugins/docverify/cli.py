@@ -39,7 +39,12 @@ class CLIError(Exception):
 def _emit(obj: Any) -> None:
     from docverify.store import to_jsonable
 
-    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):  # a path that is not text (a lone surrogate): escaped
+        text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=True)
+    sys.stdout.write(text + "\n")
 
 
 def _read_json(path: str, what: str, *, require_object: bool = False) -> Any:
@@ -130,8 +135,20 @@ def cmd_parse(args) -> int:
     except ParseError as exc:
         _emit(exc.to_dict())
         return EXIT_INPUT_ERROR
-    _emit(bundle)
+    _emit(bundle.model_copy(update={"doc_id": _as_text(bundle.doc_id), "file_path": _as_text(bundle.file_path)}))
     return 0
+
+
+def _as_text(value: str) -> str:
+    """A name that is not UTF-8 text (bytes of another encoding in a file name reach Python as lone
+    surrogates) in its escaped form (``caf\\xe9``), so the bundle is text ``verify`` reads back."""
+    from docverify.paths import printable_name
+
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return printable_name(value)
+    return value
 
 
 def cmd_classify(args) -> int:

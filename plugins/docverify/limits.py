@@ -22,12 +22,14 @@ be PHI). One bad input becomes an error of **its document only**.
 | ``MAX_PAGE_CHARS`` | 100,000 | text of one page of a bundle (any parser): beyond it the document is TOO_LARGE, never sent to an LLM |
 | ``PARSE_WORKER_MEMORY_BYTES`` | 2 GiB | address space of one parse worker (``RLIMIT_AS``) |
 | ``MAX_NAME_BYTES`` | 120 | one path component built from an input name (see :mod:`docverify.paths`) |
+| text | Unicode | a JSON string (key or value) with a lone surrogate escape (``"\\ud83e"``) is refused (``INPUT_INVALID_JSON``), never repaired |
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 MAX_PDF_BYTES = 50 * 1024 * 1024
@@ -111,6 +113,26 @@ def _depth_ok(obj: Any, limit: int) -> bool:
     return True
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(obj: Any) -> bool:
+    """A string (key or value) of a parsed JSON value holds a lone UTF-16 surrogate: valid JSON
+    (``"\\ud83e"``, a cut emoji) that is not Unicode text — it cannot be written as UTF-8."""
+    stack = [obj]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii() and _SURROGATE.search(v):
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
 def scan_depth(data: bytes, limit: int) -> bool:
     """Bracket nesting of raw JSON ≤ ``limit`` (strings skipped), before the parser recurses."""
     depth, in_str, esc = 0, False, False
@@ -153,6 +175,10 @@ def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = MAX_
         where = f" (at byte {pos})" if isinstance(pos, int) else ""
         raise InputError(INPUT_INVALID_JSON, f"{file}: the {what} is not valid UTF-8 JSON{where} "
                          f"({type(exc).__name__}); regenerate it", file) from None
+    if has_lone_surrogate(obj):  # refused, not repaired: a classification is evidence, never rewritten
+        raise InputError(INPUT_INVALID_JSON, f"{file}: the {what} holds a lone UTF-16 surrogate escape "
+                         f"(\\ud800–\\udfff without its pair, e.g. a cut emoji): valid JSON but not text; "
+                         f"regenerate it", file)
     if require_object and not isinstance(obj, dict):
         raise InputError(INPUT_NOT_OBJECT, f"{file}: the {what} is a JSON {type(obj).__name__}, not an object; "
                          f"a classification is one JSON object (include/schemas/ClassificationOutput.json)", file)

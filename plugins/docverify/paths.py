@@ -10,8 +10,15 @@ refusal is an :class:`~docverify.limits.InputError` with code ``INPUT_UNSAFE_NAM
 Doc ids (:func:`doc_id_for`) are stable, readable and unique: a file name whose stem is already
 safe (``[A-Za-z0-9._-]``, not starting with ``.`` or ``-``, short, extension exactly ``.pdf``) is
 its own id; any other name keeps a readable, sanitised prefix plus ``_`` and 10 hex digits of the
-sha256 of the whole name — so ``a.pdf`` and ``a.PDF``, or two names made only of non-ASCII
+sha256 of the whole name's bytes — so ``a.pdf`` and ``a.PDF``, or two names made only of non-ASCII
 characters, never share an id, and the same name always gets the same id.
+
+A listed name that cannot be a path part at all (:func:`name_problem`: a control character, a
+backslash, bytes that are not UTF-8 — on Linux they reach Python as lone surrogate escapes — or
+over 255 bytes) still gets its doc id from :func:`doc_id_for` (the hash is over the name's
+bytes), is never read, and is named only in forms that can be written anywhere: its URI
+percent-encodes the raw bytes (:func:`quoted_name`), its readable form escapes every unsafe
+character with a backslash (:func:`printable_name`: injective, so two names never share it).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from docverify.limits import INPUT_UNSAFE_NAME, MAX_NAME_BYTES, InputError
 #: a file-system component may have 255 bytes; the store's own prefixes/suffixes stay far below
 MAX_PART_BYTES = 255
 MAX_DOC_ID_PREFIX = 80
+#: used with ``fullmatch`` only: ``$`` alone also matches before a final newline (``"a\\n"``)
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 _DS = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.:+-]{0,63}$")
@@ -37,7 +45,7 @@ def _refuse(value: str, why: str, what: str) -> InputError:
 
 def check_part(part: str, what: str = "path component") -> str:
     """One path component, or :class:`InputError`: non-empty, not ``.``/``..``, no ``/`` or
-    ``\\``, no control characters, at most 255 UTF-8 bytes."""
+    ``\\``, no control characters, UTF-8 text (no lone surrogate), at most 255 UTF-8 bytes."""
     if not isinstance(part, str) or not part:
         raise _refuse(str(part), "it is empty", what)
     if part in (".", ".."):
@@ -46,7 +54,11 @@ def check_part(part: str, what: str = "path component") -> str:
         raise _refuse(part, "it holds a path separator", what)
     if any(ord(c) < 32 or ord(c) == 127 for c in part):
         raise _refuse(part, "it holds a control character", what)
-    if len(part.encode("utf-8", "surrogatepass")) > MAX_PART_BYTES:
+    try:
+        part.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: bytes that are not UTF-8, or a cut character
+        raise _refuse(part, "it is not UTF-8 text (a lone surrogate)", what) from None
+    if len(part.encode("utf-8")) > MAX_PART_BYTES:
         raise _refuse(part, f"it is longer than {MAX_PART_BYTES} bytes", what)
     return part
 
@@ -60,7 +72,7 @@ def check_rel(rel: str, what: str = "relative path") -> list[str]:
 def safe_id(value: str, what: str = "id") -> str:
     """An id used as a path component as it is (doc ids, shard keys): ``[A-Za-z0-9._-]``, not
     starting with ``.`` or ``-``, at most :data:`~docverify.limits.MAX_NAME_BYTES` bytes."""
-    if not isinstance(value, str) or not _SAFE.match(value) or len(value) > MAX_NAME_BYTES:
+    if not isinstance(value, str) or not _SAFE.fullmatch(value) or len(value) > MAX_NAME_BYTES:
         raise _refuse(str(value), "use letters, digits, '.', '_' or '-' (not first), "
                       f"at most {MAX_NAME_BYTES} characters", what)
     return check_part(value, what)
@@ -68,7 +80,7 @@ def safe_id(value: str, what: str = "id") -> str:
 
 def safe_ds(ds: str) -> str:
     """The run's date partition (``2026-11-21``, or a run id-like token)."""
-    if not isinstance(ds, str) or not _DS.match(ds) or ".." in ds:
+    if not isinstance(ds, str) or not _DS.fullmatch(ds) or ".." in ds:
         raise _refuse(str(ds), "a date partition is a short token like 2026-11-21", "date partition")
     return ds
 
@@ -82,13 +94,66 @@ def safe_prefix(prefix: str) -> str:
     return "/".join(parts)
 
 
+def name_bytes(name: str) -> bytes:
+    """The bytes of a listed file name: a lone surrogate escape (a non-UTF-8 byte on Linux) back
+    to its byte; any other lone surrogate (a remote listing) as UTF-8 would encode it."""
+    try:
+        return name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogatepass")
+
+
+def name_problem(name: str) -> str | None:
+    """Why a listed file name cannot be a storage path part (None when it can)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it is not UTF-8 text (bytes of another encoding, or a cut character)"
+    try:
+        check_part(name, "file name")
+    except InputError as exc:
+        return exc.message.rsplit(": ", 1)[-1]
+    return None
+
+
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable_name(name: str) -> str:
+    """A file name in a form safe in any report, log line or file: a backslash and every
+    character that is not printable as a backslash escape — ``\\n``, ``\\x7f`` (ASCII controls),
+    ``\\xe9`` (a byte that is not UTF-8: only bytes ≥ 0x80 come out so), ``\\ud83e`` (a lone
+    surrogate, a bidi or format character), ``\\U000e0001``; others as they are. Injective."""
+    out = []
+    for c in name:
+        o = ord(c)
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif 0xDC80 <= o <= 0xDCFF:  # surrogateescape: the byte that is not UTF-8
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif c.isprintable():
+            out.append(c)
+        elif o < 0x80:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
+    return "".join(out)
+
+
+def quoted_name(name: str) -> str:
+    """The name's bytes percent-encoded (RFC 3986): how a URI names a file whatever its bytes."""
+    from urllib.parse import quote
+
+    return quote(name_bytes(name), safe="")
+
+
 def doc_id_for(name: str) -> str:
     """A stable, readable, unique doc id for an incoming file name (see the module docstring)."""
     base = name.rsplit("/", 1)[-1]
     stem = base[:-4] if base.lower().endswith(".pdf") else base
-    if base.endswith(".pdf") and _SAFE.match(stem) and len(stem) <= MAX_DOC_ID_PREFIX:
+    if base.endswith(".pdf") and _SAFE.fullmatch(stem) and len(stem) <= MAX_DOC_ID_PREFIX:
         return stem
     folded = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()  # é → e, 名 → ''
     readable = _UNSAFE_RUN.sub("_", folded).strip("._-")[:MAX_DOC_ID_PREFIX].rstrip("._-") or "doc"
-    digest = hashlib.sha256(base.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    digest = hashlib.sha256(name_bytes(base)).hexdigest()[:10]
     return f"{readable}_{digest}"

@@ -184,6 +184,9 @@ def build(batch: Batch) -> dict[str, Any]:
         for c in so:
             total.update(c)
         extra["second_opinion"] = dict(sorted(total.items()))
+    inputs = {k: v for k in ("orphan_companions", "removed") if (v := (manifest.model_extra or {}).get(k))}
+    if inputs:  # what the night's folder held besides its documents, and what left it (issue 25)
+        extra["inputs"] = inputs
     return {
         **extra,
         "ds": batch.ds, "run_id": batch.run_id, "documents": n,

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from docverify.models import AttemptRecord, DocumentBundle, VerificationResult
 from docverify.paths import check_part, safe_ds
-from docverify.store import ArtifactStore, dumps
+from docverify.store import ArtifactStore, dumps, is_tmp_name
 
 #: Top-level keys that change on every run and do not make an output different.
 VOLATILE = ("accepted_at", "created_at", "run_id")
@@ -407,7 +407,7 @@ class RunStore:
         return self.write_bytes(rel, text.encode(), overwrite=overwrite)
 
     def list(self, rel_dir: str, suffix: str = "") -> list[str]:
-        return sorted(n for n in self.names(rel_dir) if n.endswith(suffix) and not n.startswith(".tmp-"))
+        return sorted(n for n in self.names(rel_dir) if n.endswith(suffix) and not is_tmp_name(n))
 
     def entries(self, rel_dir: str) -> list[tuple[str, str, int]]:
         return self.listing(rel_dir)

@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import stat as stat_mod
 import uuid
 from typing import Any
@@ -106,6 +107,19 @@ def to_jsonable(obj: Any) -> Any:
 
 def dumps(obj: Any) -> bytes:
     return (json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
+
+
+#: the store's own temporary names (a local write lands beside its target, then is renamed): a
+#: distinctive prefix and exactly 32 hex digits, no extension — no upload is named so, and a
+#: listing hides these names only (``.tmp-scan.pdf`` is an input like any other). The legacy
+#: ``.tmp-<32 hex>`` of earlier versions is hidden too (a leftover of a killed write).
+TMP_PREFIX = ".docverify-tmp-"
+_TMP_NAME = re.compile(r"\.(?:docverify-)?tmp-[0-9a-f]{32}")
+
+
+def is_tmp_name(name: str) -> bool:
+    """True for the store's own temporary names only (see :data:`TMP_PREFIX`)."""
+    return _TMP_NAME.fullmatch(name) is not None
 
 
 class OutsideRootError(PermissionError):
@@ -218,7 +232,7 @@ class ArtifactStore:
                 st = e.stat(follow_symlinks=False)
                 kind = "symlink" if stat_mod.S_ISLNK(st.st_mode) else "file" if stat_mod.S_ISREG(st.st_mode) else "other"
                 out.append((e.name, kind, st.st_size))
-        return sorted((e for e in out if not e[0].startswith(".tmp-")), key=lambda e: e[0])
+        return sorted((e for e in out if not is_tmp_name(e[0])), key=lambda e: e[0])
 
     def read_json(self, rel: str) -> Any:
         return json.loads(self.read_bytes(rel))
@@ -246,7 +260,7 @@ class ArtifactStore:
             return []
         else:
             names = [p.name for p in d.iterdir() if p.is_file()]
-        return sorted(n for n in names if n.endswith(suffix) and not n.startswith(".tmp-"))
+        return sorted(n for n in names if n.endswith(suffix) and not is_tmp_name(n))
 
     # ------------------------------------------------------------------ writes
     def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = True) -> bool:
@@ -276,7 +290,7 @@ class ArtifactStore:
             target.write_bytes(data)
             return True
         local.parent.mkdir(parents=True, exist_ok=True)
-        tmp = local.parent / f".tmp-{uuid.uuid4().hex}"  # short: a 250-character name still fits
+        tmp = local.parent / f"{TMP_PREFIX}{uuid.uuid4().hex}"  # short: a 250-character name still fits
         tmp.write_bytes(data)
         try:
             if overwrite:

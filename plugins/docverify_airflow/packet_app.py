@@ -66,7 +66,7 @@ def pending() -> HTMLResponse:
 
 @app.get("/packets/{doc_id}", response_class=HTMLResponse, dependencies=AUTH)
 def packet(doc_id: str) -> HTMLResponse:
-    if not SAFE_ID.match(doc_id) or ".." in doc_id:
+    if not SAFE_ID.fullmatch(doc_id) or ".." in doc_id:  # fullmatch: '$' passes a final newline
         raise HTTPException(status_code=400, detail="not a document id")
     from docverify.sme import html_rel
 

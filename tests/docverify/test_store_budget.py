@@ -1,4 +1,5 @@
 """Issue 12's budget: the sample night costs at most 10 artifact-store operations per document
+(plus 3 per night for the report's trend export)
 (every request the stages and the report send: reads, writes, listings, hashes, deletes), a re-run
 of the same night fewer, and no operation is an ``exists`` probe before a read. Counted by
 scripts/count_ops.py's wrapper around ``ArtifactStore`` (the stages run in the DAG's order, each on
@@ -14,6 +15,9 @@ from docverify.runstore import RunStore
 from docverify.store import ArtifactStore
 
 BUDGET_PER_DOCUMENT = 10
+#: per night, not per document: the report's trend export (one listing of reports/, trend.json,
+#: trend.csv; issue 21)
+PER_NIGHT = 3
 DS = "2026-11-20"
 
 
@@ -25,8 +29,8 @@ def test_sample_night_and_its_rerun_stay_within_the_store_budget(tmp_path, repo_
         night(tmp_path, stage, DS)
     total, rerun = sum(first.values()), sum(again.values())
     print(f"store operations: first night {total} ({total / n:.2f}/document), re-run {rerun} ({rerun / n:.2f})")
-    assert total <= BUDGET_PER_DOCUMENT * n, dict(first)
-    assert rerun < total and rerun <= BUDGET_PER_DOCUMENT * n, dict(again)
+    assert total <= BUDGET_PER_DOCUMENT * n + PER_NIGHT, dict(first)
+    assert rerun < total and rerun <= BUDGET_PER_DOCUMENT * n + PER_NIGHT, dict(again)
     assert first["exists"] == again["exists"] == 0  # one request per read: never exists-then-read
     # each stage reads a document's bundle or result once: no object read twice in one stage
     reads = {k: v for k, v in detail.items() if k[1] == "read_bytes" and k[2] in ("bundle.json", "result.json")}

@@ -21,7 +21,7 @@ from docverify.codes import make_issue
 from docverify.judges import OfflineJudge
 from docverify.llm import VerdictCache
 from docverify.models import Issue
-from docverify.store import ArtifactStore
+from docverify.store import TMP_PREFIX, ArtifactStore
 
 DS = "2026-11-20"
 SAMPLES = REPO / "include" / "samples"
@@ -58,8 +58,8 @@ def test_list_names_files_directly_under_a_dir(gcs_root):
     for rel in ("incoming/x/b.pdf", "incoming/x/a.pdf", "incoming/x/a.classification.json",
                 "incoming/x/nested/deeper.pdf", "incoming/y/other.pdf"):
         store.write_bytes(rel, b"%PDF")
-    # an in-flight temporary (a local-style writer's name) is never listed
-    store.write_bytes("incoming/x/.tmp-c.pdf-0123abcd", b"partial")
+    # an in-flight temporary (the local writer's name) is never listed; an input named like one is
+    store.write_bytes(f"incoming/x/{TMP_PREFIX}{'0' * 32}", b"partial")
     assert store.list("incoming/x") == ["a.classification.json", "a.pdf", "b.pdf"]
     assert store.list("incoming/x", ".pdf") == ["a.pdf", "b.pdf"]
     assert store.list("incoming/none") == []

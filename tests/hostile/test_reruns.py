@@ -16,7 +16,7 @@ from tests.hostile import kit
 from docverify import batch as B
 from docverify import report
 from docverify.judges import OfflineJudge
-from docverify.store import ArtifactStore
+from docverify.store import ArtifactStore, is_tmp_name
 
 DS = kit.DS
 
@@ -160,7 +160,7 @@ def test_sigkill_after_any_stage_then_a_rerun_ends_like_a_clean_run(tmp_path, la
                                              last, OfflineJudge()))
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="rerun"))
-    assert not [p for p in night.root.rglob(".tmp-*")]
+    assert not [p for p in night.root.rglob("*") if is_tmp_name(p.name)]
 
 
 @pytest.mark.slow

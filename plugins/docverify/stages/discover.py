@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 from docverify.limits import (
+    INPUT_UNSAFE_NAME,
     MAX_PDF_BYTES,
     InputError,
     check_size,
 )
-from docverify.paths import doc_id_for
+from docverify.paths import doc_id_for, name_problem, printable_name, quoted_name
 from docverify.resources import sha256_bytes
 from docverify.runstore import (
     VOLATILE,
@@ -18,6 +19,7 @@ from docverify.runstore import (
     ManifestDoc,
 )
 from docverify.stages.common import Batch, StageStats, error_record, lineage
+from docverify.stages.routes import withdraw_removed
 
 log = logging.getLogger("docverify.batch")
 
@@ -35,34 +37,58 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     another non-regular file named ``*.pdf`` is never followed or read, and a file over
     ``MAX_PDF_BYTES`` is never read: each is an error record of its document
     (``INPUT_NOT_REGULAR`` / ``TOO_LARGE``). Hashes are streamed. A refusal of an earlier run that
-    no longer holds (the file was fixed) is cleared, known from the earlier manifest (one read)."""
+    no longer holds (the file was fixed) is cleared, known from the earlier manifest (one read).
+
+    The boundary is total (issue 25): a name that cannot name a stored object (a control
+    character, a backslash, bytes that are not UTF-8, over 255 bytes — :func:`~docverify.paths.
+    name_problem`) is one document with the error ``INPUT_UNSAFE_NAME``, never read, named by its
+    doc id (a readable prefix plus a hash of the name's bytes), its escaped name (``pdf_rel``) and
+    its percent-encoded URI. Outputs of a PDF no longer listed are withdrawn
+    (:func:`~docverify.stages.routes.withdraw_removed`); companions without their PDF are listed
+    in the manifest (``orphan_companions``), the log and the batch report."""
     rs = batch.rs
     stats = StageStats("discover")
     entries = batch.store.entries(batch.incoming)
     files = {n: size for n, kind, size in entries if kind == "file"}
     pdfs = [(n, kind, size) for n, kind, size in entries if n.lower().endswith(".pdf")]
+    ids, seen = [], set()
+    for name, _, _ in pdfs:  # every listed PDF's id (also those over max_documents: they are present)
+        doc_id = doc_id_for(name)
+        if doc_id in seen:  # only when a safe name equals another's encoded id: keep both, distinctly
+            doc_id = f"{doc_id}_{sha256_bytes(name.encode('utf-8', 'surrogatepass'))[:16]}"
+        seen.add(doc_id)
+        ids.append(doc_id)
+    stems = {n[:-4] for n, _, _ in pdfs}
+    orphans = [printable_name(n) for n in files
+               if (n.endswith(".classification.json") and n[: -len(".classification.json")] not in stems)
+               or (n.endswith(".production.json") and n[: -len(".production.json")] not in stems)]
     skipped = len(pdfs) - max_documents if max_documents and len(pdfs) > max_documents else 0
     if skipped:
         pdfs = pdfs[:max_documents]
     previous = rs.manifest_if_exists()
     refused_before = {d.doc_id for d in previous.documents if d.input_error} if previous else set()
-    docs, seen = [], set()
-    for name, kind, size in pdfs:
-        doc_id = doc_id_for(name)
-        if doc_id in seen:  # only when a safe name equals another's encoded id: keep both, distinctly
-            doc_id = f"{doc_id}_{sha256_bytes(name.encode('utf-8', 'surrogatepass'))[:16]}"
-        seen.add(doc_id)
-        rel = f"{batch.incoming}/{name}"
+    docs = []
+    for (name, kind, size), doc_id in zip(pdfs, ids, strict=False):
+        problem = name_problem(name)
+        if problem:  # never read; named by its escaped form and its percent-encoded bytes only
+            shown = printable_name(name)
+            rel, uri = f"{batch.incoming}/{shown}", f"{rs.uri(batch.incoming)}/{quoted_name(name)}"
+        else:
+            rel = f"{batch.incoming}/{name}"
+            uri = rs.uri(rel)
         companion, production = f"{name[:-4]}.classification.json", f"{name[:-4]}.production.json"
-        entry: dict[str, Any] = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": rs.uri(rel), "sha256": "",
-                                 "bytes": size,
-                                 "classification_rel": f"{batch.incoming}/{companion}" if companion in files else None}
-        if companion in files:
+        has_companion = companion in files and not problem
+        entry: dict[str, Any] = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": uri, "sha256": "", "bytes": size,
+                                 "classification_rel": f"{batch.incoming}/{companion}" if has_companion else None}
+        if has_companion:
             entry["classification_bytes"] = files[companion]
-        if production in files:
+        if production in files and not problem:
             entry["production_rel"] = f"{batch.incoming}/{production}"
         error = None
-        if kind != "file":
+        if problem:
+            error = (INPUT_UNSAFE_NAME, f"{uri}: the file name {shown!r} cannot name a stored object ({problem}); "
+                     f"it was not read — rename it (letters, digits, '.', '_', '-'; UTF-8) and run the night again")
+        elif kind != "file":
             error = ("INPUT_NOT_REGULAR", f"{entry['pdf_uri']} is a {'symbolic link' if kind == 'symlink' else kind} "
                      f"entry, not a regular file: it is not followed or read; put the PDF itself in the folder")
         else:
@@ -82,10 +108,22 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
         lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=size,
                 provided_classification=entry["classification_rel"] is not None, error=entry.get("input_error"))
     stats.docs = len(docs)
+    # a re-run reconciles the night's outputs with its inputs: a PDF removed since an earlier run
+    # has its accepted record and pending packets withdrawn (with the reason), before the manifest
+    # forgets it (a run killed in between withdraws them on the next); a night without a manifest
+    # yet has no outputs (every route runs after discover): nothing to list
+    removed = withdraw_removed(batch, set(ids)) if previous is not None else []
+    if removed:
+        log.warning("%d document(s) no longer in %s: their accepted record / pending packets were withdrawn: %s",
+                    len(removed), rs.uri(batch.incoming), removed[:20])
+    if orphans:
+        log.warning("%d companion file(s) in %s without their PDF (not used; all in the manifest): %s",
+                    len(orphans), rs.uri(batch.incoming), orphans[:20])
+    extra = {k: v for k, v in (("orphan_companions", orphans), ("removed", removed)) if v}
     manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=[ManifestDoc(**d) for d in docs],
-                        skipped_over_max_documents=skipped)
+                        skipped_over_max_documents=skipped, **extra)
     # the stage's record rides in the manifest (``stats``, volatile): no object of its own
-    out = stats.record(max_documents=max_documents, skipped_over_max_documents=skipped)
+    out = stats.record(max_documents=max_documents, skipped_over_max_documents=skipped, **extra)
     rs.write_if_changed(rs.manifest_rel, {**manifest.as_json(), "stats": out}, volatile=(*VOLATILE, "stats"))
     stats.log(out)
     if not docs:

@@ -41,6 +41,42 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     return target
 
 
+def withdraw_removed(batch: Batch, present: set[str]) -> list[str]:
+    """Reconcile the night's outputs with its inputs (issue 25): the accepted record and the
+    *pending* packets of this night of a document whose PDF is no longer in the incoming folder
+    (``present``: the doc ids of every listed ``*.pdf``) are withdrawn with the reason — moved
+    aside by :func:`withdraw`, never deleted. A reviewed packet, ground truth and audit packets are
+    never touched. One listing of the accepted records and one of the packets; a packet is read
+    only when its key names no present document. Returns the doc ids withdrawn."""
+    import re
+
+    rs = batch.rs
+    reason = f"its PDF is no longer in the incoming folder of {batch.ds} (removed before a re-run)"
+    done: set[str] = set()
+    for name in rs.list(rs.accepted_dir, ".json"):
+        doc_id = name[: -len(".json")]
+        if doc_id not in present and withdraw(batch, f"{rs.accepted_dir}/{name}", "accepted", doc_id, reason):
+            done.add(doc_id)
+    prefix = f"sme_packet_{batch.ds}_"
+    for name in rs.list(rs.PACKETS_DIR, ".json"):
+        if not name.startswith(prefix) or name.endswith("_audit.json"):
+            continue
+        key = name[len("sme_packet_"):-len(".json")]
+        rest = key[len(batch.ds) + 1:]  # <doc_id>_<10 hex>, or <doc_id> when nothing could be read
+        m = re.fullmatch(r"(.+)_[0-9a-f]{10}", rest)
+        if rest in present or (m and m.group(1) in present):
+            continue
+        rel = rs.packet_rel(key)
+        packet = rs.get_json(rel)
+        if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending" \
+                or packet.get("doc_id") in present:
+            continue
+        if withdraw(batch, rel, "sme_packet", key, reason):
+            rs.delete(rs.packet_html_rel(key))
+            done.add(str(packet.get("doc_id") or rest))
+    return sorted(done)
+
+
 def _review_id(batch: Batch, doc_id: str, sha256: str | None) -> str:
     from docverify.sme_packets import review_id
 

@@ -244,7 +244,15 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
             rec = _error_result(doc, BundleMeta.of(bundle) if bundle else None, "VERIFICATION_FAILED",
                                 f"{doc.pdf_uri}: the verification could not be completed ({type(exc).__name__}); "
                                 f"check its classification, then re-run", "verify")
-        rs.write_result(rec)
+        try:
+            rs.write_result(rec)
+        except (ValueError, TypeError) as exc:  # its content cannot be stored (not text): this document only
+            stats.errors += 1
+            lineage("verify", doc_id, error="VERIFICATION_FAILED", exception=type(exc).__name__)
+            rec = _error_result(doc, rec.bundle, "VERIFICATION_FAILED",
+                                f"{doc.pdf_uri}: the result could not be stored ({type(exc).__name__}); "
+                                f"check its classification, then re-run", "verify")
+            rs.write_result(rec)
         # a document waiting for the retry: its attempt 0 only (the retry's result is the retry's)
         documents[doc_id] = doc_summary(rec if rec.route != "auto_fix_retry" else rec.model_copy(update={"result": None}))
         a0 = rec.first_attempt
