@@ -12,13 +12,16 @@ import shutil
 import pytest
 from tests.dags.airflow_env import REPO, airflow_cmd
 from tests.dags.test_dag_run import _sentences, expected_routes
+from tests.docverify.test_batch_jury import _radiology_companion
 from tests.fake_gemini import FakeGemini
 
 DS = "2026-11-18"
 pytestmark = pytest.mark.slow
 
 
-EXTRA = "normal_minimal_latex.pdf"  # a corpus PDF whose offline V4 judgment raises a finding
+#: a corpus PDF supplied with a companion that calls it a Radiology Report, so that the offline V2
+#: judgment raises a finding for the jury (tests/docverify/test_batch_jury.py)
+EXTRA = "normal_minimal_latex.pdf"
 
 
 def test_sample_night_with_jury_and_second_opinion(airflow_db, tmp_path, corpora_dir):
@@ -30,6 +33,8 @@ def test_sample_night_with_jury_and_second_opinion(airflow_db, tmp_path, corpora
             if f.suffix in (".pdf", ".json") and f.name != "expected_routes.json":
                 shutil.copy(f, incoming / f.name)
         shutil.copy(corpora_dir / "pdfs" / EXTRA, incoming / EXTRA)
+        (incoming / f"{EXTRA[:-4]}.classification.json").write_text(
+            json.dumps(_radiology_companion(corpora_dir / "pdfs" / EXTRA)))
         env = {"AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT": str(tmp_path), "AIRFLOW_VAR_DOCVERIFY_JUDGE": "offline",
                "AIRFLOW_VAR_DOCVERIFY_JURY": "cr_v2", "AIRFLOW_VAR_DOCVERIFY_V5_SECOND_OPINION": "on",
                "AIRFLOW_VAR_DOCVERIFY_LLM_MAX_ATTEMPTS": "2",

@@ -357,11 +357,14 @@ def peak_rss_mb() -> float:
 
 
 def packets_of(root: pathlib.Path, doc: dict) -> list[pathlib.Path]:
-    """The packet files of this night's document (same doc id and input URI), whatever key they
-    are stored under (``sme_packet_<doc_id>.json`` or ``sme_packet_<night>_<doc_id>_<sha>.json``)."""
+    """The escalation packet files of this night's document (same doc id and input URI), whatever
+    key they are stored under (``sme_packet_<doc_id>.json`` or ``sme_packet_<night>_<doc_id>_<sha>.json``).
+    An audit packet of an accepted document (issue 21) is no route of its own: left out."""
     out = []
     for p in sorted((root / "sme_packets").glob("sme_packet_*.json")):
         packet = json.loads(p.read_text())
+        if packet.get("review_kind", "escalation") == "audit":
+            continue
         if packet.get("doc_id") == doc["doc_id"] and packet.get("pdf_path") == doc["pdf_uri"]:
             out.append(p)
     return out
