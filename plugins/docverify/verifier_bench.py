@@ -458,32 +458,11 @@ def _swap_laterality(line: str, rng: random.Random) -> str | None:
 _ADDABLE_NEGATION = re.compile(r"\b(evidence of|is|are|was|were|with|shows)\b", re.I)
 
 
-def inject_number_changed(doc, gold, rng, pool):
-    return _mutate_evidence(doc, gold, rng, _NUMBER, _change_number)
-
-
-def inject_negation_dropped(doc, gold, rng, pool):
-    return _mutate_evidence(doc, gold, rng, _NEGATION, _flip_negation)
-
-
-def inject_negation_added(doc, gold, rng, pool):
-    return _mutate_evidence(doc, gold, rng, _ADDABLE_NEGATION, _add_negation)
-
-
-def inject_laterality_swapped(doc, gold, rng, pool):
-    return _mutate_evidence(doc, gold, rng, _LATERALITY, _swap_laterality)
-
-
-def control_number(doc, gold, rng, pool):
-    return _mutate_evidence(doc, gold, rng, _NUMBER, None)
-
-
-def control_negation(doc, gold, rng, pool):
-    return _mutate_evidence(doc, gold, rng, _NEGATION, None)
-
-
-def control_laterality(doc, gold, rng, pool):
-    return _mutate_evidence(doc, gold, rng, _LATERALITY, None)
+def _evidence_mutation(pattern: re.Pattern, mutate: Callable[[str, random.Random], str | None] | None):
+    """An injector (or, without ``mutate``, a control) quoting a line ``pattern`` finds."""
+    def inject(doc, gold, rng, pool):
+        return _mutate_evidence(doc, gold, rng, pattern, mutate)
+    return inject
 
 
 def inject_documents_merged(doc, gold, rng, pool):
@@ -675,13 +654,13 @@ CATALOGUE: tuple[ErrorClass, ...] = (
     ErrorClass("evidence_other_segment", "evidence quoted from another segment", True, "V4 rules",
                inject_evidence_other_segment),
     ErrorClass("number_changed", "a number changed in an evidence snippet", True, "V4 rules",
-               inject_number_changed),
+               _evidence_mutation(_NUMBER, _change_number)),
     ErrorClass("negation_dropped", "a negation dropped from an evidence snippet", True, "V4 rules",
-               inject_negation_dropped),
+               _evidence_mutation(_NEGATION, _flip_negation)),
     ErrorClass("negation_added", "a negation added to an evidence snippet", True, "V4 rules",
-               inject_negation_added),
+               _evidence_mutation(_ADDABLE_NEGATION, _add_negation)),
     ErrorClass("laterality_swapped", "left and right swapped in an evidence snippet", True, "V4 rules",
-               inject_laterality_swapped),
+               _evidence_mutation(_LATERALITY, _swap_laterality)),
     ErrorClass("documents_merged", "two documents merged into one segment", True, "V2 judgment",
                inject_documents_merged),
     ErrorClass("boundary_shift", "a segment boundary off by one page", True, "V2 judgment",
@@ -712,10 +691,10 @@ BY_NAME = {e.name: e for e in CATALOGUE}
 
 #: Correct classifications that must be accepted (besides the gold ones).
 CONTROLS: tuple[ErrorClass, ...] = (
-    ErrorClass("control_number", "evidence holding a number, quoted faithfully", False, "-", control_number),
-    ErrorClass("control_negation", "evidence holding a negation, quoted faithfully", False, "-", control_negation),
+    ErrorClass("control_number", "evidence holding a number, quoted faithfully", False, "-", _evidence_mutation(_NUMBER, None)),
+    ErrorClass("control_negation", "evidence holding a negation, quoted faithfully", False, "-", _evidence_mutation(_NEGATION, None)),
     ErrorClass("control_laterality", "evidence holding left/right, quoted faithfully", False, "-",
-               control_laterality),
+               _evidence_mutation(_LATERALITY, None)),
     ErrorClass("control_identity", "every page headed by the same patient's name, MRN and DOB", False, "-",
                control_identity),
 )
