@@ -106,6 +106,10 @@ def render(parts: list[dict[str, Any]], judge_name: str, policy_note: str) -> st
         "- how the test part was used: its aggregate figures (the tables below) were read after changes during "
         "development; its documents were never opened, and every rule change was made from a failure of the "
         "tuning part. Documents the project never sees remain the unbiased check.",
+        "- trap 2 per segment (`--admin-trap-per-segment`, Variable `docverify_admin_trap_per_segment`, opt-in): "
+        "the specification's trap 2 reads the whole document, so a PDF holding an administrative form beside the "
+        "report it concerns escalates; run with the flag to measure the per-segment reading (README: 'What the "
+        "verifiers catch').",
         "- what it cannot measure: the gold confidences are fixed (0.9), so `LOW_CONFIDENCE_PRIMARY`'s false alarms "
         "need real classifier output; the corpora are de-identified, so `PATIENT_IDENTITY_CONFLICT` is measured on "
         "invented name/MRN/DOB headers (documents naming their own patient are left out of those two rows); the "
@@ -165,8 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="", help="a pydantic-ai model name: measure a real endpoint")
     ap.add_argument("--blocker-repair", action="store_true", help="repair auto-fixable BLOCKERs before rule 1")
     ap.add_argument("--no-patient-identity", action="store_true", help="switch PATIENT_IDENTITY_CONFLICT off")
-    ap.add_argument("--min-primary-confidence", type=float, default=0.0,
-                    help="LOW_CONFIDENCE_PRIMARY under this confidence (0 = off, the default)")
+    ap.add_argument("--min-primary-confidence", type=float, default=None,
+                    help="LOW_CONFIDENCE_PRIMARY under this confidence (0 = off; default: the policy's)")
+    ap.add_argument("--admin-trap-per-segment", action="store_true",
+                    help="V3 trap 2 per segment (the opt-in refinement of the specification's rule)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -178,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     from docverify.policy import VerifyPolicy
 
     policy = VerifyPolicy(blocker_repair=args.blocker_repair, patient_identity=not args.no_patient_identity,
-                          min_primary_confidence=args.min_primary_confidence)
+                          min_primary_confidence=(VerifyPolicy().min_primary_confidence
+                                                  if args.min_primary_confidence is None else args.min_primary_confidence),
+                          admin_trap_per_segment=args.admin_trap_per_segment)
     verify_kw: dict[str, Any] = {"policy": policy}
     parts = []
     for name in (("tune", "test") if args.part == "both" else (args.part,)):

@@ -168,7 +168,8 @@ def verify_policy(args):
         raise CLIError("INVALID_ARGUMENT", f"--min-primary-confidence {args.min_primary_confidence}: give a "
                        f"confidence between 0 and 1 (0 = off)")
     return VerifyPolicy(blocker_repair=args.blocker_repair, patient_identity=args.patient_identity,
-                        min_primary_confidence=args.min_primary_confidence, label_text_guard=args.label_text_guard)
+                        min_primary_confidence=args.min_primary_confidence, label_text_guard=args.label_text_guard,
+                        admin_trap_per_segment=args.admin_trap_per_segment)
 
 
 def cmd_verify(args) -> int:
@@ -301,6 +302,9 @@ def _policy_flags(sv: argparse.ArgumentParser) -> None:
                     f"{'on' if D.patient_identity else 'off'})")
     sv.add_argument("--min-primary-confidence", type=float, default=D.min_primary_confidence, metavar="X",
                     help=f"V2: LOW_CONFIDENCE_PRIMARY below this confidence (0 = off; default {D.min_primary_confidence})")
+    sv.add_argument("--admin-trap-per-segment", action=on_off, default=D.admin_trap_per_segment,
+                    help="V3 trap 2 per segment instead of over the whole document (default: "
+                    f"{'on' if D.admin_trap_per_segment else 'off'})")
     sv.add_argument("--label-text-guard", action=on_off, default=D.label_text_guard,
                     help="with --model: the offline label-versus-text check beside the model's V2 judgment (default: "
                     f"{'on' if D.label_text_guard else 'off'})")

@@ -43,7 +43,7 @@ from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
 AGENTS = ("V2", "V3", "V4")
 _RULES = {
     "V2": lambda b, c, p: v2_consistency.rule_phase(c, b, p),
-    "V3": lambda b, c, p: v3_traps.rule_phase(b, c),
+    "V3": lambda b, c, p: v3_traps.rule_phase(b, c, per_segment=p.admin_trap_per_segment),
     "V4": lambda b, c, p: v4_evidence.rule_phase(b, c),
 }
 #: The implementation of V2's label-versus-text guard (``policy.label_text_guard``).

@@ -79,6 +79,7 @@ VAR_BLOCKER_REPAIR = "docverify_blocker_repair"
 VAR_CHECK_PATIENT_IDENTITY = "docverify_check_patient_identity"
 VAR_MIN_PRIMARY_CONFIDENCE = "docverify_min_primary_confidence"
 VAR_LABEL_TEXT_GUARD = "docverify_label_text_guard"
+VAR_ADMIN_TRAP_PER_SEGMENT = "docverify_admin_trap_per_segment"
 VAR_SME_ASSIGNEES = "docverify_sme_assignees"
 VAR_AUDIT_RATE = "docverify_audit_rate"
 VAR_AUDIT_ALERT_RATE = "docverify_audit_alert_rate"
@@ -237,6 +238,7 @@ class Settings:
     check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _on_off)
     min_primary_confidence: float = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE), _fraction)
     label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _on_off)
+    admin_trap_per_segment: bool = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT), _on_off)
     sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip())
     audit_rate: float = _var(VAR_AUDIT_RATE, "0.02", _fraction)
     audit_alert_rate: float = _var(VAR_AUDIT_ALERT_RATE, "0.05", _fraction)
@@ -368,11 +370,12 @@ def judge(s: Settings | None = None) -> Judge:
 def policy(s: Settings | None = None) -> P.VerifyPolicy:
     """The verification policy of the Variables ``docverify_blocker_repair`` (off),
     ``docverify_check_patient_identity`` (on), ``docverify_min_primary_confidence`` (0 = off) and
-    ``docverify_label_text_guard`` (on): the tasks pass it to the verify and retry stages and to the
+    ``docverify_label_text_guard`` (on) and ``docverify_admin_trap_per_segment`` (off): the tasks pass it to the verify and retry stages and to the
     batch-mode collect pass (``policy=…``), never through the judge."""
     s = s or Settings.load()
     return P.VerifyPolicy(blocker_repair=s.blocker_repair, patient_identity=s.check_patient_identity,
-                          min_primary_confidence=s.min_primary_confidence, label_text_guard=s.label_text_guard)
+                          min_primary_confidence=s.min_primary_confidence, label_text_guard=s.label_text_guard,
+                          admin_trap_per_segment=s.admin_trap_per_segment)
 
 
 def jury(s: Settings | None = None):

@@ -14,8 +14,8 @@ CBC = ("Quest Diagnostics\nCBC WITH DIFFERENTIAL\nWBC 8.2 x10E3/uL  Reference ra
        "RBC 4.61  Hemoglobin 13.4 g/dL  Hematocrit 40.1 %\nPLT 250")
 
 
-def rule(b, c):
-    return v3_traps.rule_phase(b, ClassificationOutput.model_validate(c))
+def rule(b, c, **kw):
+    return v3_traps.rule_phase(b, ClassificationOutput.model_validate(c), **kw)
 
 
 def judge(b, c):
@@ -284,12 +284,15 @@ PATH_EV = {"snippet": "FINAL DIAGNOSIS: Invasive ductal carcinoma, grade 2.", "p
 AUTH_EV = {"snippet": "PRIOR AUTHORIZATION REQUEST", "page": 1, "anchors_found": []}
 
 
-def test_trap2_a_form_in_its_own_segment_beside_a_report_is_no_trap():
+def test_trap2_a_form_in_its_own_segment_beside_a_report_is_no_trap_per_segment():
     """A PDF holding a prior-authorization form (segment 1, Other) and the pathology report it asks
-    for (segment 2): the keywords are the form's, the report's segment has none."""
+    for (segment 2): per segment (opt-in) the keywords are the form's and the report's segment has
+    none; the specification's rule (the default) reads the whole document and escalates."""
     b = bundle([AUTH_FORM, PATH_REPORT])
     c = classification([(1, 1, "Other", AUTH_EV), (2, 2, "Pathology Report", PATH_EV)])
-    assert [i.code for i in rule(b, c) if i.code == "TRAP_ADMIN_DOCUMENT"] == []
+    assert [i.code for i in rule(b, c, per_segment=True) if i.code == "TRAP_ADMIN_DOCUMENT"] == []
+    [spec] = [i for i in rule(b, c) if i.code == "TRAP_ADMIN_DOCUMENT"]
+    assert spec.severity == "BLOCKER" and spec.location == "document_mixture → Pathology Report"
 
 
 @pytest.mark.parametrize("segments", [
@@ -298,7 +301,7 @@ def test_trap2_a_form_in_its_own_segment_beside_a_report_is_no_trap():
 ])
 def test_trap2_fires_where_the_keywords_and_the_report_share_a_segment(segments):
     b = bundle([AUTH_FORM, PATH_REPORT])
-    [issue] = [i for i in rule(b, classification(segments)) if i.code == "TRAP_ADMIN_DOCUMENT"]
+    [issue] = [i for i in rule(b, classification(segments), per_segment=True) if i.code == "TRAP_ADMIN_DOCUMENT"]
     assert issue.details["segment_index"] == 1 and issue.severity == "BLOCKER"
     assert issue.location == "segments[1] → Pathology Report"
 

@@ -33,6 +33,7 @@ from docverify.verify.common import (
     match_form,
     primary_types,
     segment_text,
+    strongest_presence,
     term_pattern,
     type_loc,
 )
@@ -86,7 +87,7 @@ def _vendors(pairs, texts: list[str]) -> list[str]:
     return sorted({name for name, rx in pairs for t in texts if rx.search(t)})
 
 
-def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment: bool = False) -> list[Issue]:
     r = _rules()
     issues: list[Issue] = []
 
@@ -101,28 +102,31 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
             details={"vendors": vendors},
         ))
 
-    # Trap 2 — administrative keywords + a report type that is not NO_EVIDENCE, read per segment:
-    # the keywords of a segment's pages against that segment's levels, so that a PDF holding a
-    # prior-authorization form and, in a segment of its own, the pathology report it asks for is
-    # not an administrative document classified as a report (the form's segment must be Other).
-    # A one-segment document is the specification's whole-document check.
-    for seg in cls.segments:
-        keywords = _found_longest(r["admin"], match_form(segment_text(bundle, seg)))
+    # Trap 2 — administrative keywords + a report type that is not NO_EVIDENCE. The specification's
+    # rule reads the whole document against the strongest level of each report type; with
+    # ``per_segment`` (policy ``admin_trap_per_segment``) the keywords of a segment's pages are read
+    # against that segment's levels, so that a PDF holding a prior-authorization form and, in a
+    # segment of its own, the pathology report it asks for is not an administrative document
+    # classified as a report (the form's segment must be Other). One segment: the same rule.
+    scopes = ([(seg, segment_text(bundle, seg), {tc.doc_type: tc.presence_level for tc in seg.classifications})
+               for seg in cls.segments] if per_segment
+              else [(None, bundle.full_text(), strongest_presence(cls))])
+    for seg, text, levels in scopes:
+        keywords = _found_longest(r["admin"], match_form(text))
         if not keywords:
             continue
-        levels = {tc.doc_type: tc.presence_level for tc in seg.classifications}
         for rt in r["report_types"]:
             level = levels.get(rt, "NO_EVIDENCE")
             if level != "NO_EVIDENCE":
                 quoted = ", ".join(f"'{k}'" for k in keywords)
-                where = f" in segment {seg.segment_index}" if len(cls.segments) > 1 else ""
+                where = f" in segment {seg.segment_index}" if seg is not None and len(cls.segments) > 1 else ""
                 issues.append(make_issue(
                     "TRAP_ADMIN_DOCUMENT",
                     f"Administrative keywords found ({quoted}) but {rt} marked {level}{where}",
-                    location=f"segments[{seg.segment_index}] → {rt}",
+                    location=f"segments[{seg.segment_index}] → {rt}" if seg is not None else f"document_mixture → {rt}",
                     suggested_fix=f"If this is an administrative form, classify it as 'Other' and mark {rt} NO_EVIDENCE",
                     details={"keywords": keywords, "doc_type": rt, "presence_level": level,
-                             "segment_index": seg.segment_index},
+                             **({"segment_index": seg.segment_index} if seg is not None else {})},
                 ))
 
     # Trap 3 — header/footer content used as evidence
