@@ -21,7 +21,7 @@ RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: venv browser celery-deps test test-fast test-e2e screenshots lint bench hostile schemas samples examples lock clean airflow-init incoming run up
+.PHONY: not-up venv browser celery-deps test test-fast test-e2e screenshots lint bench hostile schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -59,7 +59,8 @@ test-e2e: $(STAMP) browser celery-deps  ## the operator's night: real Airflow co
 
 screenshots:  ## the README's screenshots from the last browser test
 	cp build/e2e/03_trigger_form_defaults.png build/e2e/05_backfill_form.png build/e2e/07_task_log_lineage.png \
-		build/e2e/09_packet_page.png build/e2e/10_review_answered.png docs/images/
+		build/e2e/09_packet_page.png build/e2e/10_review_answered.png \
+		build/e2e/12_review_page.png build/e2e/13_refused_shown.png docs/images/
 
 bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accuracy, pipeline throughput, LLM path, jury/second opinion
 	$(PY) scripts/bench_parse.py
@@ -87,7 +88,15 @@ incoming:  ## copy the sample batch into data/incoming/$(DS)/ (inputs are never 
 	mkdir -p $(DATA)/incoming/$(DS)
 	cp include/samples/*.pdf include/samples/*.classification.json $(DATA)/incoming/$(DS)/
 
-run: airflow-init incoming  ## the DAG on the sample batch, embedded default (no cloud, no LLM)
+# `make run` beside `make up` would share one metadata database: up's scheduler would take over the
+# run's tasks and fail the night. Refuse, naming the way out (scripts/up.sh writes up.pid).
+not-up:
+	@if [ -f $(AIRFLOW_HOME)/up.pid ] && kill -0 "$$(cat $(AIRFLOW_HOME)/up.pid)" 2>/dev/null; then \
+		echo "make run: \`make up\` is running (pid $$(cat $(AIRFLOW_HOME)/up.pid)) on this Airflow home; its scheduler would take over this run's tasks."; \
+		echo "  Run the night from the UI instead (Dags → clinical_doc_verification → Trigger), or stop make up (Ctrl+C) and run make run again."; \
+		exit 2; fi
+
+run: not-up airflow-init incoming  ## the DAG on the sample batch, embedded default (no cloud, no LLM)
 	airflow dags test clinical_doc_verification $(RUN_DATE) > $(AIRFLOW_HOME)/last_run.log 2>&1 \
 		|| (tail -60 $(AIRFLOW_HOME)/last_run.log; echo "the run failed: full log in $(AIRFLOW_HOME)/last_run.log"; exit 1)
 	$(PY) scripts/show_report.py $(DATA) $(DS)

@@ -8,10 +8,21 @@ task bodies, never at parse time.
 from __future__ import annotations
 
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any, cast
 
 import pendulum
-from airflow.sdk import AsyncCallback, DeadlineAlert, DeadlineReference, Param, dag, get_current_context, task
+
+# airflow.sdk's __init__.pyi does not list the deadline names its __init__.py exports
+from airflow.sdk import (  # type: ignore[attr-defined]
+    AsyncCallback,
+    DeadlineAlert,
+    DeadlineReference,
+    Param,
+    dag,
+    get_current_context,
+    task,
+)
 
 from docverify_airflow.assets import ACCEPTED, SME_PACKETS
 from docverify_airflow.notify import DocverifyNotifier
@@ -47,7 +58,7 @@ mode (the default) they skip. Page text never goes to the logs: the
 `lineage` lines carry ids, hashes, codes and decisions only.
 """
 
-DEFAULT_ARGS = {
+DEFAULT_ARGS: dict[str, Any] = {
     "owner": "docverify",
     "retries": 2,
     "retry_delay": timedelta(minutes=2),
@@ -72,7 +83,7 @@ LAYOUT_TASKS = int(os.environ.get("DOCVERIFY_LAYOUT_TASKS", "2") or 2)
     # Airflow creates no task for a date before start_date (a backfill or `dags test` of such a date
     # runs green with nothing verified): the default lies far back so every real night can be
     # re-verified; catchup=False keeps unpausing to the latest night. DOCVERIFY_START_DATE moves it.
-    start_date=pendulum.parse(os.environ.get("DOCVERIFY_START_DATE", "2000-01-01"), tz="UTC"),
+    start_date=cast(datetime, pendulum.parse(os.environ.get("DOCVERIFY_START_DATE", "2000-01-01"), tz="UTC")),
     catchup=False,
     max_active_runs=1,
     default_args=DEFAULT_ARGS,
@@ -243,8 +254,8 @@ def _batch_round(rnd: str, after, laid_out):
     # retries=1: a transient fault creating or following the job (the retry re-attaches to the job
     # recorded in the store, issue 22); a job that ran and failed is not retried
     # (AirflowFailException): its requests go to verify online instead of waiting for a second job
-    job = NightlyGeminiBatchOperator(task_id=f"llm_batch_job_{rnd}", model=plan["model"],
-                                     input_source=plan["file_name"], retries=1,
+    job = NightlyGeminiBatchOperator(task_id=f"llm_batch_job_{rnd}", model=plan["model"],  # type: ignore[index]
+                                     input_source=plan["file_name"], retries=1,  # type: ignore[index]
                                      execution_timeout=timedelta(hours=25))
     done = ingest()
     plan >> job >> done

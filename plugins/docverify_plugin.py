@@ -15,7 +15,9 @@ class DocverifyPlugin(AirflowPlugin):
 
         return [{"app": app, "url_prefix": "/docverify", "name": "docverify SME packets"}]
 
-    external_views = [{"name": "SME packets", "href": "/docverify/packets/", "category": "browse",
+    external_views = [{"name": "SME reviews", "href": "/docverify/reviews/", "category": "browse",
+                       "url_route": "docverify_reviews"},
+                      {"name": "SME packets", "href": "/docverify/packets/", "category": "browse",
                        "url_route": "docverify_packets"},
                       {"name": "Verification trend", "href": "/docverify/trend/", "category": "browse",
                        "url_route": "docverify_trend"}]

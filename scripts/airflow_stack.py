@@ -59,7 +59,8 @@ def tree_pids(procs) -> list[int]:
 class AirflowStack:
     def __init__(self, home: pathlib.Path, storage_root: pathlib.Path | str, *, port: int | None = None,
                  variables: dict[str, str] | None = None, env: dict[str, str] | None = None,
-                 parallelism: int = 8, executor: str = "LocalExecutor") -> None:
+                 parallelism: int = 8, executor: str = "LocalExecutor",
+                 users: dict[str, str] | None = None) -> None:
         self.home = pathlib.Path(home)
         # a local folder, or an object-store URI (gs://bucket/prefix) kept as given
         self.storage_root = storage_root if "://" in str(storage_root) else pathlib.Path(storage_root)
@@ -67,6 +68,10 @@ class AirflowStack:
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.password = secrets.token_urlsafe(12)
+        #: more users of the simple auth manager, name → role (viewer, user, op, admin), each with a
+        #: generated password in :attr:`passwords`
+        self.users = {"admin": "admin", **(users or {})}
+        self.passwords = {name: self.password if name == "admin" else secrets.token_urlsafe(12) for name in self.users}
         self.variables = {"docverify_storage_root": str(self.storage_root), **(variables or {})}
         self.extra_env = env or {}
         self.parallelism = parallelism
@@ -87,7 +92,7 @@ class AirflowStack:
                 "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
                 "AIRFLOW__CORE__AUTH_MANAGER":
                     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, r in self.users.items()),
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
                 "AIRFLOW__API__HOST": "127.0.0.1",
                 "AIRFLOW__API__PORT": str(self.port),
@@ -114,7 +119,7 @@ class AirflowStack:
         pw = self.home / "simple_auth_manager_passwords.json.generated"
         fd = os.open(pw, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps({"admin": self.password}) + "\n")
+            fh.write(json.dumps(self.passwords) + "\n")
         self.airflow("db", "migrate")
         load = subprocess.run([sys.executable, str(REPO / "scripts" / "load_settings.py"),
                                str(REPO / "airflow_settings.yaml")], env=self.env, capture_output=True, text=True,
@@ -130,8 +135,10 @@ class AirflowStack:
         self.setup()
         airflow = str(pathlib.Path(sys.executable).parent / "airflow")
         for name in COMPONENTS:
+            # as `make up` (scripts/up.sh): no log server on every interface; the api-server reads the logs
             self.spawn(name, [airflow, name] + (["--port", str(self.port), "--host", "127.0.0.1"]
-                                                if name == "api-server" else []))
+                                                if name == "api-server" else ["--skip-serve-logs"]
+                                                if name in ("scheduler", "triggerer") else []))
         self.wait_ready(timeout)
         return self
 

@@ -36,7 +36,7 @@ from docverify.jury import Juror, Jury  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
 from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
 from docverify.llm import BackoffRetry, InMemoryVerdictCache, LLMJudge  # noqa: E402
-from docverify.pipeline import verify_document  # noqa: E402
+from docverify.pipeline import VerifyDeps, verify_document  # noqa: E402
 
 
 def main() -> int:
@@ -62,19 +62,18 @@ def main() -> int:
         return LLMJudge(model, f"google:{model_name}", cache=InMemoryVerdictCache(),
                         retry_policy=BackoffRetry(2, 0.01, 0.02))
 
-    def judge(jury: str, second: bool) -> OfflineJudge:
-        j = OfflineJudge()
-        j.jury = None  # type: ignore[attr-defined]
+    def judge(jury: str, second: bool) -> VerifyDeps:
+        the_jury = None
         if jury == "shared":  # the default: all three on one connection (A and B share one call)
             m = llm("gemini-2.5-flash")
-            j.jury = Jury([Juror("A", m), Juror("B", m), Juror("C", m, "JURY_EVIDENCE")])  # type: ignore[attr-defined]
+            the_jury = Jury([Juror("A", m), Juror("B", m), Juror("C", m, "JURY_EVIDENCE")])
         elif jury == "three":  # three connections (docverify_jury_conn_ids), as in Verga et al.
-            j.jury = Jury([Juror("A", llm("gemini-2.5-flash")), Juror("B", llm("gemini-2.5-flash-lite")),  # type: ignore[attr-defined]
-                           Juror("C", llm("gemini-2.0-flash"), "JURY_EVIDENCE")])
-        j.second_opinion = SecondOpinion(llm("gemini-2.5-flash")) if second else None  # type: ignore[attr-defined]
-        return j
+            the_jury = Jury([Juror("A", llm("gemini-2.5-flash")), Juror("B", llm("gemini-2.5-flash-lite")),
+                             Juror("C", llm("gemini-2.0-flash"), "JURY_EVIDENCE")])
+        return VerifyDeps(OfflineJudge(), jury=the_jury,
+                          second_opinion=SecondOpinion(llm("gemini-2.5-flash")) if second else None)
 
-    def run(j: OfflineJudge) -> tuple[list[int], Counter, Counter, int]:
+    def run(j: VerifyDeps) -> tuple[list[int], Counter, Counter, int]:
         per_doc, kinds, actions = [], Counter(), Counter()
         for b in bundles:
             start = len(fake.requests)

@@ -183,10 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     judge = make_judge(args.model)
     from docverify.policy import VerifyPolicy
 
-    policy = VerifyPolicy(blocker_repair=args.blocker_repair, patient_identity=not args.no_patient_identity,
-                          min_primary_confidence=(VerifyPolicy().min_primary_confidence
-                                                  if args.min_primary_confidence is None else args.min_primary_confidence),
-                          admin_trap_per_segment=args.admin_trap_per_segment)
+    policy = VerifyPolicy.from_overrides({
+        "blocker_repair": args.blocker_repair, "patient_identity": not args.no_patient_identity,
+        "min_primary_confidence": args.min_primary_confidence, "admin_trap_per_segment": args.admin_trap_per_segment})
     verify_kw: dict[str, Any] = {"policy": policy}
     parts = []
     for name in (("tune", "test") if args.part == "both" else (args.part,)):

@@ -34,7 +34,45 @@ def convert(settings: dict) -> dict[str, dict]:
     return {"connections": connections, "pools": pools, "variables": variables}
 
 
+def metadata_db_url() -> str:
+    """The metadata DB's SQLAlchemy URL as Airflow reads it: the environment, else airflow.cfg's
+    ``[database] sql_alchemy_conn``, else Airflow's default (``$AIRFLOW_HOME/airflow.db``)."""
+    import configparser
+    import os
+
+    url = os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN")
+    home = pathlib.Path(os.environ.get("AIRFLOW_HOME") or pathlib.Path.home() / "airflow")
+    if not url:
+        cfg = configparser.ConfigParser(interpolation=None)
+        cfg.read(home / "airflow.cfg")
+        url = cfg.get("database", "sql_alchemy_conn", fallback="")
+    return url or f"sqlite:///{home / 'airflow.db'}"
+
+
+def secure_metadata_db() -> list[pathlib.Path]:
+    """Make a SQLite metadata DB (and its -wal / -shm / -journal files) readable by its owner only
+    (0600): it holds the connections (API keys, Fernet-encrypted), Variables and XComs. Run after
+    `airflow db migrate` (which creates it with the umask's mode, 0644). Returns the files changed;
+    none for a server database."""
+    import os
+
+    url = metadata_db_url()
+    if not url.startswith("sqlite:"):
+        return []
+    db = pathlib.Path(url.split(":///", 1)[-1].split("?", 1)[0]) if ":///" in url else None
+    if db is None or not db.exists():
+        return []
+    changed = []
+    for f in (db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
+        if f.exists():
+            os.chmod(f, 0o600)
+            changed.append(f)
+    return changed
+
+
 def main(path: str) -> int:
+    for f in secure_metadata_db():  # `make airflow-init` runs this right after `airflow db migrate`
+        print(f"{f.name}: mode 0600")
     settings = yaml.safe_load(pathlib.Path(path).read_text(encoding="utf-8"))
     parts = convert(settings)
     with tempfile.TemporaryDirectory() as tmp:

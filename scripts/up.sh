@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# `make up`: airflow standalone with safe defaults.
+# `make up`: the Airflow components `airflow standalone` runs (scheduler, dag-processor,
+# triggerer, api-server), started one by one with safe defaults.
 #  * loopback only: the API server / UI listens on 127.0.0.1 (AIRFLOW__API__HOST; set
-#    DOCVERIFY_UP_HOST=0.0.0.0 yourself to expose it, e.g. behind an authenticating proxy);
+#    DOCVERIFY_UP_HOST=0.0.0.0 yourself to expose it, e.g. behind an authenticating proxy); the
+#    scheduler and triggerer start no log server (standalone's listen on every interface, ports
+#    8793/8794): on one machine the api-server reads the task logs from AIRFLOW_HOME/logs;
+#  * `make run` refuses to start while this runs (it would share the metadata database, and the
+#    scheduler here would take over its tasks): $AIRFLOW_HOME/up.pid names this script's process;
 #  * files it creates are private (umask 077): the generated password file is readable by its
 #    owner only (an existing one is chmod-ed to 600);
 #  * a clean stop: standalone runs in its own process group (setsid); on SIGINT/SIGTERM/exit the
@@ -15,13 +20,18 @@ PASSWORDS="$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
 [ -e "$PASSWORDS" ] && chmod 600 "$PASSWORDS"
 GRACE_S="${DOCVERIFY_UP_GRACE_S:-20}"
 
-setsid airflow standalone "$@" &
+PORT="${DOCVERIFY_UP_PORT:-8080}"
+setsid bash -c 'airflow scheduler --skip-serve-logs & airflow dag-processor & airflow triggerer --skip-serve-logs &
+  airflow api-server --host "$1" --port "$2" & wait' up "$AIRFLOW__API__HOST" "$PORT" &
 PGID=$!  # setsid: the child is the leader of a new process group whose id is its pid
+echo $$ > "$AIRFLOW_HOME/up.pid"
+echo "make up: the Airflow UI at http://$AIRFLOW__API__HOST:$PORT/ (login: $PASSWORDS); Ctrl+C stops everything"
 stopping=0
 WATCH=""
 stop() {
   [ "$stopping" = 1 ] && return
   stopping=1
+  rm -f "$AIRFLOW_HOME/up.pid"
   [ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null || true
   kill -TERM -- "-$PGID" 2>/dev/null || true
   for _ in $(seq "$GRACE_S"); do

@@ -32,7 +32,8 @@ per line, or inline requests), ``GET /v1beta/batches/<id>`` (PENDING, RUNNING fo
 (``GET /v1beta/files/<id>:download``: ``{"key", "response" | "error"}`` per line) for a file
 source, inline for inline requests. Each item is answered like ``generateContent`` with the
 brain (:func:`offline_brain`: the same answer, never the script); ``batch_fail_fraction`` of the
-items (spread evenly) answer an INTERNAL error instead. Counted: ``batch_jobs`` (created),
+items (spread evenly) answer an INTERNAL error instead, ``batch_degenerate_fraction`` a degenerate
+answer (:func:`degenerate`). Counted: ``batch_jobs`` (created),
 ``batch_items``, ``batch_polls``, ``uploads``, ``downloads``; these requests are not counted in
 ``requests``/``count`` (the online ``generateContent`` calls). A finished job has the fields of the
 real ``batches.get`` in ``shared/corpora/realapi/batch/ellmer_state-capitals-gemini.json``
@@ -46,6 +47,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
+import itertools
 import json
 import math
 import re
@@ -71,22 +74,67 @@ def function_call(body: dict, args: dict, *, prompt_tokens: int = 1200, output_t
     name = body["tools"][0]["functionDeclarations"][0]["name"]
     return {
         "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": name, "args": args}}]},
-                        "finishReason": "STOP"}],
-        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
-                          "cachedContentTokenCount": cached_tokens,
-                          "totalTokenCount": prompt_tokens + output_tokens},
-        "modelVersion": "gemini-2.5-flash",
+                        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": usage_metadata(prompt_tokens, output_tokens, cached_tokens),
+        "modelVersion": answering_model(),
+        "responseId": response_id(),
     }
 
 
 def text_reply(text: str, *, prompt_tokens: int = 400, output_tokens: int = 30) -> dict:
     """A generateContent response with plain text (a call without output tools)."""
     return {
-        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
-        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
-                          "totalTokenCount": prompt_tokens + output_tokens},
-        "modelVersion": "gemini-2.5-flash",
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": usage_metadata(prompt_tokens, output_tokens),
+        "modelVersion": answering_model(),
+        "responseId": response_id(),
     }
+
+
+def usage_metadata(prompt_tokens: int, output_tokens: int, cached_tokens: int = 0) -> dict:
+    """``usageMetadata`` as the recordings of realapi/gemini/ have it: proto3 JSON omits a zero
+    (``cachedContentTokenCount`` only when some were cached, with its ``cacheTokensDetails``), and the
+    prompt's tokens per modality."""
+    usage: dict[str, Any] = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+                             "totalTokenCount": prompt_tokens + output_tokens,
+                             "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt_tokens}]}
+    if cached_tokens:
+        usage["cachedContentTokenCount"] = cached_tokens
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached_tokens}]
+    return usage
+
+
+_RESPONSE_IDS = itertools.count(1)
+_ANSWERING = threading.local()
+
+
+def answering_model() -> str:
+    """The ``modelVersion`` of an answer built by this module: the model the request was sent to (the
+    URL's ``models/<model>``, or the batch job's model), as the real API names the model that
+    answered; ``gemini-2.5-flash`` outside a request."""
+    return getattr(_ANSWERING, "model", None) or "gemini-2.5-flash"
+
+
+def _model_of_path(path: str) -> str | None:
+    m = re.search(r"/models/([^/:?]+)", path)
+    return m.group(1) if m else None
+
+
+def response_id() -> str:
+    """A ``responseId`` like the real ones (22 URL-safe characters), unique per answer of the process."""
+    return f"fake{next(_RESPONSE_IDS):018d}"
+
+
+def degenerate(response: dict, finish_reason: str = "MAX_TOKENS") -> dict:
+    """``response`` made degenerate (schema-valid arguments, but the generation was cut): ``finish_reason``
+    instead of STOP and no ``candidatesTokenCount`` (proto3 omits the zero), as
+    realapi/gemini/max_tokens_empty_25pro.json's usage block shows."""
+    out = json.loads(json.dumps(response))
+    out["candidates"][0]["finishReason"] = finish_reason
+    usage = out.get("usageMetadata") or {}
+    usage.pop("candidatesTokenCount", None)
+    usage["totalTokenCount"] = usage.get("promptTokenCount", 0)
+    return out
 
 
 def error_body(code: int, status: str, message: str = "fake error") -> dict:
@@ -176,6 +224,9 @@ class FakeGemini:
         # the Batch API (see the module docstring)
         self.batch_delay_s = 0.0
         self.batch_fail_fraction = 0.0
+        #: items (spread evenly) answered with a *degenerate* line: the brain's schema-valid arguments under
+        #: finishReason MAX_TOKENS without candidatesTokenCount (what a truncated generation looks like)
+        self.batch_degenerate_fraction = 0.0
         self.batch_job_fails = False
         self.batch_poll_errors = 0  # the next N GET batches/<id> answer 503 UNAVAILABLE (a transient poll error)
         self.batch_results_late_polls = 0  # polls of a SUCCEEDED job answered before its results are set
@@ -237,6 +288,7 @@ class FakeGemini:
                     data = b'{"candidates": [{"content": {"parts": [{"functionCall": '
                 else:
                     try:
+                        _ANSWERING.model = _model_of_path(self.path)
                         data = json.dumps(reply(body) if callable(reply) else reply).encode()
                     except Exception as exc:  # noqa: BLE001 - a fake's bug is a 500, not a dropped socket
                         status, data = 500, json.dumps(error_body(500, "INTERNAL", type(exc).__name__)).encode()
@@ -302,8 +354,15 @@ class FakeGemini:
             if not final:
                 self._json(h, 200, {}, {"x-goog-upload-status": "active"})
                 return
-            self._json(h, 200, {"file": {"name": name, "mimeType": "jsonl", "sizeBytes": str(len(self.files[name])),
-                                         "state": "ACTIVE"}}, {"x-goog-upload-status": "final"})
+            import base64
+
+            digest = base64.b64encode(hashlib.sha256(self.files[name]).hexdigest().encode()).decode()
+            self._json(h, 200, {"file": {  # the File of realapi/batch/ellmer_google-upload.yml (its fields)
+                "name": name, "displayName": name.split("/")[-1], "mimeType": "jsonl",
+                "sizeBytes": str(len(self.files[name])), "createTime": "2026-11-22T01:00:00.159379Z",
+                "updateTime": "2026-11-22T01:00:00.159379Z", "expirationTime": "2026-11-24T01:00:00.403313302Z",
+                "sha256Hash": digest, "uri": f"{self.base_url}/v1beta/{name}", "state": "ACTIVE",
+                "source": "UPLOADED"}}, {"x-goog-upload-status": "final"})
             return
         # POST /v1beta/models/<model>:batchGenerateContent
         model = h.path.split("/models/", 1)[-1].split(":", 1)[0]
@@ -373,13 +432,17 @@ class FakeGemini:
             if job["done"] is not None:
                 return job["done"]
         answers = []
-        frac = self.batch_fail_fraction
+        frac, dfrac = self.batch_fail_fraction, self.batch_degenerate_fraction
         for i, item in enumerate(job["items"]):
             if frac > 0 and math.floor((i + 1) * frac) > math.floor(i * frac):
                 answers.append({"key": item["key"], "error": {"code": 13, "message": "fake item failure"}})
                 continue
             try:
-                answers.append({"key": item["key"], "response": offline_brain(item["request"])})
+                _ANSWERING.model = job["model"].removeprefix("models/")
+                response = offline_brain(item["request"])
+                if dfrac > 0 and math.floor((i + 1) * dfrac) > math.floor(i * dfrac):
+                    response = degenerate(response)
+                answers.append({"key": item["key"], "response": response})
             except Exception as exc:  # noqa: BLE001 - a fake's bug is a failed item
                 answers.append({"key": item["key"], "error": {"code": 13, "message": type(exc).__name__}})
         with self.lock:

@@ -32,6 +32,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 DEFAULT_RATE = 0.02
 CONFIDENCE_OFFSET = 1.5
@@ -160,7 +161,7 @@ def classification_confidence(classification: object) -> float:
     if isinstance(conf, (int, float)) and not isinstance(conf, bool) and conf > 0:
         return min(1.0, float(conf))
     dominant = classification.get("dominant_type_overall")
-    found = [float(c.get("confidence")) for s in classification.get("segments") or [] if isinstance(s, dict)
+    found = [float(cast(float, c.get("confidence"))) for s in classification.get("segments") or [] if isinstance(s, dict)
              for c in s.get("classifications") or [] if isinstance(c, dict) and c.get("doc_type") == dominant
              and isinstance(c.get("confidence"), (int, float)) and not isinstance(c.get("confidence"), bool)]
     return min(1.0, max(0.0, sum(found) / len(found))) if found else 0.5

@@ -19,6 +19,7 @@ from docverify.models import (
     TypeClassification,
 )
 from docverify.verify.common import is_number
+from docverify.verify.registry import REGISTRY, Registry
 from docverify.verify.v2_consistency import SHARE_TOLERANCE, derive_mixture, pages_by_dominant_type
 
 Fixer = Callable[[ClassificationOutput, list[Issue]], str | None]
@@ -173,9 +174,19 @@ def fix_jury_flip(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
     return "Applied the jury's FLIP: " + "; ".join(done) if done else None
 
 
-def apply_fixes(cls: ClassificationOutput, issues: list[Issue], attempt: int) -> tuple[ClassificationOutput, list[FixApplied]]:
-    """Apply the fixer of every auto-fixable issue code present. Returns a new classification
-    (the input is not changed) and what was done."""
+def fixer_for(code: str, registry: Registry = REGISTRY) -> Fixer | None:
+    """The fixer of ``code``: this module's, or the one its verifier's spec brings (``VerifierSpec.fixers``)."""
+    fn = FIXERS.get(code)
+    if fn is None:
+        owner = registry.code_owner(code)
+        fn = owner.fixers.get(code) if owner is not None else None
+    return fn
+
+
+def apply_fixes(cls: ClassificationOutput, issues: list[Issue], attempt: int,
+                registry: Registry = REGISTRY) -> tuple[ClassificationOutput, list[FixApplied]]:
+    """Apply the fixer of every auto-fixable issue code present (:func:`fixer_for`). Returns a new
+    classification (the input is not changed) and what was done."""
     fixed = cls.model_copy(deep=True)
     by_code: dict[str, list[Issue]] = {}
     for issue in issues:
@@ -183,7 +194,7 @@ def apply_fixes(cls: ClassificationOutput, issues: list[Issue], attempt: int) ->
             by_code.setdefault(issue.code, []).append(issue)
     applied = []
     for code, code_issues in by_code.items():
-        fn = FIXERS.get(code)
+        fn = fixer_for(code, registry)
         if fn is None:  # guarded by a test; never silently pretend a fix happened
             continue
         description = fn(fixed, code_issues)

@@ -167,19 +167,17 @@ def verify_policy(args):
     if not 0.0 <= args.min_primary_confidence <= 1.0:
         raise CLIError("INVALID_ARGUMENT", f"--min-primary-confidence {args.min_primary_confidence}: give a "
                        f"confidence between 0 and 1 (0 = off)")
-    return VerifyPolicy(blocker_repair=args.blocker_repair, patient_identity=args.patient_identity,
-                        min_primary_confidence=args.min_primary_confidence, label_text_guard=args.label_text_guard,
-                        admin_trap_per_segment=args.admin_trap_per_segment)
+    return VerifyPolicy.from_overrides({name: getattr(args, name) for name in VerifyPolicy.model_fields})
 
 
 def cmd_verify(args) -> int:
-    from docverify.pipeline import verify_document
+    from docverify.pipeline import VerifyDeps, verify_document
 
     bundle = _load_bundle(args.bundle)
     classification = _read_classification(args.classification)
-    policy = verify_policy(args)
     judge = make_judge(args.model)
-    result = asyncio.run(verify_document(bundle, classification, judge, policy=policy))
+    deps = VerifyDeps(judge, policy=verify_policy(args))
+    result = asyncio.run(verify_document(bundle, classification, deps))
     if args.out:
         from docverify.outputs import write_outcome
         from docverify.store import ArtifactStore

@@ -2,7 +2,9 @@
 
 Every verifier creates issues through :func:`make_issue`, so a code's severity, auto-fix flag
 and IG code live here and nowhere else. A test checks that every auto-fixable code has a fixer
-registered in :mod:`docverify.autofix`.
+registered in :mod:`docverify.autofix`. Which verifier may raise which code is its spec's
+(:mod:`docverify.verify.registry`; ``tests/docverify/test_registry.py`` checks both agree); a new
+verifier brings its own rows (``VerifierSpec.new_codes``, added by :func:`register_codes`).
 
 IG codes group the checks by the integrity guideline they protect:
 IG-0 input (the document or the classification could not be read), IG-1 segment count,
@@ -92,6 +94,19 @@ CATALOGUE: dict[str, CodeSpec] = {
 }
 
 AUTO_FIXABLE_CODES: frozenset[str] = frozenset(c.code for c in CATALOGUE.values() if c.auto_fixable)
+
+
+def register_codes(rows: tuple[CodeSpec, ...] | list[CodeSpec]) -> None:
+    """Add the catalogue rows a verifier brings (its spec's ``new_codes``, :mod:`docverify.verify.spec`):
+    so a new verifier declares its codes in its own module. Registering the same row again is a no-op;
+    a different row under a code already catalogued is refused."""
+    global AUTO_FIXABLE_CODES
+    for row in rows:
+        known = CATALOGUE.get(row.code)
+        if known is not None and known != row:
+            raise ValueError(f"{row.code}: already in the catalogue as {known}")
+        CATALOGUE[row.code] = row
+    AUTO_FIXABLE_CODES = frozenset(c.code for c in CATALOGUE.values() if c.auto_fixable)
 
 
 def make_issue(

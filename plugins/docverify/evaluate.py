@@ -37,6 +37,12 @@ Audits (issue 21)
     (:mod:`docverify.audit`); also per accepted dominant type and per night (the review id's
     date); ``false_accept_errors`` counts the kinds of error (type, boundary, evidence).
 
+Cannot classify
+    A record ``SME_UNCLASSIFIABLE`` (the SME could not classify the document: unreadable, wrong
+    file, needs a re-scan, other) holds no classification: it counts in ``n_reviewed`` and
+    ``n_unclassifiable`` (listed with its reason under ``unclassifiable``) and in no accuracy,
+    escalation, false-alarm or false-accept figure — an audit answered so is not a false accept.
+
 The figures (a :class:`Ratio` keeps numerator and denominator; its value is None — shown as
 "n/a" — when the denominator is 0)
     dominant_type_accuracy
@@ -82,7 +88,7 @@ import pathlib
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -171,6 +177,15 @@ class DocumentFigures(_Figures):
     issue_codes: list[str] = Field(default_factory=list)
     review_kind: str = Field(default="escalation", exclude_if=lambda v: v == "escalation")
     error_kinds: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    unclassifiable_reason: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class UnclassifiableDocument(_Figures):
+    """A document the SME could not classify (its latest record is SME_UNCLASSIFIABLE)."""
+
+    doc_id: str
+    reason: str
+    review_kind: str = "escalation"
 
 
 class FalseAcceptFigures(_Figures):
@@ -206,6 +221,10 @@ class FeedbackFigures(_Figures):
     n_reviewed: int = 0
     n_validated: int = 0
     n_corrected: int = 0
+    n_unclassifiable: int = Field(0, description="answers 'Cannot classify' (SME_UNCLASSIFIABLE): no truth, "
+                                  "in no classification, escalation or false-accept figure")
+    unclassifiable: list[UnclassifiableDocument] = Field(
+        default_factory=list, exclude_if=lambda v: not v, description="those documents with the SME's reason")
     n_primary_missing: int = 0
     primary_missing_doc_ids: list[str] = Field(default_factory=list)
     n_escalated_reviewed: int = Field(0, description="reviewed documents with a packet and a primary")
@@ -264,7 +283,7 @@ class Span:
     doc_type: str
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -506,7 +525,7 @@ class _PrimarySource:
                 pairs = {(v.get("code"), v.get("final_action")) for a in (raw.get("attempts") or [])
                          for r in (a.get("runs") or []) if isinstance(r, dict) and r.get("phase") == "jury"
                          for v in (r.get("votes") or []) if isinstance(v, dict)}
-                return sorted(p for p in pairs if all(isinstance(x, str) for x in p))
+                return sorted((a, b) for a, b in pairs if isinstance(a, str) and isinstance(b, str))
         return []
 
     def run_classification(self, doc_id: str) -> Any | None:
@@ -563,13 +582,23 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
     by_rule: dict[str, Counter] = defaultdict(Counter)
     by_code: dict[str, Counter] = defaultdict(Counter)
     by_jury: dict[str, Counter] = defaultdict(Counter)
-    sources = Counter()
+    sources: Counter[str] = Counter()
     audits: list[tuple[str, str, bool, float]] = []  # night, accepted type, corrected, inclusion probability
     error_kinds: Counter = Counter()
+    unclassifiable: list[UnclassifiableDocument] = []
     for doc_id, (record, version) in latest.items():
         src = record.ground_truth_source
         sources[src] += 1
         packet = source.packet(doc_id)
+        if src == "SME_UNCLASSIFIABLE":  # no truth: counted apart, in no figure
+            kind = "audit" if record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit" \
+                else "escalation"
+            reason = record.unclassifiable_reason or "other"
+            unclassifiable.append(UnclassifiableDocument(doc_id=doc_id, reason=reason, review_kind=kind))
+            rows.append(DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version,
+                                        escalated=packet is not None and kind == "escalation", review_kind=kind,
+                                        unclassifiable_reason=reason))
+            continue
         if record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit":
             from docverify.audit import error_kinds as kinds_of
 
@@ -601,7 +630,8 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
             row.primary_missing = True
             missing.append(doc_id)
             continue
-        total = packet.get("total_pages") if packet and _is_int(packet.get("total_pages")) else 0
+        total_pages = packet.get("total_pages") if packet else None
+        total = total_pages if _is_int(total_pages) else 0
         truth_dominant, truth_spans = truth_of(record, primary)
         c = compare(primary, truth_dominant, truth_spans, total)
         acc.add(c)
@@ -624,7 +654,8 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
     codes = {k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_code.items())}
     return FeedbackFigures(
         source=store.uri(""), n_reviewed=len(latest), n_validated=sources["SME_VALIDATED"],
-        n_corrected=sources["SME_CORRECTED"], n_primary_missing=len(missing), primary_missing_doc_ids=missing,
+        n_corrected=sources["SME_CORRECTED"], n_unclassifiable=len(unclassifiable), unclassifiable=unclassifiable,
+        n_primary_missing=len(missing), primary_missing_doc_ids=missing,
         n_escalated_reviewed=escalated[1], accuracy=acc.figures(),
         escalation_precision=Ratio.of(escalated[0], escalated[1]),
         escalation_by_rule={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_rule.items())},
@@ -657,7 +688,8 @@ def evaluate_labelled_corpus(corpus_dir: pathlib.Path | str, page_chars: int | N
 
     page_chars = page_chars or PAGE_CHARS
     path = sample_path(corpus_dir)
-    total, per_corpus = _Accumulator(), defaultdict(_Accumulator)
+    total = _Accumulator()
+    per_corpus: defaultdict[str, _Accumulator] = defaultdict(_Accumulator)
     pages = 0
     misclassified: list[MisclassifiedRecord] = []
     for rec in load_records(path):

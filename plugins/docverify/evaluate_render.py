@@ -3,6 +3,8 @@ Markdown and an HTML fragment (Jinja2 templates ``include/templates/feedback_fig
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tabulate import tabulate
 
 from docverify.evaluate import NA, AccuracyFigures, CodeFigures, CorpusFigures, FeedbackFigures
@@ -30,11 +32,16 @@ def accuracy_rows(a: AccuracyFigures) -> list[tuple[str, str]]:
 
 def summary_rows(f: FeedbackFigures) -> list[tuple[str, str]]:
     """(figure, value) rows of the store's feedback figures."""
+    reasons = Counter(u.reason for u in f.unclassifiable)
+    unclassifiable = f"{f.n_unclassifiable}" + (
+        f" ({', '.join(f'{r}: {n}' for r, n in sorted(reasons.items()))}; "
+        f"{', '.join(u.doc_id for u in f.unclassifiable)})" if reasons else "")
     missing = f"{f.n_primary_missing}" + (f" ({', '.join(f.primary_missing_doc_ids)})" if f.primary_missing_doc_ids else "")
     return [
         ("reviewed documents (latest ground truth)", str(f.n_reviewed)),
         ("  validated (SME_VALIDATED)", str(f.n_validated)),
         ("  corrected (SME_CORRECTED)", str(f.n_corrected)),
+        ("  cannot classify (SME_UNCLASSIFIABLE; not scored)", unclassifiable),
         ("primary classification missing (not scored)", missing),
         ("escalation precision (escalations the SME corrected)", f.escalation_precision.show()),
         ("false-accept rate (audited accepts the SME corrected, weighted; Wilson 95% CI)", f.false_accept.show()),

@@ -47,7 +47,7 @@ def classification(segments: list[tuple[int, int, str, dict]], doc_id: str = "do
         segs.append({"segment_index": i, "page_start": s, "page_end": e, "segment_page_count": e - s + 1,
                      "dominant_type": dom, "reasoning": "test", "classifications": _types(dom, ev)})
         weights[dom] += (e - s + 1) / pages_total
-    dominant = max(weights, key=weights.get)
+    dominant = max(weights, key=weights.__getitem__)
     mixture = [{"doc_type": t, "presence_level": "PRIMARY" if weights[t] > 0 else "NO_EVIDENCE",
                 "overall_share": weights[t]} for t in DOC_TYPES]
     return {"doc_id": doc_id, "dominant_type_overall": dominant, "number_of_segments": len(segs),

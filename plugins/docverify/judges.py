@@ -1,7 +1,8 @@
 """The judgment phases behind one interface.
 
-A *judge* produces the classification and the judgment phases of V2, V3 and V4. There are two
-implementations:
+A *judge* produces the classification and the judgment phase of every verifier that has one
+(V2, V3 and V4 today: :mod:`docverify.verify.registry`) through one method,
+``judge(agent, bundle, classification)``. There are two implementations:
 
 * :class:`OfflineJudge` (the embedded default) — deterministic lexicon/layout algorithms; real,
   weaker verifiers that need no network and no credentials;
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import partial
 
 from docverify.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported (the LLM judge's V3 input)
+from docverify.verify.registry import REGISTRY, Registry
 
 
 class JudgeThrottled(RuntimeError):
@@ -71,13 +74,16 @@ class ClassifyResult:
 
 
 class Judge(ABC):
-    """Classifier + judgment phases of V2, V3 and V4."""
+    """Classifier + the judgment phase of every verifier of the registry that has one."""
 
     #: The model name the price table knows (``gemini-2.5-flash``), or None (no LLM).
     price_model: str | None = None
 
     #: Stable id of the implementation, written into every report (e.g. ``offline-v1``).
     name: str
+
+    #: The verifiers this judge judges (their specs say how).
+    registry: Registry = REGISTRY
 
     @property
     def classifier_id(self) -> str:
@@ -89,30 +95,30 @@ class Judge(ABC):
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult: ...
 
     @abstractmethod
-    async def judge_consistency(
-        self, bundle: DocumentBundle, classification: ClassificationOutput
+    async def judge(
+        self, agent: str, bundle: DocumentBundle, classification: ClassificationOutput
     ) -> JudgmentResult:
-        """V2 judgment: does each segment's page text support its labels?"""
+        """The judgment phase of verifier ``agent`` (``V2``: does each segment's page text support its
+        labels? ``V3``: traps visible in the first :data:`V3_CONTEXT_CHARS` characters; ``V4``: quality
+        of the evidence)."""
 
-    @abstractmethod
-    async def judge_context(
-        self, bundle: DocumentBundle, classification: ClassificationOutput
-    ) -> JudgmentResult:
-        """V3 judgment: traps visible in the first :data:`V3_CONTEXT_CHARS` characters."""
 
-    @abstractmethod
-    async def judge_evidence(
-        self, bundle: DocumentBundle, classification: ClassificationOutput
-    ) -> JudgmentResult:
-        """V4 judgment: quality of the evidence (specific, relevant, sized)."""
+
+def judgment_call(judge: Judge, agent: str):
+    """The bound judgment of ``agent`` on ``judge``."""
+    return partial(judge.judge, agent)
 
 
 class OfflineJudge(Judge):
     """The embedded default: no LLM, no network. See ``classify/offline.py`` and the
-    ``offline_judgment`` functions of ``verify/v2_consistency.py``, ``verify/v3_traps.py`` and
-    ``verify/v4_evidence.py``."""
+    ``offline_judgment`` of each verifier's spec (``verify/v2_consistency.py``, ``verify/v3_traps.py``,
+    ``verify/v4_evidence.py``)."""
 
     name = "offline-v1"
+
+    def __init__(self, registry: Registry | None = None):
+        if registry is not None:
+            self.registry = registry
 
     @property
     def classifier_id(self) -> str:
@@ -125,25 +131,8 @@ class OfflineJudge(Judge):
 
         return ClassifyResult(classify_offline(bundle), IMPLEMENTATION)
 
-    async def judge_consistency(self, bundle, classification) -> JudgmentResult:
-        from docverify.verify import v2_consistency
-
-        return JudgmentResult(
-            v2_consistency.offline_judgment(bundle, classification),
-            v2_consistency.OFFLINE_IMPLEMENTATION,
-        )
-
-    async def judge_context(self, bundle, classification) -> JudgmentResult:
-        from docverify.verify import v3_traps
-
-        return JudgmentResult(
-            v3_traps.offline_judgment(bundle, classification), v3_traps.OFFLINE_IMPLEMENTATION
-        )
-
-    async def judge_evidence(self, bundle, classification) -> JudgmentResult:
-        from docverify.verify import v4_evidence
-
-        return JudgmentResult(
-            v4_evidence.offline_judgment(bundle, classification),
-            v4_evidence.OFFLINE_IMPLEMENTATION,
-        )
+    async def judge(self, agent, bundle, classification) -> JudgmentResult:
+        spec = self.registry[agent]
+        if spec.offline_judgment is None:
+            raise ValueError(f"{agent} has no judgment phase")
+        return JudgmentResult(spec.offline_judgment(bundle, classification), spec.offline_implementation)

@@ -206,9 +206,9 @@ def _compile(lexicon: dict[str, Any], vendors: dict[str, Any]) -> CompiledLexico
     )
     vendor_rx: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
     for name in sorted(vendors.get("vendors", []), key=len, reverse=True):
-        rx = re.compile(_phrase_regex(name), re.IGNORECASE)
+        name_rx = re.compile(_phrase_regex(name), re.IGNORECASE)
         for k in _keys(name):
-            vendor_rx.setdefault(k, []).append((name, rx))
+            vendor_rx.setdefault(k, []).append((name, name_rx))
     return CompiledLexicon(
         version=str(lexicon.get("version", "")),
         entries=entries,

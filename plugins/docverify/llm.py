@@ -1,4 +1,5 @@
-"""``LLMJudge``: the classifier and the V2/V3/V4 judgment phases on a pydantic-ai model.
+"""``LLMJudge``: the classifier and the judgment phases (V2/V3/V4: the verifier registry's) on a
+pydantic-ai model.
 
 Every call is one pydantic-ai :class:`~pydantic_ai.Agent` run with a structured ``output_type``
 (the pydantic models below). Output that does not match the schema — an unknown issue code, a
@@ -57,7 +58,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent
@@ -67,12 +68,14 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
 from docverify.codes import make_issue
+from docverify.cost import answered_price_model, price_model_of
 from docverify.judges import ClassifyResult, Judge, JudgeThrottled, JudgmentResult, Usage
 from docverify.llm_cache import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
     _FRAMING_HASHES,
     InMemoryVerdictCache,
     VerdictCache,
     cache_key,
+    canonical_json,
 )
 from docverify.llm_faults import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
     CONFIGURATION,
@@ -95,6 +98,7 @@ from docverify.llm_faults import (  # noqa: F401 - re-exported: the LLM judge's 
 )
 from docverify.llm_prompts import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
     PROMPTS,
+    RENDER_VERSION,
     SYSTEM_INSTRUCTIONS,
     classify_inputs,
     consistency_inputs,
@@ -103,6 +107,8 @@ from docverify.llm_prompts import (  # noqa: F401 - re-exported: the LLM judge's
     judgment_view,
     load_prompt,
     prompt_hash,
+    prompts_of,
+    register_text_prompts,
     render_user_prompt,
 )
 from docverify.llm_schemas import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
@@ -123,8 +129,19 @@ from docverify.models import (
     Issue,
 )
 from docverify.ratelimit import LimiterWaitExceeded, RateLimiter
+from docverify.resources import sha256_bytes
+from docverify.verify.registry import REGISTRY, Registry
 
 logger = logging.getLogger(__name__)
+
+
+def _framing_hash_of(output_type: type[BaseModel]) -> str:
+    """The framing hash of a call kind the default tables do not know (a verifier of an extended
+    registry): the same material as :func:`docverify.llm_cache._framing_hash`."""
+    schema = output_type.model_json_schema()
+    return sha256_bytes(
+        canonical_json({"system": SYSTEM_INSTRUCTIONS, "render": RENDER_VERSION, "schema": schema}).encode()
+    )
 
 
 def _fault_label(exc: BaseException) -> str:
@@ -215,6 +232,8 @@ class LLMJudge(Judge):
             :class:`ConfigurationFault`'s message.
         breaker_threshold: consecutive overload/5xx answers that open the circuit breaker (one
             probe request at a time until an answer; 0 = off).
+        registry: the verifiers it judges (default: :data:`docverify.verify.registry.REGISTRY`):
+            each one's prompt, inputs and findings model come from its spec.
     """
 
     @property
@@ -236,13 +255,14 @@ class LLMJudge(Judge):
         throttle: ThrottlePolicy | None = None,
         connection: str = "",
         breaker_threshold: int = 5,
+        registry: Registry = REGISTRY,
     ):
         if output_retries < 0:
             raise ValueError("output_retries must be >= 0")
         self.model = infer_model(model)
         self.model_id = model_id
         self.name = f"llm:{model_id}"
-        self.price_model = getattr(self.model, "model_name", None)
+        self.price_model = price_model_of(self.model)  # a FallbackModel: known once a model answered
         self.cache = cache
         self.output_retries = output_retries
         self.timeout_s = timeout_s
@@ -259,6 +279,18 @@ class LLMJudge(Judge):
         self.breaker_threshold = breaker_threshold
         self._outage_streak = 0
         self._prober: object | None = None
+        self.registry = registry
+        register_text_prompts(registry)
+        self._prompts: dict[str, str] = prompts_of(registry)
+        default_judged = set(REGISTRY.judged_ids)
+        self._output_types: dict[str, type[BaseModel]] = {
+            **{k: v for k, v in OUTPUT_TYPES.items() if k not in default_judged},
+            **{spec.agent: cast("type[BaseModel]", spec.findings_model) for spec in registry.judged},  # check() ensures it
+        }
+        self._framing: dict[str, str] = {
+            kind: _FRAMING_HASHES[kind] if OUTPUT_TYPES.get(kind) is output_type else _framing_hash_of(output_type)
+            for kind, output_type in self._output_types.items()
+        }
         self._agents: dict[str, Agent[None, Any]] = {
             kind: Agent(
                 self.model,
@@ -268,7 +300,7 @@ class LLMJudge(Judge):
                 model_settings=self.model_settings,
                 retries={"output": output_retries},
             )
-            for kind, output_type in OUTPUT_TYPES.items()
+            for kind, output_type in self._output_types.items()
         }
 
     # ------------------------------------------------------------------ keys
@@ -278,23 +310,23 @@ class LLMJudge(Judge):
         if kind == "classify":
             return classify_inputs(bundle)
         assert classification is not None
-        return {"V2": consistency_inputs, "V3": context_inputs, "V4": evidence_inputs}[kind](
-            bundle, classification
-        )
+        inputs = self.registry[kind].llm_inputs
+        assert inputs is not None, kind
+        return inputs(bundle, classification)
 
     def _key(self, kind: str, inputs: dict[str, Any]) -> str:
         return cache_key(
             self.model_id,
-            PROMPTS[kind],
+            self._prompts[kind],
             inputs,
-            framing=_FRAMING_HASHES[kind],
+            framing=self._framing[kind],
             settings=dict(self.model_settings),
         )
 
     def cache_key_for(
         self, kind: str, bundle: DocumentBundle, classification: ClassificationOutput | None = None
     ) -> str:
-        """The verdict-cache key of a call (``kind``: ``classify``, ``V2``, ``V3`` or ``V4``)."""
+        """The verdict-cache key of a call (``kind``: ``classify`` or a judged verifier's id)."""
         return self._key(kind, self._inputs(kind, bundle, classification))
 
     # ------------------------------------------------------------------ one call
@@ -311,14 +343,14 @@ class LLMJudge(Judge):
         if cached is None:
             return None
         try:
-            output = OUTPUT_TYPES[kind].model_validate(cached)
+            output = self._output_types[kind].model_validate(cached)
         except ValidationError:
             logger.warning("llm %s doc_id=%s cache entry invalid key=%s: treated as a miss", kind, doc_id, key)
             return None
         return _Outcome(output, Usage(cache_hits=1), key, cache_hit=True)
 
     async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> _Outcome:
-        prompt_name = PROMPTS[kind]
+        prompt_name = self._prompts[kind]
         usage = Usage()
         try:
             key = self._key(kind, inputs)
@@ -382,6 +414,8 @@ class LLMJudge(Judge):
             result = await agent.run(
                 user_prompt, usage=run_usage, capabilities=[counter], timeout=self.timeout_s
             )
+            # priced by the model that answered (with fallback connections, not the first in the list)
+            self.price_model = answered_price_model(self.price_model, result.new_messages())
             return result.output
 
         def throttled(why: str) -> JudgeThrottled:
@@ -543,9 +577,10 @@ class LLMJudge(Judge):
         return ClassifyResult(classification, self.name, outcome.usage)
 
     # ------------------------------------------------------------------ judgments
-    async def _judge(
+    async def judge(
         self, agent: str, bundle: DocumentBundle, classification: ClassificationOutput
     ) -> JudgmentResult:
+        """The LLM judgment of verifier ``agent``: its spec's inputs, prompt and findings model."""
         try:
             inputs = self._inputs(agent, bundle, classification)
         except Exception as exc:  # noqa: BLE001
@@ -560,14 +595,9 @@ class LLMJudge(Judge):
         return JudgmentResult(issues, self.name, outcome.usage)
 
     def _to_issue(self, agent: str, finding: Finding) -> Issue:
-        if finding.code not in AGENT_CODES[agent]:
+        if finding.code not in self.registry[agent].judgment_codes:
             raise ValueError(f"{finding.code} is not a {agent} code")
-        details: dict[str, Any] = {"implementation": self.name}
-        if isinstance(finding, EvidenceFinding):
-            if finding.page is not None:
-                details["page"] = finding.page
-            if finding.snippet is not None:
-                details["snippet"] = finding.snippet
+        details: dict[str, Any] = {"implementation": self.name, **finding.issue_details()}
         return make_issue(
             finding.code,
             finding.message,
@@ -581,21 +611,13 @@ class LLMJudge(Judge):
 
     def _incomplete(self, agent: str, error: BaseException | None) -> Issue:
         err = type(error).__name__ if error is not None else "NoOutput"
+        title = self.registry[agent].title
         return make_issue(
             "VERIFICATION_INCOMPLETE",
-            f"{agent} {_AGENT_TITLES[agent]} judgment by {self.name} could not be completed ({err}); "
+            f"{agent} {title} judgment by {self.name} could not be completed ({err}); "
             f"a human must check this classification against the document.",
             agent=agent,
-            suggested_fix=f"Review the {_AGENT_TITLES[agent]} check manually, or re-run when the model is available",
+            suggested_fix=f"Review the {title} check manually, or re-run when the model is available",
             auto_fixable=False,
             details={"implementation": self.name, "error": err},
         )
-
-    async def judge_consistency(self, bundle, classification) -> JudgmentResult:
-        return await self._judge("V2", bundle, classification)
-
-    async def judge_context(self, bundle, classification) -> JudgmentResult:
-        return await self._judge("V3", bundle, classification)
-
-    async def judge_evidence(self, bundle, classification) -> JudgmentResult:
-        return await self._judge("V4", bundle, classification)

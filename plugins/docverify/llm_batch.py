@@ -18,11 +18,14 @@ Three pieces, no Airflow (the DAG wires them around the Google provider's batch 
 * **ingest** (:func:`ingest`): the batch job's answers (its results file, or its inline responses)
   are validated against the call's output schema and written into the verdict cache under the
   request's key, with the provenance the online path writes (plus the job's name). An item that
-  failed, is missing, or does not validate is counted and left out: verify finds no cache entry
+  failed, is missing, does not validate, or is *degenerate* (:func:`degenerate_reason`: a
+  schema-valid answer the model did not really give — no candidate, a finishReason other than
+  STOP, no output tokens, no or empty tool arguments) is counted and left out: verify finds no cache entry
   and calls the model online (the usual retries, throttling and ``VERIFICATION_INCOMPLETE``
-  path) — a failed item or a failed job is never an answer. The round's record
-  (``_stages/llm_batch_<round>.json``: requests, succeeded, failed, missing, the job's state,
-  tokens per document) is what the report prices at the batch rate.
+  path) — a failed item, a degenerate answer or a failed job is never an answer. The round's record
+  (``_stages/llm_batch_<round>.json``: requests, succeeded, failed, degenerate, missing, the job's
+  state, tokens per document, the model that answered — each line's ``modelVersion``) is what the
+  report prices at the batch rate.
 * the parsing of one answer (:func:`output_of`) shared by both result forms.
 
 Logs carry counts, call kinds, keys and the job's name — never request or answer text (PHI).
@@ -97,10 +100,15 @@ class RecordingJudge(LLMJudge):
     classification raises :class:`CallDeferred`; a missed judgment is discarded by the pass."""
 
     def __init__(self, judge: LLMJudge):
-        model_name = getattr(judge.model, "model_name", None)
-        if judge.model.system not in ("google-gla", "google-vertex", "google") or not model_name:
+        from pydantic_ai.models.fallback import FallbackModel
+
+        # a fallback connection (fallback_conn_ids): the job goes to its first model; what the job does
+        # not answer is asked online by verify, through the whole FallbackModel
+        primary = judge.model.models[0] if isinstance(judge.model, FallbackModel) else judge.model
+        model_name = getattr(primary, "model_name", None)
+        if primary.system not in ("google-gla", "google-vertex", "google") or not model_name:
             raise ValueError(f"batch mode needs a Gemini model (Variable docverify_llm_mode=batch), not "
-                             f"{judge.model.system}:{model_name}; set docverify_llm_mode to online")
+                             f"{primary.system}:{model_name}; set docverify_llm_mode to online")
         super().__init__(_capturing_model(model_name), judge.model_id, cache=judge.cache,
                          output_retries=judge.output_retries, timeout_s=None,
                          model_settings=judge.model_settings, retry_policy=None)
@@ -218,6 +226,61 @@ def output_of(response: dict[str, Any], kind: str):
     raise ValueError("no function call in the answer")
 
 
+def _get(d: dict[str, Any], *names: str) -> Any:
+    """The first of ``names`` present in ``d`` (the REST camelCase or the SDK dump's snake_case)."""
+    return next((d[n] for n in names if isinstance(d, dict) and d.get(n) is not None), None)
+
+
+def degenerate_reason(response: dict[str, Any]) -> str | None:
+    """Why a batch answer is *degenerate* — schema-valid perhaps, but not an answer the model gave —
+    or None for a real answer. The rule (ADR 0005), on what the response line itself carries:
+
+    1. it has a candidate (a line with only ``usageMetadata`` / ``promptFeedback`` was blocked or
+       dropped);
+    2. the candidate's ``finishReason`` is ``STOP`` (MAX_TOKENS, SAFETY, RECITATION, MODEL_ARMOR,
+       UNEXPECTED_TOOL_CALL, … or none at all — proto3 omits FINISH_REASON_UNSPECIFIED — mean the
+       generation did not end by itself);
+    3. ``usageMetadata.candidatesTokenCount`` > 0: the model emitted output tokens (proto3 omits a
+       zero; a real ``{"findings": []}`` tool call costs several tokens, thinking tokens do not
+       count);
+    4. the output tool was called with a non-empty ``args`` object (no call, an empty text part or
+       ``args`` left out is no answer; an explicit ``{"findings": []}`` is one).
+
+    So a real "no issue" is ``{"findings": []}`` in a finished (STOP) generation that produced
+    output tokens; the same arguments under MAX_TOKENS, with zero output tokens or without a
+    candidate are degenerate: not cached, asked online by verify, counted as ``degenerate``."""
+    candidates = _get(response, "candidates") or []
+    if not candidates or not isinstance(candidates[0], dict):
+        return "no candidate"
+    cand = candidates[0]
+    finish = _get(cand, "finishReason", "finish_reason")
+    finish = str(finish).rsplit(".", 1)[-1] if finish is not None else None
+    if finish != "STOP":
+        return f"finishReason {finish or 'unspecified'}"
+    usage = _get(response, "usageMetadata", "usage_metadata") or {}
+    try:
+        out_tokens = int(_get(usage, "candidatesTokenCount", "candidates_token_count") or 0)
+    except (TypeError, ValueError):
+        out_tokens = 0
+    if out_tokens <= 0:
+        return "no output tokens"
+    calls = [c for part in ((_get(cand, "content") or {}).get("parts") or []) if isinstance(part, dict)
+             for c in (_get(part, "functionCall", "function_call"),) if isinstance(c, dict)]
+    if not calls:
+        return "no tool call"
+    args = calls[0].get("args")
+    if not isinstance(args, dict) or not args:
+        return "empty tool arguments"
+    return None
+
+
+def answer_model(response: dict[str, Any]) -> str | None:
+    """The model that answered a batch line (``modelVersion``), as the price table names it."""
+    from docverify.cost import price_name
+
+    return price_name(_get(response, "modelVersion", "model_version"))
+
+
 def _usage_of(response: dict[str, Any]) -> tuple[int, int, int]:
     u = response.get("usageMetadata") or response.get("usage_metadata") or {}
     def g(*names: str) -> int:
@@ -266,7 +329,8 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
     job_name = (job or {}).get("name")
     state = str((job or {}).get("state") or ("NO_JOB" if wanted else "NOTHING_TO_SEND"))
     results = results or {}
-    counts = {"requests": len(wanted), "succeeded": 0, "failed": 0, "missing": 0}
+    counts = {"requests": len(wanted), "succeeded": 0, "failed": 0, "degenerate": 0, "missing": 0}
+    answered_by: set[str] = set()
     per_doc: dict[str, dict[str, int]] = {}
     totals = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
     cache = judge.cache
@@ -283,6 +347,12 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
                         job_name, kind, doc_id, key, (item.get("error") or {}).get("code", "no response")
                         if isinstance(item.get("error"), dict) else "no response")
             continue
+        why = degenerate_reason(response)
+        if why is not None:  # schema-valid perhaps, but not an answer: never "no issue"
+            counts["degenerate"] += 1
+            log.warning("batch %s job=%s %s doc_id=%s key=%s: degenerate answer (%s); verify calls it online",
+                        round_key, job_name, kind, doc_id, key, why)
+            continue
         try:
             output = output_of(response, kind)
         except Exception as exc:  # noqa: BLE001 - an unusable answer is a failed item
@@ -294,6 +364,7 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
             cache.put(key, output.model_dump(mode="json"), model_id=judge.model_id, prompt=PROMPTS[kind],
                       prompt_hash=prompt_hash(PROMPTS[kind]), call=kind, batch_job=job_name)
         counts["succeeded"] += 1
+        answered_by.add(answer_model(response) or idx.get("model") or "")
         i, o, c = _usage_of(response)
         d = per_doc.setdefault(doc_id, {"requests": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
         d["requests"] += 1
@@ -303,13 +374,20 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
         totals["input_tokens"] += i
         totals["output_tokens"] += o
         totals["cached_tokens"] += c
-    fallback = counts["failed"] + counts["missing"]
+    fallback = counts["failed"] + counts["degenerate"] + counts["missing"]
     if wanted:
-        log.info("batch %s job=%s state=%s: %d request(s), %d answered into the verdict cache, %d failed, %d missing; "
-                 "%d will be asked online by verify", round_key, job_name, state, counts["requests"],
-                 counts["succeeded"], counts["failed"], counts["missing"], fallback)
+        log.info("batch %s job=%s state=%s: %d request(s), %d answered into the verdict cache, %d failed, "
+                 "%d degenerate, %d missing; %d will be asked online by verify", round_key, job_name, state,
+                 counts["requests"], counts["succeeded"], counts["failed"], counts["degenerate"], counts["missing"],
+                 fallback)
     stats.docs = len(per_doc)
-    stats.price_model = getattr(judge, "price_model", None)
+    # priced by the model that answered (each line's modelVersion), not the judge's configured name (a
+    # fallback connection's "fallback:a,b" has no price); several → "a+b", which the report does not price
+    from docverify.cost import SEVERAL, price_name
+
+    answered_by.discard("")
+    stats.price_model = (SEVERAL.join(sorted(answered_by)) if answered_by
+                         else price_name(getattr(judge, "price_model", None)))
     return stats.save(batch, f"llm_batch_{round_key}", llm_batch={
         "round": round_key, "job": job_name, "state": state, **counts, "online_fallback": fallback, **totals,
-        "model": idx.get("model")}, llm_batch_per_document=per_doc)
+        "model": idx.get("model"), "answered_by": sorted(answered_by)}, llm_batch_per_document=per_doc)

@@ -68,9 +68,13 @@ def is_transient(exc: BaseException) -> bool:
 
 def is_throttled(exc: BaseException) -> bool:
     """A rate limit (429 / ``RESOURCE_EXHAUSTED`` per minute): the provider is busy with our other
-    requests, the model has not failed. Waited out by :class:`ThrottlePolicy`, never escalated."""
+    requests, the model has not failed. Waited out by :class:`ThrottlePolicy`, never escalated. A
+    ``FallbackExceptionGroup`` is one when every member is one (the limiter paces it, the circuit
+    breaker does not count it)."""
     from pydantic_ai.exceptions import ModelHTTPError, ModelQuotaExceededError, ModelRateLimitError
 
+    if isinstance(exc, BaseExceptionGroup):
+        return bool(exc.exceptions) and all(is_throttled(e) for e in exc.exceptions)
     if isinstance(exc, ModelQuotaExceededError):
         return False
     return isinstance(exc, ModelRateLimitError) or (isinstance(exc, ModelHTTPError) and exc.status_code == 429)
@@ -206,6 +210,11 @@ def is_outage(exc: BaseException) -> bool:
 
 
 def _retry_after(exc: BaseException | None) -> float | None:
+    """The provider's ``Retry-After`` of a fault; of a ``FallbackExceptionGroup`` (every model of a
+    fallback connection failed), the shortest of its members' — the first model free again."""
+    if isinstance(exc, BaseExceptionGroup):
+        afters = [a for a in (_retry_after(e) for e in exc.exceptions) if a is not None]
+        return min(afters) if afters else None
     value = getattr(exc, "retry_after", None)
     return float(value) if isinstance(value, int | float) and value > 0 else None
 

@@ -9,12 +9,14 @@ from typing import Any
 
 from pydantic_ai.framing import close_tag, open_tag, register_tag, wrap
 
-from docverify.judges import V3_CONTEXT_CHARS
-from docverify.models import (
-    ClassificationOutput,
-    DocumentBundle,
-)
+from docverify.models import DocumentBundle
 from docverify.resources import include_dir, read_include, sha256_bytes
+from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported (V3's inputs)
+from docverify.verify.llm_io import judgment_view, page_entry  # noqa: F401 - re-exported
+from docverify.verify.registry import REGISTRY, Registry
+from docverify.verify.v2_consistency import llm_inputs as consistency_inputs  # noqa: F401 - re-exported
+from docverify.verify.v3_traps import llm_inputs as context_inputs  # noqa: F401 - re-exported
+from docverify.verify.v4_evidence import llm_inputs as evidence_inputs  # noqa: F401 - re-exported
 
 logger = logging.getLogger("docverify.llm")
 
@@ -24,9 +26,7 @@ logger = logging.getLogger("docverify.llm")
 #: Prompt file (``include/prompts/<name>.md``) of each call.
 PROMPTS: dict[str, str] = {
     "classify": "classifier_v1",
-    "V2": "v2_consistency_v1",
-    "V3": "v3_context_v1",
-    "V4": "v4_evidence_v2",
+    **{s.agent: s.prompt_name for s in REGISTRY.judged},  # each verifier's (docverify.verify.registry)
     # issue 14: the CR_V2 jury (jurors A, B: the general prompt; C: the evidence-facet prompt) and
     # the V5 second opinion
     "JURY": "jury_finding_v1",
@@ -35,11 +35,39 @@ PROMPTS: dict[str, str] = {
 }
 
 
+#: Prompts used outside :data:`PROMPTS` (the decision arbiter's template, ``arbiters/decision.py``).
+OTHER_PROMPTS: tuple[str, ...] = ("decision_arbiter_v1",)
+
+#: Prompts given as text by a verifier's spec (``VerifierSpec.prompt_text``) instead of a file.
+_TEXT_PROMPTS: dict[str, bytes] = {}
+
+
+def register_text_prompts(registry: Registry) -> None:
+    """Make the text prompts of ``registry``'s verifiers loadable by name (the LLM judge does this
+    for the registry it is built with). The same name with another text is refused."""
+    for spec in registry.judged:
+        if spec.prompt_text is None:
+            continue
+        data = spec.prompt_text.encode("utf-8")
+        if _TEXT_PROMPTS.setdefault(spec.prompt_name, data) != data:
+            raise ValueError(f"prompt {spec.prompt_name}: another text is already registered under this name")
+
+
+def prompts_of(registry: Registry) -> dict[str, str]:
+    """Call kind → prompt name, for a judge built on ``registry`` (:data:`PROMPTS` for the default)."""
+    if registry is REGISTRY:
+        return PROMPTS
+    return {**{k: v for k, v in PROMPTS.items() if k not in REGISTRY.judged_ids},
+            **{s.agent: s.prompt_name for s in registry.judged}}
+
+
 def prompt_path(name: str):
     return include_dir() / "prompts" / f"{name}.md"
 
 
 def _prompt_bytes(name: str) -> bytes:
+    if name in _TEXT_PROMPTS:
+        return _TEXT_PROMPTS[name]
     return read_include(f"prompts/{prompt_path(name).name}")
 
 
@@ -83,104 +111,13 @@ FINDING_TAG = register_tag("finding")
 ISSUES_TAG = register_tag("issues")
 
 
-def judgment_view(classification: ClassificationOutput) -> dict[str, Any]:
-    """The part of a classification the V2/V3/V4 judgments read: doc types, presence levels,
-    confidences, page ranges, evidence, reasoning and vendor signals — never the shares
-    (``segment_share``, ``overall_share``) nor the derived ``segment_page_count`` and
-    ``number_of_segments``, which the retry loop's fixes rewrite."""
-    return {
-        "dominant_type_overall": classification.dominant_type_overall,
-        "vendor_signals": list(classification.vendor_signals),
-        "segments": [
-            {
-                "segment_index": seg.segment_index,
-                "page_start": seg.page_start,
-                "page_end": seg.page_end,
-                "dominant_type": seg.dominant_type,
-                "reasoning": seg.reasoning,
-                "classifications": [
-                    {
-                        "doc_type": tc.doc_type,
-                        "presence_level": tc.presence_level,
-                        "confidence": tc.confidence,
-                        "top_evidence": [ev.model_dump(mode="json") for ev in tc.top_evidence],
-                    }
-                    for tc in seg.classifications
-                ],
-            }
-            for seg in classification.segments
-        ],
-        "document_mixture": [
-            {"doc_type": m.doc_type, "presence_level": m.presence_level} for m in classification.document_mixture
-        ],
-    }
-
-
 # --------------------------------------------------------------------------- inputs per call
-
-
-def page_entry(page_num: int, text: str, truncated: bool = False) -> dict[str, Any]:
-    entry: dict[str, Any] = {"page_num": page_num, "text": text}
-    if truncated:
-        entry["truncated"] = True
-    return entry
 
 
 def classify_inputs(bundle: DocumentBundle) -> dict[str, Any]:
     return {
         "total_pages": bundle.total_pages,
         "pages": [page_entry(p.page_num, p.text) for p in bundle.pages],
-    }
-
-
-def consistency_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
-    """V2: the complete text of every page some segment covers."""
-    ranges = [(s.page_start, s.page_end) for s in classification.segments]
-    pages = [p for p in bundle.pages if any(lo <= p.page_num <= hi for lo, hi in ranges)]
-    return {
-        "total_pages": bundle.total_pages,
-        "pages": [page_entry(p.page_num, p.text) for p in pages],
-        "classification": judgment_view(classification),
-    }
-
-
-def context_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
-    """V3: the first :data:`V3_CONTEXT_CHARS` characters of ``bundle.full_text()``, kept page by
-    page (the ``"\\n\\n"`` between pages counts, as in ``full_text``)."""
-    budget = V3_CONTEXT_CHARS
-    pages: list[dict[str, Any]] = []
-    for i, p in enumerate(bundle.pages):
-        if i:
-            budget -= 2
-        if budget <= 0:
-            break
-        text = p.text[:budget]
-        pages.append(page_entry(p.page_num, text, truncated=len(p.text) > budget))
-        budget -= len(text)
-    return {
-        "total_pages": bundle.total_pages,
-        "context_chars": V3_CONTEXT_CHARS,
-        "pages": pages,
-        "classification": judgment_view(classification),
-    }
-
-
-def evidence_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
-    """V4: the evidence (in the judgment view), the text of every page of each segment that has
-    evidence, and any other cited page. The whole segment is sent so that a snippet copied from
-    another page of its segment is not mistaken for a fabrication (the rule phase reports that
-    as EVIDENCE_WRONG_PAGE and fixes it)."""
-    wanted: set[int] = set()
-    for seg in classification.segments:
-        items = [ev for tc in seg.classifications for ev in tc.top_evidence]
-        if items:
-            wanted.update(range(seg.page_start, seg.page_end + 1))
-            wanted.update(ev.page for ev in items)
-    pages = sorted((p for p in bundle.pages if p.page_num in wanted), key=lambda p: p.page_num)
-    return {
-        "total_pages": bundle.total_pages,
-        "pages": [page_entry(p.page_num, p.text) for p in pages],
-        "classification": judgment_view(classification),
     }
 
 

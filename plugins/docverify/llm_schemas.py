@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import logging
-from typing import Literal, get_args
+from typing import Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
-from docverify.codes import CATALOGUE
-from docverify.models import (
-    SEVERITY_ORDER,
-    Severity,
+from docverify.verify.llm_io import (  # noqa: F401 - re-exported: the findings every judgment answers
+    Finding,
+    JudgmentFindings,
+    SeverityName,
+    _LLMModel,
 )
+from docverify.verify.registry import REGISTRY
+from docverify.verify.v2_consistency import ConsistencyFinding, ConsistencyFindings  # noqa: F401 - re-exported
+from docverify.verify.v3_traps import ContextFinding, ContextFindings  # noqa: F401 - re-exported
+from docverify.verify.v4_evidence import EvidenceFinding, EvidenceFindings  # noqa: F401 - re-exported
 
 logger = logging.getLogger("docverify.llm")
 
@@ -22,11 +27,6 @@ logger = logging.getLogger("docverify.llm")
 # The literal types mirror models.py / the jury's reason codes (tests/docverify/llm/test_llm_schemas.py)
 DocTypeName = Literal["Clinical Note", "Pathology Report", "Genomic Report", "Radiology Report", "Other"]
 PresenceName = Literal["PRIMARY", "EMBEDDED_RAW", "MENTION_ONLY", "NO_EVIDENCE"]
-
-
-class _LLMModel(BaseModel):
-    # Unknown keys are ignored (a model adding a key is harmless); wrong values are not.
-    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)  # no model output in a traceback
 
 
 class LLMEvidence(_LLMModel):
@@ -83,82 +83,8 @@ class ClassificationAnswer(_LLMModel):
     self_evaluation: LLMSelfEvaluation
 
 
-#: The issue codes each judgment may report (all non-fixable in the catalogue).
-AGENT_CODES: dict[str, tuple[str, ...]] = {
-    "V2": ("LABEL_TEXT_MISMATCH",),
-    "V3": ("TRAP_CONTEXT",),
-    "V4": ("EVIDENCE_FABRICATED", "EVIDENCE_WEAK", "ANCHOR_NOT_ON_PAGE"),
-}
-
-SeverityName = Literal["BLOCKER", "MAJOR"]
-"""No code a judgment may report is MINOR in the catalogue, so MINOR is never allowed."""
-
-for _agent, _codes in AGENT_CODES.items():
-    for _code in _codes:
-        _spec = CATALOGUE[_code]
-        assert _spec.agent == _agent and not _spec.auto_fixable, _code
-        assert _spec.severity.value in get_args(SeverityName), _code
-
-
-class Finding(_LLMModel):
-    """One problem a judgment found. ``severity`` may only equal or exceed the catalogue's
-    severity of ``code``; a lower one fails validation, so the model is asked again."""
-
-    code: str
-    severity: SeverityName = Field(description="The code's severity as the instructions give it.")
-    message: str = Field(description="One or two sentences for a reviewer; no patient identifiers.")
-    location: str = Field(description="Where in the classification, e.g. 'segments[1] → Genomic Report'.")
-    suggested_fix: str = Field(description="What the label or evidence should be.")
-
-    @model_validator(mode="after")
-    def _severity_not_below_catalogue(self) -> Finding:
-        spec = CATALOGUE.get(self.code)
-        if spec is None:
-            raise ValueError(f"unknown issue code {self.code!r}")
-        if SEVERITY_ORDER[Severity(self.severity)] > SEVERITY_ORDER[spec.severity]:
-            raise ValueError(
-                f"severity {self.severity} is below {spec.severity.value}, the lowest allowed for {self.code}"
-            )
-        return self
-
-
-class ConsistencyFinding(Finding):
-    code: Literal["LABEL_TEXT_MISMATCH"]
-
-
-class ContextFinding(Finding):
-    code: Literal["TRAP_CONTEXT"]
-
-
-class EvidenceFinding(Finding):
-    code: Literal["EVIDENCE_FABRICATED", "EVIDENCE_WEAK", "ANCHOR_NOT_ON_PAGE"]
-    page: int | None = Field(default=None, description="The page the evidence item cites.")
-    snippet: str | None = Field(
-        default=None, description="The evidence snippet (or anchor) exactly as the classification gives it."
-    )
-
-
-class JudgmentFindings(_LLMModel):
-    """A judgment's answer: an empty list when nothing is wrong."""
-
-    findings: list[Finding] = Field(description="One entry per problem; empty when there is none.")
-
-
-class ConsistencyFindings(JudgmentFindings):
-    findings: list[ConsistencyFinding] = Field(description="One entry per problem; empty when there is none.")
-
-
-class ContextFindings(JudgmentFindings):
-    findings: list[ContextFinding] = Field(description="One entry per problem; empty when there is none.")
-
-
-class EvidenceFindings(JudgmentFindings):
-    findings: list[EvidenceFinding] = Field(description="One entry per problem; empty when there is none.")
-
-
-for _agent, _model in (("V2", ConsistencyFindings), ("V3", ContextFindings), ("V4", EvidenceFindings)):
-    _finding_type = _model.model_fields["findings"].annotation.__args__[0]  # type: ignore[union-attr]
-    assert set(get_args(_finding_type.model_fields["code"].annotation)) == set(AGENT_CODES[_agent])
+#: The issue codes each judgment may report (all non-fixable in the catalogue), from the registry.
+AGENT_CODES: dict[str, tuple[str, ...]] = {s.agent: s.judgment_codes for s in REGISTRY.judged}
 
 #: The jury's reason codes (README "CR_V2 jury"): the CR_V2 structural codes justify a FLIP, the
 #: drop-justified codes a DROP; the rest describe a KEEP or a FLAG.
@@ -194,12 +120,10 @@ class SecondOpinionAnswer(_LLMModel):
 
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {
     "classify": ClassificationAnswer,
-    "V2": ConsistencyFindings,
-    "V3": ContextFindings,
-    "V4": EvidenceFindings,
+    **{s.agent: cast("type[BaseModel]", s.findings_model) for s in REGISTRY.judged},  # check() ensures it
     "JURY": JuryVote,
     "JURY_EVIDENCE": JuryVote,
     "V5_SECOND": SecondOpinionAnswer,
 }
 
-_AGENT_TITLES = {"V2": "consistency", "V3": "context", "V4": "evidence"}
+_AGENT_TITLES = {s.agent: s.title for s in REGISTRY.judged}

@@ -177,9 +177,38 @@ class ClassificationOutput(_Model):
 # --------------------------------------------------------------------------- Verification
 
 
+def _registered_agents() -> tuple[str, ...]:
+    from docverify.verify import registry
+
+    return registry.active().agent_ids
+
+
+def _known_agent(value: str) -> str:
+    if value not in _registered_agents():
+        raise ValueError(f"unknown verifier {value!r}: one of {', '.join(_registered_agents())}")
+    return value
+
+
+class _RegisteredAgent:
+    """The verifier ids of :mod:`docverify.verify.registry`, checked at validation and written as the
+    JSON Schema's enum: the agent type is defined by the registry, nowhere else (ADR 0002)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(_known_agent, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
+        return {"enum": list(_registered_agents()), "type": "string"}
+
+
+#: A verifier's id (``V1``…): the ids of the verifier registry.
+AgentId = Annotated[str, _RegisteredAgent()]
+
+
 class Issue(_Model):
     issue_id: str
-    agent: Literal["V1", "V2", "V3", "V4"]
+    agent: AgentId
     severity: Severity
     message: str
     location: str = ""
@@ -197,7 +226,7 @@ class Issue(_Model):
 class VerifierRun(_Model):
     """What one verifier phase did: which implementation ran, or why it was skipped."""
 
-    agent: Literal["V1", "V2", "V3", "V4"]
+    agent: AgentId
     #: "guard": a deterministic check beside a judgment (V2's label-versus-text guard, docverify.policy)
     phase: Literal["rules", "judgment", "jury", "guard"]
     implementation: str
@@ -382,17 +411,29 @@ class SMEPacket(_Model):
     ground_truth_version: int | None = None
 
 
+#: Why an SME could not classify a document ("Cannot classify"): the form's choices.
+UnclassifiableReason = Literal["unreadable", "wrong file", "needs a re-scan", "other"]
+
+
 class GroundTruthRecord(_Model):
     doc_id: str
     review_id: str = Field(
         default="", description="The reviewed packet's key (see SMEPacket.review_id); the file is "
         "ground_truth/gt_<review_id>[.v<N>].json. Empty for records keyed by doc_id alone (older layout).")
-    ground_truth_source: Literal["SME_VALIDATED", "SME_CORRECTED"]
+    ground_truth_source: Literal["SME_VALIDATED", "SME_CORRECTED", "SME_UNCLASSIFIABLE"] = Field(
+        description="SME_VALIDATED: the primary classification as is; SME_CORRECTED: the SME's correction; "
+        "SME_UNCLASSIFIABLE: the SME could not classify the document (unclassifiable_reason; no classification, "
+        "counted apart from every classification figure).")
     review_kind: Literal["escalation", "audit"] = Field(
         default="escalation", exclude_if=lambda v: v == "escalation",
         description="'audit': the answer to an audit of an accepted document (an SME_CORRECTED audit record "
         "supersedes accepted/<night>/<doc_id>.json); absent: an escalation.")
-    ground_truth_classification: dict[str, Any]
+    ground_truth_classification: dict[str, Any] | None = Field(
+        description="The SME's classification (the primary as is, or corrected); None for SME_UNCLASSIFIABLE.")
+    unclassifiable_reason: UnclassifiableReason | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="SME_UNCLASSIFIABLE only: why the SME could not classify the document (the notes say more; "
+        "required with 'other').")
     corrected_dominant_type: DocType | None = None
     correction_notes: str = ""
     reviewer: str

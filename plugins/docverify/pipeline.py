@@ -17,16 +17,22 @@ What runs beyond the specification is the :class:`~docverify.policy.VerifyPolicy
 ``policy=…`` (never read from the judge or a global): the BLOCKER repair (:mod:`docverify.retry`),
 V2's patient-identity and low-confidence checks (rule phase) and the label-versus-text guard beside
 a non-offline V2 judgment (:func:`run_agent`).
+
+What a verification depends on — the judge, the policy, the optional CR_V2 jury and V5 second
+opinion, the verifier registry — travels as one explicit :class:`VerifyDeps` (pydantic-ai's
+typed-deps style; ADR 0003), built once per Airflow task by ``docverify_airflow.wiring``. Every
+function below takes either a ``VerifyDeps`` or a bare judge (then: ``policy=…``, no jury, no
+second opinion).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docverify.codes import make_issue, number_issues
-from docverify.judges import Judge, JudgeThrottled, JudgmentResult, Usage
+from docverify.judges import Judge, JudgeThrottled, JudgmentResult, Usage, judgment_call
 from docverify.models import (
     ClassificationOutput,
     DocumentBundle,
@@ -38,14 +44,54 @@ from docverify.models import (
 )
 from docverify.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.retry import MAX_RETRIES, fingerprint, run_loop
-from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
+from docverify.verify import v1_schema, v2_consistency, v4_evidence
+from docverify.verify.registry import REGISTRY, Registry
 
-AGENTS = ("V2", "V3", "V4")
-_RULES = {
-    "V2": lambda b, c, p: v2_consistency.rule_phase(c, b, p),
-    "V3": lambda b, c, p: v3_traps.rule_phase(b, c, per_segment=p.admin_trap_per_segment),
-    "V4": lambda b, c, p: v4_evidence.rule_phase(b, c),
-}
+if TYPE_CHECKING:
+    from docverify.arbiters.second_opinion import SecondOpinion
+    from docverify.jury import Jury
+
+#: The verifiers with a judgment phase, in order (of the default registry).
+AGENTS = REGISTRY.judged_ids
+
+
+@dataclass(frozen=True)
+class VerifyDeps:
+    """Everything one verification depends on, passed explicitly (never patched onto the judge nor
+    read from a global): built once per task (``docverify_airflow.wiring.verify_deps``), by the CLI
+    and the benchmarks.
+
+    Attributes:
+        judge: the classifier and the judgment phases (offline or LLM).
+        policy: what runs beyond the specification (:mod:`docverify.policy`).
+        jury: the CR_V2 jury over each judgment's findings (:mod:`docverify.jury`), or None (off).
+        second_opinion: the V5 second opinion (:mod:`docverify.arbiters.second_opinion`), or None (off).
+
+    The verifiers that run are the judge's registry (``judge.registry``, default
+    :data:`docverify.verify.registry.REGISTRY`): the judge judges exactly those.
+    """
+
+    judge: Judge
+    policy: VerifyPolicy = DEFAULT_POLICY
+    jury: Jury | None = None
+    second_opinion: SecondOpinion | None = None
+
+    @property
+    def verifiers(self) -> Registry:
+        """The verifiers to run: the judge's registry."""
+        return self.judge.registry
+
+
+def as_deps(deps: VerifyDeps | Judge, policy: VerifyPolicy | None = None) -> VerifyDeps:
+    """``deps`` itself, or a bare judge with ``policy`` (default :data:`~docverify.policy.DEFAULT_POLICY`)
+    and no jury nor second opinion. A ``policy`` beside a ``VerifyDeps`` must be its own."""
+    if isinstance(deps, VerifyDeps):
+        if policy is not None and policy != deps.policy:
+            raise ValueError("policy= differs from the VerifyDeps' policy: pass one of them")
+        return deps
+    return VerifyDeps(judge=deps, policy=policy if policy is not None else DEFAULT_POLICY)
+
+
 #: The implementation of V2's label-versus-text guard (``policy.label_text_guard``).
 GUARD_IMPLEMENTATION = f"guard:{v2_consistency.OFFLINE_IMPLEMENTATION}"
 
@@ -66,11 +112,11 @@ def run_v1(bundle: DocumentBundle, raw: Any) -> tuple[ClassificationOutput | Non
 
 
 def rule_phases(bundle: DocumentBundle, cls: ClassificationOutput, v1_issues: list[Issue] | None = None,
-                *, policy: VerifyPolicy = DEFAULT_POLICY) -> dict[str, list[Issue]]:
-    """The rule-phase issues of V1–V4 (pure, milliseconds to a little more for V4's lookups);
-    V2's include the checks ``policy`` switches on."""
+                *, policy: VerifyPolicy = DEFAULT_POLICY, registry: Registry = REGISTRY) -> dict[str, list[Issue]]:
+    """The rule-phase issues of every verifier of ``registry`` (pure, milliseconds to a little more
+    for V4's lookups); V2's include the checks ``policy`` switches on."""
     phases = {"V1": v1_schema.check(bundle, cls) if v1_issues is None else v1_issues}
-    phases.update({a: _RULES[a](bundle, cls, policy) for a in AGENTS})
+    phases.update({s.agent: s.rule_phase(bundle, cls, policy) for s in registry if s.agent != "V1"})
     return phases
 
 
@@ -86,17 +132,19 @@ def judgment_skip_reason(phases: dict[str, list[Issue]]) -> str:
     return f"a rule phase found a BLOCKER ({', '.join(blockers)}): no judgment (and no LLM call) on this attempt"
 
 
-async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutput, judge: Judge,
+async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutput, deps: VerifyDeps | Judge,
                     *, phases: dict[str, list[Issue]] | None = None,
-                    policy: VerifyPolicy = DEFAULT_POLICY) -> AgentOutcome:
+                    policy: VerifyPolicy | None = None) -> AgentOutcome:
     """Rule phase + judgment phase of V2, V3 or V4 (+ V2's label-versus-text guard, see
     :func:`label_text_guard`).
 
     ``phases`` are this attempt's rule phases when the caller already has them (:func:`verify_attempt`
     computes them once for the three agents); without them the agent computes all four itself (its
     judgment is skipped when any rule phase found a BLOCKER)."""
+    deps = as_deps(deps, policy)
+    judge, policy = deps.judge, deps.policy
     if phases is None:
-        phases = rule_phases(bundle, cls, policy=policy)
+        phases = rule_phases(bundle, cls, policy=policy, registry=deps.verifiers)
     rules = phases[agent]
     runs = [VerifierRun(agent=agent, phase="rules", implementation="rules-v1", issue_count=len(rules))]
     skip = judgment_skip_reason(phases)
@@ -104,16 +152,15 @@ async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutpu
         runs.append(VerifierRun(agent=agent, phase="judgment", implementation=judge.name, skipped=True,
                                 skip_reason=skip))
         return AgentOutcome(rules, runs)
-    method = {"V2": judge.judge_consistency, "V3": judge.judge_context, "V4": judge.judge_evidence}[agent]
-    result: JudgmentResult = await method(bundle, cls)
+    result: JudgmentResult = await judgment_call(judge, agent)(bundle, cls)
     u = result.usage
     runs.append(VerifierRun(agent=agent, phase="judgment", implementation=result.implementation,
                             issue_count=len(result.issues), llm_calls=u.llm_calls, cache_hits=u.cache_hits,
                             input_tokens=u.input_tokens, output_tokens=u.output_tokens))
-    # --- issue 14: the CR_V2 jury reviews this judgment's findings (only when the judge carries one)
+    # the CR_V2 jury reviews this judgment's findings (only with deps.jury)
     from docverify.jury import review_judgment
 
-    findings, jury_runs, jury_usage = await review_judgment(agent, bundle, cls, result, getattr(judge, "jury", None))
+    findings, jury_runs, jury_usage = await review_judgment(agent, bundle, cls, result, deps.jury)
     runs += jury_runs
     total = Usage()
     total.add(u)
@@ -159,19 +206,24 @@ async def _contained(agent: str, run: Any) -> AgentOutcome:
                                         agent=agent)], [])
 
 
-async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Judge, attempt: int = 0,
+async def verify_attempt(bundle: DocumentBundle, classification: Any, deps: VerifyDeps | Judge, attempt: int = 0,
                          usage: Usage | None = None, *, contain_faults: bool = False,
-                         policy: VerifyPolicy = DEFAULT_POLICY) -> VerificationReport:
-    """One attempt: V1, then V2–V4 concurrently on rule phases computed once. With
-    ``contain_faults`` (the nightly tasks) an agent that raises yields ``VERIFICATION_INCOMPLETE``
-    instead of failing the document (:class:`~docverify.judges.JudgeThrottled` still propagates)."""
+                         policy: VerifyPolicy | None = None) -> VerificationReport:
+    """One attempt: V1, then the other verifiers of the registry (V2–V4) concurrently on rule phases
+    computed once. With ``contain_faults`` (the nightly tasks) an agent that raises yields
+    ``VERIFICATION_INCOMPLETE`` instead of failing the document (:class:`~docverify.judges.JudgeThrottled`
+    still propagates)."""
+    deps = as_deps(deps, policy)
     cls, v1 = run_v1(bundle, classification)
     if cls is None:
         return assemble(bundle.doc_id, attempt, classification, [v1])
-    phases = rule_phases(bundle, cls, v1.issues, policy=policy)  # once per attempt, shared by the three agents
-    runs = [run_agent(a, bundle, cls, judge, phases=phases, policy=policy) for a in AGENTS]
+    registry = deps.verifiers
+    # once per attempt, shared by the agents
+    phases = rule_phases(bundle, cls, v1.issues, policy=deps.policy, registry=registry)
+    agents = registry.judged_ids
+    runs = [run_agent(a, bundle, cls, deps, phases=phases) for a in agents]
     if contain_faults:
-        runs = [_contained(a, r) for a, r in zip(AGENTS, runs, strict=True)]
+        runs = [_contained(a, r) for a, r in zip(agents, runs, strict=True)]
     outcomes = await asyncio.gather(*runs)
     if usage is not None:
         for o in outcomes:
@@ -179,27 +231,31 @@ async def verify_attempt(bundle: DocumentBundle, classification: Any, judge: Jud
     return assemble(bundle.doc_id, attempt, cls, [v1, *outcomes])
 
 
-async def verify_document(bundle: DocumentBundle, classification: Any, judge: Judge, *,
+async def verify_document(bundle: DocumentBundle, classification: Any, deps: VerifyDeps | Judge, *,
                           max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
                           usage: Usage | None = None, contain_faults: bool = False,
-                          policy: VerifyPolicy = DEFAULT_POLICY) -> VerificationResult:
+                          policy: VerifyPolicy | None = None) -> VerificationResult:
     """Verify, fix and re-verify one document until V5 accepts or escalates.
 
     ``max_retries=0`` stops after attempt 0's V5 decision: a document V5 sends to the retry ends
     with ``stop_reason="max_retries"`` (the DAG's verify task routes it to ``auto_fix_retry``,
     which continues from ``first_report``). ``policy``: what runs beyond the specification
-    (:mod:`docverify.policy`); every attempt and the loop use the same one."""
+    (:mod:`docverify.policy`); every attempt and the loop use the same one. ``deps``: a
+    :class:`VerifyDeps` (its jury reviews the judgments, its second opinion decides each attempt) or
+    a bare judge."""
+    deps = as_deps(deps, policy)
 
     async def attempt_fn(cls, n):
-        return await verify_attempt(bundle, cls, judge, n, usage, contain_faults=contain_faults, policy=policy)
+        return await verify_attempt(bundle, cls, deps, n, usage, contain_faults=contain_faults)
 
-    # --- issue 14: the V5 second opinion decides each attempt (only when the judge carries one)
+    # the V5 second opinion decides each attempt (only with deps.second_opinion)
     from docverify.arbiters.second_opinion import decider
 
     return await run_loop(bundle.doc_id, classification, attempt_fn, first_report=first_report,
-                          max_retries=max_retries, policy=policy,
-                          decide_attempt=decider(bundle, getattr(judge, "second_opinion", None), usage))
+                          max_retries=max_retries, policy=deps.policy,
+                          decide_attempt=decider(bundle, deps.second_opinion, usage))
 
 
-def verify_document_sync(bundle: DocumentBundle, classification: Any, judge: Judge, **kw) -> VerificationResult:
-    return asyncio.run(verify_document(bundle, classification, judge, **kw))
+def verify_document_sync(bundle: DocumentBundle, classification: Any, deps: VerifyDeps | Judge,
+                         **kw) -> VerificationResult:
+    return asyncio.run(verify_document(bundle, classification, deps, **kw))

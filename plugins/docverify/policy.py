@@ -28,6 +28,9 @@ them, and :data:`DEFAULT_POLICY` is what a caller that passes no policy gets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 #: The defaults (the benchmark owner sets them from measured false alarms; README "Configuration").
@@ -58,6 +61,13 @@ class VerifyPolicy(BaseModel):
     label_text_guard: bool = Field(
         LABEL_TEXT_GUARD, description="Beside a non-offline V2 judgment, the offline label-versus-text check "
         "(LABEL_TEXT_MISMATCH) as a 'guard' phase.")
+
+    @classmethod
+    def from_overrides(cls, overrides: Mapping[str, Any] | None = None) -> VerifyPolicy:
+        """The one constructor from settings, CLI flags or a benchmark's options: the defaults with
+        ``overrides`` (field name → value) applied; a ``None`` value keeps the field's default. An
+        unknown field or a bad value fails naming it (pydantic ``ValidationError``)."""
+        return cls.model_validate({k: v for k, v in (overrides or {}).items() if v is not None})
 
 
 DEFAULT_POLICY = VerifyPolicy()

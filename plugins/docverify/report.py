@@ -32,8 +32,8 @@ def _cost(model: str | None, usage: Counter, batch: bool = False):
                          cached_tokens=usage.get("cached_tokens", 0), batch=batch)
 
 
-BATCH_KEYS = ("requests", "succeeded", "failed", "missing", "online_fallback", "input_tokens", "output_tokens",
-              "cached_tokens")
+BATCH_KEYS = ("requests", "succeeded", "failed", "missing", "degenerate", "online_fallback", "input_tokens",
+              "output_tokens", "cached_tokens")
 
 
 def _batch_section(records: list[dict], price_model: str | None) -> dict[str, Any]:
@@ -97,6 +97,7 @@ def build(batch: Batch) -> dict[str, Any]:
             implementations.update(s.get("implementations") or [])
         if err is not None:
             errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"], "message": err["message"]})
+            entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
             # no verification ran: the reason is the error, not a V5 rule (issue 10)
             entry.update(final_decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"], attempts=0,
                          route="write_sme_packets")
@@ -108,6 +109,8 @@ def build(batch: Batch) -> dict[str, Any]:
                          stop_reason=s["stop_reason"], route="auto_fix_retry" if went_retry else (
                              "accept" if s["final_decision"] == "AUTO_ACCEPT" else "write_sme_packets"),
                          issue_codes=s["issue_codes"], quality_score=s["quality_score"], fixes=s["fixes"])
+            if s["final_decision"] == "ESCALATE_TO_SME":
+                entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
             key = s["final_decision"] if not went_retry else f"AUTO_RETRY→{s['final_decision']}"
             final_routes[key] += 1
             rules[f"rule {s['rule']}" + (f" ({s['stop_reason']})" if s["stop_reason"] not in ("arbiter",) else "")] += 1
@@ -379,9 +382,8 @@ def to_markdown(rep: dict) -> str:
     lines += ["", "## Documents", "", "| document | route | final decision | rule | attempts | issue codes (attempt 0) |",
               "|---|---|---|---|---|---|"]
     for d in rep["per_document"]:
-        codes = ", ".join(d.get("issue_codes", [])) or d.get("error", "")
-        lines.append(f"| {md(d['doc_id'])} | {d.get('route', '')} | {d['final_decision']} | {rule_label(d)} | "
-                     f"{d.get('attempts', '')} | {md(codes)} |")
+        lines.append(f"| {md(d['doc_id'])} | {route_label(d)} | {d['final_decision']} | {rule_label(d)} | "
+                     f"{d.get('attempts', '')} | {md(codes_label(d))} |")
     lines += ["", "## Errors", ""]
     lines += [f"- **{md(e['doc_id'])}** ({md(e['stage'])}): {md(e['error'])} — {md(e['message'])}"
               for e in rep["errors"]] or ["none"]
@@ -432,12 +434,34 @@ def rule_label(d: dict) -> str:
     return f"rule {d['rule']}" if d.get("rule") is not None else ""
 
 
+#: The route a document took, by the task that carried it (the report's ``route`` field).
+ROUTE_NAMES = {"accept": "AUTO_ACCEPT", "auto_fix_retry": "AUTO_RETRY", "write_sme_packets": "ESCALATE_TO_SME"}
+
+
+def route_label(d: dict) -> str:
+    return ROUTE_NAMES.get(str(d.get("route", "")), str(d.get("route", "")))
+
+
+def codes_label(d: dict) -> str:
+    """Each issue code once, with its count: ``EVIDENCE_FABRICATED ×2, SHARES_SUM``. A document that
+    could not be processed has its error in the rule column, not here again."""
+    counts = Counter(d.get("issue_codes") or [])
+    return ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in counts.items())
+
+
+def review_link(d: dict) -> str:
+    """The escalated document's review page in the workspace (served by the api-server, where this
+    report is served too: /docverify/reports/<night>)."""
+    rid = d.get("review_id")
+    return f"<a href='/docverify/reviews/{html.escape(rid)}'>review</a>" if rid else ""
+
+
 def to_html(rep: dict) -> str:
     esc = html.escape
     docs = "".join(
-        f"<tr><td>{esc(d['doc_id'])}</td><td>{esc(str(d.get('route', '')))}</td><td>{esc(d['final_decision'])}</td>"
+        f"<tr><td>{esc(d['doc_id'])}</td><td>{esc(route_label(d))}</td><td>{esc(d['final_decision'])}</td>"
         f"<td>{esc(rule_label(d))}</td><td>{esc(str(d.get('attempts', '')))}</td>"
-        f"<td>{esc(', '.join(d.get('issue_codes', [])) or d.get('error', ''))}</td></tr>" for d in rep["per_document"])
+        f"<td>{esc(codes_label(d))}</td><td>{review_link(d)}</td></tr>" for d in rep["per_document"])
     errors = "".join(f"<li><b>{esc(e['doc_id'])}</b> ({esc(e['stage'])}): <code>{esc(e['error'])}</code> — "
                      f"{esc(e['message'])}</li>" for e in rep["errors"]) or "<li>none</li>"
     stages = "".join(f"<tr><td>{esc(k)}</td><td>{v['tasks']}</td><td>{v['docs']}</td><td>{v['seconds']}</td></tr>"
@@ -460,7 +484,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 {_bars("V5 rules that decided", rep["rules"])}
 {_bars("Issues by code (attempt 0)", rep["issues_by_code_attempt_0"])}
 <h2>Documents</h2>
-<table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th></tr>{docs}</table>
+<table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th><th>SME</th></tr>{docs}</table>
 <h2>Errors</h2><ul>{errors}</ul>
 <h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
 {jury_html(rep)}{audit_html(rep)}{trend_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>

@@ -33,6 +33,7 @@ through it unchanged.
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -409,7 +410,7 @@ class RunStore:
     def list(self, rel_dir: str, suffix: str = "") -> list[str]:
         return sorted(n for n in self.names(rel_dir) if n.endswith(suffix) and not is_tmp_name(n))
 
-    def entries(self, rel_dir: str) -> list[tuple[str, str, int]]:
+    def entries(self, rel_dir: str) -> builtins.list[tuple[str, str, int]]:
         return self.listing(rel_dir)
 
     def size(self, rel: str) -> int:
@@ -467,5 +468,5 @@ class RunStore:
     def stage(self, key: str) -> dict[str, Any] | None:
         return self.get_json(self.stage_rel(key))
 
-    def stages(self) -> list[dict[str, Any]]:
+    def stages(self) -> builtins.list[dict[str, Any]]:
         return [s for n in self.list(self.stages_dir, ".json") if (s := self.get_json(f"{self.stages_dir}/{n}"))]

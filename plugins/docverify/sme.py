@@ -20,6 +20,7 @@ from docverify.sme_ground_truth import (
     apply_correction,
     ground_truth_versions,
     save_review,
+    save_unclassifiable,
     validate_segments,
 )
 from docverify.sme_packets import (
@@ -43,7 +44,7 @@ __all__ = [
     "PacketNotFoundError", "SMEReviewHelper", "apply_correction", "build_packet", "compare_production",
     "format_issue", "get_issue_context", "ground_truth_versions", "html_rel", "list_pending_reviews", "load_packet",
     "packet_key", "resolve_key", "review_id",
-    "packet_html", "packet_markdown", "save_review", "sort_issues", "validate_segments", "write_packet",
+    "packet_html", "packet_markdown", "save_review", "save_unclassifiable", "sort_issues", "validate_segments", "write_packet",
     "write_packet_html",
 ]
 
@@ -53,8 +54,8 @@ class SMEReviewHelper:
     ``gs://`` URI):
 
     1. ``list_pending_reviews()`` → 2. ``load_packet(doc_id)`` → 3. ``get_issue_context(doc_id,
-    issue_id)`` per issue → 4./5. ``save_review(doc_id, agrees, …)`` → 6. ground truth under
-    ``ground_truth/``. ``save_review`` is the same writer the Airflow review DAG uses.
+    issue_id)`` per issue → 4./5. ``save_review(doc_id, agrees, …)`` (or ``cannot_classify(doc_id,
+    reason)``) → 6. ground truth under ``ground_truth/``. ``save_review`` is the same writer the Airflow review DAG uses.
     """
 
     def __init__(self, storage_root: Any, *, reviewer: str | None = None):
@@ -91,6 +92,13 @@ class SMEReviewHelper:
                            corrected_segments=corrected_segments, correction_notes=correction_notes,
                            corrected_presence=corrected_presence, corrected_mixture=corrected_mixture,
                            reviewer=reviewer or self.reviewer or getpass.getuser(), channel="notebook")
+
+    def cannot_classify(self, doc_id: str, reason: str, notes: str = "",
+                        reviewer: str | None = None) -> tuple[GroundTruthRecord, str]:
+        """Record that the document cannot be classified (``reason``: "unreadable", "wrong file",
+        "needs a re-scan" or "other" with notes; see :func:`save_unclassifiable`)."""
+        return save_unclassifiable(self.store, doc_id, reason=reason, notes=notes,
+                                   reviewer=reviewer or self.reviewer or getpass.getuser(), channel="notebook")
 
     def ground_truth(self, doc_id: str) -> list[GroundTruthRecord]:
         return ground_truth_versions(self.store, doc_id)

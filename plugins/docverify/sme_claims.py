@@ -5,18 +5,25 @@ runs), so that a review nobody answers for days never holds back the next night'
 run opens a review only for the packets it claims. A claim is created atomically (create-if-
 absent), lasts the review's response timeout plus a margin, and is released when the review ends
 (answered, timed out, or found already answered) so that a later run may open the packet again.
-A released or expired claim is taken over by the next run that asks; after writing, the taker
-reads the claim back and keeps the packet only if the claim is its own (two takers of one expired
-claim cannot both keep it, the last writer wins and the other backs off).
+A released or expired claim is taken over by the next run that asks, atomically: the taker reads
+the claim with its version and replaces it only if it still is that version
+(:meth:`~docverify.store.ArtifactStore.replace_if`: on gs:// one upload with
+``ifGenerationMatch=<generation>``, locally a compare and rename under an exclusive ``flock``), so
+of several runs taking over one expired claim exactly one wins (ADR 0005; the earlier
+write-then-read-back let several win: 14 of 15 rounds of 6 processes). A release is the same
+compare-and-swap, so it never overwrites a claim another run took over meanwhile. Each claim
+carries a random ``claim_id``: no two claims are the same bytes, so a version is never reused.
 
 Claims hold run ids and times only, never document text."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import uuid
 from typing import Any
 
-from docverify.store import ArtifactStore
+from docverify.store import ArtifactStore, dumps
 
 CLAIMS_DIR = "sme_packets/claims"
 MARGIN = dt.timedelta(hours=1)
@@ -49,30 +56,60 @@ def is_free(claim: dict[str, Any] | None, now: dt.datetime) -> bool:
     return expires is None or expires <= now  # an unreadable expiry never locks a packet for ever
 
 
+def _versioned_claim(store: ArtifactStore, doc_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The claim and its store version; (None, None) when there is none. An unreadable claim is
+    (None, version): free, and replaced like any other."""
+    got = store.read_versioned(claim_rel(doc_id))
+    if got is None:
+        return None, None
+    data, version = got
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None, version
+    return (value if isinstance(value, dict) else None), version
+
+
+#: how often a claim or release re-reads after losing a race to a write that may have freed the
+#: claim again (the answer is then read afresh; a lost takeover is final)
+_ATTEMPTS = 5
+
+
 def claim(store: ArtifactStore, doc_id: str, owner: str, lasts: dt.timedelta, *,
-          now: dt.datetime | None = None) -> bool:
-    """Claim packet ``doc_id`` for ``owner`` (a run id) for ``lasts`` + margin. True when the
-    packet is this owner's to open (already claimed by the same owner counts: a task retry)."""
+          now: dt.datetime | None = None, margin: dt.timedelta = MARGIN) -> bool:
+    """Claim packet ``doc_id`` for ``owner`` (a run id, or ``user:<name>`` for the review
+    workspace's lease) for ``lasts`` + ``margin``. True when the
+    packet is this owner's to open (already claimed by the same owner counts: a task retry).
+    Taking over a released or expired claim is a compare-and-swap on the claim's version: of
+    several runs taking over the same claim exactly one gets True."""
     now = now or dt.datetime.now(dt.UTC)
-    record = {"doc_id": doc_id, "owner": owner, "claimed_at": _iso(now), "expires_at": _iso(now + lasts + MARGIN),
-              "released": False}
-    if store.write_json(claim_rel(doc_id), record, overwrite=False):
-        return True
-    held = current_claim(store, doc_id)
-    if held is not None and held.get("owner") == owner and not held.get("released"):
-        return True
-    if not is_free(held, now):
-        return False
-    store.write_json(claim_rel(doc_id), record)  # take over a released or expired claim
-    back = current_claim(store, doc_id)
-    return back is not None and back.get("owner") == owner and back.get("claimed_at") == record["claimed_at"]
+    record = {"doc_id": doc_id, "owner": owner, "claimed_at": _iso(now), "expires_at": _iso(now + lasts + margin),
+              "released": False, "claim_id": uuid.uuid4().hex}
+    data = dumps(record)
+    for _ in range(_ATTEMPTS):
+        if store.write_bytes(claim_rel(doc_id), data, overwrite=False):
+            return True
+        held, version = _versioned_claim(store, doc_id)
+        if version is None:  # deleted in between: create again
+            continue
+        if held is not None and held.get("owner") == owner and not held.get("released"):
+            return True
+        if not is_free(held, now):
+            return False
+        # take over a released or expired claim: only if nobody changed it since it was read
+        return store.replace_if(claim_rel(doc_id), data, version)
+    return False
 
 
 def release(store: ArtifactStore, doc_id: str, owner: str, reason: str, *, now: dt.datetime | None = None) -> bool:
-    """Release ``owner``'s claim (True when it was theirs); someone else's claim is left alone."""
-    held = current_claim(store, doc_id)
-    if held is None or held.get("owner") != owner or held.get("released"):
-        return False
+    """Release ``owner``'s claim (True when it was theirs); someone else's claim is left alone —
+    also one taken over between the read and the write (compare-and-swap on its version)."""
     now = now or dt.datetime.now(dt.UTC)
-    store.write_json(claim_rel(doc_id), {**held, "released": True, "released_at": _iso(now), "reason": reason})
-    return True
+    for _ in range(_ATTEMPTS):
+        held, version = _versioned_claim(store, doc_id)
+        if held is None or version is None or held.get("owner") != owner or held.get("released"):
+            return False
+        released = {**held, "released": True, "released_at": _iso(now), "reason": reason}
+        if store.replace_if(claim_rel(doc_id), dumps(released), version):
+            return True
+    return False

@@ -6,8 +6,10 @@ derived from what they set, so the corrected record never contradicts itself:
 
 * a segment the SME gives with the page range of a primary segment starts from that segment's
   per-type claims, any other from none (every type NO_EVIDENCE);
-* a segment's ``dominant_type`` is PRIMARY in it; the type it replaced, when the SME did not set
-  its level, drops to MENTION_ONLY if it keeps evidence in the segment, else NO_EVIDENCE;
+* a segment's ``dominant_type`` is PRIMARY in it; the type it replaced (the primary segment's
+  dominant type the SME retyped) is contradicted by the SME: its claims go — NO_EVIDENCE, its
+  evidence dropped — unless the SME set its level (``corrected_presence`` or the segment's
+  ``presence``), then the SME's level holds and its evidence on the segment's pages is kept;
 * a mixture level caps the type in every segment where the SME did not set it; a mixture level
   stronger than every segment goes to the only segment (with several, the SME must say which);
 * evidence is kept only for types that are present, on pages of its segment and — when the
@@ -76,7 +78,8 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
     from docverify.verify.v2_consistency import derive_mixture
 
     by_range = {(s.get("page_start"), s.get("page_end")): s for s in old_segments}
-    built, sme_set = [], []
+    built: list[dict[str, Any]] = []
+    sme_set: list[dict[str, Any]] = []
     for k, s in enumerate(segments):
         base = by_range.get((s["page_start"], s["page_end"]))
         entries = _type_entries(base or {})
@@ -90,9 +93,10 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
             entries[t]["presence_level"] = level
         entries[dom]["presence_level"] = "PRIMARY"
         old_dom = (base or {}).get("dominant_type")
-        if old_dom and old_dom != dom and old_dom not in set_here and entries[old_dom]["presence_level"] == "PRIMARY":
-            kept = [e for e in entries[old_dom].get("top_evidence") or [] if s["page_start"] <= e.get("page", 0) <= s["page_end"]]
-            entries[old_dom]["presence_level"] = "MENTION_ONLY" if kept else "NO_EVIDENCE"
+        if old_dom in entries and old_dom != dom and old_dom not in set_here:
+            # the SME retyped the segment: the replaced type's claims go with it (no leftover
+            # MENTION_ONLY carrying the contradicted evidence); its evidence is dropped below
+            entries[old_dom]["presence_level"] = "NO_EVIDENCE"
         built.append({"k": k, "seg": s, "entries": entries, "before": before, "base": base})
         sme_set.append({**set_here, dom: "PRIMARY"})
 

@@ -2,7 +2,9 @@
 
 A ground-truth record is never overwritten (a second answer is a new version:
 ``gt_<review_id>.json``, ``gt_<review_id>.v2.json``, …). The Airflow review DAG (HITL tasks) and the
-notebook helper write through the same function, :func:`save_review`."""
+notebook helper write through the same functions, :func:`save_review` (Agree / Correct) and
+:func:`save_unclassifiable` (Cannot classify); the form channels check an answer first with
+:mod:`docverify.sme_answer`."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import logging
 import threading
 from typing import Any
 
+from docverify.limits import MAX_PAGES
 from docverify.models import (
     DOC_TYPES,
     DocumentBundle,
@@ -34,6 +37,10 @@ SEGMENT_KEYS = ("page_start", "page_end", "dominant_type")
 MAX_VERSIONS = 10_000
 
 
+class NoChange(ValueError):
+    """A correction that changes nothing in the primary classification."""
+
+
 def _check_type(value: Any, field: str) -> str:
     if value not in DOC_TYPES:
         raise ValueError(f"{field}: {value!r} is not a document type; allowed values: {', '.join(DOC_TYPES)}")
@@ -43,7 +50,8 @@ def _check_type(value: Any, field: str) -> str:
 def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
     """The SME's segments, checked: a non-empty list of ``{page_start, page_end, dominant_type}``
     in page order that covers pages 1..total_pages exactly once (when the page count is unknown,
-    0, they must still start at 1 and be contiguous). Raises ValueError naming the field."""
+    0, they must still start at 1, be contiguous and end by page ``MAX_PAGES``). Raises ValueError
+    naming the field; a page number beyond the document is refused before any arithmetic on it."""
     field = "corrected_segments"
     if not isinstance(segments, list) or not segments:
         raise ValueError(f"{field}: give a non-empty list of {{page_start, page_end, dominant_type}} objects, "
@@ -61,13 +69,15 @@ def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
         for key, v in (("page_start", start), ("page_end", end)):
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{where}.{key}: {v!r} is not a page number (an integer ≥ 1)")
+        for key, v in (("page_start", start), ("page_end", end)):
+            if v > (total_pages or MAX_PAGES):
+                raise ValueError(f"{where}.{key}: {v} is beyond the document's last page; allowed: "
+                                 + (f"1..{total_pages}" if total_pages else f"1..{MAX_PAGES} (page count unknown)"))
         if end < start:
             raise ValueError(f"{where}: page_end {end} is before page_start {start}")
         if start != expect:
             raise ValueError(f"{where}.page_start: {start} leaves a gap or an overlap: segments must cover the pages "
                              f"in order without gaps, so this one must start at page {expect}")
-        if total_pages and end > total_pages:
-            raise ValueError(f"{where}.page_end: {end} is beyond the document's last page; allowed: 1..{total_pages}")
         _check_type(seg["dominant_type"], f"{where}.dominant_type")
         out.append({"page_start": start, "page_end": end, "dominant_type": seg["dominant_type"]})
         if seg.get("presence") is not None:
@@ -148,7 +158,7 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
     out = derive(gt, new, dominant=corrected_dominant_type, presence=presence, mixture=mixture, bundle=bundle,
                  old_segments=old_segs, changes=changes)
     if not changes:
-        raise ValueError("the correction changes nothing in the primary classification "
+        raise NoChange("the correction changes nothing in the primary classification "
                          "(same dominant type, segments, presence levels and mixture): answer agrees=True instead")
     return out, changes
 
@@ -250,7 +260,7 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
             corrected_presence=corrected_presence, corrected_mixture=corrected_mixture,
             bundle=_packet_bundle(store, packet))
         source = "SME_CORRECTED"
-    record = GroundTruthRecord(
+    return _write_answer(store, packet, GroundTruthRecord(
         doc_id=doc_id, review_id=packet.review_id, ground_truth_source=source, review_kind=packet.review_kind,
         ground_truth_classification=classification,
         corrected_dominant_type=None if agrees else corrected_dominant_type,
@@ -260,15 +270,51 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
         corrected_mixture=None if agrees else corrected_mixture or None,
         corrections_applied=changes, correction_notes=correction_notes or "", reviewer=reviewer.strip(),
         reviewed_at=reviewed_at or now_iso(), packet_path=store.uri(ArtifactStore.packet_rel(key)),
-        channel=channel)
+        channel=channel))
+
+
+def save_unclassifiable(store: ArtifactStore, doc_id: str, *, reason: str, notes: str = "", reviewer: str,
+                        reviewed_at: str | None = None, channel: str = "") -> tuple[GroundTruthRecord, str]:
+    """Record that the SME could not classify ``doc_id`` (*Cannot classify*): source
+    ``SME_UNCLASSIFIABLE``, no classification, ``unclassifiable_reason`` one of
+    ``"unreadable"``, ``"wrong file"``, ``"needs a re-scan"``, ``"other"`` (with notes), written as
+    a new version like every answer; the packet becomes ``reviewed``. Returns (record, uri).
+
+    Raises:
+        PacketNotFoundError: no packet for ``doc_id``.
+        ValueError: an empty reviewer, an unknown reason, or "other" without notes.
+    """
+    from typing import get_args
+
+    from docverify.models import UnclassifiableReason
+
+    packet = load_packet(store, doc_id)
+    if not isinstance(reviewer, str) or not reviewer.strip():
+        raise ValueError("reviewer: give the SME's user name (who answered)")
+    if reason not in get_args(UnclassifiableReason):
+        raise ValueError(f"unclassifiable_reason: {reason!r} is not a reason; allowed values: "
+                         f"{', '.join(get_args(UnclassifiableReason))}")
+    if reason == "other" and not (notes or "").strip():
+        raise ValueError("correction_notes: with the reason 'other', say in the notes why")
+    return _write_answer(store, packet, GroundTruthRecord(
+        doc_id=packet.doc_id, review_id=packet.review_id, ground_truth_source="SME_UNCLASSIFIABLE",
+        review_kind=packet.review_kind, ground_truth_classification=None, unclassifiable_reason=reason,
+        correction_notes=notes or "", reviewer=reviewer.strip(), reviewed_at=reviewed_at or now_iso(),
+        packet_path=store.uri(ArtifactStore.packet_rel(packet_key(packet))), channel=channel))
+
+
+def _write_answer(store: ArtifactStore, packet: SMEPacket, record: GroundTruthRecord) -> tuple[GroundTruthRecord, str]:
+    """Write ``record`` as a new version, mark the packet reviewed and refresh its HTML."""
+    key = packet_key(packet)
     record, uri = _write_versioned(store, record)
     _mark_reviewed(store, key)
-    log.info("ground truth doc_id=%s source=%s version=%d uri=%s", doc_id, source, record.version, uri)
+    log.info("ground truth doc_id=%s source=%s version=%d uri=%s", record.doc_id, record.ground_truth_source,
+             record.version, uri)
     if store.exists(html_rel(key)):
         try:
             write_packet_html(store, key)
         except Exception as exc:  # the answer is saved; a stale rendering must not undo that
-            log.warning("packet HTML of %s not refreshed (%s)", doc_id, type(exc).__name__)
+            log.warning("packet HTML of %s not refreshed (%s)", record.doc_id, type(exc).__name__)
     return record, uri
 
 

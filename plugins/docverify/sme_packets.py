@@ -99,9 +99,12 @@ def compare_production(primary: dict, production: dict) -> dict[str, Any]:
 def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: str,
                  result: VerificationResult | None, error: dict[str, Any] | None = None,
                  production_classification: dict | None = None, run_id: str = "",
-                 bundle: DocumentBundle | None = None, review_id: str = "") -> SMEPacket:
+                 bundle: DocumentBundle | None = None, review_id: str = "",
+                 size_bytes: int | None = None) -> SMEPacket:
     """A packet for an escalated document, or for one that could not be parsed/classified
-    (``error`` set, ``result`` None).
+    (``error`` set, ``result`` None). The error of such a packet carries what the SME can know of
+    the file without its text (:func:`with_file_facts`): ``file_name``, ``size_bytes`` (``size_bytes``,
+    else the error record's ``bytes``/``size_bytes``, else absent), ``error`` and ``message``.
 
     ``production_classification`` (the production classifier's output for the same PDF) adds
     ``production_differs`` (the dominant types differ) and ``production_comparison``. With
@@ -113,6 +116,8 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
     if production_classification is not None and isinstance(primary, dict):
         differs = production_classification.get("dominant_type_overall") != primary.get("dominant_type_overall")
         comparison = compare_production(primary, production_classification)
+    if error is not None:
+        error = with_file_facts(error, pdf_path, size_bytes)
     if result:
         rule, reason = result.final_rule, result.escalation_reason or result.attempts[-1].decision.reason
         kind = result.stop_reason
@@ -144,6 +149,22 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         escalation_reason=kind, attempt_history=attempt_history(result) if result else [],
         original_classification=result.original_classification if result else None,
     )
+
+
+def with_file_facts(error: dict[str, Any], pdf_path: str = "", size_bytes: int | None = None) -> dict[str, Any]:
+    """``error`` with what is known of the input file without reading its text: ``file_name``
+    (the last part of ``pdf_path`` or of the record's ``file``), ``size_bytes`` (when known) and
+    the error's code and message as they are."""
+    out = dict(error)
+    path = pdf_path or str(out.get("file") or "")
+    if path and not out.get("file_name"):
+        out["file_name"] = path.rstrip("/").rsplit("/", 1)[-1]
+    size = size_bytes if size_bytes is not None else out.get("size_bytes", out.get("bytes"))
+    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+        out["size_bytes"] = size
+    else:
+        out.pop("size_bytes", None)
+    return out
 
 
 def attempt_history(result: VerificationResult) -> list[dict[str, Any]]:

@@ -12,13 +12,28 @@ The markup is in ``include/templates/`` (``sme_packet.html.j2`` with ``_macros.h
 ``sme_packet.css``; ``sme_packet.md.j2``), rendered by :func:`docverify.templating.render`: this
 module reads the packet, the bundle and the PDF and prepares the templates' context as plain text
 (the HTML template escapes it; the Markdown one escapes through its ``md_*`` filters).
+
+Markdown is inert: the form's Markdown is rendered in the reviewer's browser, so every value from
+the packet or the document that is not inside a code block goes through one function,
+:func:`md_escape` (the template's ``md_inline`` and ``md_cell`` are that function here): no image
+(``![…](…)``, fetched from any host), link, autolink, raw HTML, emphasis or table cell break can
+come out of a document's text, a file name or a companion classification.
+
+A packet without a primary classification (the document could not be read) shows "What we know
+about this file": its name, size in bytes, page count and the parse error's code and message —
+never text of the document.
 """
 
 from __future__ import annotations
 
+import functools
+import html as html_lib
 import logging
 import re
+import urllib.parse
 from typing import Any
+
+import jinja2
 
 from docverify.models import DOC_TYPES, DocumentBundle, SMEPacket
 from docverify.sme_context import (
@@ -31,13 +46,68 @@ from docverify.sme_context import (
 )
 from docverify.sme_packets import html_rel, load_packet, packet_key
 from docverify.store import ArtifactStore
-from docverify.templating import render
+from docverify.templating import environment, render
 
 log = logging.getLogger("docverify.sme")
 
 MAX_PAGE_IMAGES = 8
 MARKDOWN_MAX_BYTES = 20_000
 _SEV_COLOUR = {"BLOCKER": "#b00020", "MAJOR": "#c35a00", "MINOR": "#5f6b00", "ERROR": "#b00020"}
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()<>#!|~&:@])")
+
+
+def md_escape(value: Any) -> str:
+    """``value`` as inert Markdown text on one line: whitespace collapsed; every character that
+    opens Markdown, GFM or HTML syntax inside a line (backslash, backtick, ``* _ [ ] ( ) < > # ! | ~
+    & : @``) backslash-escaped, and ``www.`` broken, so no image, link, autolink (``http://…``,
+    ``www.…``, ``a@b.c``), raw HTML, entity, emphasis, code span, strikethrough, heading or table
+    cell comes out of it. ``None`` is empty."""
+    s = " ".join(str("" if value is None else value).split())
+    return re.sub(r"(?i)\b(www)\.", r"\1\\.", _MD_SPECIAL.sub(r"\\\1", s))
+
+
+@functools.cache
+def _inert_markdown(base: jinja2.Environment) -> jinja2.Environment:
+    """The project's environment with ``md_inline`` and ``md_cell`` replaced by :func:`md_escape`
+    (an overlay: its own filters and template cache)."""
+    env = base.overlay(cache_size=50)
+    env.filters = {**base.filters, "md_inline": md_escape, "md_cell": md_escape}
+    return env
+
+
+def _size(n: Any) -> str:
+    return f"{n:,} bytes" if isinstance(n, int) and not isinstance(n, bool) else "unknown"
+
+
+def file_facts(packet: SMEPacket) -> list[tuple[str, str]]:
+    """What is known of a file that could not be read — (label, value) rows: file name, size in
+    bytes, pages, the error's code and message. [] when the packet has a primary classification.
+    Never text of the document."""
+    if isinstance(packet.primary_classification, dict):
+        return []
+    err = packet.error or {}
+    return [("File name", str(err.get("file_name") or packet.pdf_filename or "unknown")),
+            ("Size", _size(err.get("size_bytes"))),
+            ("Pages", str(packet.total_pages) if packet.total_pages else "unknown (no text was read)"),
+            ("Error", str(err.get("error") or "none recorded")),
+            ("Error message", str(err.get("message") or ""))]
+
+
+def _file_facts_html(packet: SMEPacket) -> str:
+    rows = file_facts(packet)
+    if not rows:
+        return ""
+    cells = "".join(f"<dt>{html_lib.escape(k)}</dt><dd>{html_lib.escape(v)}</dd>" for k, v in rows)
+    return f"<h2>What we know about this file</h2><dl class='file-facts'>{cells}</dl>"
+
+
+def _file_facts_markdown(packet: SMEPacket) -> str:
+    rows = file_facts(packet)
+    if not rows:
+        return ""
+    return "### What we know about this file\n\n" + "".join(f"- {k}: {md_escape(v)}\n" for k, v in rows) + "\n"
 
 
 def _segments(cls: dict | None) -> list[dict]:
@@ -233,13 +303,17 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
                        "formatted": s.formatted, "colour": _SEV_COLOUR.get(str(s.severity), "#555"),
                        "evidence": evidence, "context": _page_text_view(ctx), "figure": _figure_view(ctx)})
     original = packet.original_classification
-    return render(
+    page = render(
         "sme_packet.html.j2", doc_id=packet.doc_id, total_issues=packet.total_issues, status=status,
         page_backgrounds=page_backgrounds, info=info, decision=decision, production=_production_rows(packet),
         page_images=page_images, pdf_pages=pdf_pages, issues=issues,
         history="\n".join(history_lines(packet)), decided_by=decided_by(packet),
         fixed=bool(packet.attempt_history[1:]), doc_types=DOC_TYPES, primary=_classification_view(primary),
         show_original=original is not None and original != primary, original=_classification_view(original))
+    facts = _file_facts_html(packet)
+    if facts and "<h2>Decision</h2>" in page:
+        page = page.replace("<h2>Decision</h2>", facts + "<h2>Decision</h2>", 1)
+    return page
 
 
 def decided_by(packet: SMEPacket) -> str:
@@ -343,8 +417,8 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None, shortene
                                        else "—" for t in DOC_TYPES]})
         table = {"dominant": primary.get("dominant_type_overall"),
                  "signals": ", ".join(map(str, primary.get("vendor_signals") or [])) or "none", "segments": segments}
-    return render(
-        "sme_packet.md.j2", doc_id=packet.doc_id,
+    text = _inert_markdown(environment()).get_template("sme_packet.md.j2").render(
+        doc_id=packet.doc_id,
         title=("AUDIT of an accepted classification — " if packet.review_kind == "audit" else "")
         + (f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet)),
         pdf_filename=packet.pdf_filename, total_pages=packet.total_pages, run_id=packet.run_id,
@@ -353,8 +427,13 @@ def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None, shortene
         explanation=packet.v5_explanation.splitlines(), jury=[_jury_line(v) for v in packet.jury_votes],
         production={"agrees": comp.get("agrees"), "dominant": comp.get("dominant_type", {}).get("production")}
         if comp else None,
-        html_link=html_uri.replace(")", "%29").replace(" ", "%20") if html_uri and html_uri.startswith("/") else None,
-        html_file=html_uri.replace("`", "%60") if html_uri else None,
+        html_link=urllib.parse.quote(html_uri, safe="/?=&%#") if html_uri and html_uri.startswith("/") else None,
+        html_file=urllib.parse.quote(html_uri, safe="/:?=&%#@+,;~") if html_uri else None,
         total_issues=packet.total_issues, issues=issues, compact=compact, para_limit=para_limit,
         match_limit=min(para_limit, 240) if compact else para_limit, history=history_lines(packet),
         primary=table, doc_types=DOC_TYPES, shortened=shortened)
+    facts = _file_facts_markdown(packet)
+    marker = "\n### Issues ("
+    if facts and marker in text:
+        text = text.replace(marker, "\n" + facts + marker[1:], 1)
+    return text

@@ -23,6 +23,13 @@ through the filesystem's ``pipe_file(..., mode="create")``, which gcsfs sends as
 with the precondition ``ifGenerationMatch=0`` (the server refuses it with 412 when the object
 exists, so of several concurrent writers exactly one wins).
 
+File modes on a local root: the store's objects hold PHI (bundles, results, packets, ground truth,
+accepted outputs, the verdict cache) — every file it writes is created ``0600`` and every folder it
+creates ``0700``, whatever the process's umask (the file is opened with ``O_CREAT|O_EXCL`` and mode
+0600, the folders made one by one with mode 0700 and chmod-ed, as a umask can only take bits away).
+Folders that already exist (the root, ``incoming/``) are left as they are. Remote roots have no modes:
+access is the bucket's IAM.
+
 Remote roots (any fsspec-backed path: ``ObjectStoragePath``, ``UPath``) are driven through their
 filesystem directly, one request per operation where possible: ``cat_file`` for reads (no ranged
 read-ahead), ``pipe_file`` for writes, a fresh ``ls`` for listings (never a cached listing that
@@ -117,9 +124,83 @@ TMP_PREFIX = ".docverify-tmp-"
 _TMP_NAME = re.compile(r"\.(?:docverify-)?tmp-[0-9a-f]{32}")
 
 
+#: the lock files of :meth:`ArtifactStore.replace_if` on a local root (hidden from listings too)
+LOCK_PREFIX = ".docverify-lock-"
+
+
 def is_tmp_name(name: str) -> bool:
-    """True for the store's own temporary names only (see :data:`TMP_PREFIX`)."""
-    return _TMP_NAME.fullmatch(name) is not None
+    """True for the store's own temporary and lock names only (see :data:`TMP_PREFIX`,
+    :data:`LOCK_PREFIX`)."""
+    return _TMP_NAME.fullmatch(name) is not None or name.startswith(LOCK_PREFIX)
+
+
+def _generation(fs: Any, key: str) -> str | None:
+    """The live generation of a remote object (a fresh ``info``, never the listing cache)."""
+    fs.invalidate_cache(key)
+    gen = fs.info(key).get("generation")
+    return str(gen) if gen is not None else None
+
+
+def _upload_if_generation(fs: Any, key: str, data: bytes, generation: str) -> bool:
+    """One GCS upload of ``data`` to ``key`` with ``ifGenerationMatch=<generation>``: False on 412
+    (another writer's generation is live, or the object is gone). gcsfs's ``pipe_file`` sends only
+    ``ifGenerationMatch=0`` (``mode="create"``), so the multipart upload is sent the way gcsfs's
+    ``simple_upload`` does, with the generation of the caller's read."""
+    from urllib.parse import quote
+
+    call, location = getattr(fs, "call", None), getattr(fs, "_location", None)
+    if call is None or location is None:
+        raise NotImplementedError(f"compare-and-swap needs a GCS filesystem (gcsfs), not {type(fs).__name__}")
+    bucket, _, name = key.lstrip("/").partition("/")
+    meta = json.dumps({"name": name})
+    body = (f"--==0==\nContent-Type: application/json; charset=UTF-8\n\n{meta}\n--==0==\n"
+            f"Content-Type: application/octet-stream\n\n").encode() + data + b"\n--==0==--"
+    try:
+        call("POST", f"{location}/upload/storage/v1/b/{quote(bucket)}/o", uploadType="multipart",
+             headers={"Content-Type": 'multipart/related; boundary="==0=="'}, data=body, json_out=True,
+             ifGenerationMatch=str(generation))
+    except Exception as exc:  # gcsfs maps 412 to FileExistsError / an HttpError with code 412
+        if isinstance(exc, FileExistsError | FileNotFoundError) or getattr(exc, "code", None) in (404, 412) \
+                or "412" in str(exc) or "conditionNotMet" in str(exc):
+            return False
+        raise
+    fs.invalidate_cache(key)
+    return True
+
+
+#: modes of what the store creates on a local root (see the module docstring)
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def _make_dirs(path: pathlib.Path) -> None:
+    """``mkdir -p`` with every folder it creates ``0700`` (``Path.mkdir(parents=True)`` gives the
+    parents the umask's default mode); existing folders are not touched."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            continue  # another writer made it: its mode is the same
+        os.chmod(d, DIR_MODE)  # exactly 0700 whatever the umask
+
+
+def _write_private(path: pathlib.Path, data: bytes) -> None:
+    """A new file of mode 0600 holding ``data`` (``O_EXCL``: never an existing file's mode)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 class OutsideRootError(PermissionError):
@@ -289,9 +370,9 @@ class ArtifactStore:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
             return True
-        local.parent.mkdir(parents=True, exist_ok=True)
+        _make_dirs(local.parent)
         tmp = local.parent / f"{TMP_PREFIX}{uuid.uuid4().hex}"  # short: a 250-character name still fits
-        tmp.write_bytes(data)
+        _write_private(tmp, data)  # 0600: renamed into place with its mode
         try:
             if overwrite:
                 os.replace(tmp, local)
@@ -304,6 +385,83 @@ class ArtifactStore:
         finally:
             if tmp.exists():
                 tmp.unlink()
+
+    # ------------------------------------------------------------------ compare-and-swap
+    def read_versioned(self, rel: str) -> tuple[bytes, str] | None:
+        """The object's bytes and its *version* (None when there is none), for
+        :meth:`replace_if`: remotely the GCS object's ``generation`` (info, read, info again until
+        both infos agree, so the bytes are that generation's); locally the sha256 of the bytes."""
+        target = self.path(rel)
+        remote = _remote(target)
+        if remote is None:
+            try:
+                data = self.read_bytes(rel)
+            except FileNotFoundError:
+                return None
+            return data, hashlib.sha256(data).hexdigest()
+        fs, key = remote
+        for _ in range(5):
+            try:
+                before = _generation(fs, key)
+                data = fs.cat_file(key)
+                after = _generation(fs, key)
+            except FileNotFoundError:
+                return None
+            if before is not None and before == after:
+                return data, before
+        raise RuntimeError(f"{rel}: the object kept changing while it was read")
+
+    def replace_if(self, rel: str, data: bytes, version: str) -> bool:
+        """Replace the object with ``data`` only when it still is ``version`` (of
+        :meth:`read_versioned`); True when replaced, False when another writer changed (or
+        deleted) it in between — an atomic compare-and-swap: of several writers holding the same
+        version exactly one wins. Remotely one upload with the precondition
+        ``ifGenerationMatch=<generation>`` (GCS refuses a stale one with 412); locally under an
+        exclusive ``flock`` of a lock file beside the object (``.docverify-lock-<name>``, hidden from
+        listings; released by the kernel if the process dies), the compare and the atomic rename
+        inside it."""
+        if not check_rel(rel):
+            raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
+        target = self.path(rel)
+        remote = _remote(target)
+        if remote is not None:
+            return _upload_if_generation(remote[0], remote[1], data, version)
+        local = _local_path(target)
+        if local is None:  # pragma: no cover - a pathlib-like object without a filesystem: not supported
+            raise NotImplementedError(f"compare-and-swap on {type(target).__name__}")
+        with self._locked(local):
+            try:
+                current = local.read_bytes()
+            except FileNotFoundError:
+                return False
+            if hashlib.sha256(current).hexdigest() != version:
+                return False
+            tmp = local.parent / f"{TMP_PREFIX}{uuid.uuid4().hex}"
+            _write_private(tmp, data)
+            try:
+                os.replace(tmp, local)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
+            return True
+
+    @staticmethod
+    def _locked(local: pathlib.Path):
+        import contextlib
+        import fcntl
+
+        @contextlib.contextmanager
+        def lock():
+            _make_dirs(local.parent)
+            path = local.parent / f"{LOCK_PREFIX}{local.name}"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # releases the lock; the (empty) lock file stays: deleting it would race
+
+        return lock()
 
     def delete(self, rel: str) -> bool:
         """Remove the object (one request); False when there was none."""

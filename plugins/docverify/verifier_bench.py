@@ -140,7 +140,7 @@ _SENTENCE_END = re.compile(r"(?<=[.;])\s+(?=[A-Z0-9])")
 
 def _lines(text: str) -> list[str]:
     """The text's lines, a long line cut into its sentences (what a classifier quotes)."""
-    out = []
+    out: list[str] = []
     for line in text.splitlines():
         line = " ".join(line.split())
         if line:
@@ -184,9 +184,9 @@ def pick_evidence(bundle: DocumentBundle, seg: TruthSegment, k: int = 2) -> list
         if len(chosen) < k and (not chosen or p != chosen[0][0] or len(cued) + len(lines) < 4):
             chosen.append((p, s))
     if not chosen:  # a page without any usable line: its first non-empty line, however short
-        for p in bundle.pages:
-            if seg.page_start <= p.page_num <= seg.page_end and _lines(p.text):
-                chosen = [(p.page_num, _clip(_lines(p.text)[0]))]
+        for page in bundle.pages:
+            if seg.page_start <= page.page_num <= seg.page_end and _lines(page.text):
+                chosen = [(page.page_num, _clip(_lines(page.text)[0]))]
                 break
     return [{"snippet": s, "page": p, "anchors_found": []} for p, s in chosen[:k]]
 
@@ -379,7 +379,8 @@ def _norm(text: str) -> str:
     return normalise(text)
 
 
-def _mutate_evidence(doc, gold, rng, pattern: re.Pattern, mutate: Callable[[str, random.Random], str | None]):
+def _mutate_evidence(doc, gold, rng, pattern: re.Pattern,
+                     mutate: Callable[[str, random.Random], str | None] | None):
     """Quote a line of a PRIMARY segment that ``pattern`` finds as the segment's second evidence
     item, changed by ``mutate`` (the control quotes the line unchanged)."""
     cls = _copy(gold)
@@ -814,5 +815,5 @@ def summarise(results: list[CaseResult]) -> dict[str, Any]:
         "correct": correct,
         "required_caught": sum(c.caught for c in req) / total_req if total_req else None,
         "required_n": total_req,
-        "min_required_rate": min((c.rate for c in req if c.n), default=None),
+        "min_required_rate": min((c.rate for c in req if c.n and c.rate is not None), default=None),
     }

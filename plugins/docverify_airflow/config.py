@@ -25,11 +25,13 @@ never a string to resolve again."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import pathlib
-from typing import Any
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 from docverify import policy as P
 from docverify.judges import Judge, OfflineJudge
@@ -201,63 +203,136 @@ def _on_off_default(value: bool) -> str:
     return "on" if value else "off"
 
 
-def _var(name: str, default: str, parse=_text) -> Any:
-    return dataclasses.field(metadata={"variable": name, "default": default, "parse": parse})
+#: Variable name → its parser (``parse(variable, raw, default) -> value``, raising ``ValueError`` naming it).
+_PARSERS: dict[str, Any] = {}
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """Every Variable the code reads, parsed (one field each; ``metadata["variable"]`` is its name,
-    ``metadata["default"]`` the documented default used when it is missing)."""
+def _var(name: str, default: str, parse=_text, doc: str = "") -> Any:
+    """A field of :class:`Settings`: the Variable ``name``, its documented ``default`` (the raw text
+    used when the Variable is missing), its parser and its description (docs/configuration.md)."""
+    _PARSERS[name] = parse
+    return Field(description=doc, json_schema_extra={"variable": name, "variable_default": default})
 
-    storage_root: str = _var(VAR_STORAGE_ROOT, DEFAULT_STORAGE_ROOT)
-    storage_conn_id: str = _var(VAR_STORAGE_CONN, "google_cloud_default")
-    layout: str = _var(VAR_LAYOUT, "local", _choice(LAYOUTS, "a layout"))
-    ocr: bool = _var(VAR_OCR, "on", _switch)
-    docai_processor: str = _var(VAR_DOCAI_PROCESSOR, "", lambda k, raw, d: raw.strip())
-    docai_conn_id: str = _var(VAR_DOCAI_CONN, "google_cloud_default")
-    docai_poll_s: float = _var(VAR_DOCAI_POLL, "30", _number(float, 0.0))
-    judge: str = _var(VAR_JUDGE, "offline", _choice(JUDGES, "a judge"))
-    llm_conn_id: str = _var(VAR_LLM_CONN, DEFAULT_LLM_CONN)
-    llm_timeout_s: float = _var(VAR_LLM_TIMEOUT, "120", _number(float, 0.0))
-    llm_max_attempts: int = _var(VAR_LLM_ATTEMPTS, "4", _number(int, 1))
-    llm_output_retries: int = _var(VAR_LLM_OUTPUT_RETRIES, "2", _number(int, 0))
-    llm_rpm: float = _var(VAR_LLM_RPM, "0", _number(float, 0.0))
-    llm_tpm: float = _var(VAR_LLM_TPM, "0", _number(float, 0.0))
-    llm_limiter_hosts: int = _var(VAR_LLM_LIMITER_HOSTS, "1", _number(int, 1))
-    llm_throttle_wait_s: float = _var(VAR_LLM_THROTTLE_WAIT, "1200", _number(float, 0.0))
-    llm_shards: int = _var(VAR_LLM_SHARDS, "4", _number(int, 1))
-    llm_mode: str = _var(VAR_LLM_MODE, "online", _choice(LLM_MODES, "an LLM mode"))
-    llm_batch_poll_s: int = _var(VAR_LLM_BATCH_POLL, "60", _number(int, 0))
-    jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"))
-    jury_conn_ids: str = _var(VAR_JURY_CONNS, "", lambda k, raw, d: raw.strip())
-    jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0))
-    second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _on_off)
-    second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", lambda k, raw, d: raw.strip())
-    blocker_repair: bool = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR), _on_off)
-    check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _on_off)
-    min_primary_confidence: float = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE), _fraction)
-    label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _on_off)
-    admin_trap_per_segment: bool = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT), _on_off)
-    sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip())
-    audit_rate: float = _var(VAR_AUDIT_RATE, "0.02", _fraction)
-    audit_alert_rate: float = _var(VAR_AUDIT_ALERT_RATE, "0.05", _fraction)
-    notify_email: str = _var(VAR_NOTIFY_EMAIL, "", lambda k, raw, d: raw.strip())
-    notify_smtp_conn_id: str = _var(VAR_NOTIFY_SMTP_CONN, DEFAULT_SMTP_CONN)
-    notify_slack_conn_id: str = _var(VAR_NOTIFY_SLACK_CONN, "", lambda k, raw, d: raw.strip())
+
+def _extra(f: FieldInfo) -> dict[str, str]:
+    """A settings field's Variable and its default, as :func:`_var` recorded them."""
+    return cast("dict[str, str]", f.json_schema_extra)
+
+
+#: Settings field → :class:`docverify.policy.VerifyPolicy` field (config.policy; docverify.policy's defaults)
+POLICY_FIELDS: dict[str, str] = {
+    "blocker_repair": "blocker_repair",
+    "check_patient_identity": "patient_identity",
+    "min_primary_confidence": "min_primary_confidence",
+    "label_text_guard": "label_text_guard",
+    "admin_trap_per_segment": "admin_trap_per_segment",
+}
+
+
+class Settings(BaseModel):
+    """Every Variable the code reads, parsed (one field each; ``variable(field)`` is its name and
+    ``variables()`` the documented defaults used when it is missing). Read from Airflow in one place,
+    :meth:`load`; a bad value fails naming the Variable. ``scripts/gen_config_docs.py`` renders
+    docs/configuration.md from this class."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(functools.cached_property,))
+
+    storage_root: str = _var(VAR_STORAGE_ROOT, DEFAULT_STORAGE_ROOT, doc=(
+        "Where every artifact of the night is kept: gs://bucket/prefix (on the connection of "
+        "docverify_storage_conn_id), file:///abs/path or a path (a relative one is relative to the repository)."))
+    storage_conn_id: str = _var(VAR_STORAGE_CONN, "google_cloud_default", doc=(
+        "The Airflow connection a gs:// storage root is read and written with."))
+    layout: str = _var(VAR_LAYOUT, "local", _choice(LAYOUTS, "a layout"), doc=(
+        "How PDFs become page text: local (pypdf, OCR per docverify_ocr) or document_ai (the Layout Parser "
+        "processor of docverify_docai_processor)."))
+    ocr: bool = _var(VAR_OCR, "on", _switch, doc="The local layout OCRs pages without a text layer (on/off).")
+    docai_processor: str = _var(VAR_DOCAI_PROCESSOR, "", lambda k, raw, d: raw.strip(), doc=(
+        "The Document AI Layout Parser processor: projects/<project>/locations/<us|eu>/processors/<id>[/"
+        "processorVersions/<v>] (layout document_ai only)."))
+    docai_conn_id: str = _var(VAR_DOCAI_CONN, "google_cloud_default", doc=(
+        "The Google Cloud connection Document AI is called with."))
+    docai_poll_s: float = _var(VAR_DOCAI_POLL, "30", _number(float, 0.0), doc=(
+        "Seconds between polls of a Document AI batch operation."))
+    judge: str = _var(VAR_JUDGE, "offline", _choice(JUDGES, "a judge"), doc=(
+        "The classifier and the judgment phases: offline (deterministic, no LLM) or llm (the model of "
+        "docverify_llm_conn_id)."))
+    llm_conn_id: str = _var(VAR_LLM_CONN, DEFAULT_LLM_CONN, doc=(
+        "The Airflow connection (common-ai provider, pydanticai / pydanticai_vertex) of the LLM judge's model."))
+    llm_timeout_s: float = _var(VAR_LLM_TIMEOUT, "120", _number(float, 0.0), doc=(
+        "Limit in seconds of one LLM call, its output re-asks included."))
+    llm_max_attempts: int = _var(VAR_LLM_ATTEMPTS, "4", _number(int, 1), doc=(
+        "Attempts of an LLM call on a transient fault (exponential backoff with jitter)."))
+    llm_output_retries: int = _var(VAR_LLM_OUTPUT_RETRIES, "2", _number(int, 0), doc=(
+        "How many times a schema-invalid model answer is asked again."))
+    llm_rpm: float = _var(VAR_LLM_RPM, "0", _number(float, 0.0), doc=(
+        "Requests per minute of the model shared by every task of the night (0 = unlimited)."))
+    llm_tpm: float = _var(VAR_LLM_TPM, "0", _number(float, 0.0), doc=(
+        "Input tokens per minute of the model shared by every task of the night (0 = unlimited)."))
+    llm_limiter_hosts: int = _var(VAR_LLM_LIMITER_HOSTS, "1", _number(int, 1), doc=(
+        "Machines that share the quota: each takes 1/n of docverify_llm_rpm / docverify_llm_tpm."))
+    llm_throttle_wait_s: float = _var(VAR_LLM_THROTTLE_WAIT, "1200", _number(float, 0.0), doc=(
+        "Seconds a call may wait for the quota or a service outage (429, 503, 5xx) before the task fails "
+        "and is retried (a throttled document is never escalated)."))
+    llm_shards: int = _var(VAR_LLM_SHARDS, "4", _number(int, 1), doc=(
+        "With the LLM judge, the night's verify shards are at most this many (the llm pool's slots)."))
+    llm_mode: str = _var(VAR_LLM_MODE, "online", _choice(LLM_MODES, "an LLM mode"), doc=(
+        "online (one request per call) or batch (the night's requests through Gemini batch jobs first)."))
+    llm_batch_poll_s: int = _var(VAR_LLM_BATCH_POLL, "60", _number(int, 0), doc=(
+        "Seconds between polls of a Gemini batch job (llm_mode batch)."))
+    jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"), doc=(
+        "The CR_V2 jury over the judgment phases' findings: off, cr_v2 or cr_v1."))
+    jury_conn_ids: str = _var(VAR_JURY_CONNS, "", lambda k, raw, d: raw.strip(), doc=(
+        "Three comma-separated LLM connections of jurors A, B, C (empty: all three on docverify_llm_conn_id)."))
+    jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0), doc=(
+        "At most this many findings of one judgment are put to the jury."))
+    second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _on_off, doc=(
+        "The V5 second opinion (an LLM route beside the decision table; the stricter of the two wins): off/on."))
+    second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", lambda k, raw, d: raw.strip(), doc=(
+        "The LLM connection of the V5 second opinion (empty: docverify_llm_conn_id)."))
+    blocker_repair: bool = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR), _on_off,
+                                doc=P.VerifyPolicy.model_fields["blocker_repair"].description or "")
+    check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _on_off,
+                                        doc=P.VerifyPolicy.model_fields["patient_identity"].description or "")
+    min_primary_confidence: float = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE), _fraction,
+                                         doc=P.VerifyPolicy.model_fields["min_primary_confidence"].description or "")
+    label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _on_off,
+                                  doc=P.VerifyPolicy.model_fields["label_text_guard"].description or "")
+    admin_trap_per_segment: bool = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT), _on_off,
+                                        doc=P.VerifyPolicy.model_fields["admin_trap_per_segment"].description or "")
+    sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip(), doc=(
+        "Comma-separated SME reviewers of the review packets when the sme_review DAG's assignees param is "
+        "empty."))
+    audit_rate: float = _var(VAR_AUDIT_RATE, "0.02", _fraction, doc=(
+        "Share (0-1) of the night's accepted documents sampled for an SME audit (0 = off)."))
+    audit_alert_rate: float = _var(VAR_AUDIT_ALERT_RATE, "0.05", _fraction, doc=(
+        "Notify when the lower bound of the night's false-accept rate (95% interval, from the audits) exceeds "
+        "this (0-1)."))
+    notify_email: str = _var(VAR_NOTIFY_EMAIL, "", lambda k, raw, d: raw.strip(), doc=(
+        "Where the night's notifications are e-mailed (empty: no e-mail)."))
+    notify_smtp_conn_id: str = _var(VAR_NOTIFY_SMTP_CONN, DEFAULT_SMTP_CONN, doc=(
+        "The SMTP connection notifications are sent with."))
+    notify_slack_conn_id: str = _var(VAR_NOTIFY_SLACK_CONN, "", lambda k, raw, d: raw.strip(), doc=(
+        "The Slack connection notifications are posted with (empty: no Slack)."))
+
+    @classmethod
+    def variable(cls, field: str) -> str:
+        """The Variable behind ``field``."""
+        return _extra(cls.model_fields[field])["variable"]
 
     @classmethod
     def variables(cls) -> dict[str, str]:
         """Variable name → documented default, for every field."""
-        return {f.metadata["variable"]: f.metadata["default"] for f in dataclasses.fields(cls)}
+        return {_extra(f)["variable"]: _extra(f)["variable_default"]
+                for f in cls.model_fields.values()}
 
     @classmethod
     def parse(cls, values: dict[str, str]) -> Settings:
-        """Settings from raw Variable values (a missing key takes its default)."""
+        """Settings from raw Variable values (a missing key takes its default); a bad value raises
+        ``ValueError`` naming its Variable."""
         kwargs = {}
-        for f in dataclasses.fields(cls):
-            name, default = f.metadata["variable"], f.metadata["default"]
-            kwargs[f.name] = f.metadata["parse"](name, values.get(name, default), default)
+        for name, f in cls.model_fields.items():
+            var, default = _extra(f)["variable"], _extra(f)["variable_default"]
+            kwargs[name] = _PARSERS[var](var, values.get(var, default), default)
         return cls(**kwargs)
 
     @classmethod
@@ -359,23 +434,21 @@ def judge(s: Settings | None = None) -> Judge:
       (``cache/llm/``); faults are retried with backoff (``docverify_llm_max_attempts``, default
       4) and each call is limited to ``docverify_llm_timeout_s`` (default 120) seconds.
 
-    Any other value fails loudly (when the settings are read) instead of silently running offline."""
+    Any other value fails loudly (when the settings are read) instead of silently running offline.
+    The jury and the second opinion are not the judge's: :func:`docverify_airflow.wiring.verify_deps`
+    passes them beside it (:class:`docverify.pipeline.VerifyDeps`)."""
     s = s or Settings.load()
-    j: Judge = OfflineJudge() if s.judge == "offline" else llm_judge(s.llm_conn, s)
-    j.jury = jury(s)  # type: ignore[attr-defined]
-    j.second_opinion = second_opinion(s)  # type: ignore[attr-defined]
-    return j
+    return OfflineJudge() if s.judge == "offline" else llm_judge(s.llm_conn, s)
 
 
 def policy(s: Settings | None = None) -> P.VerifyPolicy:
     """The verification policy of the Variables ``docverify_blocker_repair`` (off),
     ``docverify_check_patient_identity`` (on), ``docverify_min_primary_confidence`` (0 = off) and
-    ``docverify_label_text_guard`` (on) and ``docverify_admin_trap_per_segment`` (off): the tasks pass it to the verify and retry stages and to the
-    batch-mode collect pass (``policy=…``), never through the judge."""
+    ``docverify_label_text_guard`` (on) and ``docverify_admin_trap_per_segment`` (off) (:data:`POLICY_FIELDS`):
+    the tasks pass it to the verify and retry stages (in their :class:`~docverify.pipeline.VerifyDeps`) and to
+    the batch-mode collect pass (``policy=…``), never through the judge."""
     s = s or Settings.load()
-    return P.VerifyPolicy(blocker_repair=s.blocker_repair, patient_identity=s.check_patient_identity,
-                          min_primary_confidence=s.min_primary_confidence, label_text_guard=s.label_text_guard,
-                          admin_trap_per_segment=s.admin_trap_per_segment)
+    return P.VerifyPolicy.from_overrides({p: getattr(s, f) for f, p in POLICY_FIELDS.items()})
 
 
 def jury(s: Settings | None = None):

@@ -8,7 +8,9 @@ around the domain core's :mod:`docverify.llm_batch`.
   judge, and when every request is cached — a re-run of a night creates no batch job;
 * the job: :class:`docverify_airflow.operators.gemini_batch.NightlyGeminiBatchOperator`;
 * ``ingest`` (``all_done_min_one_success``: also after a failed job) downloads the results file and writes the
-  answers into the verdict cache; failed and missing items are left to verify's online calls.
+  answers into the verdict cache; failed, degenerate (:func:`docverify.llm_batch.degenerate_reason`: no
+  candidate, a finishReason other than STOP, no output tokens, no tool arguments) and missing items are left to
+  verify's online calls (XCom ``degenerate`` counts them).
 
 The Batch API here is the Gemini Developer API's (the provider's hook takes an API key): the LLM
 connection must carry ``api_key`` (extra) or a password. For a test endpoint, ``GOOGLE_GEMINI_BASE_URL``
@@ -191,4 +193,5 @@ def ingest(context, round_key: str) -> dict[str, Any]:
     if plan and not job:
         job = {"name": None, "state": "JOB_FAILED"}  # the job task failed: every request goes online
     out = llm_batch.ingest(batch, judge, round_key, job, results)
-    return {**_small(out), **{k: out["llm_batch"][k] for k in ("requests", "succeeded", "online_fallback", "state")}}
+    return {**_small(out), **{k: out["llm_batch"][k] for k in ("requests", "succeeded", "degenerate", "online_fallback",
+                                                                "state")}}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
-def night_of(context: dict[str, Any]) -> str:
+def night_of(context: Mapping[str, Any]) -> str:
     """The night (YYYY-MM-DD) a run verifies: its logical date; a run triggered without one (the
     REST API's default in Airflow 3: ``logical_date: null``) has no ``ds``, and verifies the date
     it was triggered for (``run_after``, UTC)."""

@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import html
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow.sdk import BaseNotifier
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +53,7 @@ def _setting(key: str, default: str = "") -> str:
         return ""
 
 
-def _night(context: dict[str, Any]) -> str:
+def _night(context: Mapping[str, Any]) -> str:
     try:
         from docverify_airflow.night import night_of
 
@@ -58,7 +62,7 @@ def _night(context: dict[str, Any]) -> str:
         return ""
 
 
-def _run_facts(context: dict[str, Any]) -> dict[str, str]:
+def _run_facts(context: Mapping[str, Any]) -> dict[str, str]:
     dag = context.get("dag")
     run = context.get("dag_run")
     ti = context.get("ti") or context.get("task_instance")
@@ -68,7 +72,7 @@ def _run_facts(context: dict[str, Any]) -> dict[str, str]:
             "task_id": str(getattr(ti, "task_id", "") or "")}
 
 
-def message(event: str, context: dict[str, Any], **facts: Any) -> tuple[str, str]:
+def message(event: str, context: Mapping[str, Any], **facts: Any) -> tuple[str, str]:
     """(subject, text) of one event: ids, counts and URIs only."""
     if event not in EVENTS:
         raise ValueError(f"unknown notification event {event!r}; one of {', '.join(EVENTS)}")
@@ -107,7 +111,7 @@ def message(event: str, context: dict[str, Any], **facts: Any) -> tuple[str, str
     return subject, text
 
 
-def send(event: str, context: dict[str, Any], **facts: Any) -> list[str]:
+def send(event: str, context: Mapping[str, Any], **facts: Any) -> list[str]:
     """Send one event through every configured channel; the names of the channels that took it."""
     subject, text = message(event, context, **facts)
     sent = []
@@ -118,7 +122,7 @@ def send(event: str, context: dict[str, Any], **facts: Any) -> list[str]:
         conn_id = _setting(VAR_SMTP_CONN, DEFAULT_SMTP_CONN) or DEFAULT_SMTP_CONN
         try:
             SmtpNotifier(to=to, subject=subject, html_content=f"<p>{html.escape(text)}</p>",
-                         smtp_conn_id=conn_id).notify(context)
+                         smtp_conn_id=conn_id).notify(cast("Context", context))
             sent.append("email")
         except Exception as exc:
             log.error("notifications: e-mail %s through connection %s failed (%s: %s)", event, conn_id,
@@ -149,7 +153,7 @@ class DocverifyNotifier(BaseNotifier):
             raise ValueError(f"unknown notification event {event!r}; one of {', '.join(EVENTS)}")
         self.event = event
 
-    def notify(self, context: dict[str, Any]) -> None:
+    def notify(self, context: Context) -> None:
         report = ""
         if _night(context):
             report = f"reports/{_night(context)}/batch_report.html"

@@ -1,36 +1,70 @@
 """The SME packets in the browser: a FastAPI app the Airflow api-server mounts at ``/docverify``
 (registered by ``plugins/docverify_plugin.py``), behind Airflow's own authentication.
 
-* ``GET /docverify/packets/`` — the packets waiting for review (HTML list, newest night first);
+* ``/docverify/reviews/…`` — the SME's review workspace (queue, one page per review, answers
+  checked before they are sent): :mod:`docverify_airflow.review_app`;
+* ``GET /docverify/packets/`` — the packets waiting for review (HTML list, most severe first);
 * ``GET /docverify/packets/{doc_id}`` — one packet's self-contained HTML rendering (page images,
   every issue marked, the whole history), as written by the nightly run;
+* ``GET /docverify/reports/{night}`` — a night's batch report, each escalation linked to its review;
 * ``GET /docverify/trend/`` — the last nights side by side (documents, routes, escalation rate,
   audited accepts, the false-accept rate with its 95 % interval from the answers so far, cost,
   task time), with ``trend.csv`` and ``trend.json`` beside it for a warehouse. Counts only, no
   document text: readable by whoever may read the nightly Dag.
 
-A request needs a logged-in Airflow user allowed to read the ``sme_review`` Dag (the UI's session
-cookie or a bearer token), exactly like the Required Actions it belongs to. Documents are read
+A request for a page holding PHI (packets, reviews) needs a logged-in Airflow user allowed to
+answer the ``sme_review`` Dag's reviews (the UI's session cookie or a bearer token): with the
+simple auth manager a ``user`` role or above; a ``viewer`` gets 403. The trend and the batch
+reports (counts and ids) need read access to the nightly Dag. Documents are read
 from the storage root of the Variable ``docverify_storage_root``; a doc id is checked before it
-becomes part of a path. Responses forbid framing and caching (the pages hold PHI)."""
+becomes part of a path. Responses forbid framing and caching (the pages hold PHI). People get
+pages, not JSON: a browser without a session is sent to Airflow's login and back; an unknown id
+or a refused request is a short HTML page naming what to do."""
 
 from __future__ import annotations
 
 import html
-import re
 
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
-from fastapi import Depends, FastAPI, HTTPException
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "SAMEORIGIN", "X-Content-Type-Options": "nosniff",
-           "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-                                      "frame-ancestors 'self'"}
+from docverify_airflow.web import HEADERS, SAFE_ID, STYLE, check_id, wants_html  # noqa: F401 - names of this app
 
 app = FastAPI(title="docverify SME packets", description="SME review packets of the nightly verification")
-AUTH = [Depends(requires_access_dag("GET", param_dag_id="sme_review"))]
+#: Packets hold PHI: readable by those who may answer the reviews (the ``sme_review`` Dag's
+#: human-in-the-loop answer permission: an SME), not by whoever may look at the Dag (a Viewer)
+AUTH = [Depends(requires_access_dag("PUT", access_entity=DagAccessEntity.HITL_DETAIL, param_dag_id="sme_review"))]
 TREND_AUTH = [Depends(requires_access_dag("GET", param_dag_id="clinical_doc_verification"))]
+
+
+@app.exception_handler(StarletteHTTPException)
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """A person gets a page: no session → Airflow's login and back here; 403/404/400 → a short
+    page saying what happened. API clients (no text/html in Accept) keep the JSON error."""
+    if not wants_html(request):
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+    if exc.status_code == 401:
+        from urllib.parse import urlencode
+
+        from airflow.api_fastapi.app import get_auth_manager
+
+        target = str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
+        try:
+            login = get_auth_manager().get_url_login(next_url=target)
+        except RuntimeError:  # outside an api-server (no auth manager initialised): Airflow's login page
+            login = f"/auth/login?{urlencode({'next': target})}"
+        return RedirectResponse(login, status_code=303)
+    what = {403: "You may not open this page: it holds clinical text, for reviewers only (users who may answer "
+                 "the sme_review Dag's reviews). Ask an Airflow admin for that access.",
+            404: "There is nothing here: the review may have been answered or withdrawn.",
+            400: "This address is not valid."}.get(exc.status_code, "The request could not be served.")
+    body = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{exc.status_code}</title><style>"
+            f"{STYLE}</style></head><body><h1>{html.escape(what)}</h1><p class='muted'>{html.escape(str(exc.detail))}"
+            "</p><p><a href='/docverify/reviews/'>The review queue</a> · <a href='/'>Airflow</a></p></body></html>")
+    return HTMLResponse(body, status_code=exc.status_code, headers=HEADERS)
 
 
 def _store():
@@ -58,22 +92,38 @@ def pending() -> HTMLResponse:
         f'<td>{html.escape(str(r.get("created_at") or ""))}</td></tr>' for r in rows)
     body = ("<!doctype html><html><head><meta charset='utf-8'><title>SME packets</title><style>"
             "body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style></head><body>"
-            f"<h1>SME packets waiting for review ({len(rows)})</h1><p>Answer them in Airflow: Browse → Required "
-            "Actions.</p><table><tr><th>document</th><th>review (night, file, content)</th><th>V5 rule</th><th>top severity</th><th>issues</th>"
+            f"<h1>SME packets waiting for review ({len(rows)})</h1><p>Answer them in the <a href='../reviews/'>review "
+            "workspace</a> (or Airflow's Browse → Required Actions).</p><table><tr><th>document</th><th>review (night, file, content)</th><th>V5 rule</th><th>top severity</th><th>issues</th>"
             f"<th>created</th></tr>{items}</table></body></html>")
     return HTMLResponse(body, headers=HEADERS)
 
 
 @app.get("/packets/{doc_id}", response_class=HTMLResponse, dependencies=AUTH)
 def packet(doc_id: str) -> HTMLResponse:
-    if not SAFE_ID.fullmatch(doc_id) or ".." in doc_id:  # fullmatch: '$' passes a final newline
-        raise HTTPException(status_code=400, detail="not a document id")
+    check_id(doc_id)
     from docverify.sme import html_rel
 
     try:
         data = _store().read_bytes(html_rel(doc_id))
     except FileNotFoundError:
         raise HTTPException(status_code=404, detail=f"no packet for {doc_id}") from None
+    return HTMLResponse(data.decode("utf-8", errors="replace"), headers=HEADERS)
+
+
+@app.get("/reports/{ds}", response_class=HTMLResponse, dependencies=TREND_AUTH)
+def batch_report(ds: str) -> HTMLResponse:
+    """A night's batch report (counts, routes, rules, issue codes; each escalated document linked
+    to its review), as the nightly run wrote it."""
+    from docverify.paths import safe_ds
+
+    try:
+        safe_ds(ds)
+    except ValueError:
+        raise HTTPException(status_code=400, detail="not a night (2026-11-24)") from None
+    try:
+        data = _store().read_bytes(f"reports/{ds}/batch_report.html")
+    except FileNotFoundError:
+        raise HTTPException(status_code=404, detail=f"no batch report for {ds}") from None
     return HTMLResponse(data.decode("utf-8", errors="replace"), headers=HEADERS)
 
 
@@ -126,3 +176,8 @@ def trend_json() -> JSONResponse:
     from docverify.trend import COLUMNS
 
     return JSONResponse({"columns": list(COLUMNS), "nights": _trend_rows()}, headers=HEADERS)
+
+
+from docverify_airflow.review_app import router as _review_router  # noqa: E402 - the workspace shares the app
+
+app.include_router(_review_router)

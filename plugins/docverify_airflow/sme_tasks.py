@@ -7,9 +7,8 @@ return to XCom is the same: ids, counts, URIs.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
-import re
+from collections.abc import Mapping
 from typing import Any
 
 from docverify_airflow import config
@@ -19,13 +18,13 @@ log = logging.getLogger(__name__)
 VAR_SME_ASSIGNEES = config.VAR_SME_ASSIGNEES
 
 
-def _store(context: dict[str, Any] | None = None):
+def _store(context: Mapping[str, Any] | None = None):
     from docverify.store import ArtifactStore
 
     return ArtifactStore(config.settings(context).root)
 
 
-def _assignees(params: dict[str, Any], context: dict[str, Any] | None = None) -> str:
+def _assignees(params: dict[str, Any], context: Mapping[str, Any] | None = None) -> str:
     """The ``assignees`` param, else the Variable ``docverify_sme_assignees`` (comma separated;
     empty = anyone). A Variable that cannot be read fails the task (never "anyone may answer")."""
     value = (params.get("assignees") or "").strip()
@@ -34,11 +33,11 @@ def _assignees(params: dict[str, Any], context: dict[str, Any] | None = None) ->
     return config.settings(context).sme_assignees
 
 
-def _owner(context: dict[str, Any]) -> str:
+def _owner(context: Mapping[str, Any]) -> str:
     return f"{context['dag'].dag_id if context.get('dag') else 'sme_review'}/{context.get('run_id', '')}"
 
 
-def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
+def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One ``SMEReviewOperator`` kwargs dict per pending packet this run claims, most severe
     first, at most ``max_reviews``. A packet open in another active run (claimed, see
     :mod:`docverify.sme_claims`) is left to that run, so runs never block or duplicate each
@@ -54,7 +53,8 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
     assignees = _assignees(params, context)
     hours = float(params.get("response_timeout_hours", 72))
     owner = _owner(context)
-    chosen, open_elsewhere = [], 0
+    chosen: list[dict[str, Any]] = []
+    open_elsewhere = 0
     for row in pending:
         if len(chosen) >= cap:
             break
@@ -72,14 +72,41 @@ def review_kwargs(context: dict[str, Any]) -> list[dict[str, Any]]:
                 top_severity=row["top_severity"], issues=row["total_issues"], packet_uri=row["packet_uri"],
                 review="opened")
     # the task's doc_id is the review's key (night, file name, content); the subject names the document
-    return [{"doc_id": r["review_id"],
-             "subject": ("AUDIT of an accepted document: " if r.get("review_kind") == "audit" else "")
-                        + f"{r['doc_id']}" + (f" ({r['night']})" if r.get("night") else "") + " — "
-                        + (f"V5 rule {r['v5_rule']}" if r["v5_rule"] is not None
-                           else f"not processed ({r.get('error') or 'error'})")
-                        + (f", {r['top_severity']}" if r["top_severity"] else "")
-                        + f", {r['total_issues']} issue(s)",
-             "assignees": assignees, "response_timeout_hours": hours} for r in chosen]
+    return [{"doc_id": r["review_id"], "subject": review_subject(r), "assignees": assignees,
+             "response_timeout_hours": hours} for r in chosen]
+
+
+def review_subject(row: dict[str, Any]) -> str:
+    """The review's headline in Required Actions, most telling first (the list cuts long ones):
+    ``[BLOCKER] quest_cbc_panel (2026-11-24) — V5 rule 2, 3 issue(s)``."""
+    return ((f"[{row['top_severity']}] " if row.get("top_severity") else "")
+            + ("AUDIT of an accepted document: " if row.get("review_kind") == "audit" else "")
+            + f"{row['doc_id']}" + (f" ({row['night']})" if row.get("night") else "") + " — "
+            + (f"V5 rule {row['v5_rule']}" if row.get("v5_rule") is not None
+               else f"not processed ({row.get('error') or 'error'})")
+            + f", {row.get('total_issues', 0)} issue(s)")
+
+
+REFUSALS_DIR = "sme_packets/refusals"
+
+
+def refusal_rel(review_id: str) -> str:
+    return f"{REFUSALS_DIR}/{review_id}.json"
+
+
+def record_refusal(context: dict[str, Any], doc_id: str, reason: str, answer: dict[str, Any]) -> None:
+    """An answer the rules refused: kept beside the packet (the workspace shows it on the review)
+    and logged. The reason names pages and types only, never document text."""
+    user = answer.get("responded_by_user") or {}
+    who = (user.get("name") or user.get("id") or "") if isinstance(user, dict) else ""
+    _store(context).write_json(refusal_rel(doc_id), {"review_id": doc_id, "reason": reason, "user": who,
+                                                     "at": _utc(dt.datetime.now(dt.UTC))})
+    log.warning("doc_id=%s: the answer of %s was refused and the review is open again: %s", doc_id, who or "?",
+                reason)
+
+
+def clear_refusal(context: dict[str, Any], doc_id: str) -> None:
+    _store(context).delete(refusal_rel(doc_id))
 
 
 def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
@@ -109,7 +136,10 @@ def review_body(doc_id: str) -> str:
 
     key = packet_key(packet)
     html = html_rel(key)  # served by the api-server (plugin docverify) behind Airflow's login
-    return packet_markdown(packet, html_uri=packet_url(key) if store.exists(html) else None)
+    return (f"**Answer in the [review workspace](/docverify/reviews/{key})**: the page images beside the answer, "
+            "and an answer the rules would refuse is shown with its reason before anything is sent. Here, a refused "
+            "answer re-opens this form; its reason is shown in the workspace.\n\n"
+            + packet_markdown(packet, html_uri=packet_url(key) if store.exists(html) else None))
 
 
 def has_primary(doc_id: str) -> bool:
@@ -131,67 +161,25 @@ def timed_out(doc_id: str) -> None:
 
 def page_types(doc_id: str) -> list[str | None]:
     """The primary classification's type of each page of the packet's document (None where no
-    segment covers it); [] when the page count is unknown (a document that could not be parsed)."""
+    segment covers it); [] when the page count is unknown (:func:`docverify.sme_answer.page_types`)."""
     from docverify.sme import load_packet
+    from docverify.sme_answer import page_types as types_of
 
-    packet = load_packet(_store(), doc_id)
-    total = int(packet.total_pages or 0)
-    types: list[str | None] = [None] * total
-    primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else {}
-    for seg in primary.get("segments") or []:
-        try:
-            first, last = int(seg["page_start"]), int(seg["page_end"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        for page in range(max(1, first), min(total, last) + 1):
-            types[page - 1] = seg.get("dominant_type")
-    return types
-
-
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s+(.+?)\s*$")
+    return types_of(load_packet(_store(), doc_id))
 
 
 def parse_segments(raw: Any) -> list[dict] | None:
-    """The corrected segments from the form: page ranges (``1-2 Genomic Report; 3 Clinical Note``,
-    ``;`` or new lines between ranges, types in any letter case) or, as before, a JSON list.
-    Coverage and order are checked by save_review; this reads the syntax and names what is wrong."""
-    from docverify.models import DOC_TYPES
+    """The corrected segments from the form (:func:`docverify.sme_answer.parse_segments`)."""
+    from docverify.sme_answer import parse_segments as parse
 
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return None
-    if isinstance(raw, list):
-        return raw
-    text = str(raw).strip()
-    if text.startswith("["):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"corrected_segments: not valid JSON at character {exc.pos}; or give page ranges "
-                             "like 1-2 Genomic Report; 3 Clinical Note") from exc
-    by_name = {t.lower(): t for t in DOC_TYPES}
-    out = []
-    for part in (p for p in re.split(r"[;\n]", text) if p.strip()):
-        m = _RANGE.match(part)
-        if not m:
-            raise ValueError(f"corrected_segments: cannot read range #{len(out) + 1}; write page ranges like "
-                             "1-2 Genomic Report; 3 Clinical Note")
-        first, last, kind = int(m.group(1)), int(m.group(2) or m.group(1)), by_name.get(m.group(3).strip().lower())
-        if kind is None:
-            raise ValueError(f"corrected_segments: range #{len(out) + 1} names no document type; use one of "
-                             f"{', '.join(DOC_TYPES)}")
-        out.append({"page_start": first, "page_end": last, "dominant_type": kind})
-    return out
+    return parse(raw)
 
 
 def segments_from_pages(types: list[str | None]) -> list[dict]:
-    """Consecutive pages of one type → one segment."""
-    out: list[dict] = []
-    for page, kind in enumerate(types, start=1):
-        if out and out[-1]["dominant_type"] == kind:
-            out[-1]["page_end"] = page
-        else:
-            out.append({"page_start": page, "page_end": page, "dominant_type": kind})
-    return out
+    """Consecutive pages of one type → one segment (:func:`docverify.sme_answer.segments_from_pages`)."""
+    from docverify.sme_answer import segments_from_pages as segments
+
+    return segments(types)
 
 
 def _utc(value: Any) -> str | None:
@@ -203,44 +191,36 @@ def _utc(value: Any) -> str | None:
 
 def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], *,
                   preset_pages: list[str | None] | None = None) -> dict[str, Any]:
-    """Save the SME's answer (HITL ``execute_complete`` payload) as ground truth. *Agree* →
-    SME_VALIDATED; *Correct* → SME_CORRECTED with the corrected type and/or segments. Returns ids,
-    source, version and URI (nothing of the document). ``preset_pages``: the page types the form
-    was preset to (:func:`page_types`), when the caller has them already."""
-    from docverify.sme import save_review
-    from docverify_airflow.sme_form import AGREE, CORRECT, page_field
+    """Save the SME's answer (HITL ``execute_complete`` payload) as ground truth through
+    :mod:`docverify.sme_answer` (the rules every channel shares): *Agree* → SME_VALIDATED;
+    *Correct* → SME_CORRECTED with the corrected type, page types and/or segments; *Cannot
+    classify* → SME_UNCLASSIFIABLE with its reason. Returns ids, source, version and URI (nothing
+    of the document). ``preset_pages``: the page types the form was preset to (:func:`page_types`),
+    when the caller has them already.
 
-    chosen = list(answer.get("chosen_options") or [])
-    if len(chosen) != 1 or chosen[0] not in (AGREE, CORRECT):
-        raise ValueError(f"doc_id={doc_id}: expected exactly one of {AGREE!r}/{CORRECT!r}, got {chosen!r}")
+    Raises:
+        docverify.sme_answer.AnswerRefused: the rules refuse the answer (``reason`` says what to
+            change; nothing is written).
+        ValueError: the payload names no responding user.
+    """
+    from docverify.sme_answer import answer_from_form, save_answer
+
     params = answer.get("params_input") or {}
     user = answer.get("responded_by_user") or {}
     reviewer = (user.get("name") or user.get("id") or "").strip() if isinstance(user, dict) else ""
     if not reviewer:
         raise ValueError(f"doc_id={doc_id}: the answer has no responding user; a ground-truth record needs one")
-    agrees = chosen[0] == AGREE
-    corrected_type = params.get("corrected_dominant_type") or None
-    segments = parse_segments(params.get("corrected_segments"))
     preset = page_types(doc_id) if preset_pages is None else preset_pages
-    pages = [params.get(page_field(i)) for i in range(1, len(preset) + 1)] if page_field(1) in params else []
-    if pages and pages != preset:  # the page-by-page form: the SME changed a page
-        if any(kind is None for kind in pages):
-            raise ValueError(f"doc_id={doc_id}: every page needs a type (page "
-                             f"{pages.index(None) + 1} has none); choose one of the five types")
-        segments = segments_from_pages(pages)
-    if agrees and (corrected_type or segments):
-        raise ValueError(f"doc_id={doc_id}: 'Agree' was chosen but a correction was filled in; clear this task and "
-                         f"answer again with 'Correct' (or with the correction fields empty)")
+    review = answer_from_form(list(answer.get("chosen_options") or []), params, preset)
     ti = context.get("ti") or context.get("task_instance")
     channel = "airflow-hitl:" + "/".join(str(x) for x in (
         getattr(ti, "dag_id", ""), getattr(ti, "run_id", ""), getattr(ti, "task_id", ""))) + \
         f"[{getattr(ti, 'map_index', -1)}]"
-    record, uri = save_review(_store(), doc_id, agrees=agrees, corrected_dominant_type=corrected_type,
-                              corrected_segments=segments, correction_notes=params.get("notes") or "",
-                              reviewer=reviewer, reviewed_at=_utc(answer.get("responded_at")), channel=channel)
+    record, uri = save_answer(_store(), doc_id, review, reviewer=reviewer,
+                              reviewed_at=_utc(answer.get("responded_at")), channel=channel)
     from docverify.batch import lineage
 
-    lineage("review", doc_id, answer=chosen[0], ground_truth_source=record.ground_truth_source,
+    lineage("review", doc_id, answer=review.choice, ground_truth_source=record.ground_truth_source,
             version=record.version, output_uri=uri, channel=channel, reviewer=reviewer)
-    return {"doc_id": doc_id, "chosen_option": chosen[0], "ground_truth_source": record.ground_truth_source,
+    return {"doc_id": doc_id, "chosen_option": review.choice, "ground_truth_source": record.ground_truth_source,
             "version": record.version, "uri": uri, "reviewer": reviewer}

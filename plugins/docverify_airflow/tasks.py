@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from docverify import batch as B
-from docverify_airflow import config
+from docverify_airflow import config, wiring
 from docverify_airflow.night import night_of
 
 log = logging.getLogger(__name__)
@@ -165,14 +165,14 @@ def _key(context) -> str:
 @retry_rule
 def verify(context, shard: list[str]) -> dict:
     """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.batch.verify_shard``)."""
-    s = config.settings(context)
-    return _small(B.verify_shard(make_batch(context), shard, config.judge(s), _key(context), policy=config.policy(s)))
+    _, deps = wiring.task_deps(context)
+    return _small(B.verify_shard(make_batch(context), shard, deps, _key(context)))
 
 
 @retry_rule
 def v5_arbiter(context, shards: list[list[str]]) -> list[str]:
     """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
-    the second opinion, when on, was asked in ``verify`` — the judge carries it)."""
+    the second opinion, when on, was asked in ``verify`` — its VerifyDeps carry it)."""
     result = B.arbiter(make_batch(context), shards=len(shards))
     return result["routes"]
 
@@ -184,9 +184,8 @@ def plan_retry_shards(context) -> list[list[str]]:
 
 @retry_rule
 def auto_fix_retry(context, shard: list[str]) -> dict:
-    s = config.settings(context)
-    return _small(B.auto_fix_retry_shard(make_batch(context), shard, config.judge(s), _key(context),
-                                         policy=config.policy(s)))
+    _, deps = wiring.task_deps(context)
+    return _small(B.auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)))
 
 
 @retry_rule

@@ -128,10 +128,11 @@ def test_pending_packets_become_review_forms(dag, night):
     assert set(ops) == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
     op = ops["quest_cbc_panel"]
     # 1 issue: after the V3 trap BLOCKER no judgment runs (issue 10; was 3 with the V3/V4 judgments)
-    assert op.subject.startswith("quest_cbc_panel (2026-11-21) — V5 rule 1, BLOCKER, 1 issue(s)")
-    assert op.options == ["Agree", "Correct"] and op.defaults is None and op.multiple is False
-    assert isinstance(op.params, ParamsDict) and set(op.params) == {"corrected_dominant_type", "corrected_segments",
-                                                                    "notes"}  # no Dag params on the form
+    # severity first: the Required Actions list cuts long subjects
+    assert op.subject.startswith("[BLOCKER] quest_cbc_panel (2026-11-21) — V5 rule 1, 1 issue(s)")
+    assert op.options == ["Agree", "Correct", "Cannot classify"] and op.defaults is None and op.multiple is False
+    assert isinstance(op.params, ParamsDict) and set(op.params) == {
+        "corrected_dominant_type", "corrected_segments", "unclassifiable_reason", "notes"}  # no Dag params on the form
     # a choice of the five types; "not corrected" is how the form shows the empty choice
     schema = op.params.get_param("corrected_dominant_type").schema
     assert schema["enum"] == [None, "Clinical Note", "Pathology Report", "Genomic Report", "Radiology Report", "Other"]
@@ -153,14 +154,15 @@ def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypa
     with pytest.raises(TaskAwaitingInput):
         op.execute(ctx)
     body = sent["body"]
-    assert body.startswith("## quest\\_cbc\\_panel — V5 rule 1") and "[BLOCKER] V3-0001" in body
+    assert body.startswith(f"**Answer in the [review workspace](/docverify/reviews/{op.doc_id})**")
+    assert "\n\n## quest\\_cbc\\_panel — V5 rule 1" in body and "[BLOCKER] V3-0001" in body
     assert ">> Quest Diagnostics" in body and f"(/docverify/packets/{op.doc_id})" in body
-    assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct"]
+    assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct", "Cannot classify"]
     assert "\n\n**Decision:**" in body  # header lines are separate paragraphs in the UI's Markdown
     # a document that could not be parsed has no classification to agree with: only Correct
     with pytest.raises(TaskAwaitingInput):
         _ops(dag)["corrupt_truncated"].execute(ctx)
-    assert sent["options"] == ["Correct"]
+    assert sent["options"] == ["Correct", "Cannot classify"]  # an unreadable file: nothing to agree with
     # answered meanwhile (e.g. from the notebook): no form is opened
     from docverify.sme import save_review
 
@@ -230,23 +232,61 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
 
 
 @pytest.mark.parametrize("doc,option,fields,match", [
-    ("fabricated_evidence", "Agree", {"corrected_dominant_type": "Other"},
-     "'Agree' was chosen but a correction was filled in"),
-    ("fabricated_evidence", "Agree", {"page_3": "Other"}, "'Agree' was chosen but a correction was filled in"),
     # refused by the form's schema (as the UI refuses it) before anything is read
     ("corrupt_truncated", "Correct", {"corrected_segments": "[{page_start: 1}"}, "Invalid input for param corrected_segments"),
-    ("corrupt_truncated", "Correct", {"corrected_segments": "[{page_start: 1]"}, "corrected_segments: not valid JSON"),
-    ("corrupt_truncated", "Correct", {"corrected_segments": "1-2 Lab Report"}, "range #1 names no document type"),
     ("corrupt_truncated", "Correct", {"corrected_segments": "pages one to two"},
      "Invalid input for param corrected_segments"),
-    ("fabricated_evidence", "Correct", {}, "needs corrected_dominant_type, corrected_segments"),
     ("fabricated_evidence", "Maybe", {}, "not in"),
 ])
-def test_unusable_answers_fail_the_task_and_write_nothing(dag, night, doc, option, fields, match):
+def test_answers_outside_the_form_fail_the_task_and_write_nothing(dag, night, doc, option, fields, match):
     from docverify.sme import load_packet
 
     with pytest.raises(ValueError, match=match):
         _answer(_ops(dag)[doc], option, **fields)
+    assert not list((night.root / "ground_truth").glob(f"gt_*{doc}*.json"))
+    assert load_packet(night, doc).review_status == "pending"
+
+
+@pytest.mark.parametrize("doc,option,fields,match", [
+    ("fabricated_evidence", "Agree", {"corrected_dominant_type": "Other"},
+     "'Agree' was chosen but a correction was filled in"),
+    ("fabricated_evidence", "Agree", {"page_3": "Other"}, "'Agree' was chosen but a correction was filled in"),
+    ("corrupt_truncated", "Correct", {"corrected_segments": "[{page_start: 1]"}, "corrected_segments: not valid JSON"),
+    ("corrupt_truncated", "Correct", {"corrected_segments": "1-2 Lab Report"}, "range #1 names no document type"),
+    ("corrupt_truncated", "Correct", {"corrected_segments": "1-99999999999999 Other"}, "page"),
+    ("fabricated_evidence", "Correct", {}, "Correct needs a change"),
+    ("corrupt_truncated", "Cannot classify", {}, "reason"),
+])
+def test_refused_answers_reopen_the_review_with_the_reason_and_write_nothing(dag, night, monkeypatch, doc, option,
+                                                                             fields, match):
+    """An answer the rules refuse is never a silent retry loop: the reason is stored beside the
+    packet (the workspace shows it), the response is cleared and the same try waits again."""
+    import re
+    import uuid
+
+    from airflow.sdk.exceptions import TaskAwaitingInput
+    from airflow.sdk.execution_time import hitl
+
+    from docverify.sme import load_packet
+    from docverify_airflow import sme_tasks
+    from docverify_airflow.operators.sme_review import review_form_params
+    from docverify_airflow.sme_tasks import refusal_rel
+
+    reopened = []
+    monkeypatch.setattr(hitl, "upsert_hitl_detail", lambda **kw: reopened.append(kw))
+    op = _ops(dag)[doc]
+    ti = SimpleNamespace(id=uuid.uuid4(), dag_id=DAG_ID, run_id="manual__1", task_id="review", map_index=0)
+    form = review_form_params(sme_tasks.page_types(op.doc_id))
+    params = {**{k: form[k].value for k in form}, **fields}
+    event = {"chosen_options": [option], "params_input": params, "timedout": False,
+             "responded_at": dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC),
+             "responded_by_user": {"id": "sme.anna", "name": "sme.anna"}}
+    with pytest.raises(TaskAwaitingInput) as parked:
+        op.execute_complete({"ti": ti, "task_instance": ti}, event)
+    assert parked.value.method_name == "execute_complete"
+    assert [r["ti_id"] for r in reopened] == [ti.id] and set(reopened[0]["params"]) == set(form)
+    refusal = night.read_json(refusal_rel(op.doc_id))
+    assert re.search(match, refusal["reason"]) and refusal["user"] == "sme.anna"
     assert not list((night.root / "ground_truth").glob(f"gt_*{doc}*.json"))
     assert load_packet(night, doc).review_status == "pending"
 

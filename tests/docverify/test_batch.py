@@ -52,8 +52,10 @@ class FailingEvidenceJudge(OfflineJudge):
 
     name = "test-failing-v4"
 
-    async def judge_evidence(self, bundle, classification):
-        raise ConnectionError("endpoint down")
+    async def judge(self, agent, bundle, classification):
+        if agent == "V4":
+            raise ConnectionError("endpoint down")
+        return await super().judge(agent, bundle, classification)
 
 
 def test_missing_verifier_result_is_never_a_silent_accept(tmp_path, repo_dir):

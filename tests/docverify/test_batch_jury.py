@@ -18,6 +18,7 @@ from docverify.arbiters.second_opinion import SecondOpinion
 from docverify.judges import OfflineJudge
 from docverify.jury import Juror, Jury
 from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
+from docverify.pipeline import VerifyDeps
 
 
 @pytest.fixture
@@ -36,12 +37,11 @@ def gemini_llm(fake: FakeGemini, store) -> LLMJudge:
                     retry_policy=BackoffRetry(max_attempts=2, initial_wait_s=0.01, max_wait_s=0.02))
 
 
-def judged(fake, store, *, jury=True, second=True) -> OfflineJudge:
-    j = OfflineJudge()
+def judged(fake, store, *, jury=True, second=True) -> VerifyDeps:
     llm = gemini_llm(fake, store)
-    j.jury = Jury([Juror("A", llm), Juror("B", llm), Juror("C", llm, "JURY_EVIDENCE")]) if jury else None  # type: ignore[attr-defined]
-    j.second_opinion = SecondOpinion(llm) if second else None  # type: ignore[attr-defined]
-    return j
+    return VerifyDeps(OfflineJudge(),
+                      jury=Jury([Juror("A", llm), Juror("B", llm), Juror("C", llm, "JURY_EVIDENCE")]) if jury else None,
+                      second_opinion=SecondOpinion(llm) if second else None)
 
 
 #: A corpus PDF (a LaTeX article: "Other") supplied with a classification that calls it a

@@ -179,17 +179,9 @@ class CountingJudge(OfflineJudge):
     def __init__(self):
         self.calls = []
 
-    async def judge_consistency(self, bundle, classification):
-        self.calls.append("V2")
-        return await super().judge_consistency(bundle, classification)
-
-    async def judge_context(self, bundle, classification):
-        self.calls.append("V3")
-        return await super().judge_context(bundle, classification)
-
-    async def judge_evidence(self, bundle, classification):
-        self.calls.append("V4")
-        return await super().judge_evidence(bundle, classification)
+    async def judge(self, agent, bundle, classification):
+        self.calls.append(agent)
+        return await super().judge(agent, bundle, classification)
 
 
 @pytest.mark.parametrize("mutation", [

@@ -397,3 +397,48 @@ def test_labelled_corpus_figures(corpora_dir, repo_dir, tmp_path):
     p = run_cli(repo_dir, "--root", tmp_path, "--corpus", corpora_dir / "text_labeled", "--json")
     assert p.returncode == 0
     assert json.loads(p.stdout)["labelled_corpus"]["accuracy"]["dominant_type_accuracy"]["numerator"] == res["correct"]
+
+
+# --------------------------------------------------------------------------- Cannot classify
+
+
+def put_unclassifiable(store: ArtifactStore, doc_id: str, reason: str, *, review_kind: str = "escalation",
+                       version: int = 1) -> None:
+    rec = GroundTruthRecord(doc_id=doc_id, ground_truth_source="SME_UNCLASSIFIABLE", review_kind=review_kind,
+                            ground_truth_classification=None, unclassifiable_reason=reason,
+                            correction_notes="blurred scan", reviewer="sme1", reviewed_at="2026-11-22T09:00:00Z",
+                            version=version)
+    store.write_json(ArtifactStore.ground_truth_rel(doc_id, version), rec)
+
+
+def test_cannot_classify_is_counted_apart_from_every_figure(tmp_path):
+    s = build_scenario(tmp_path)
+    before = evaluate_store(s)
+    put_packet(s, "U", classification("U", PATH, [(1, 1, PATH)]), ["TRAP_CONTEXT"], rule=3, total_pages=1)
+    put_unclassifiable(s, "U", "needs a re-scan")
+    put_unclassifiable(s, "W", "wrong file", review_kind="audit")  # an audit: not a false accept either
+    f = evaluate_store(s)
+    assert (f.n_reviewed, f.n_validated, f.n_corrected, f.n_unclassifiable) == (
+        before.n_reviewed + 2, before.n_validated, before.n_corrected, 2)
+    assert [(u.doc_id, u.reason, u.review_kind) for u in f.unclassifiable] == [
+        ("U", "needs a re-scan", "escalation"), ("W", "wrong file", "audit")]
+    assert f.accuracy == before.accuracy and f.escalation_precision == before.escalation_precision
+    assert f.false_alarm_by_code == before.false_alarm_by_code and f.escalation_by_rule == before.escalation_by_rule
+    assert (f.n_audited, f.false_accept) == (before.n_audited, before.false_accept)
+    assert FeedbackFigures.model_validate_json(f.model_dump_json()) == f
+    text = render_text(f)
+    assert "cannot classify (SME_UNCLASSIFIABLE; not scored)" in text and "needs a re-scan: 1, wrong file: 1" in text
+    assert "blurred scan" not in text  # the notes stay in the record
+    assert "cannot classify" in render_markdown(f)
+    rep = {"feedback": report.feedback_section(s)}  # the batch report's feedback section
+    assert rep["feedback"]["n_unclassifiable"] == 2
+    for rendered in (report.feedback_markdown(rep), report.feedback_html(rep)):
+        assert "cannot classify (SME_UNCLASSIFIABLE; not scored)" in rendered and "blurred scan" not in rendered
+
+
+def test_an_audit_answered_cannot_classify_is_no_false_accept(tmp_path):
+    s = ArtifactStore(tmp_path)
+    put_unclassifiable(s, "A", "unreadable", review_kind="audit")
+    f = evaluate_store(s)
+    assert (f.n_reviewed, f.n_unclassifiable, f.n_audited, f.false_accept.n) == (1, 1, 0, 0)
+    assert f.per_document[0].unclassifiable_reason == "unreadable"

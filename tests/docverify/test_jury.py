@@ -16,7 +16,7 @@ from docverify.judges import JudgmentResult, OfflineJudge
 from docverify.jury import CONFLICT_TYPES, Juror, Jury, flip_target
 from docverify.llm import InMemoryVerdictCache, LLMJudge
 from docverify.models import ClassificationOutput, DocumentBundle
-from docverify.pipeline import verify_document
+from docverify.pipeline import VerifyDeps, verify_document
 from docverify.resources import include_dir
 
 EX = include_dir() / "examples" / "spec_auto_retry"
@@ -114,11 +114,10 @@ class OneFinding(OfflineJudge):
     """The offline judge plus one scripted V2 judgment finding (a clinical-note label the text
     does not support), so the test controls what the jury sees."""
 
-    def __init__(self, jury_):
-        self.jury = jury_
-
-    async def judge_consistency(self, bundle, classification):
-        r = await super().judge_consistency(bundle, classification)
+    async def judge(self, agent, bundle, classification):
+        r = await super().judge(agent, bundle, classification)
+        if agent != "V2":
+            return r
         tc = next(tc for tc in classification.segments[1].classifications if tc.doc_type == "Genomic Report")
         extra = [] if tc.presence_level == "PRIMARY" else [make_issue(
             "LABEL_TEXT_MISMATCH", "m", agent="V2", location="segments[2] → Genomic Report",
@@ -133,7 +132,7 @@ def test_rule_phases_untouched_flip_applied_by_the_retry_and_rerun_is_free():
     voters = [Voter(("FLIP", "NEGATION_SCOPE")), Voter(("DROP", "OTHER")), Voter(("KEEP", "OTHER"))]
     j = Jury([Juror(n, llm(v, n.lower(), cache), "JURY_EVIDENCE" if n == "C" else "JURY")
               for n, v in zip("ABC", voters, strict=True)])
-    res = asyncio.run(verify_document(BUNDLE, raw, OneFinding(j)))
+    res = asyncio.run(verify_document(BUNDLE, raw, VerifyDeps(OneFinding(), jury=j)))
     a0 = res.attempts[0]
     # the rule phases' fixable share issues and the jury's FLIP → AUTO_RETRY; the fix flips the label
     assert "JURY_FLIP" in [i.code for i in a0.issues] and "LABEL_TEXT_MISMATCH" not in [i.code for i in a0.issues]
@@ -151,15 +150,13 @@ def test_rule_phases_untouched_flip_applied_by_the_retry_and_rerun_is_free():
     assert all(v["code"] not in rule_codes | {"EVIDENCE_MISSING"} for r in jury_runs for v in r.votes)
     calls = sum(v.calls for v in voters)
     assert calls == 6  # one finding per attempt, three jurors
-    asyncio.run(verify_document(BUNDLE, raw, OneFinding(j)))
+    asyncio.run(verify_document(BUNDLE, raw, VerifyDeps(OneFinding(), jury=j)))
     assert sum(v.calls for v in voters) == calls  # the verdict cache: a re-run costs no call
 
 
 def test_no_jury_changes_nothing():
     plain = asyncio.run(verify_document(BUNDLE, RAW, OfflineJudge()))
-    none = OfflineJudge()
-    none.jury = None  # type: ignore[attr-defined]
-    again = asyncio.run(verify_document(BUNDLE, RAW, none))
+    again = asyncio.run(verify_document(BUNDLE, RAW, VerifyDeps(OfflineJudge(), jury=None)))
     assert plain.model_dump() == again.model_dump()
     assert all(r.phase != "jury" for a in plain.attempts for r in a.runs)
     assert "votes" not in json.dumps(plain.model_dump(mode="json"))

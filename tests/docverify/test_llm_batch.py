@@ -114,8 +114,108 @@ def test_a_non_gemini_model_is_refused():
 
 
 def _answer(args: dict, tokens=(100, 10)) -> dict:
-    return {"candidates": [{"content": {"parts": [{"functionCall": {"name": "final_result", "args": args}}]}}],
-            "usageMetadata": {"promptTokenCount": tokens[0], "candidatesTokenCount": tokens[1]}}
+    return {"candidates": [{"content": {"parts": [{"functionCall": {"name": "final_result", "args": args}}]},
+                            "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": tokens[0], "candidatesTokenCount": tokens[1]},
+            "modelVersion": "gemini-2.5-flash"}
+
+
+# --------------------------------------------------------------------------- degenerate answers (ADR 0005)
+
+@pytest.fixture(scope="module")
+def realapi(corpora_dir):
+    import pathlib
+
+    return pathlib.Path(corpora_dir) / "realapi"
+
+
+@pytest.fixture(scope="module")
+def real_line(realapi) -> dict:
+    """A response line shaped like the real batch results (batch/ellmer_state-capitals-gemini.json
+    ``results[0].body``: STOP, usageMetadata with thoughts and serviceTier, modelVersion, responseId),
+    its text part replaced by the output tool's call with an empty findings list."""
+    body = json.loads((realapi / "batch" / "ellmer_state-capitals-gemini.json").read_text())["results"][0]["body"]
+    part = body["candidates"][0]["content"]["parts"][0]
+    body["candidates"][0]["content"]["parts"] = [
+        {"functionCall": {"name": "final_result", "args": {"findings": []}}, "thoughtSignature": part["thoughtSignature"]}]
+    body["modelVersion"] = "gemini-2.5-flash"
+    return body
+
+
+def _edit(body: dict, fn) -> dict:
+    out = json.loads(json.dumps(body))
+    fn(out)
+    return out
+
+
+def test_a_real_empty_findings_list_is_an_answer(real_line):
+    assert llm_batch.degenerate_reason(real_line) is None
+    assert llm_batch.output_of(real_line, "V2").findings == []
+
+
+DEGENERATE = {
+    "max_tokens": (lambda b: b["candidates"][0].__setitem__("finishReason", "MAX_TOKENS"), "finishReason MAX_TOKENS"),
+    "no_finish_reason": (lambda b: b["candidates"][0].pop("finishReason"), "finishReason unspecified"),
+    "zero_output_tokens": (lambda b: b["usageMetadata"].pop("candidatesTokenCount"), "no output tokens"),
+    "no_usage": (lambda b: b.pop("usageMetadata"), "no output tokens"),
+    "no_candidates": (lambda b: b.pop("candidates"), "no candidate"),
+    "empty_text": (lambda b: b["candidates"][0]["content"].__setitem__("parts", [{"text": ""}]), "no tool call"),
+    "args_left_out": (lambda b: b["candidates"][0]["content"]["parts"][0]["functionCall"].pop("args"),
+                      "empty tool arguments"),
+}
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE))
+def test_a_degenerate_answer_is_not_no_issue(real_line, case):
+    fn, why = DEGENERATE[case]
+    line = _edit(real_line, fn)
+    assert llm_batch.degenerate_reason(line) == why
+
+
+@pytest.mark.parametrize("path", ["gemini/max_tokens_empty_25pro.json", "gemini/safety_finish_15flash.json",
+                                  "gemini/response_blocked_model_armor_vertex.json",
+                                  "gemini/prompt_blocked_model_armor_vertex.json",
+                                  "gemini/unexpected_tool_call_3flash.json",
+                                  "gemini/max_tokens_text_25flash.json"])
+def test_recorded_unfinished_answers_are_degenerate(realapi, path):
+    assert llm_batch.degenerate_reason(json.loads((realapi / path).read_text())) is not None
+
+
+def test_recorded_finished_tool_calls_are_not_degenerate(realapi):
+    for name in ("tool_output_25flash_thoughtsig.json", "tool_output_20flash.json"):
+        assert llm_batch.degenerate_reason(json.loads((realapi / "gemini" / name).read_text())) is None
+    blocked = json.loads((realapi / "errors" / "prompt_blocked_prohibited_25flash.json").read_text())["body"]
+    assert llm_batch.degenerate_reason(blocked) == "no candidate"
+
+
+def test_the_sdk_dump_of_an_inline_answer_is_read_too():
+    """Inline responses are ``job.model_dump(mode="json")``: snake_case names."""
+    ok = {"candidates": [{"content": {"parts": [{"function_call": {"name": "final_result", "args": {"findings": []}}}]},
+                          "finish_reason": "STOP"}], "usage_metadata": {"candidates_token_count": 7}}
+    assert llm_batch.degenerate_reason(ok) is None
+    ok["candidates"][0]["finish_reason"] = "MAX_TOKENS"
+    assert llm_batch.degenerate_reason(ok) == "finishReason MAX_TOKENS"
+
+
+def test_ingest_routes_degenerate_answers_online_and_counts_them(tmp_path, real_line):
+    b = B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="t")
+    judge = LLMJudge("test", "google:gemini-2.5-flash", cache=VerdictCache(b.store))
+    keys = {k: {"kind": "V2", "doc_id": f"doc{i}"} for i, k in enumerate(("ok", "cut", "empty", "nocand"))}
+    b.store.write_json(llm_batch.index_rel(b, "judgments"), {"round": "judgments", "model": "gemini-2.5-flash",
+                                                             "requests": keys})
+    lines = [{"key": "ok", "response": real_line},
+             {"key": "cut", "response": _edit(real_line, DEGENERATE["max_tokens"][0])},
+             {"key": "empty", "response": _edit(real_line, DEGENERATE["zero_output_tokens"][0])},
+             {"key": "nocand", "response": _edit(real_line, DEGENERATE["no_candidates"][0])}]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    out = llm_batch.ingest(b, judge, "judgments", {"name": "batches/b1", "state": "JOB_STATE_SUCCEEDED"},
+                           llm_batch.results_from_jsonl(data))
+    rec = out["llm_batch"]
+    assert (rec["succeeded"], rec["degenerate"], rec["failed"], rec["online_fallback"]) == (1, 3, 0, 3)
+    assert judge.cache.get("ok") == {"findings": []}
+    assert all(judge.cache.get(k) is None for k in ("cut", "empty", "nocand"))  # verify asks these online
+    # priced by the model that answered (modelVersion), not the judge's configured name ("test")
+    assert out["price_model"] == "gemini-2.5-flash" and rec["answered_by"] == ["gemini-2.5-flash"]
 
 
 def test_ingest_caches_valid_answers_only_and_counts_the_rest(tmp_path):
@@ -207,6 +307,27 @@ def test_failed_items_are_asked_online(tmp_path, repo_dir, fake, online):
 
 
 @pytest.mark.slow
+def test_degenerate_items_are_asked_online(tmp_path, repo_dir, fake, online):
+    """A quarter of the job's answers are degenerate (fake_gemini.degenerate: the brain's schema-valid
+    arguments under MAX_TOKENS without output tokens): none is cached from the job, verify asks them
+    online, and the night routes as online."""
+    fake.batch_degenerate_fraction = 0.25
+    b = sample_batch(tmp_path, repo_dir)
+    judge = llm_judge(fake, VerdictCache(b.store))
+    rep = run_night(b, judge, llm_batch_rounds(judge))
+    assert routes(rep) == routes(online["report"])
+    records = [s["llm_batch"] for s in b.fresh().rs.stages() if s.get("llm_batch")]
+    degenerate = sum(r["degenerate"] for r in records)
+    batch_keys = {p.stem for p in (tmp_path / "cache" / "llm").glob("*.json")
+                  if json.loads(p.read_text()).get("batch_job")}
+    assert degenerate > 0 and rep["llm"]["batch"]["online_fallback"] == degenerate
+    # verify asked online exactly what no batch job answered: the degenerate items, and the judgments of a
+    # document whose classification was degenerate (not collected: they depend on it)
+    assert verify_calls(b) == fake.count == len(online["keys"] - batch_keys) >= degenerate
+    assert cache_keys(tmp_path) == online["keys"]
+
+
+@pytest.mark.slow
 def test_a_failed_job_falls_back_online_and_never_accepts_unverified(tmp_path, repo_dir, fake, online):
     fake.batch_job_fails = True
     b = sample_batch(tmp_path, repo_dir)
@@ -228,3 +349,59 @@ def test_a_failed_job_and_a_broken_endpoint_escalate_everything(tmp_path, repo_d
     rep = run_night(b, judge, llm_batch_rounds(judge))
     assert {d["final_decision"] for d in rep["per_document"]} == {"ESCALATE_TO_SME"}
     assert not list((tmp_path / "accepted").rglob("*.json"))
+
+
+# =========================================================================== pricing by the answering model
+
+def _response(model_name: str, i: int, o: int):
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.usage import RequestUsage
+
+    return ModelResponse(parts=[TextPart("x")], usage=RequestUsage(input_tokens=i, output_tokens=o),
+                         model_name=model_name)
+
+
+def test_each_call_is_priced_by_the_model_that_answered():
+    from docverify.cost import price_responses
+
+    msgs = [_response("gemini-2.5-flash", 1000, 100), _response("models/gemini-2.5-pro", 2000, 300)]
+    flash = estimate_cost("gemini-2.5-flash", input_tokens=1000, output_tokens=100).usd
+    pro = estimate_cost("gemini-2.5-pro", input_tokens=2000, output_tokens=300).usd
+    cost = price_responses(msgs)
+    assert cost.usd == pytest.approx(flash + pro) and cost.model == "gemini-2.5-flash+gemini-2.5-pro"
+    assert price_responses(msgs[:1]).usd == flash and price_responses(msgs[:1]).model == "gemini-2.5-flash"
+    assert price_responses([_response("no-such-model", 10, 1)]).usd is None
+
+
+def test_the_price_model_of_a_fallback_judge_is_the_answering_model():
+    from pydantic_ai.models.fallback import FallbackModel
+    from pydantic_ai.models.test import TestModel
+
+    from docverify.cost import answered_price_model, price_call, price_model_of, price_name
+
+    assert price_name("fallback:gemini-2.5-flash,gemini-2.5-pro") is None
+    assert price_name("google-gla:gemini-2.5-flash") == price_name("models/gemini-2.5-flash") == "gemini-2.5-flash"
+    assert price_model_of(FallbackModel(TestModel(), TestModel())) is None
+    flash, pro = _response("gemini-2.5-flash", 1, 1), _response("gemini-2.5-pro", 1, 1)
+    assert answered_price_model(None, [flash]) == "gemini-2.5-flash"
+    assert answered_price_model("fallback:gemini-2.5-flash,gemini-2.5-pro", [flash]) == "gemini-2.5-flash"
+    assert answered_price_model("gemini-2.5-flash", [pro]) == "gemini-2.5-flash+gemini-2.5-pro"
+    assert answered_price_model("gemini-2.5-flash+gemini-2.5-pro", [flash]) == "gemini-2.5-flash+gemini-2.5-pro"
+    # a token total of several models is not priced (no silent mix); none spent costs nothing
+    several = estimate_cost("gemini-2.5-flash+gemini-2.5-pro", input_tokens=10, output_tokens=1)
+    assert several.usd is None and "several models" in several.note
+    assert estimate_cost("gemini-2.5-flash+gemini-2.5-pro", input_tokens=0, output_tokens=0).usd == 0.0
+    assert price_call("models/gemini-2.5-flash", input_tokens=10**6, output_tokens=0).usd == \
+        estimate_cost("gemini-2.5-flash", input_tokens=10**6, output_tokens=0).usd > 0
+
+
+def test_a_fallback_judge_can_batch_to_its_first_model(fake):
+    from pydantic_ai.models.fallback import FallbackModel
+    from pydantic_ai.models.google import GoogleModel
+    from pydantic_ai.providers.google import GoogleProvider
+
+    def m(name):
+        return GoogleModel(name, provider=GoogleProvider(api_key="k", base_url=fake.base_url))
+
+    judge = LLMJudge(FallbackModel(m("gemini-2.5-flash"), m("gemini-2.5-pro")), "google:gemini-2.5-flash")
+    assert llm_batch.RecordingJudge(judge).batch_model == "gemini-2.5-flash"

@@ -203,3 +203,15 @@ def test_the_cli_switches_the_repair_on_with_a_flag(tmp_path, capsys):
     assert decisions == [("ESCALATE_TO_SME", 1), ("AUTO_ACCEPT", 7), ("ESCALATE_TO_SME", 1)]
     assert main(args + ["--min-primary-confidence", "1.5"]) == 2
     assert json.loads(capsys.readouterr().out)["error"] == "INVALID_ARGUMENT"
+
+
+def test_one_constructor_from_a_mapping_of_overrides():
+    """Settings, the CLI flags and the verifier benchmark build their policy the same way."""
+    assert P.VerifyPolicy.from_overrides() == P.DEFAULT_POLICY
+    assert P.VerifyPolicy.from_overrides({"min_primary_confidence": None}) == P.DEFAULT_POLICY  # None: the default
+    got = P.VerifyPolicy.from_overrides({"blocker_repair": True, "min_primary_confidence": 0.5})
+    assert (got.blocker_repair, got.min_primary_confidence, got.patient_identity) == (True, 0.5, True)
+    with pytest.raises(ValidationError, match="no_such_switch"):
+        P.VerifyPolicy.from_overrides({"no_such_switch": True})
+    with pytest.raises(ValidationError, match="min_primary_confidence"):
+        P.VerifyPolicy.from_overrides({"min_primary_confidence": 2.0})

@@ -23,10 +23,8 @@ class RulesOnlyJudge(Judge):
     async def classify(self, bundle):  # pragma: no cover - not used
         raise NotImplementedError
 
-    async def judge_consistency(self, bundle, c):
+    async def judge(self, agent, bundle, c):
         return JudgmentResult([], self.name)
-
-    judge_context = judge_evidence = judge_consistency
 
 
 def run(b, c, **kw):

@@ -255,19 +255,18 @@ def test_agree_then_correct_makes_versions_and_never_overwrites(store):
     gt = rec2.ground_truth_classification
     assert rec2.ground_truth_source == "SME_CORRECTED" and gt["dominant_type_overall"] == "Other"
     assert [s["dominant_type"] for s in gt["segments"]] == ["Other"]  # one segment: the whole document
-    # issue 10: the correction holds — Other becomes PRIMARY, the replaced Genomic Report drops to
-    # MENTION_ONLY (it keeps its snippet), shares and the mixture follow (was: claims kept as they were,
-    # so Genomic Report stayed PRIMARY with share 1.0 under an "Other" document)
-    levels = {tc["doc_type"]: (tc["presence_level"], tc["segment_share"]) for tc in gt["segments"][0]["classifications"]}
-    assert levels["Other"][0] == "PRIMARY" and levels["Genomic Report"][0] == "MENTION_ONLY"
-    assert levels["Other"][1] > levels["Genomic Report"][1] > 0
-    assert {m["doc_type"]: m["presence_level"] for m in gt["document_mixture"]}["Genomic Report"] == "MENTION_ONLY"
-    assert rec2.corrections_applied == ["segments[0].dominant_type: Genomic Report → Other",
-                                        "segments[0] → Genomic Report: PRIMARY → MENTION_ONLY",
-                                        "segments[0] → Other: NO_EVIDENCE → PRIMARY",
-                                        "dominant_type_overall: Genomic Report → Other",
-                                        "document_mixture → Genomic Report: PRIMARY → MENTION_ONLY",
-                                        "document_mixture → Other: NO_EVIDENCE → PRIMARY"]
+    # the correction holds — Other becomes PRIMARY and the replaced Genomic Report's claims go:
+    # NO_EVIDENCE, its evidence dropped (no leftover MENTION_ONLY); shares and the mixture follow
+    seg = gt["segments"][0]
+    levels = {tc["doc_type"]: (tc["presence_level"], tc["segment_share"]) for tc in seg["classifications"]}
+    assert levels["Other"] == ("PRIMARY", 1.0) and levels["Genomic Report"] == ("NO_EVIDENCE", 0.0)
+    assert not any(tc["top_evidence"] for tc in seg["classifications"] if tc["doc_type"] == "Genomic Report")
+    assert "Genomic Report" not in {m["doc_type"] for m in gt["document_mixture"]
+                                    if m["presence_level"] != "NO_EVIDENCE"}
+    assert rec2.corrections_applied[:3] == ["segments[0].dominant_type: Genomic Report → Other",
+                                            "segments[0] → Genomic Report: PRIMARY → NO_EVIDENCE",
+                                            "segments[0] → Other: NO_EVIDENCE → PRIMARY"]
+    assert "dominant_type_overall: Genomic Report → Other" in rec2.corrections_applied
     assert load_packet(store, "quest_cbc_panel").ground_truth_version == 2
     assert [r.version for r in ground_truth_versions(store, "quest_cbc_panel")] == [1, 2]
     assert "reviewed" in store.read_bytes(html_rel(key)).decode()  # rendering refreshed
@@ -439,3 +438,78 @@ def test_concurrent_answers_from_processes_leave_the_newest_version_named(store)
         versions = [r.version for r in ground_truth_versions(store, key)]
         assert versions == list(range(1, 8 * (round_ + 1) + 1))
         assert load_packet(store, key).ground_truth_version == versions[-1], round_
+
+
+# --------------------------------------------------------------------------- inert Markdown, file facts
+
+HOSTILE = ["![x](https://evil.example/t.png?c=1)", "[click](javascript:alert(1))", "<img src=x onerror=y>",
+           "<https://evil.example/a>", "https://evil.example/b", "www.evil.example", "mail me@evil.example",
+           "**bold** _it_ `code` | cell", "&lt;script&gt;", "![ref][r]\n\n[r]: https://evil.example/r.png"]
+
+
+def _outside_code(md: str) -> str:
+    return re.sub(r"(?s)`{3,}.*?`{3,}", "", md)
+
+
+@pytest.mark.parametrize("evil", HOSTILE)
+def test_markdown_makes_every_input_derived_text_inert(evil):
+    from docverify.sme_render import md_escape
+
+    primary = _primary([(1, 1, "Genomic Report", evil)])
+    primary["vendor_signals"] = [evil]
+    primary["segments"][0]["dominant_type"] = evil
+    packet = _packet(primary, [_issue(message=evil, formatted=evil)], run_id=evil, doc_id="d1",
+                     v5_explanation=evil, v5_reason=evil, pdf_filename=f"{evil}.pdf")
+    md = _outside_code(packet_markdown(packet))
+    # no unescaped image, link, raw HTML, autolink or code span can come out of the text
+    assert not re.search(r"(?<!\\)!(?<!\\)\[", md) and not re.search(r"(?<!\\)\]\(", md)
+    assert not re.search(r"(?<!\\)<", md.replace("\\<", "")) and "](" not in md.replace("\\](", "")
+    assert "https://" not in md and "www.evil" not in md and "me@evil" not in md
+    assert "<img" not in md.replace("\\<", "") and "`code`" not in md
+    line = md_escape(evil)
+    assert "\n" not in line and all(f"\\{c}" in line for c in "![]()<>|`*_&:@" if c in evil)
+    html = packet_html(packet)
+    assert "<img" not in html and "<https" not in html and "href=" not in html and "onerror=y>" not in html
+
+
+def test_md_escape_is_readable_after_rendering():
+    from docverify.sme_render import md_escape
+
+    assert md_escape("Quest Diagnostics — CBC 0.9") == "Quest Diagnostics — CBC 0.9"
+    assert md_escape(None) == "" and md_escape("a\n\nb") == "a b"
+    assert md_escape("![a](b)") == "\\!\\[a\\]\\(b\\)"
+
+
+def test_an_unreadable_file_shows_what_we_know_of_it():
+    packet = build_packet(doc_id="scan", pdf_path="gs://in/2026-11-21/scan <b>.pdf", total_pages=0, bundle_path="",
+                          result=None, error={"doc_id": "scan", "stage": "layout", "error": "NO_TEXT_LAYER",
+                                              "message": "no text on any page", "file": "gs://in/scan.pdf"},
+                          size_bytes=123456)
+    assert packet.error["file_name"] == "scan <b>.pdf" and packet.error["size_bytes"] == 123456
+    assert (packet.error["error"], packet.error["message"]) == ("NO_TEXT_LAYER", "no text on any page")
+    md = packet_markdown(packet)
+    block = md[md.index("### What we know about this file"):md.index("### Issues")]
+    assert "123,456 bytes" in block and "NO\\_TEXT\\_LAYER" in block and "scan \\<b\\>.pdf" in block
+    html = packet_html(packet)
+    facts = html[html.index("What we know about this file"):html.index("<h2>Decision</h2>")]
+    assert "123,456 bytes" in facts and "NO_TEXT_LAYER" in facts and "scan &lt;b&gt;.pdf" in facts
+    # a size given by the error record itself; none known → "unknown"
+    assert build_packet(doc_id="x", pdf_path="x.pdf", total_pages=0, bundle_path="", result=None,
+                        error={"error": "CORRUPT", "message": "m", "bytes": 7}).error["size_bytes"] == 7
+    unknown = build_packet(doc_id="x", pdf_path="x.pdf", total_pages=0, bundle_path="", result=None,
+                           error={"error": "CORRUPT", "message": "m"})
+    assert "size_bytes" not in unknown.error and "- Size: unknown" in packet_markdown(unknown)
+    # a classified document has no such block
+    assert "What we know" not in packet_markdown(_packet(_primary([(1, 1, "Other", "x")])))
+
+
+def test_the_notebook_helper_records_a_document_it_cannot_classify(store):
+    helper = SMEReviewHelper(store.root, reviewer="dr.nb")
+    rec, _ = helper.cannot_classify("corrupt_truncated", "unreadable")
+    assert (rec.ground_truth_source, rec.unclassifiable_reason, rec.channel) == (
+        "SME_UNCLASSIFIABLE", "unreadable", "notebook")
+    with pytest.raises(ValueError, match="with the reason 'other', say in the notes why"):
+        helper.cannot_classify("corrupt_truncated", "other")
+    with pytest.raises(ValueError, match="'bored' is not a reason"):
+        helper.cannot_classify("corrupt_truncated", "bored")
+    assert load_packet(store, "corrupt_truncated").review_status == "reviewed"

@@ -27,14 +27,45 @@ def _holds(b, gt):
     assert v2_consistency.field_consistency(ClassificationOutput.model_validate(gt)) == []
 
 
-def test_correct_to_other_demotes_the_replaced_type_and_passes_the_rules():
+def test_correct_to_other_removes_the_replaced_type_and_passes_the_rules():
     b, c = spec_escalate()  # Quest CBC panel called Genomic Report PRIMARY: V3 trap 1 BLOCKER
     assert _blockers(b, c) == ["V3 TRAP_ROUTINE_LAB_GENOMIC"]
     gt, changes = apply_correction(c, doc_id=b.doc_id, total_pages=1, corrected_dominant_type="Other", bundle=b)
-    levels = {tc["doc_type"]: tc["presence_level"] for tc in gt["segments"][0]["classifications"]}
-    assert levels["Other"] == "PRIMARY" and levels["Genomic Report"] == "MENTION_ONLY"
-    assert {m["doc_type"]: m["presence_level"] for m in gt["document_mixture"]}["Genomic Report"] == "MENTION_ONLY"
-    assert "segments[0] → Genomic Report: PRIMARY → MENTION_ONLY" in changes
+    entries = {tc["doc_type"]: tc for tc in gt["segments"][0]["classifications"]}
+    # the SME contradicted Genomic Report: no MENTION_ONLY leftover, no Genomic evidence
+    assert entries["Other"]["presence_level"] == "PRIMARY"
+    assert entries["Genomic Report"]["presence_level"] == "NO_EVIDENCE"
+    assert entries["Genomic Report"]["top_evidence"] == [] and entries["Genomic Report"]["segment_share"] == 0
+    mixture = {m["doc_type"]: m["presence_level"] for m in gt["document_mixture"]}
+    assert mixture.get("Genomic Report", "NO_EVIDENCE") == "NO_EVIDENCE"
+    assert "segments[0] → Genomic Report: PRIMARY → NO_EVIDENCE" in changes
+    assert not any("MENTION_ONLY" in line for line in changes)
+    _holds(b, gt)
+
+
+def test_correcting_page_types_leaves_no_genomic_claims():
+    b, c = genomic_then_note()
+    old = [s["dominant_type"] for s in c["segments"]]
+    assert "Genomic Report" in old
+    segs = [{"page_start": s["page_start"], "page_end": s["page_end"],
+             "dominant_type": "Other" if s["dominant_type"] == "Genomic Report" else s["dominant_type"]}
+            for s in c["segments"]]
+    gt, _ = apply_correction(c, doc_id=b.doc_id, total_pages=3, corrected_segments=segs, bundle=b)
+    for s in gt["segments"]:
+        g = next(tc for tc in s["classifications"] if tc["doc_type"] == "Genomic Report")
+        assert g["presence_level"] == "NO_EVIDENCE" and g["top_evidence"] == []
+    assert all(m["presence_level"] == "NO_EVIDENCE" for m in gt["document_mixture"] if m["doc_type"] == "Genomic Report")
+    _holds(b, gt)
+
+
+def test_the_smes_own_level_for_the_replaced_type_keeps_its_evidence():
+    b, c = spec_escalate()
+    gt, changes = apply_correction(c, doc_id=b.doc_id, total_pages=1, corrected_dominant_type="Other",
+                                   corrected_presence={"Genomic Report": "MENTION_ONLY"}, bundle=b)
+    g = next(tc for tc in gt["segments"][0]["classifications"] if tc["doc_type"] == "Genomic Report")
+    before = next(tc for tc in c["segments"][0]["classifications"] if tc["doc_type"] == "Genomic Report")
+    assert g["presence_level"] == "MENTION_ONLY"
+    assert len(g["top_evidence"]) == len(before["top_evidence"]) > 0
     _holds(b, gt)
 
 

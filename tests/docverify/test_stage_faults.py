@@ -18,16 +18,19 @@ DS = "2026-11-20"
 class ThrottledAt(OfflineJudge):
     """The offline judge whose ``method`` is throttled (429 beyond the waiting budget)."""
 
-    def __init__(self, method: str):
+    def __init__(self, step: str):
         super().__init__()
-        self.method = method
+        self.step = step  # "classify" or a verifier's agent id
 
-    def __getattribute__(self, name):
-        if name != "method" and name == object.__getattribute__(self, "method"):
-            async def throttled(*args, **kwargs):
-                raise JudgeThrottled("429 RESOURCE_EXHAUSTED beyond the waiting budget")
-            return throttled
-        return object.__getattribute__(self, name)
+    async def classify(self, bundle):
+        if self.step == "classify":
+            raise JudgeThrottled("429 RESOURCE_EXHAUSTED beyond the waiting budget")
+        return await super().classify(bundle)
+
+    async def judge(self, agent, bundle, classification):
+        if self.step == agent:
+            raise JudgeThrottled("429 RESOURCE_EXHAUSTED beyond the waiting budget")
+        return await super().judge(agent, bundle, classification)
 
 
 def _laid_out(tmp_path, repo_dir, names) -> tuple[B.Batch, list[list[str]]]:
@@ -41,7 +44,7 @@ def _laid_out(tmp_path, repo_dir, names) -> tuple[B.Batch, list[list[str]]]:
     return b, B.plan_shards(b.fresh())
 
 
-@pytest.mark.parametrize("method", ["classify", "judge_consistency", "judge_context", "judge_evidence"])
+@pytest.mark.parametrize("method", ["classify", "V2", "V3", "V4"])
 def test_throttling_propagates_out_of_the_verify_stage(tmp_path, repo_dir, method):
     b, [shard] = _laid_out(tmp_path, repo_dir, ["note_mts_19"])
     with pytest.raises(JudgeThrottled):
@@ -67,14 +70,16 @@ def test_throttling_propagates_out_of_the_retry_stage(tmp_path, repo_dir):
     B.arbiter(b.fresh(), shards=1)
     [retry] = B.retry_shards(b.fresh())
     with pytest.raises(JudgeThrottled):
-        B.auto_fix_retry_shard(b.fresh(), retry, ThrottledAt("judge_evidence"), "0")
+        B.auto_fix_retry_shard(b.fresh(), retry, ThrottledAt("V4"), "0")
     assert b.fresh().rs.result("retry_shares").result is None  # still waiting for the retry
 
 
 def test_another_judge_fault_is_the_documents_error_not_the_stages(tmp_path, repo_dir):
     class Broken(OfflineJudge):
-        async def judge_context(self, bundle, classification):
-            raise ConnectionError("endpoint down")
+        async def judge(self, agent, bundle, classification):
+            if agent == "V3":
+                raise ConnectionError("endpoint down")
+            return await super().judge(agent, bundle, classification)
 
     b, [shard] = _laid_out(tmp_path, repo_dir, ["note_mts_19"])
     B.verify_shard(b.fresh(), shard, Broken(), "0")

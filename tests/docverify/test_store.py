@@ -76,3 +76,75 @@ def test_uris_are_plain_file_uris_and_listings_filter_by_suffix(tmp_path):
     assert s.uri("sme_packets/sme_packet_a.json") == (tmp_path / "sme_packets" / "sme_packet_a.json").as_uri()
     assert s.list("sme_packets", ".json") == ["sme_packet_a.json"]
     assert s.sha256("sme_packets/sme_packet_a.html") == hashlib.sha256(b"<p>").hexdigest()
+
+
+# --------------------------------------------------------------------------- file modes (PHI on a local root)
+
+@pytest.fixture
+def permissive_umask():
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _mode(p: pathlib.Path) -> int:
+    return p.stat().st_mode & 0o777
+
+
+def test_files_are_created_0600_and_folders_0700_under_a_permissive_umask(tmp_path, permissive_umask):
+    """Bundles, results, packets, ground truth, accepted outputs, the cache: every file the store
+    writes is 0600 and every folder it makes 0700, though the umask would allow 0644 / 0755."""
+    root = tmp_path / "store"
+    root.mkdir()
+    s = ArtifactStore(root)
+    rels = ["runs/2026-11-21/doc1/bundle.json", "runs/2026-11-21/doc1/result.json",
+            "runs/2026-11-21/doc1/attempt_0/report.json", "sme_packets/sme_packet_r1.json",
+            "ground_truth/gt_r1.json", "accepted/2026-11-21/doc1.json", "cache/llm/k.json",
+            "reports/2026-11-21/batch_report.json"]
+    for rel in rels:
+        s.write_json(rel, {"text": "PHI"})
+    s.write_json("ground_truth/gt_r2.json", {"x": 1}, overwrite=False)  # create-if-absent (os.link)
+    s.write_json("runs/2026-11-21/doc1/result.json", {"text": "again"})  # a replacement keeps 0600
+    for rel in [*rels, "ground_truth/gt_r2.json"]:
+        assert _mode(root / rel) == 0o600, rel
+    folders = {p for rel in rels for p in (root / rel).parents if p != root and root in p.parents}
+    assert folders and all(_mode(d) == 0o700 for d in folders), {str(d): oct(_mode(d)) for d in folders}
+    assert _mode(root) == 0o755  # an existing folder (the root) is left as it is
+
+
+def test_compare_and_swap_writes_are_0600_too(tmp_path, permissive_umask):
+    s = ArtifactStore(tmp_path)
+    s.write_json("sme_packets/claims/d.json", {"owner": "a"})
+    _, version = s.read_versioned("sme_packets/claims/d.json")
+    assert s.replace_if("sme_packets/claims/d.json", b'{"owner": "b"}', version)
+    claims = tmp_path / "sme_packets" / "claims"
+    assert {p.name: _mode(p) for p in claims.iterdir()} == {"d.json": 0o600, ".docverify-lock-d.json": 0o600}
+    assert _mode(claims) == 0o700
+
+
+def test_the_metadata_db_is_made_owner_only(tmp_path, monkeypatch, permissive_umask):
+    """scripts/load_settings.py (run by `make airflow-init` after `airflow db migrate`) makes the
+    SQLite metadata DB (connections' secrets, XComs) and its journal files 0600."""
+    import importlib.util
+
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("load_settings", repo / "scripts" / "load_settings.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    home = tmp_path / "airflow_home"
+    home.mkdir()
+    for name in ("airflow.db", "airflow.db-wal"):
+        (home / name).write_bytes(b"")
+        os.chmod(home / name, 0o644)
+    monkeypatch.setenv("AIRFLOW_HOME", str(home))
+    monkeypatch.delenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", raising=False)
+    assert mod.secure_metadata_db() == [home / "airflow.db", home / "airflow.db-wal"]
+    assert _mode(home / "airflow.db") == _mode(home / "airflow.db-wal") == 0o600
+    other = tmp_path / "elsewhere.db"
+    other.write_bytes(b"")
+    monkeypatch.setenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{other}")
+    assert mod.secure_metadata_db() == [other] and _mode(other) == 0o600
+    monkeypatch.setenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "postgresql://u@h/db")
+    assert mod.secure_metadata_db() == []  # a server database: nothing local to protect

@@ -242,3 +242,73 @@ def test_nightly_dag_on_gcs(gcs_root, gcs_emulator):
     assert routes_of(store) == expected_routes()
     assert f'"output_uri": "{gcs_root.root_uri}/runs/{DS}/' in log
     assert f"{gcs_root.conn_id}@" not in log
+
+
+# --------------------------------------------------------------------------- compare-and-swap (claims)
+
+def test_replace_if_sends_the_generation_read_and_refuses_a_stale_one(gcs_root, gcs_emulator):
+    store = gcs_store(gcs_root)
+    store.write_bytes("sme_packets/claims/d.json", b"v1")
+    data, gen1 = store.read_versioned("sme_packets/claims/d.json")
+    assert data == b"v1" and gen1.isdigit()
+    asked = gcs_emulator.precondition_requests
+    assert store.replace_if("sme_packets/claims/d.json", b"v2", gen1)
+    assert not store.replace_if("sme_packets/claims/d.json", b"v3", gen1)  # 412: another generation is live
+    assert store.read_bytes("sme_packets/claims/d.json") == b"v2"
+    assert gcs_emulator.precondition_requests - asked == 2  # both uploads carried ifGenerationMatch
+    assert store.read_versioned("sme_packets/claims/missing.json") is None
+    assert gcs_root.object_names() == ["sme_packets/claims/d.json"]  # no lock objects on GCS
+
+
+def _gcs_racer(uri: str, conn_id: str, i: int, rounds: int, barrier, results) -> None:
+    import datetime as dt
+
+    from airflow.sdk import ObjectStoragePath
+
+    from docverify.sme_claims import claim
+
+    store = ArtifactStore(ObjectStoragePath(uri, conn_id=conn_id))
+    t0 = dt.datetime(2026, 11, 20, 2, 0, tzinfo=dt.UTC)
+    for r in range(rounds):
+        barrier.wait()
+        if claim(store, f"doc{r}", f"run{i}", dt.timedelta(hours=72), now=t0 + dt.timedelta(hours=80)):
+            results.put((r, f"run{i}"))
+    results.put((-1, f"run{i}"))
+
+
+@pytest.mark.slow
+def test_six_processes_taking_over_an_expired_claim_on_gcs_have_exactly_one_winner(gcs_root):
+    """6 processes race to take over one expired claim on gs://, 15 rounds: exactly one winner each
+    round (the upload's ifGenerationMatch of the generation each read)."""
+    import datetime as dt
+    import multiprocessing as mp
+
+    from docverify.sme_claims import claim, current_claim
+
+    store = gcs_store(gcs_root)
+    rounds, racers = 15, 6
+    t0 = dt.datetime(2026, 11, 20, 2, 0, tzinfo=dt.UTC)
+    for r in range(rounds):
+        assert claim(store, f"doc{r}", "old-run", dt.timedelta(hours=72), now=t0)
+    root = gcs_root.path()
+    uri = f"gs://{root.path.lstrip('/')}"
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(racers), ctx.Queue()
+    procs = [ctx.Process(target=_gcs_racer, args=(uri, gcs_root.conn_id, i, rounds, barrier, results))
+             for i in range(racers)]
+    for p in procs:
+        p.start()
+    wins: dict[int, list[str]] = {r: [] for r in range(rounds)}
+    done = 0
+    while done < racers:
+        r, who = results.get(timeout=300)
+        if r < 0:
+            done += 1
+        else:
+            wins[r].append(who)
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert {r: len(w) for r, w in wins.items()} == dict.fromkeys(range(rounds), 1)
+    for r, (winner,) in wins.items():
+        assert current_claim(store, f"doc{r}")["owner"] == winner

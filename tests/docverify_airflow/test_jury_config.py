@@ -23,8 +23,11 @@ def test_off_by_default_and_declared_off(monkeypatch, repo_dir):
     for v in ("JURY", "JURY_CONN_IDS", "V5_SECOND_OPINION"):
         monkeypatch.delenv(f"AIRFLOW_VAR_DOCVERIFY_{v}", raising=False)
     assert config.jury() is None and config.second_opinion() is None
-    j = config.judge()
-    assert j.jury is None and j.second_opinion is None
+    from docverify_airflow import wiring
+
+    deps = wiring.verify_deps(config.settings())
+    assert deps.jury is None and deps.second_opinion is None
+    assert not hasattr(deps.judge, "jury") and not hasattr(deps.judge, "second_opinion")  # never patched on
     declared = {v["variable_name"]: v["variable_value"]
                 for v in yaml.safe_load((repo_dir / "airflow_settings.yaml").read_text())["airflow"]["variables"]}
     assert (declared["docverify_jury"], declared["docverify_v5_second_opinion"]) == ("off", "off")
@@ -47,7 +50,10 @@ def test_jury_and_second_opinion_from_connections(monkeypatch, tmp_path, fake):
         ("C", "google:gemini-2.5-flash", "JURY_EVIDENCE")]
     assert jury.jurors[0].llm is jury.jurors[2].llm  # one LLMJudge per connection
     assert config.second_opinion().llm.model_id == "google:gemini-2.5-flash"
-    assert config.judge().jury is not None
+    from docverify_airflow import wiring
+
+    deps = wiring.verify_deps(config.settings())
+    assert deps.jury is not None and deps.second_opinion is not None and not hasattr(deps.judge, "jury")
 
 
 @pytest.mark.parametrize("var, value, match", [

@@ -131,3 +131,57 @@ def test_the_trend_page_and_its_exports(client):
         assert set(data["columns"]) >= {"escalation_rate", "false_accept_rate", "false_accept_ci95_high", "audited"}
     finally:
         packet_app.app.dependency_overrides.clear()
+
+
+def test_people_get_pages_and_api_clients_json(client, logged_in):
+    """A browser without a session is sent to Airflow's login and back; an unknown packet is a page
+    saying what happened; a client asking for JSON keeps the JSON error."""
+    c, _ = client
+    html_accept = {"accept": "text/html,application/xhtml+xml"}
+    anonymous = c.get("/reviews/", headers=html_accept, follow_redirects=False)
+    assert anonymous.status_code == 303 and "login" in anonymous.headers["location"]
+    assert "next=%2Freviews%2F" in anonymous.headers["location"]  # back to the page after the login
+    missing = logged_in.get("/packets/no_such_doc", headers=html_accept)
+    assert missing.status_code == 404 and "<h1>" in missing.text and "review queue" in missing.text
+    assert missing.headers["cache-control"] == "no-store"
+    api = logged_in.get("/packets/no_such_doc", headers={"accept": "application/json"})
+    assert api.status_code == 404 and api.json()["detail"] == "no packet for no_such_doc"
+
+
+def test_the_workspace_routes_are_behind_the_login(client):
+    c, _ = client
+    for path in ("/reviews/", "/reviews/next", "/reviews/some_review"):
+        assert c.get(path).status_code == 401, path
+    assert c.post("/reviews/some_review", data={"choice": "Agree"}).status_code == 401
+    assert c.post("/reviews/open").status_code == 401
+
+
+def test_the_batch_report_is_served_with_a_link_to_each_review(tmp_path, monkeypatch):
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from docverify import report
+    from docverify_airflow import packet_app
+
+    root = tmp_path / "root"
+    batch = run_night(root)
+    report.write(batch)
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
+    for dep in packet_app.TREND_AUTH:
+        packet_app.app.dependency_overrides[dep.dependency] = lambda: None
+    try:
+        c = TestClient(packet_app.app)
+        page = c.get(f"/reports/{batch.ds}")
+        assert page.status_code == 200
+        links = re.findall(r"href='/docverify/reviews/([^']+)'", page.text)
+        packets = {p.name.removeprefix("sme_packet_").removesuffix(".json")
+                   for p in (root / "sme_packets").glob("sme_packet_*.json") if not p.name.endswith("_audit.json")}
+        assert links and set(links) == packets  # every escalation, and only those, links its review
+        # the route column names routes, not the tasks that carried them
+        assert "<td>ESCALATE_TO_SME</td><td>ESCALATE_TO_SME</td>" in page.text
+        assert "<td>write_sme_packets</td><td>ESCALATE_TO_SME</td>" not in page.text
+        assert c.get("/reports/..%2Fetc").status_code in (400, 404)
+        assert c.get("/reports/1999-01-01").status_code == 404
+    finally:
+        packet_app.app.dependency_overrides.clear()

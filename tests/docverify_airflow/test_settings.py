@@ -5,7 +5,6 @@ storage root is resolved in one place, against the repository."""
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 
 import pytest
@@ -121,7 +120,7 @@ def test_read_once_per_task_instance(monkeypatch, tmp_path):
     ti = type("TI", (), {"id": "0191-a", "try_number": 1})()
     first = config.settings({"ti": ti})
     assert config.settings({"ti": ti}) is first
-    assert len(calls) == len(dataclasses.fields(config.Settings))  # each Variable read once
+    assert len(calls) == len(config.Settings.model_fields)  # each Variable read once
     ti2 = type("TI", (), {"id": "0191-b", "try_number": 1})()
     assert config.settings({"ti": ti2}) is not first  # another task instance reads again
     assert config.settings() is not config.settings()  # outside a task: afresh
@@ -189,3 +188,29 @@ def test_the_storage_root_is_resolved_once_against_the_repository(monkeypatch, t
     assert config.resolve_root("  ") == config.REPO / config.DEFAULT_STORAGE_ROOT
     # a gs:// root (an ObjectStoragePath on the named connection): test_gcs_store, on the emulator
     assert isinstance(config.Settings.parse({}).root, pathlib.Path)
+
+
+def test_the_configuration_reference_is_generated_from_settings(repo_dir):
+    """docs/configuration.md is scripts/gen_config_docs.py's output: every Variable, its type, default
+    and description (regenerate it after changing Settings)."""
+    import importlib.util
+
+    from docverify_airflow import config
+
+    spec = importlib.util.spec_from_file_location("gen_config_docs", repo_dir / "scripts" / "gen_config_docs.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    text = gen.render()
+    assert (repo_dir / "docs" / "configuration.md").read_text(encoding="utf-8") == text
+    for name in config.Settings.variables():
+        assert f"| `{name}` |" in text
+    assert all(f.description for f in config.Settings.model_fields.values())
+
+
+def test_a_bad_value_fails_naming_the_variable():
+    from docverify_airflow import config
+
+    for var, raw in (("docverify_llm_rpm", "fast"), ("docverify_min_primary_confidence", "1.5"),
+                     ("docverify_blocker_repair", "maybe"), ("docverify_judge", "gpt")):
+        with pytest.raises(ValueError, match=f"Variable {var}="):
+            config.Settings.parse({var: raw})

@@ -17,9 +17,12 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 FAKE_AIRFLOW = """#!/usr/bin/env bash
-echo "host=$AIRFLOW__API__HOST" > "$AIRFLOW_HOME/seen_env"
-echo '{"admin": "secret"}' > "$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
-for i in 1 2 3; do ( trap '' HUP; sleep 300 ) & echo $! >> "$AIRFLOW_HOME/children"; done
+echo "$*" >> "$AIRFLOW_HOME/seen_args"
+if [ "$1" = api-server ]; then
+  echo "host=$AIRFLOW__API__HOST" > "$AIRFLOW_HOME/seen_env"
+  echo '{"admin": "secret"}' > "$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
+fi
+( trap '' HUP; sleep 300 ) & echo $! >> "$AIRFLOW_HOME/children"
 echo $$ >> "$AIRFLOW_HOME/children"
 wait
 """
@@ -47,7 +50,7 @@ def test_up_binds_loopback_keeps_passwords_private_and_stops_every_process(tmp_p
     proc = subprocess.Popen([str(REPO / "scripts/up.sh")], env=env, cwd=REPO)
     children = home / "children"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not children.exists() or len(children.read_text().split()) < 4):
+    while time.monotonic() < deadline and (not children.exists() or len(children.read_text().split()) < 8):
         time.sleep(0.1)
     pids = [int(p) for p in children.read_text().split()]
     assert all(_alive(p) for p in pids)
@@ -57,6 +60,11 @@ def test_up_binds_loopback_keeps_passwords_private_and_stops_every_process(tmp_p
         time.sleep(0.1)
     assert stat.S_IMODE(passwords.stat().st_mode) == 0o600
     assert (home / "seen_env").read_text().strip() == "host=127.0.0.1"
+    # every listener on loopback: the api-server bound to 127.0.0.1, no log server started
+    seen = sorted((home / "seen_args").read_text().splitlines())
+    assert seen == ["api-server --host 127.0.0.1 --port 8080", "dag-processor", "scheduler --skip-serve-logs",
+                    "triggerer --skip-serve-logs"]
+    assert int((home / "up.pid").read_text()) == proc.pid  # `make run` refuses while it exists
 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) != 0
@@ -64,3 +72,25 @@ def test_up_binds_loopback_keeps_passwords_private_and_stops_every_process(tmp_p
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
     assert [p for p in pids if _alive(p)] == []
+    assert not (home / "up.pid").exists()
+
+
+def test_make_run_refuses_while_make_up_runs_and_names_the_way_out(tmp_path):
+    """`make run` and `make up` share the Airflow home: up's scheduler would take over the run's
+    tasks (409s, a failed night). While up.pid names a live process, make run stops before touching
+    the database, and says what to do instead."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "up.pid").write_text(str(os.getpid()))  # a live process stands in for scripts/up.sh
+    out = subprocess.run(["make", "--no-print-directory", "run", f"AIRFLOW_HOME={home}"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "`make up` is running" in out.stdout and "Trigger" in out.stdout and "Ctrl+C" in out.stdout
+    assert not (home / "airflow.cfg").exists()  # refused before airflow-init
+    # a stale pid file (make up killed hard) does not block make run
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (home / "up.pid").write_text(str(dead.pid))
+    out = subprocess.run(["make", "--no-print-directory", "not-up", f"AIRFLOW_HOME={home}"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "`make up` is running" not in out.stdout

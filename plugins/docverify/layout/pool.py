@@ -165,6 +165,7 @@ class _Pool:
         return None
 
     def _on_message(self, w: _Worker, msg: dict[str, Any]) -> Result | None:
+        assert w.job is not None  # _step runs for the busy workers only
         if "ready" in msg:
             w.ready = True
             self._send(w, w.job)
@@ -220,6 +221,7 @@ def _lost(w: _Worker, not_started: str, code: str, message: Callable[[str], str]
     after, its file gets the typed error ``code`` with ``message(file name)``."""
     if not w.ready:
         raise RuntimeError(not_started)
+    assert w.job is not None  # _step runs for the busy workers only
     job, w.job = w.job, None
     return job, ParseError(code, message(pathlib.Path(job).name), job)
 
@@ -277,6 +279,7 @@ class _PipeConn:
     """One JSON message per line over the worker's stdin/stdout."""
 
     def __init__(self, proc: subprocess.Popen):
+        assert proc.stdin is not None and proc.stdout is not None  # started with stdin and stdout PIPE
         self._in, self._out = proc.stdin, proc.stdout
 
     def fileno(self) -> int:

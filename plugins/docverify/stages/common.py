@@ -7,6 +7,7 @@ import contextvars
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -37,12 +38,17 @@ AIRFLOW_MAP_LIMIT = 1024
 LINEAGE_ON: contextvars.ContextVar[bool] = contextvars.ContextVar("docverify_lineage_on", default=True)
 
 
-def lineage(task: str, doc_id: str, **fields: Any) -> None:
-    """One structured line per document per task. Callers pass ids, URIs, hashes, codes — never
-    text from the document."""
+def lineage(step: str, doc_id: str, **fields: Any) -> None:
+    """One structured line per document per step. Callers pass ids, URIs, hashes, codes — never
+    text from the document. ``task`` is the Airflow task whose log holds the line (the task
+    runner exports it as ``AIRFLOW_CTX_TASK_ID``); ``step`` is added when the step has another
+    name (``classify`` and ``v5_arbiter`` run inside ``verify``). Outside Airflow, ``task`` is
+    the step."""
     if not LINEAGE_ON.get():
         return
-    lineage_log.info("lineage %s", json.dumps({"task": task, "doc_id": doc_id, **fields}, sort_keys=True))
+    task = os.environ.get("AIRFLOW_CTX_TASK_ID") or step
+    line = {"task": task, "doc_id": doc_id, **({"step": step} if step != task else {}), **fields}
+    lineage_log.info("lineage %s", json.dumps(line, sort_keys=True))
 
 
 @dataclass

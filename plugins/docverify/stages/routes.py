@@ -188,6 +188,8 @@ def write_sme_packets(batch: Batch) -> dict:
     candidates = (routes.routes["write_sme_packets"] + routes.routes["auto_fix_retry"]) if routes else []
     errors = routes.errors if routes else {}
     keys = _earlier_outputs(batch, routes, candidates, list_packets=True) if routes else {}
+    manifest = rs.manifest_if_exists() if errors else None  # the size an unreadable file's packet shows
+    sizes = {d.doc_id: d.bytes for d in manifest.documents} if manifest else {}
 
     def production(doc_id: str, rel: str | None) -> dict | None:
         """A production classification supplied beside the PDF: ``<doc>.production.json``
@@ -217,7 +219,8 @@ def write_sme_packets(batch: Batch) -> dict:
             err = errors[doc_id]
             key = _review_id(batch, doc_id, err.get("sha256"))
             packet = build_packet(doc_id=doc_id, pdf_path=err.get("file", ""), total_pages=0, bundle_path="",
-                                  result=None, error=err, run_id=batch.run_id, review_id=key)
+                                  result=None, error=err, run_id=batch.run_id, review_id=key,
+                                  size_bytes=sizes.get(doc_id) or None)
             finish(doc_id, key, packet, None, err["error"], rule=None, reason="error", error=err["error"])
             continue
         rec = rs.result(doc_id)

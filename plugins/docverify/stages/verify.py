@@ -1,9 +1,10 @@
 """plan_shards → verify[shard] → v5_arbiter → auto_fix_retry: every attempt through
 :func:`docverify.pipeline.verify_document`; one result per document, one summary per shard.
 
-The verify and retry stages take the night's :class:`~docverify.policy.VerifyPolicy` as ``policy``
-(the Airflow task builds it from its ``Settings``: ``docverify_airflow.config.policy``) and hand it
-to every ``verify_document`` call, so attempt 0 and the retry decide under the same switches."""
+The verify and retry stages take the night's :class:`~docverify.pipeline.VerifyDeps` (judge, policy,
+jury, second opinion; the Airflow task builds it once: ``docverify_airflow.wiring.verify_deps``) —
+or a bare judge and ``policy=…`` — and hand it to every ``verify_document`` call, so attempt 0 and
+the retry decide under the same switches."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from docverify.limits import (
     load_classification,
 )
 from docverify.models import DocumentBundle, VerificationReport, VerificationResult
-from docverify.pipeline import verify_document
-from docverify.policy import DEFAULT_POLICY, VerifyPolicy
+from docverify.pipeline import VerifyDeps, as_deps, verify_document
+from docverify.policy import VerifyPolicy
 from docverify.runstore import (
     BundleMeta,
     ClassificationMeta,
@@ -171,9 +172,8 @@ def _route(result: VerificationResult) -> str:
     return "accept" if result.final_decision == "AUTO_ACCEPT" else "write_sme_packets"
 
 
-async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: StageStats,
-                      policy: VerifyPolicy = DEFAULT_POLICY) -> DocResult:
-    rs, doc_id = batch.rs, doc.doc_id
+async def _verify_one(batch: Batch, doc: ManifestDoc, deps: VerifyDeps, stats: StageStats) -> DocResult:
+    rs, doc_id, judge = batch.rs, doc.doc_id, deps.judge
     bundle = read_bundle(batch, doc_id)
     prior = rs.result(doc_id)
     got = await _classification(batch, doc, bundle, prior, judge, stats)
@@ -181,9 +181,8 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: Stage
         return got
     raw, meta = got
     usage = Usage()
-    # the one verify path: attempt 0 and its V5 decision (incl. the second opinion the judge carries)
-    result = await verify_document(bundle, raw, judge, max_retries=0, usage=usage, contain_faults=True,
-                                   policy=policy)
+    # the one verify path: attempt 0 and its V5 decision (incl. the second opinion of the deps)
+    result = await verify_document(bundle, raw, deps, max_retries=0, usage=usage, contain_faults=True)
     stats.add_usage(doc_id, usage, judge)
     route = _route(result)
     rec0 = result.attempts[0]
@@ -211,16 +210,18 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, judge: Judge, stats: Stage
     return rec
 
 
-def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "", *,
-                 policy: VerifyPolicy = DEFAULT_POLICY) -> dict:
+def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard_key: str = "", *,
+                 policy: VerifyPolicy | None = None) -> dict:
     """The ``verify[shard]`` task: per document classify (unless a companion classification is
     given or the earlier run's is reusable), V1, V2–V4 (judgments concurrent) and V5 on attempt 0,
     through :func:`docverify.pipeline.verify_document`; one ``result.json`` per document and one
     summary for the shard (routes, decisions, what the report shows) for the arbiter.
     A document's fault is that document's error (it escalates); throttling propagates.
-    ``policy``: what runs beyond the specification (:mod:`docverify.policy`)."""
+    ``deps``: the judge, the policy (what runs beyond the specification), the jury and the second
+    opinion (:class:`~docverify.pipeline.VerifyDeps`), or a bare judge with ``policy``."""
     from docverify.summaries import doc_summary
 
+    deps = as_deps(deps, policy)
     rs = batch.rs
     stats = StageStats("verify")
     index = night_index(batch)
@@ -234,7 +235,7 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
         if doc_id in new:  # no run folder before this night's layout: no earlier result to read
             rs.assume_absent(rs.result_rel(doc_id))
         try:
-            rec = await _verify_one(batch, doc, judge, stats, policy)
+            rec = await _verify_one(batch, doc, deps, stats)
         except JudgeThrottled:
             raise
         except Exception as exc:  # noqa: BLE001 - this document only: it escalates, the night goes on
@@ -265,7 +266,7 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
 
     asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
     stats.docs = len(shard)
-    extra: dict[str, Any] = {"second_opinion": so_counts} if getattr(judge, "second_opinion", None) else {}
+    extra: dict[str, Any] = {"second_opinion": so_counts} if deps.second_opinion is not None else {}
     return stats.save(batch, f"verify_{shard_key}" if shard_key else None, shard=shard, documents=documents,
                       **extra)
 
@@ -275,7 +276,7 @@ def verify_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = 
 
 def arbiter(batch: Batch, shards: int | None = None) -> dict:
     """The V5 branch: the routes of every document from the verify shards' summaries (attempt 0,
-    with the second opinion when the judge carries one, was decided in ``verify``),
+    with the second opinion of the deps when there is one, was decided in ``verify``),
     ``runs/<ds>/_routes.json``, and the task ids to follow. ``shards``: how many verify shards
     ran (``verify_0`` … in the stage records; the DAG passes the plan's length); None reads every
     verify record of the night.
@@ -344,13 +345,15 @@ def retry_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARD
 # =========================================================================== routes
 
 
-def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key: str = "", *,
-                         policy: VerifyPolicy = DEFAULT_POLICY) -> dict:
+def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard_key: str = "", *,
+                         policy: VerifyPolicy | None = None) -> dict:
     """Fix → verify again (same pipeline, V1–V5) for documents routed AUTO_RETRY, from the stored
-    attempt 0; the final result goes into the document's ``result.json``. ``policy``: the one the
-    verify stage used (:mod:`docverify.policy`)."""
+    attempt 0; the final result goes into the document's ``result.json``. ``deps`` (or a bare judge
+    and ``policy``): the ones the verify stage used."""
     from docverify.summaries import doc_summary
 
+    deps = as_deps(deps, policy)
+    judge = deps.judge
     rs = batch.rs
     stats = StageStats("auto_fix_retry")
     documents: dict[str, dict] = {}
@@ -366,8 +369,8 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], judge: Judge, shard_key
         first = VerificationReport(doc_id=doc_id, attempt=0, fingerprint=a0.fingerprint, issues=a0.issues,
                                    runs=a0.runs, quality_score=a0.quality_score)
         try:
-            result = await verify_document(read_bundle(batch, doc_id), rec.classification, judge, first_report=first,
-                                           usage=usage, contain_faults=True, policy=policy)
+            result = await verify_document(read_bundle(batch, doc_id), rec.classification, deps, first_report=first,
+                                           usage=usage, contain_faults=True)
         except JudgeThrottled:
             raise
         except Exception as exc:  # noqa: BLE001 - this document only: it escalates

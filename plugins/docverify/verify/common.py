@@ -198,6 +198,7 @@ class CriticalTokens:
         while start >= 0:
             before = haystack[max(0, start - 40):start]
             tail = self._GOVERNS.search(before)
+            assert tail is not None  # every part of _GOVERNS is optional: it matches at the end
             neg = [m for m in self.negation.finditer(before[:tail.start()]) if m.end() == tail.start()
                    and not self._ANSWER.search(before[:m.start()])]
             if not neg:

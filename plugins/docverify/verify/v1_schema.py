@@ -7,13 +7,17 @@ which share normalisation could not repair).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from docverify.codes import make_issue
 from docverify.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
 from docverify.verify.common import is_number, iter_type_entries, seg_loc, type_loc
+from docverify.verify.spec import VerifierSpec
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 IMPLEMENTATION = "rules-v1"
 
@@ -43,7 +47,7 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _error(e: dict) -> dict[str, str]:
+def _error(e: ErrorDetails) -> dict[str, str]:
     out = {"path": ".".join(str(p) for p in e["loc"]) or "<root>", "error": e["type"],
            "expected": _EXPECTED.get(e["type"], e["type"])}
     if e["type"] not in ("missing", "extra_forbidden") and "input" in e:
@@ -238,3 +242,21 @@ def _completeness(types: list[str], what: str, location: str, details: dict) -> 
             location=location, suggested_fix="Re-run the classifier",
         ))
     return out
+
+
+# --------------------------------------------------------------------------- the verifier's spec
+
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+    return check(bundle, cls)
+
+
+#: V1 in the registry (:mod:`docverify.verify.registry`): rules only, no judgment. Its parse step
+#: (:func:`parse`) runs before every other verifier (:func:`docverify.pipeline.run_v1`).
+SPEC = VerifierSpec(
+    agent="V1",
+    title="schema",
+    codes=("SCHEMA_INVALID", "SEGMENT_COUNT_MISMATCH", "PAGE_OUT_OF_BOUNDS", "PAGE_RANGE_INVERTED",
+           "SEGMENT_PAGE_COUNT_WRONG", "CONFIDENCE_OUT_OF_RANGE", "SHARE_OUT_OF_RANGE", "DOC_TYPE_MISSING",
+           "DOC_TYPE_DUPLICATE", "EVIDENCE_MISSING", "PAGE_NOT_COVERED", "EVIDENCE_PAGE_OUTSIDE_DOCUMENT"),
+    rule_phase=_rule_phase,
+)

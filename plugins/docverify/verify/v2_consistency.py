@@ -11,16 +11,23 @@ text lexically supports each PRIMARY label; the LLM one lives in ``docverify.llm
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
+from pydantic import Field
+
 from docverify.codes import make_issue
 from docverify.models import (
     DOC_TYPES,
     PRESENCE_RANK,
     ClassificationOutput,
+    DocType,
     DocumentBundle,
     Issue,
     MixtureEntry,
 )
 from docverify.verify.common import is_number, seg_loc, segment_text
+from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
+from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
 OFFLINE_IMPLEMENTATION = "offline-lexical-support-v2"
@@ -108,8 +115,8 @@ def segment_strongest(cls: ClassificationOutput) -> dict[str, str]:
     return out
 
 
-def pages_by_dominant_type(cls: ClassificationOutput) -> dict[str, int]:
-    pages: dict[str, int] = {}
+def pages_by_dominant_type(cls: ClassificationOutput) -> dict[DocType, int]:
+    pages: dict[DocType, int] = {}
     for seg in cls.segments:
         n = max(0, seg.page_end - seg.page_start + 1)
         pages[seg.dominant_type] = pages.get(seg.dominant_type, 0) + n
@@ -144,7 +151,7 @@ def field_consistency(cls: ClassificationOutput) -> list[Issue]:
 def _segment_type_vs_presence(cls: ClassificationOutput) -> list[Issue]:
     issues = []
     for seg in cls.segments:
-        levels = {tc.doc_type: tc.presence_level for tc in seg.classifications}
+        levels: dict[str, str] = {tc.doc_type: tc.presence_level for tc in seg.classifications}
         own = levels.get(seg.dominant_type, "NO_EVIDENCE")
         stronger = sorted(t for t, lv in levels.items() if PRESENCE_RANK[lv] > PRESENCE_RANK[own])
         if own in ("NO_EVIDENCE", "MENTION_ONLY") or stronger:
@@ -253,7 +260,7 @@ def page_types(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
 
     issues: list[Issue] = []
     for seg in cls.segments:
-        levels = {tc.doc_type: tc.presence_level for tc in seg.classifications}
+        levels: dict[str, str] = {tc.doc_type: tc.presence_level for tc in seg.classifications}
         runs: list[list] = []  # [type, first page, last page]
         for page in bundle.pages:
             if not seg.page_start <= page.page_num <= seg.page_end:
@@ -313,3 +320,44 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
                          "score": round(support.score, 4), "implementation": OFFLINE_IMPLEMENTATION},
             ))
     return issues
+
+
+# --------------------------------------------------------------------------- the verifier's spec
+
+class ConsistencyFinding(Finding):
+    code: Literal["LABEL_TEXT_MISMATCH"]
+
+
+class ConsistencyFindings(JudgmentFindings):
+    findings: list[ConsistencyFinding] = Field(description="One entry per problem; empty when there is none.")
+
+
+def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
+    """V2: the complete text of every page some segment covers."""
+    ranges = [(s.page_start, s.page_end) for s in classification.segments]
+    pages = [p for p in bundle.pages if any(lo <= p.page_num <= hi for lo, hi in ranges)]
+    return {
+        "total_pages": bundle.total_pages,
+        "pages": [page_entry(p.page_num, p.text) for p in pages],
+        "classification": judgment_view(classification),
+    }
+
+
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+    return rule_phase(cls, bundle, policy)
+
+
+SPEC = VerifierSpec(
+    agent="V2",
+    title="consistency",
+    codes=("SEGMENT_SHARE_SUM", "MIXTURE_SHARE_SUM", "PAGE_OVERLAP", "LABEL_TEXT_MISMATCH", "SEGMENT_HOLDS_OTHER_TYPE",
+           "SEGMENT_TYPE_CONTRADICTS_PRESENCE", "PRIMARY_WITHOUT_SHARE", "MIXTURE_CONTRADICTS_SEGMENTS",
+           "DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "PATIENT_IDENTITY_CONFLICT", "LOW_CONFIDENCE_PRIMARY"),
+    rule_phase=_rule_phase,
+    judgment_codes=("LABEL_TEXT_MISMATCH",),
+    offline_judgment=offline_judgment,
+    offline_implementation=OFFLINE_IMPLEMENTATION,
+    prompt="v2_consistency_v1",
+    findings_model=ConsistencyFindings,
+    llm_inputs=llm_inputs,
+)

@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any, Literal
+
+from pydantic import Field
 
 from docverify.codes import make_issue
 from docverify.models import ClassificationOutput, DocumentBundle, Issue
@@ -37,6 +40,8 @@ from docverify.verify.common import (
     term_pattern,
     type_loc,
 )
+from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
+from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
 OFFLINE_IMPLEMENTATION = "offline-context-rules-v1"
@@ -202,3 +207,52 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
                              "implementation": OFFLINE_IMPLEMENTATION},
                 ))
     return issues
+
+
+# --------------------------------------------------------------------------- the verifier's spec
+
+class ContextFinding(Finding):
+    code: Literal["TRAP_CONTEXT"]
+
+
+class ContextFindings(JudgmentFindings):
+    findings: list[ContextFinding] = Field(description="One entry per problem; empty when there is none.")
+
+
+def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
+    """V3: the first :data:`V3_CONTEXT_CHARS` characters of ``bundle.full_text()``, kept page by
+    page (the ``"\\n\\n"`` between pages counts, as in ``full_text``)."""
+    budget = V3_CONTEXT_CHARS
+    pages: list[dict[str, Any]] = []
+    for i, p in enumerate(bundle.pages):
+        if i:
+            budget -= 2
+        if budget <= 0:
+            break
+        text = p.text[:budget]
+        pages.append(page_entry(p.page_num, text, truncated=len(p.text) > budget))
+        budget -= len(text)
+    return {
+        "total_pages": bundle.total_pages,
+        "context_chars": V3_CONTEXT_CHARS,
+        "pages": pages,
+        "classification": judgment_view(classification),
+    }
+
+
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+    return rule_phase(bundle, cls, per_segment=policy.admin_trap_per_segment)
+
+
+SPEC = VerifierSpec(
+    agent="V3",
+    title="context",
+    codes=("TRAP_ROUTINE_LAB_GENOMIC", "TRAP_ADMIN_DOCUMENT", "TRAP_HEADER_FOOTER_EVIDENCE", "TRAP_CONTEXT"),
+    rule_phase=_rule_phase,
+    judgment_codes=("TRAP_CONTEXT",),
+    offline_judgment=offline_judgment,
+    offline_implementation=OFFLINE_IMPLEMENTATION,
+    prompt="v3_context_v1",
+    findings_model=ContextFindings,
+    llm_inputs=llm_inputs,
+)

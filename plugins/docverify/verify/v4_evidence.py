@@ -43,6 +43,9 @@ no term of any type is not weak for that alone: the lexicon does not know every 
 from __future__ import annotations
 
 import functools
+from typing import Any, Literal
+
+from pydantic import Field
 
 from docverify.codes import make_issue
 from docverify.models import ClassificationOutput, DocumentBundle, Issue, Severity
@@ -56,6 +59,8 @@ from docverify.verify.common import (
     normalise,
     type_loc,
 )
+from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
+from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
 OFFLINE_IMPLEMENTATION = "offline-evidence-heuristics-v1"
@@ -262,3 +267,63 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
                 details={"reasons": reasons, "implementation": OFFLINE_IMPLEMENTATION},
             ))
     return issues
+
+
+# --------------------------------------------------------------------------- the verifier's spec
+
+class EvidenceFinding(Finding):
+    code: Literal["EVIDENCE_FABRICATED", "EVIDENCE_WEAK", "ANCHOR_NOT_ON_PAGE"]
+    page: int | None = Field(default=None, description="The page the evidence item cites.")
+    snippet: str | None = Field(
+        default=None, description="The evidence snippet (or anchor) exactly as the classification gives it."
+    )
+
+    def issue_details(self) -> dict[str, Any]:
+        details: dict[str, Any] = {}
+        if self.page is not None:
+            details["page"] = self.page
+        if self.snippet is not None:
+            details["snippet"] = self.snippet
+        return details
+
+
+class EvidenceFindings(JudgmentFindings):
+    findings: list[EvidenceFinding] = Field(description="One entry per problem; empty when there is none.")
+
+
+def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
+    """V4: the evidence (in the judgment view), the text of every page of each segment that has
+    evidence, and any other cited page. The whole segment is sent so that a snippet copied from
+    another page of its segment is not mistaken for a fabrication (the rule phase reports that
+    as EVIDENCE_WRONG_PAGE and fixes it)."""
+    wanted: set[int] = set()
+    for seg in classification.segments:
+        items = [ev for tc in seg.classifications for ev in tc.top_evidence]
+        if items:
+            wanted.update(range(seg.page_start, seg.page_end + 1))
+            wanted.update(ev.page for ev in items)
+    pages = sorted((p for p in bundle.pages if p.page_num in wanted), key=lambda p: p.page_num)
+    return {
+        "total_pages": bundle.total_pages,
+        "pages": [page_entry(p.page_num, p.text) for p in pages],
+        "classification": judgment_view(classification),
+    }
+
+
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+    return rule_phase(bundle, cls)
+
+
+SPEC = VerifierSpec(
+    agent="V4",
+    title="evidence",
+    codes=("EVIDENCE_FABRICATED", "EVIDENCE_WRONG_PAGE", "EVIDENCE_OUTSIDE_SEGMENT", "ANCHOR_NOT_ON_PAGE",
+           "EVIDENCE_WEAK"),
+    rule_phase=_rule_phase,
+    judgment_codes=("EVIDENCE_FABRICATED", "EVIDENCE_WEAK", "ANCHOR_NOT_ON_PAGE"),
+    offline_judgment=offline_judgment,
+    offline_implementation=OFFLINE_IMPLEMENTATION,
+    prompt="v4_evidence_v2",
+    findings_model=EvidenceFindings,
+    llm_inputs=llm_inputs,
+)

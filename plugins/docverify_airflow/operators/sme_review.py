@@ -19,6 +19,7 @@ from airflow.sdk.definitions.param import ParamsDict
 
 from docverify_airflow.sme_form import (  # noqa: F401 - the form's names, re-exported
     AGREE,
+    CANNOT_CLASSIFY,
     CORRECT,
     MAX_PAGE_FIELDS,
     NOT_CORRECTED,
@@ -49,7 +50,8 @@ class SMEReviewOperator(HITLOperator):
         kwargs.pop("params", None)  # Dag params are not form fields; the form is review_form_params()
         if response_timeout_hours is not None:
             kwargs["response_timeout"] = timedelta(hours=float(response_timeout_hours))
-        super().__init__(subject=subject or f"SME review: {doc_id}", options=[AGREE, CORRECT], defaults=None,
+        super().__init__(subject=subject or f"SME review: {doc_id}", options=[AGREE, CORRECT, CANNOT_CLASSIFY],
+                         defaults=None,
                          multiple=False, params=review_form_params(), assigned_users=assigned_users(assignees),
                          **kwargs)
         self.doc_id = doc_id
@@ -63,7 +65,8 @@ class SMEReviewOperator(HITLOperator):
             sme_tasks.release_claim(context, self.doc_id, "no review opened")
             raise
         if not sme_tasks.has_primary(self.doc_id):
-            self.options = [CORRECT]  # a document that could not be parsed/classified has nothing to agree with
+            # a document that could not be parsed/classified has nothing to agree with
+            self.options = [CORRECT, CANNOT_CLASSIFY]
         self.params = ParamsDict(review_form_params(sme_tasks.page_types(self.doc_id)))
         return super().execute(context)
 
@@ -78,6 +81,29 @@ class SMEReviewOperator(HITLOperator):
         preset = sme_tasks.page_types(self.doc_id)
         self.params = ParamsDict(review_form_params(preset))
         answer = super().execute_complete(context=context, event=event)
-        saved = sme_tasks.record_answer(context, self.doc_id, answer, preset_pages=preset)
+        from docverify.sme_answer import AnswerRefused
+
+        try:
+            saved = sme_tasks.record_answer(context, self.doc_id, answer, preset_pages=preset)
+        except AnswerRefused as exc:
+            # never a silent retry loop: the reason is stored (the workspace and the packet list show
+            # it), logged (no document text in it), and the same review opens again at once
+            sme_tasks.record_refusal(context, self.doc_id, exc.reason, answer)
+            self._reopen(context)
+        sme_tasks.clear_refusal(context, self.doc_id)
         sme_tasks.release_claim(context, self.doc_id, "answered")
         return saved
+
+    def _reopen(self, context: Any) -> None:
+        """Clear the refused response and wait for a new one (the same task try, no retry spent)."""
+        from airflow.providers.standard.version_compat import AIRFLOW_V_3_3_PLUS
+        from airflow.sdk.execution_time.hitl import upsert_hitl_detail
+
+        if not AIRFLOW_V_3_3_PLUS:  # pragma: no cover - the project pins Airflow 3.3
+            raise RuntimeError("re-opening a refused review needs Airflow 3.3 (awaiting_input)")
+        from airflow.sdk.exceptions import TaskAwaitingInput
+
+        upsert_hitl_detail(ti_id=context["task_instance"].id, options=self.options, subject=self.subject,
+                           body=None, defaults=None, multiple=False, params=self.serialized_params,
+                           assigned_users=self.assigned_users)
+        raise TaskAwaitingInput(method_name="execute_complete", timeout=self.response_timeout)

@@ -126,9 +126,9 @@ def test_in_the_retry_loop_every_attempt_is_reviewed():
     from docverify.judges import OfflineJudge
 
     fn = Proposer({"route": "AUTO_ACCEPT", "confidence": 0.95, "reasoning": "ok"})
-    j = OfflineJudge()
-    j.second_opinion = opinion(fn)  # type: ignore[attr-defined]
-    res = asyncio.run(verify_document(BUNDLE, RAW, j))
+    from docverify.pipeline import VerifyDeps
+
+    res = asyncio.run(verify_document(BUNDLE, RAW, VerifyDeps(OfflineJudge(), second_opinion=opinion(fn))))
     plain = asyncio.run(verify_document(BUNDLE, RAW, OfflineJudge()))
     assert [a.decision.decision for a in res.attempts] == [a.decision.decision for a in plain.attempts]
     assert all(a.decision.second_opinion["override"] == "STRICTER_OF_TWO" for a in res.attempts)

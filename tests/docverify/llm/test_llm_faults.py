@@ -79,7 +79,7 @@ def test_success_carries_usage_and_the_request_is_data_first(fake):
     fake.requests.clear()
     fake.script = [(200, lambda b: function_call(b, NO_FINDINGS, prompt_tokens=1500, output_tokens=12,
                                                  cached_tokens=1024))]
-    result = asyncio.run(judge(fake).judge_evidence(bundle(), cls))
+    result = asyncio.run(judge(fake).judge("V4", bundle(), cls))
     assert result.issues == [] and result.implementation == "llm:gemini-2.5-flash"
     assert (result.usage.llm_calls, result.usage.input_tokens, result.usage.output_tokens,
             result.usage.cached_tokens) == (1, 1500, 12, 1024)
@@ -100,7 +100,7 @@ def test_429_then_success_is_retried(fake):
     cls = classification(fake)
     fake.requests.clear()
     fake.script = [(429, error_body(429, "RESOURCE_EXHAUSTED", "rate limited")), OK]
-    result = asyncio.run(judge(fake).judge_consistency(bundle(), cls))
+    result = asyncio.run(judge(fake).judge("V2", bundle(), cls))
     assert result.issues == []
     assert len(fake.requests) == 2 and result.usage.llm_calls == 2
 
@@ -121,7 +121,7 @@ def test_persistent_outage_raises_service_outage_not_incomplete(fake, status, na
     fake.requests.clear()
     fake.script = [(status, error_body(status, name))]
     with pytest.raises(ServiceOutage):
-        asyncio.run(judge(fake).judge_context(bundle(), cls))
+        asyncio.run(judge(fake).judge("V3", bundle(), cls))
     assert len(fake.requests) > FAST.max_attempts  # waited past the failure budget, within the waiting budget
 
 
@@ -133,9 +133,9 @@ def test_persistent_429_raises_judge_throttled_not_incomplete(fake):
     fake.requests.clear()
     fake.script = [(429, error_body(429, "RESOURCE_EXHAUSTED", "rate limited"))]
     started = time.perf_counter()
-    for call in ("judge_context", "judge_consistency", "judge_evidence"):
+    for agent in ("V3", "V2", "V4"):
         with pytest.raises(JudgeThrottled) as info:
-            asyncio.run(getattr(judge(fake), call)(bundle(), cls))
+            asyncio.run(judge(fake).judge(agent, bundle(), cls))
         assert "doc_f" in str(info.value) and PAGES[0][:20] not in str(info.value)
     assert time.perf_counter() - started < 10
     assert len(fake.requests) > 3 * FAST.max_attempts  # kept trying past the failure budget, within the wait budget
@@ -149,7 +149,7 @@ def test_many_429s_then_success_is_not_a_failure(fake):
     fake.requests.clear()
     fake.script = [(429, error_body(429, "RESOURCE_EXHAUSTED"))] * (FAST.max_attempts + 3) + [OK]
     result = asyncio.run(judge(fake, throttle=ThrottlePolicy(max_wait_s=5, initial_wait_s=0.01,
-                                                             max_backoff_s=0.02)).judge_consistency(bundle(), cls))
+                                                             max_backoff_s=0.02)).judge("V2", bundle(), cls))
     assert result.issues == [] and len(fake.requests) == FAST.max_attempts + 4 == result.usage.llm_calls
 
 
@@ -160,7 +160,7 @@ def test_a_failure_after_429s_still_escalates(fake):
     cls = classification(fake)
     fake.requests.clear()
     fake.script = [(429, error_body(429, "RESOURCE_EXHAUSTED"))] * 2 + [(200, MALFORMED)]
-    result = asyncio.run(judge(fake).judge_consistency(bundle(), cls))
+    result = asyncio.run(judge(fake).judge("V2", bundle(), cls))
     assert [i.code for i in result.issues] == ["VERIFICATION_INCOMPLETE"]
     assert result.issues[0].details["error"] != "ModelRateLimitError"
     assert len(fake.requests) == 2 + FAST.max_attempts
@@ -176,7 +176,7 @@ def test_daily_quota_exhausted_is_throttled_at_once(fake):
          "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]
     fake.script = [(429, body)]
     with pytest.raises(JudgeThrottled, match="quota exhausted"):
-        asyncio.run(judge(fake, throttle=ThrottlePolicy(max_wait_s=60)).judge_evidence(bundle(), cls))
+        asyncio.run(judge(fake, throttle=ThrottlePolicy(max_wait_s=60)).judge("V4", bundle(), cls))
     assert len(fake.requests) == 1  # no waiting: a daily quota does not come back within the task
 
 
@@ -192,7 +192,7 @@ def test_client_errors_are_not_retried(fake):
     cls = classification(fake)
     fake.requests.clear()
     fake.script = [(400, error_body(400, "INVALID_ARGUMENT", "bad request"))]
-    result = asyncio.run(judge(fake).judge_evidence(bundle(), cls))
+    result = asyncio.run(judge(fake).judge("V4", bundle(), cls))
     assert [i.code for i in result.issues] == ["VERIFICATION_INCOMPLETE"]
     assert len(fake.requests) == 1
 
@@ -201,11 +201,11 @@ def test_malformed_body_is_retried_then_incomplete(fake):
     cls = classification(fake)
     fake.requests.clear()
     fake.script = [(200, MALFORMED), OK]
-    assert asyncio.run(judge(fake).judge_consistency(bundle(), cls)).issues == []
+    assert asyncio.run(judge(fake).judge("V2", bundle(), cls)).issues == []
     assert len(fake.requests) == 2
     fake.requests.clear()
     fake.script = [(200, MALFORMED)]
-    result = asyncio.run(judge(fake).judge_consistency(bundle(), cls))
+    result = asyncio.run(judge(fake).judge("V2", bundle(), cls))
     assert [i.code for i in result.issues] == ["VERIFICATION_INCOMPLETE"] and len(fake.requests) == 3
 
 
@@ -214,11 +214,11 @@ def test_schema_invalid_output_is_asked_again_then_incomplete(fake):
     bad = findings({"code": "NOT_A_CODE", "severity": "MAJOR", "message": "m", "location": "l", "suggested_fix": "f"})
     fake.requests.clear()
     fake.script = [(200, lambda b: function_call(b, bad)), OK]
-    assert asyncio.run(judge(fake, output_retries=1).judge_evidence(bundle(), cls)).issues == []
+    assert asyncio.run(judge(fake, output_retries=1).judge("V4", bundle(), cls)).issues == []
     assert len(fake.requests) == 2
     fake.requests.clear()
     fake.script = [(200, lambda b: function_call(b, bad))]
-    result = asyncio.run(judge(fake, output_retries=1).judge_evidence(bundle(), cls))
+    result = asyncio.run(judge(fake, output_retries=1).judge("V4", bundle(), cls))
     assert [i.code for i in result.issues] == ["VERIFICATION_INCOMPLETE"]
     assert len(fake.requests) == 2  # schema-invalid output is not a transient fault: no backoff retry on top
 
@@ -229,13 +229,13 @@ def test_slow_answer_times_out_and_is_retried(fake):
     fake.script = [(200, Slow(2.0, function_call({"tools": [{"functionDeclarations": [{"name": "final_result"}]}]},
                                                  NO_FINDINGS))), OK]
     started = time.perf_counter()
-    result = asyncio.run(judge(fake, timeout_s=0.5).judge_consistency(bundle(), cls))
+    result = asyncio.run(judge(fake, timeout_s=0.5).judge("V2", bundle(), cls))
     assert result.issues == [] and len(fake.requests) == 2
     assert time.perf_counter() - started < 2.0  # the slow answer was abandoned, not awaited
 
     fake.requests.clear()
     fake.script = [(200, Slow(2.0, {}))]
-    result = asyncio.run(judge(fake, timeout_s=0.3).judge_consistency(bundle(), cls))
+    result = asyncio.run(judge(fake, timeout_s=0.3).judge("V2", bundle(), cls))
     (issue,) = result.issues
     assert issue.code == "VERIFICATION_INCOMPLETE" and issue.details["error"] == "RunTimedOut"
 
@@ -290,3 +290,25 @@ def test_backoff_waits_grow_are_jittered_and_capped():
     assert not policy.should_retry(ModelHTTPError(429, "m"))  # throttling: the judge's, not the failure budget's
     with pytest.raises(ValueError):
         BackoffRetry(max_attempts=0)
+
+
+def test_a_fallback_group_is_judged_by_its_members():
+    """A FallbackExceptionGroup (every model of a fallback connection failed): throttling only when all
+    members are 429s; its wait is the shortest Retry-After a member names; nested groups too."""
+    from pydantic_ai.exceptions import FallbackExceptionGroup, ModelHTTPError
+
+    from docverify.llm_faults import OUTAGE, _retry_after, fault_family, is_throttled
+
+    def http(status, after=None):
+        e = ModelHTTPError(status, "gemini-2.5-flash")
+        e.retry_after = after
+        return e
+
+    two_429 = FallbackExceptionGroup("all", [http(429, 30.0), http(429, 12.0)])
+    assert is_throttled(two_429) and fault_family(two_429) == OUTAGE and _retry_after(two_429) == 12.0
+    mixed = FallbackExceptionGroup("all", [http(429, 30.0), http(503)])
+    assert not is_throttled(mixed) and fault_family(mixed) == OUTAGE and _retry_after(mixed) == 30.0
+    nested = FallbackExceptionGroup("all", [mixed, http(500)])
+    assert fault_family(nested) == OUTAGE and _retry_after(nested) == 30.0
+    assert _retry_after(FallbackExceptionGroup("all", [http(503), http(500)])) is None
+    assert not is_throttled(FallbackExceptionGroup("all", [http(429), http(400)]))

@@ -142,15 +142,15 @@ def finding(code: str, severity: str, **extra) -> dict:
             "suggested_fix": "Check it", **extra}
 
 
-JUDGMENTS = {
-    "V2": ("judge_consistency", "LABEL_TEXT_MISMATCH"),
-    "V3": ("judge_context", "TRAP_CONTEXT"),
-    "V4": ("judge_evidence", "EVIDENCE_WEAK"),
+JUDGMENTS = {  # a code each judgment may raise
+    "V2": "LABEL_TEXT_MISMATCH",
+    "V3": "TRAP_CONTEXT",
+    "V4": "EVIDENCE_WEAK",
 }
 
 
 def judge_call(judge: LLMJudge, agent: str, bundle, cls):
-    return run(getattr(judge, JUDGMENTS[agent][0])(bundle, cls))
+    return run(judge.judge(agent, bundle, cls))
 
 
 # --------------------------------------------------------------------------- classify
@@ -273,7 +273,7 @@ INVALID_FINDINGS = [
 
 @pytest.mark.parametrize(("agent", "bad"), INVALID_FINDINGS)
 def test_invalid_finding_is_asked_again(agent, bad):
-    code = JUDGMENTS[agent][1]
+    code = JUDGMENTS[agent]
     fn = Scripted({"findings": [bad]}, {"findings": [finding(code, "MAJOR")]})
     result = judge_call(judge_with(fn, output_retries=2), agent, make_bundle(PAGE1, PAGE2), make_classification())
     assert len(fn.calls) == 2
@@ -341,7 +341,7 @@ def test_timeout_becomes_verification_incomplete():
         raise AssertionError("not reached")
 
     judge = LLMJudge(FunctionModel(slow), MODEL_ID, timeout_s=0.05, retry_policy=None)
-    result = run(judge.judge_evidence(make_bundle(PAGE1, PAGE2), make_classification()))
+    result = run(judge.judge("V4", make_bundle(PAGE1, PAGE2), make_classification()))
     (issue,) = result.issues
     assert issue.code == "VERIFICATION_INCOMPLETE" and "RunTimedOut" in issue.message
 
@@ -456,7 +456,7 @@ def test_prompt_files_start_with_their_version_line():
 def test_same_inputs_twice_make_one_call_and_a_cache_hit():
     bundle, cls = make_bundle(PAGE1, PAGE2), make_classification()
     for agent in JUDGMENTS:
-        fn = Scripted({"findings": [finding(JUDGMENTS[agent][1], "MAJOR")]})
+        fn = Scripted({"findings": [finding(JUDGMENTS[agent], "MAJOR")]})
         judge = judge_with(fn, cache=InMemoryVerdictCache())
         first = judge_call(judge, agent, bundle, cls)
         second = judge_call(judge, agent, bundle, cls)
@@ -495,7 +495,7 @@ def test_share_normalisation_does_not_change_judgment_keys_and_costs_no_call():
     assert judgment_view(cls) == judgment_view(fixed)
 
     for agent in JUDGMENTS:
-        fn = Scripted({"findings": [finding(JUDGMENTS[agent][1], "MAJOR")]})
+        fn = Scripted({"findings": [finding(JUDGMENTS[agent], "MAJOR")]})
         judge = judge_with(fn, cache=InMemoryVerdictCache())
         judge_call(judge, agent, bundle, cls)
         retry = judge_call(judge, agent, bundle, fixed)
@@ -550,7 +550,7 @@ def test_store_backed_cache_writes_cache_llm_key_json(tmp_path):
     bundle, cls = make_bundle(PAGE1, PAGE2), make_classification()
     fn = Scripted({"findings": [finding("EVIDENCE_WEAK", "MAJOR", page=1, snippet="x")]})
     judge = judge_with(fn, cache=VerdictCache(store))
-    first = run(judge.judge_evidence(bundle, cls))
+    first = run(judge.judge("V4", bundle, cls))
     key = judge.cache_key_for("V4", bundle, cls)
     path = tmp_path / "cache" / "llm" / f"{key}.json"
     assert path.is_file()
@@ -562,7 +562,7 @@ def test_store_backed_cache_writes_cache_llm_key_json(tmp_path):
 
     # a new process (new judge, new cache object) over the same store: no call
     fn2 = Scripted(RuntimeError("must not be called"))
-    second = run(judge_with(fn2, cache=VerdictCache(ArtifactStore(tmp_path))).judge_evidence(bundle, cls))
+    second = run(judge_with(fn2, cache=VerdictCache(ArtifactStore(tmp_path))).judge("V4", bundle, cls))
     assert fn2.calls == [] and second.usage.cache_hits == 1
     assert [i.model_dump() for i in second.issues] == [i.model_dump() for i in first.issues]
 
@@ -630,7 +630,7 @@ def test_logs_carry_no_document_text(caplog):
         run(judge_with(Scripted(answer_dict()), cache=cache).classify(bundle))
         run(judge_with(Scripted(answer_dict()), cache=cache).classify(bundle))  # hit
         for agent in JUDGMENTS:
-            judge_call(judge_with(Scripted({"findings": [finding(JUDGMENTS[agent][1], "MAJOR")]})), agent, bundle, cls)
+            judge_call(judge_with(Scripted({"findings": [finding(JUDGMENTS[agent], "MAJOR")]})), agent, bundle, cls)
             judge_call(judge_with(Scripted(ModelHTTPError(400, "fake-gemini", body=secret))), agent, bundle, cls)
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "doc_logs" in text and "cache=hit" in text and "cache=miss" in text and "input_tokens=" in text

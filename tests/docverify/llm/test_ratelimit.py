@@ -172,7 +172,7 @@ def _classification(fake) -> ClassificationOutput:
 
 
 async def _night(j: LLMJudge, cls: ClassificationOutput, n: int):
-    return await asyncio.gather(*(j.judge_consistency(bundle(i), cls) for i in range(n)))
+    return await asyncio.gather(*(j.judge("V2", bundle(i), cls) for i in range(n)))
 
 
 def test_judge_under_the_shared_limiter_sends_no_429(fake, tmp_path):
@@ -204,7 +204,7 @@ def test_judge_raises_judge_throttled_when_the_waiting_budget_is_spent(fake, tmp
     j = judge(fake, limiter=limiter, throttle=ThrottlePolicy(max_wait_s=1.0))
 
     async def night():
-        return await asyncio.gather(*(j.judge_consistency(bundle(i), cls) for i in range(6)),
+        return await asyncio.gather(*(j.judge("V2", bundle(i), cls) for i in range(6)),
                                     return_exceptions=True)
 
     results = asyncio.run(night())

@@ -133,7 +133,7 @@ def test_an_outage_then_a_success_is_the_success(fake, errors, key):
     cls = classification(fake)
     status, body = recorded(errors, key)
     fake.script = [(status, body)] * 5 + [OK]
-    result = asyncio.run(judge(fake).judge_consistency(bundle(), cls))
+    result = asyncio.run(judge(fake).judge("V2", bundle(), cls))
     assert result.issues == [] and len(fake.requests) == 6 == result.usage.llm_calls
 
     fake.requests.clear()
@@ -165,7 +165,7 @@ def test_a_per_minute_quota_asking_26s_is_an_outage_not_a_daily_quota(fake, erro
     cls = classification(fake)
     fake.script = [recorded(errors, "err_429_quota_retryinfo_26s")]
     with pytest.raises(ServiceOutage) as info:
-        asyncio.run(judge(fake).judge_evidence(bundle(), cls))
+        asyncio.run(judge(fake).judge("V4", bundle(), cls))
     assert not isinstance(info.value, DailyQuotaExhausted) and "next wait 2" in str(info.value)
     assert len(fake.requests) == 1
 
@@ -226,7 +226,7 @@ def test_a_daily_quota_said_only_in_words_fails_at_once(fake, errors):
     body["error"]["message"] = "Quota exceeded: requests per day for gemini-2.5-flash. Try again tomorrow."
     fake.script = [(status, body)]
     with pytest.raises(DailyQuotaExhausted):
-        asyncio.run(judge(fake, throttle=ThrottlePolicy(max_wait_s=60)).judge_evidence(bundle(), cls))
+        asyncio.run(judge(fake, throttle=ThrottlePolicy(max_wait_s=60)).judge("V4", bundle(), cls))
     assert len(fake.requests) == 1
 
 
@@ -274,7 +274,7 @@ def test_a_fallback_group_of_outages_is_an_outage_and_is_waited_out(fake, errors
     cls = classification(fake)
     fake.script = [recorded(errors, "err_503_overloaded")] * 4 + [OK]
     j = judge(fake, FallbackModel(model(fake), model(fake, "gemini-2.5-pro")))
-    result = asyncio.run(j.judge_consistency(bundle(), cls))
+    result = asyncio.run(j.judge("V2", bundle(), cls))
     assert result.issues == [] and len(fake.requests) == 5
 
 
@@ -287,7 +287,94 @@ def test_a_fallback_group_with_a_configuration_fault_is_a_configuration_fault(fa
     fake.script = [recorded(errors, "err_400_api_key_invalid"), recorded(errors, "err_503_overloaded")]
     j = judge(fake, FallbackModel(model(fake), model(fake, "gemini-2.5-pro")))
     with pytest.raises(ConfigurationFault):
-        asyncio.run(j.judge_consistency(bundle(), cls))
+        asyncio.run(j.judge("V2", bundle(), cls))
+
+
+#: pairs of recorded outage bodies (primary, fallback) a FallbackModel's two models answer
+GROUP_PAIRS = [("err_429_bare", "err_503_overloaded"), ("err_429_vertex_dsq", "err_503_deadline_expired"),
+               ("err_503_overloaded", "err_429_help_only"), ("err_500_internal", "err_429_bare")]
+
+
+@pytest.mark.parametrize("pair", GROUP_PAIRS, ids="+".join)
+def test_a_fallback_group_of_429_and_503_members_is_waited_out_not_incomplete(fake, errors, pair):
+    """Both models of a FallbackModel answer recorded 429 / 503 / 500 bodies twice (the
+    FallbackExceptionGroup of real pydantic-ai errors), then an answer: the group is an outage, waited
+    out; the judgment is the answer, never VERIFICATION_INCOMPLETE."""
+    from pydantic_ai.models.fallback import FallbackModel
+
+    cls = classification(fake)
+    fake.script = [recorded(errors, pair[0]), recorded(errors, pair[1])] * 2 + [OK]
+    j = judge(fake, FallbackModel(model(fake), model(fake, "gemini-2.5-pro")))
+    result = asyncio.run(j.judge("V2", bundle(), cls))
+    assert result.issues == [] and len(fake.requests) == 5
+
+
+def test_a_fallback_group_past_the_budget_is_a_service_outage_not_a_verdict(fake, errors):
+    """errors_from_issues.json["err_429_quota_retryinfo_26s"] (RetryInfo 26 s, beyond the 3 s test budget) and
+    ["err_503_overloaded"]: the group's wait is its members' shortest Retry-After, past the budget a
+    ServiceOutage leaves the nightly path — no document is marked."""
+    from pydantic_ai.exceptions import FallbackExceptionGroup
+    from pydantic_ai.models.fallback import FallbackModel
+
+    from docverify.llm_faults import _retry_after, is_throttled
+
+    cls = classification(fake)
+    fake.script = [recorded(errors, "err_429_quota_retryinfo_26s"), recorded(errors, "err_503_overloaded")]
+    j = judge(fake, FallbackModel(model(fake), model(fake, "gemini-2.5-pro")))
+    with pytest.raises(ServiceOutage):
+        asyncio.run(verify_attempt(bundle(), cls, j, contain_faults=True))
+    # the group as pydantic-ai raises it, from the same bodies (a fresh fake: the verify run's cancelled
+    # calls may still arrive at the first one)
+    from pydantic_ai import Agent
+
+    other = FakeGemini().start()
+    try:
+        other.script = [recorded(errors, "err_429_quota_retryinfo_26s"), recorded(errors, "err_503_overloaded")]
+        with pytest.raises(FallbackExceptionGroup) as info:
+            asyncio.run(Agent(FallbackModel(model(other), model(other, "gemini-2.5-pro"))).run("x"))
+    finally:
+        other.stop()
+    group = info.value
+    assert fault_family(group) == OUTAGE and not is_throttled(group)  # a 503 member: the breaker counts it
+    assert _retry_after(group) == pytest.approx(26.0), [(type(x).__name__, getattr(x, "retry_after", None)) for x in group.exceptions]
+
+
+def test_a_fallback_group_of_429s_only_is_throttling(fake, errors):
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import FallbackExceptionGroup
+    from pydantic_ai.models.fallback import FallbackModel
+
+    from docverify.llm_faults import is_throttled
+
+    fake.script = [recorded(errors, "err_429_bare"), recorded(errors, "err_429_vertex_dsq")]
+    with pytest.raises(FallbackExceptionGroup) as info:
+        asyncio.run(Agent(FallbackModel(model(fake), model(fake, "gemini-2.5-pro"))).run("x"))
+    assert fault_family(info.value) == OUTAGE and is_throttled(info.value)
+
+
+def test_a_fallback_answer_is_priced_by_the_model_that_answered(fake, errors, realapi):
+    """The primary answers errors_from_issues.json["err_503_overloaded"], gemini-2.5-pro answers (its
+    response says modelVersion gemini-2.5-pro): the call costs gemini-2.5-pro's price, not None and
+    not the primary's."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.fallback import FallbackModel
+
+    from docverify.cost import answered_price_model, estimate_cost, price_model_of, price_responses
+    from docverify.llm_schemas import OUTPUT_TYPES
+
+    usage = json.loads((realapi / "gemini" / "tool_output_25flash_thoughtsig.json")
+                       .read_text())["usageMetadata"]
+    fb = FallbackModel(model(fake), model(fake, "gemini-2.5-pro"))
+    fake.script = [recorded(errors, "err_503_overloaded"),
+                   (200, lambda b: {**function_call(b, {"findings": []}), "usageMetadata": usage,
+                                    "modelVersion": "gemini-2.5-pro"})]
+    result = asyncio.run(Agent(fb, output_type=OUTPUT_TYPES["V2"]).run("x"))
+    assert price_model_of(fb) is None  # which model answers is known from the answer only
+    cost = price_responses(result.all_messages())
+    pro = estimate_cost("gemini-2.5-pro", input_tokens=219, output_tokens=93 + 323)
+    flash = estimate_cost("gemini-2.5-flash", input_tokens=219, output_tokens=93 + 323)
+    assert cost.model == "gemini-2.5-pro" and cost.usd == pro.usd and cost.usd > flash.usd > 0
+    assert answered_price_model(price_model_of(fb), result.all_messages()) == "gemini-2.5-pro"
 
 
 def test_fault_families_of_groups():
@@ -325,7 +412,7 @@ def test_the_limiter_charges_input_tokens_only(fake, realapi):
 
     cls = classification(fake)
     fake.script = [(200, lambda b: {**function_call(b, {"findings": []}), "usageMetadata": usage})]
-    result = asyncio.run(judge(fake, limiter=Spy("m", tpm=10_000_000)).judge_consistency(bundle(), cls))
+    result = asyncio.run(judge(fake, limiter=Spy("m", tpm=10_000_000)).judge("V2", bundle(), cls))
     assert result.usage.input_tokens == int(usage["promptTokenCount"]) and result.usage.output_tokens > 0
     assert Spy.tokens == int(usage["promptTokenCount"])  # reserved estimate + correction = the input tokens
 
@@ -381,7 +468,7 @@ def test_the_circuit_breaker_sends_one_probe_at_a_time_during_an_outage(fake):
     j = LLMJudge(FunctionModel(fn), "m", retry_policy=FAST, throttle=SHORT, breaker_threshold=1)
 
     async def night():
-        return await asyncio.gather(*(j.judge_consistency(bundle(), cls) for _ in range(4)))
+        return await asyncio.gather(*(j.judge("V2", bundle(), cls) for _ in range(4)))
 
     results = asyncio.run(night())
     assert all(r.issues == [] for r in results)  # no VERIFICATION_INCOMPLETE

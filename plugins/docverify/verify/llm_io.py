@@ -1,0 +1,97 @@
+"""The LLM-facing pieces every verifier's judgment shares: the base of the structured findings a
+model answers (:class:`Finding`, :class:`JudgmentFindings`) and the helpers that build the inputs
+a call reads (:func:`page_entry`, :func:`judgment_view`). Each verifier module derives its own
+findings model and inputs from these (its :class:`~docverify.verify.spec.VerifierSpec`);
+:mod:`docverify.llm_schemas` and :mod:`docverify.llm_prompts` re-export them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from docverify.codes import CATALOGUE
+from docverify.models import SEVERITY_ORDER, ClassificationOutput, Severity
+
+
+class _LLMModel(BaseModel):
+    # Unknown keys are ignored (a model adding a key is harmless); wrong values are not.
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)  # no model output in a traceback
+
+
+SeverityName = Literal["BLOCKER", "MAJOR"]
+"""No code a judgment may report is MINOR in the catalogue, so MINOR is never allowed."""
+
+
+class Finding(_LLMModel):
+    """One problem a judgment found. ``severity`` may only equal or exceed the catalogue's
+    severity of ``code``; a lower one fails validation, so the model is asked again."""
+
+    code: str
+    severity: SeverityName = Field(description="The code's severity as the instructions give it.")
+    message: str = Field(description="One or two sentences for a reviewer; no patient identifiers.")
+    location: str = Field(description="Where in the classification, e.g. 'segments[1] → Genomic Report'.")
+    suggested_fix: str = Field(description="What the label or evidence should be.")
+
+    @model_validator(mode="after")
+    def _severity_not_below_catalogue(self) -> Finding:
+        spec = CATALOGUE.get(self.code)
+        if spec is None:
+            raise ValueError(f"unknown issue code {self.code!r}")
+        if SEVERITY_ORDER[Severity(self.severity)] > SEVERITY_ORDER[spec.severity]:
+            raise ValueError(
+                f"severity {self.severity} is below {spec.severity.value}, the lowest allowed for {self.code}"
+            )
+        return self
+
+    def issue_details(self) -> dict[str, Any]:
+        """Facts of the finding beyond the common fields, for the issue's ``details`` (V4: page, snippet)."""
+        return {}
+
+
+class JudgmentFindings(_LLMModel):
+    """A judgment's answer: an empty list when nothing is wrong."""
+
+    # a Sequence: each verifier narrows it to the list of its own findings
+    findings: Sequence[Finding] = Field(description="One entry per problem; empty when there is none.")
+
+
+def page_entry(page_num: int, text: str, truncated: bool = False) -> dict[str, Any]:
+    entry: dict[str, Any] = {"page_num": page_num, "text": text}
+    if truncated:
+        entry["truncated"] = True
+    return entry
+
+
+def judgment_view(classification: ClassificationOutput) -> dict[str, Any]:
+    """The part of a classification the V2/V3/V4 judgments read: doc types, presence levels,
+    confidences, page ranges, evidence, reasoning and vendor signals — never the shares
+    (``segment_share``, ``overall_share``) nor the derived ``segment_page_count`` and
+    ``number_of_segments``, which the retry loop's fixes rewrite."""
+    return {
+        "dominant_type_overall": classification.dominant_type_overall,
+        "vendor_signals": list(classification.vendor_signals),
+        "segments": [
+            {
+                "segment_index": seg.segment_index,
+                "page_start": seg.page_start,
+                "page_end": seg.page_end,
+                "dominant_type": seg.dominant_type,
+                "reasoning": seg.reasoning,
+                "classifications": [
+                    {
+                        "doc_type": tc.doc_type,
+                        "presence_level": tc.presence_level,
+                        "confidence": tc.confidence,
+                        "top_evidence": [ev.model_dump(mode="json") for ev in tc.top_evidence],
+                    }
+                    for tc in seg.classifications
+                ],
+            }
+            for seg in classification.segments
+        ],
+        "document_mixture": [
+            {"doc_type": m.doc_type, "presence_level": m.presence_level} for m in classification.document_mixture
+        ],
+    }

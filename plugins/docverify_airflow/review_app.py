@@ -1,0 +1,419 @@
+"""The SME's review workspace, served by the ``docverify`` plugin under ``/docverify/reviews/``.
+
+* ``GET  /reviews/`` — the queue: every pending review (filter by night, severity, kind, who has
+  it open); audits of accepted documents in their own table; a button that opens reviews when
+  packets wait with no review task (the review Dag did not run since they were written).
+* ``GET  /reviews/{review_id}`` — one review: the packet (page images, issues, history) on the
+  left, the answer on the right, visible without scrolling. Opening it takes a 20-minute lease
+  for the user, so two SMEs never answer the same review; **Release** gives it back.
+* ``POST /reviews/{review_id}`` — the answer. It is checked on the server with the rules the
+  review task applies (:mod:`docverify.sme_answer`); a refused answer comes back with its reason
+  and nothing is sent. A valid one completes the review's human-in-the-loop task through
+  Airflow's own endpoint function, so the Dag, the audit trail and the ground truth are those of
+  the Required Actions form; then the next review opens.
+* ``GET  /reviews/next`` — the next open review after ``after`` in queue order.
+
+Keyboard: ``a`` Agree, ``c`` Correct, ``x`` Cannot classify, ``Ctrl+Enter`` send, ``n`` next,
+``r`` release. Pages carry no script from elsewhere (CSP with a per-response nonce); every
+input-derived text is escaped. Logs name review ids and users, never document text."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import html
+import logging
+import secrets
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.common.db.common import SessionDep
+from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+log = logging.getLogger(__name__)
+
+#: Every page of the workspace shows PHI: only those who may answer the reviews (an SME; a Viewer
+#: of the Dag gets 403), the same permission Airflow's own answer endpoint checks
+ANSWER = [Depends(requires_access_dag("PUT", access_entity=DagAccessEntity.HITL_DETAIL, param_dag_id="sme_review"))]
+READ = ANSWER
+LEASE = dt.timedelta(minutes=20)
+SEVERITIES = ("BLOCKER", "MAJOR", "MINOR", "ERROR")
+
+router = APIRouter(prefix="/reviews")
+
+
+# --------------------------------------------------------------------------- helpers
+def _store():
+    from docverify.store import ArtifactStore
+    from docverify_airflow import config
+
+    return ArtifactStore(config.settings().root)
+
+
+def _user_name(user: Any) -> str:
+    return str(user.get_name() or user.get_id() or "").strip()
+
+
+def _token(review_id: str, user: str) -> str:
+    """The form's anti-forgery token: bound to the review and the user, keyed by the api-server's
+    secret (a page of another site cannot know it)."""
+    from airflow.configuration import conf
+
+    key = (conf.get("api", "secret_key", fallback="") or "docverify").encode()
+    return hmac.new(key, f"{review_id}\x00{user}".encode(), hashlib.sha256).hexdigest()
+
+
+def _lease_key(review_id: str) -> str:
+    return f"workspace/{review_id}"
+
+
+def _lease(store, review_id: str) -> dict | None:
+    from docverify.sme_claims import current_claim, is_free
+
+    held = current_claim(store, _lease_key(review_id))
+    return None if is_free(held, dt.datetime.now(dt.UTC)) else held
+
+
+def _lease_holder(store, review_id: str) -> str:
+    held = _lease(store, review_id)
+    return str(held.get("owner", "")).removeprefix("user:") if held else ""
+
+
+def _take_lease(store, review_id: str, user: str) -> bool:
+    from docverify.sme_claims import claim
+
+    return claim(store, _lease_key(review_id), f"user:{user}", LEASE, margin=dt.timedelta(0))
+
+
+def _release_lease(store, review_id: str, user: str, reason: str) -> bool:
+    from docverify.sme_claims import release
+
+    return release(store, _lease_key(review_id), f"user:{user}", reason)
+
+
+def _refusal(store, review_id: str) -> dict | None:
+    """The reason the review task refused the last answer given in the Required Actions form."""
+    from docverify_airflow.sme_tasks import refusal_rel
+
+    value = store.read_json_if_exists(refusal_rel(review_id))
+    return value if isinstance(value, dict) else None
+
+
+def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "", reviewer: str = "") -> list[dict]:
+    from docverify.sme import list_pending_reviews
+    from docverify_airflow.review_hitl import open_reviews
+
+    tasks = open_reviews(session)
+    rows = []
+    for r in list_pending_reviews(store):
+        r = {**r, "task": tasks.get(r["review_id"]), "holder": _lease_holder(store, r["review_id"])}
+        if night and r["night"] != night:
+            continue
+        if severity and (r["top_severity"] or "") != severity:
+            continue
+        if kind and r.get("review_kind", "escalation") != kind:
+            continue
+        if reviewer and r["holder"] != reviewer:
+            continue
+        rows.append(r)
+    return rows
+
+
+def _filters(request: Request) -> dict[str, str]:
+    return {k: request.query_params.get(k, "") for k in ("night", "severity", "kind", "reviewer")
+            if request.query_params.get(k)}
+
+
+def _page(title: str, body: str, *, nonce: str = "", script: str = "", status: int = 200) -> HTMLResponse:
+    from docverify_airflow.web import HEADERS, STYLE
+
+    script_src = f"; script-src 'nonce-{nonce}'" if nonce else ""
+    csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; "
+           f"frame-ancestors 'self'; base-uri 'none'{script_src}")
+    js = f"<script nonce='{nonce}'>{script}</script>" if nonce and script else ""
+    return HTMLResponse(f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                        f"<style>{STYLE}</style></head><body>{body}{js}</body></html>", status_code=status,
+                        headers={**HEADERS, "Content-Security-Policy": csp})
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+# --------------------------------------------------------------------------- the queue
+def _queue_table(rows: list[dict], filters: dict[str, str]) -> str:
+    if not rows:
+        return "<p class='muted'>Nothing here.</p>"
+    q = f"?{urlencode(filters)}" if filters else ""
+    lines = []
+    for r in rows:
+        task, holder = r["task"], r["holder"]
+        state = ("<span class='ok'>open</span>" if task and not holder else
+                 f"being reviewed by {_e(holder)}" if task else "<span class='muted'>waiting for a review run</span>")
+        link = (f"<a href='{_e(r['review_id'])}{q}'>{_e(r['doc_id'])}</a>" if task else _e(r["doc_id"]))
+        why = f"V5 rule {_e(r['v5_rule'])}" if r.get("v5_rule") is not None else f"not processed ({_e(r.get('error'))})"
+        lines.append(f"<tr><td>{_e(r['night'])}</td><td>{link}</td><td class='sev {_e(r['top_severity'])}'>"
+                     f"{_e(r['top_severity'])}</td><td>{why}</td><td>{_e(r['total_issues'])}</td><td>{state}</td></tr>")
+    return ("<table><tr><th>night</th><th>document</th><th>severity</th><th>why</th><th>issues</th><th>review</th></tr>"
+            + "".join(lines) + "</table>")
+
+
+@router.get("/", response_class=HTMLResponse, dependencies=READ)
+def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str = "", saved: str = "") -> HTMLResponse:
+    from docverify_airflow.review_hitl import review_dag_state
+
+    store = _store()
+    filters = _filters(request)
+    rows = _queue(store, session, **filters)
+    escalations = [r for r in rows if r.get("review_kind", "escalation") != "audit"]
+    audits = [r for r in rows if r.get("review_kind") == "audit"]
+    waiting = [r for r in rows if r["task"] is None]
+    nights = sorted({r["night"] for r in _queue(store, session) if r["night"]}, reverse=True)
+    state = review_dag_state(session)
+
+    def select(name: str, values: list[str], label: str) -> str:
+        opts = "".join(f"<option value='{_e(v)}'{' selected' if filters.get(name) == v else ''}>{_e(v)}</option>"
+                       for v in values)
+        return f"<label>{label} <select name='{name}'><option value=''>all</option>{opts}</select></label> "
+    notice = ""
+    if saved:
+        notice = f"<p class='ok'>Answer sent for {_e(saved)}.</p>"
+    if opened:
+        notice += f"<p class='ok'>Review run {_e(opened)} started: the reviews open in a few seconds (reload).</p>"
+    if state["known"] and state["paused"]:
+        notice += ("<p class='warn'>The review Dag <b>sme_review</b> is paused: no review opens until an operator "
+                   "unpauses it (Dags → sme_review → the pause switch).</p>")
+    open_button = ""
+    if waiting and not state["run_active"] and not (state["known"] and state["paused"]):
+        open_button = (f"<form method='post' action='open'><input type='hidden' name='token' value="
+                       f"'{_token('open', _user_name(user))}'><button type='submit'>Open the {len(waiting)} waiting "
+                       f"review(s)</button></form>")
+    first = next((r for r in rows if r["task"] and not r["holder"]), None)
+    start = (f"<p><a class='button' id='start' href='{_e(first['review_id'])}'>Start reviewing ({sum(1 for r in rows if r['task'] and not r['holder'])} open)</a></p>"
+             if first else "")
+    body = (f"<h1>Reviews waiting ({len(rows)})</h1>{notice}{start}"
+            "<form method='get' class='filters'>"
+            + select("night", nights, "Night") + select("severity", list(SEVERITIES), "Severity")
+            + select("kind", ["escalation", "audit"], "Kind")
+            + "<button type='submit'>Filter</button></form>"
+            + open_button
+            + f"<h2>Escalations ({len(escalations)})</h2>" + _queue_table(escalations, filters)
+            + (f"<h2>Audits of accepted documents ({len(audits)})</h2><p class='muted'>The pipeline accepted these; "
+               "a random sample is checked by an SME to measure how often an accept is wrong.</p>"
+               + _queue_table(audits, filters) if audits else "")
+            + "<p class='muted'>Also: <a href='../packets/'>all packets</a> · <a href='../trend/'>verification "
+            "trend</a> · Airflow's Browse → Required Actions shows the same reviews as forms.</p>")
+    return _page("Reviews waiting", body)
+
+
+@router.post("/open", dependencies=ANSWER)
+def open_waiting(session: SessionDep, user: GetUserDep, token: Annotated[str, Form()] = "") -> RedirectResponse:
+    from docverify_airflow.review_hitl import start_review_run
+
+    name = _user_name(user)
+    if not hmac.compare_digest(token, _token("open", name)):
+        raise HTTPException(status_code=400, detail="the form is stale: reload the page")
+    run_id = start_review_run(session, name)
+    log.info("review run %s started from the workspace by %s", run_id, name)
+    return RedirectResponse(f"./?{urlencode({'opened': run_id})}", status_code=303)
+
+
+@router.get("/next", dependencies=READ)
+def next_review(request: Request, session: SessionDep, user: GetUserDep, after: str = "") -> RedirectResponse:
+    filters = _filters(request)
+    name = _user_name(user)
+    rows = [r for r in _queue(_store(), session, **filters) if r["task"] and r["holder"] in ("", name)]
+    ids = [r["review_id"] for r in rows]
+    later = ids[ids.index(after) + 1:] + ids[:ids.index(after)] if after in ids else ids
+    later = [i for i in later if i != after]
+    q = f"?{urlencode(filters)}" if filters else ""
+    if not later:
+        extra = urlencode({**filters, "saved": request.query_params.get("saved", "")}) if filters or \
+            request.query_params.get("saved") else ""
+        return RedirectResponse(f"./{f'?{extra}' if extra else ''}", status_code=303)
+    return RedirectResponse(f"{later[0]}{q}", status_code=303)
+
+
+# --------------------------------------------------------------------------- one review
+SCRIPT = """
+const f=document.getElementById('answer');
+function pick(v){const r=f.querySelector("input[name=choice][value='"+v+"']");if(r){r.checked=true;show();}}
+function show(){const c=(f.querySelector('input[name=choice]:checked')||{}).value||'';
+ document.getElementById('correct-fields').hidden=c!=='Correct';
+ document.getElementById('cannot-fields').hidden=c!=='Cannot classify';}
+f.addEventListener('change',show);show();
+document.addEventListener('keydown',e=>{
+ const t=e.target.tagName;if(e.ctrlKey&&e.key==='Enter'){f.requestSubmit();return;}
+ if(t==='INPUT'&&e.target.type!=='radio'||t==='TEXTAREA'||t==='SELECT'||e.ctrlKey||e.metaKey||e.altKey)return;
+ if(e.key==='a')pick('Agree');else if(e.key==='c')pick('Correct');else if(e.key==='x')pick('Cannot classify');
+ else if(e.key==='n')document.getElementById('next').click();
+ else if(e.key==='r')document.getElementById('release').click();});
+"""
+
+
+def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list, values: dict[str, Any],
+                 choice: str, refused: str, q: str) -> str:
+    from docverify.models import DOC_TYPES
+    from docverify.sme_answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
+    from docverify_airflow.sme_form import MAX_PAGE_FIELDS, page_field
+
+    options = [o for o in (AGREE, CORRECT, CANNOT_CLASSIFY) if o in task.options]
+    hint = {AGREE: "the classification is right", CORRECT: "change the type of the pages that are wrong",
+            CANNOT_CLASSIFY: "unreadable, wrong file, needs a re-scan"}
+    radios = "".join(
+        f"<label class='choice'><input type='radio' name='choice' value='{_e(o)}'{' checked' if o == choice else ''}>"
+        f" <b>{_e(o)}</b> <span class='muted'>({hint[o]}; key {o[0].lower() if o != CANNOT_CLASSIFY else 'x'})</span></label>"
+        for o in options)
+
+    def type_select(name: str, current: Any, *, blank: str | None) -> str:
+        opts = (f"<option value=''>{_e(blank)}</option>" if blank is not None else "") + "".join(
+            f"<option{' selected' if t == current else ''}>{_e(t)}</option>" for t in DOC_TYPES)
+        return f"<select name='{name}' id='{name}'>{opts}</select>"
+    if preset and len(preset) <= MAX_PAGE_FIELDS and page_field(1) in task.params:
+        pages = "".join(
+            f"<tr><td><label for='{page_field(i)}'>Page {i}</label></td><td>"
+            f"{type_select(page_field(i), values.get(page_field(i), kind), blank=None if kind else '— choose —')}"
+            f"</td></tr>" for i, kind in enumerate(preset, start=1))
+        pages = f"<table class='pages'>{pages}</table>"
+    else:
+        pages = ("<label>Page ranges <input name='corrected_segments' size='34' placeholder='1-2 Genomic Report; "
+                 f"3 Clinical Note' value='{_e(values.get('corrected_segments') or '')}'></label>")
+    reasons = "".join(f"<option{' selected' if r == values.get('unclassifiable_reason') else ''}>{_e(r)}</option>"
+                      for r in UNCLASSIFIABLE_REASONS)
+    refused_html = (f"<div class='refused' role='alert'><b>Not sent:</b> {_e(refused)}</div>" if refused else "")
+    return (
+        f"<form id='answer' method='post' action='{_e(review_id)}{q}'>{refused_html}"
+        f"<input type='hidden' name='token' value='{_token(review_id, user)}'>"
+        f"<fieldset><legend>Your answer</legend>{radios}</fieldset>"
+        f"<div id='correct-fields'><p class='muted'>The type of each page (preset to what the classifier said):</p>"
+        f"{pages}<label>Whole document <span class='muted'>(optional)</span> "
+        f"{type_select('corrected_dominant_type', values.get('corrected_dominant_type'), blank='— from the pages —')}"
+        f"</label></div>"
+        f"<div id='cannot-fields'><label>Why <select name='unclassifiable_reason'><option value=''>— choose —</option>"
+        f"{reasons}</select></label></div>"
+        f"<label>Notes <textarea name='notes' rows='2' cols='34'>{_e(values.get('notes') or '')}</textarea></label>"
+        f"<p><button type='submit' id='send'>Send answer</button> <span class='muted'>Ctrl+Enter</span></p></form>"
+        f"<p><a id='next' href='next?{urlencode({'after': review_id})}{('&' + q[1:]) if q else ''}'>Skip to the next "
+        f"review (n)</a> · <form class='inline' method='post' action='{_e(review_id)}/release{q}'>"
+        f"<input type='hidden' name='token' value='{_token(review_id, user)}'>"
+        f"<button id='release' type='submit' class='link'>Release (r)</button></form> · <a href='./{q}'>Queue</a></p>")
+
+
+def _review_page(store, session, review_id: str, user: str, request: Request, *, values: dict[str, Any] | None = None,
+                 choice: str = "", refused: str = "", status: int = 200) -> HTMLResponse:
+    from docverify.sme import html_rel, load_packet
+    from docverify.sme_answer import page_types
+    from docverify.sme_packets import PacketNotFoundError
+    from docverify_airflow.review_hitl import open_reviews
+
+    q = f"?{urlencode(_filters(request))}" if _filters(request) else ""
+    try:
+        packet = load_packet(store, review_id)
+    except (PacketNotFoundError, ValueError):
+        raise HTTPException(status_code=404, detail=f"no review {review_id}") from None
+    task = open_reviews(session).get(review_id)
+    head = (f"<p class='muted'><a href='./{q}'>← Queue</a> · {_e(packet.review_id[:10] if packet.review_id else '')} · "
+            f"{_e(packet.pdf_filename)} · {_e(packet.total_pages)} page(s)</p>"
+            f"<h1>{'AUDIT — ' if packet.review_kind == 'audit' else ''}{_e(packet.doc_id)}</h1>")
+    if packet.review_status != "pending":
+        return _page(f"Review {packet.doc_id}", head + f"<p class='ok'>Answered by {_e(packet.reviewer)} at "
+                     f"{_e(packet.reviewed_at)}.</p><p><a href='next?{urlencode({'after': review_id})}'>Next review</a></p>")
+    if task is None:
+        return _page(f"Review {packet.doc_id}", head + "<p class='warn'>No review task is open for this packet yet: "
+                     "go back to the queue and press <b>Open the waiting reviews</b>.</p>", status=409)
+    holder = _lease_holder(store, review_id)
+    if holder and holder != user:
+        return _page(f"Review {packet.doc_id}", head + f"<p class='warn'>{_e(holder)} is reviewing this document "
+                     f"(for up to {int(LEASE.total_seconds() // 60)} minutes after they opened it).</p><p><a href='next?"
+                     f"{urlencode({'after': review_id})}'>Next review</a></p>", status=409)
+    if task.assignees and user not in task.assignees:
+        return _page(f"Review {packet.doc_id}", head + "<p class='warn'>This review is assigned to someone else.</p>",
+                     status=403)
+    _take_lease(store, review_id, user)
+    last = _refusal(store, review_id)
+    if not refused and last:
+        refused = f"your last answer in Required Actions was refused: {last.get('reason', '')}"
+    preset = page_types(packet)
+    frame = (f"<iframe title='packet' src='../packets/{_e(review_id)}'></iframe>" if store.exists(html_rel(review_id))
+             else "<p class='muted'>No rendering of this packet.</p>")
+    issues = "".join(f"<li><b>{_e(s.severity)}</b> {_e(s.code)} — {_e(s.message)}</li>"
+                     for s in packet.issues_summary[:12])
+    known = ""
+    if not isinstance(packet.primary_classification, dict):
+        err = packet.error or {}
+        known = (f"<p class='warn'>This file could not be read or classified: {_e(err.get('error'))} — "
+                 f"{_e(err.get('message'))}. If nothing on the pages can be read, answer <b>Cannot classify</b>.</p>")
+    form = _answer_form(review_id, packet, task, user, preset=preset, values=values or {}, choice=choice,
+                        refused=refused, q=q)
+    nonce = secrets.token_urlsafe(16)
+    body = (f"<div class='review'><div class='left'>{head}{known}<p>{_e(packet.v5_reason)}</p>"
+            f"<ul class='issues'>{issues}</ul>{frame}</div><div class='right'>{form}</div></div>")
+    return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)
+
+
+@router.get("/{review_id}", response_class=HTMLResponse, dependencies=READ)
+def review(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> HTMLResponse:
+    from docverify_airflow.web import check_id
+
+    check_id(review_id)
+    return _review_page(_store(), session, review_id, _user_name(user), request)
+
+
+@router.post("/{review_id}/release", dependencies=ANSWER)
+def release_review(review_id: str, request: Request, user: GetUserDep,
+                   token: Annotated[str, Form()] = "") -> RedirectResponse:
+    from docverify_airflow.web import check_id
+
+    check_id(review_id)
+    name = _user_name(user)
+    if not hmac.compare_digest(token, _token(review_id, name)):
+        raise HTTPException(status_code=400, detail="the form is stale: reload the page")
+    _release_lease(_store(), review_id, name, "released")
+    q = urlencode(_filters(request))
+    return RedirectResponse(f"../{f'?{q}' if q else ''}", status_code=303)
+
+
+@router.post("/{review_id}", response_class=HTMLResponse, dependencies=ANSWER)
+async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Any:
+    from docverify.sme import load_packet
+    from docverify.sme_answer import AnswerRefused, answer_from_form, check_answer, page_types
+    from docverify_airflow.review_hitl import open_reviews, submit
+    from docverify_airflow.web import check_id
+
+    check_id(review_id)
+    name = _user_name(user)
+    form = await request.form()
+    values = {k: v for k, v in form.items() if isinstance(v, str)}
+    if not hmac.compare_digest(values.pop("token", ""), _token(review_id, name)):
+        raise HTTPException(status_code=400, detail="the form is stale: reload the review page")
+    choice = values.pop("choice", "")
+    store = _store()
+    task = open_reviews(session).get(review_id)
+    holder = _lease_holder(store, review_id)
+    if task is None or (holder and holder != name):
+        return _review_page(store, session, review_id, name, request)  # answered, closed or taken meanwhile
+    packet = load_packet(store, review_id)
+    preset = page_types(packet)
+    fields = {k: (v or None) for k, v in values.items() if k in task.params}
+    if "notes" in task.params:
+        fields["notes"] = values.get("notes", "")
+    try:
+        if not choice:
+            raise AnswerRefused("choose an answer: Agree, Correct or Cannot classify")
+        if choice not in task.options:
+            raise AnswerRefused(f"{choice!r} is not an answer this review offers ({', '.join(task.options)})")
+        checked = answer_from_form([choice], fields, preset)
+        check_answer(store, review_id, checked)
+    except AnswerRefused as exc:
+        log.info("review %s: answer of %s refused before sending (%s)", review_id, name, exc.reason)
+        return _review_page(store, session, review_id, name, request, values=values, choice=choice,
+                            refused=exc.reason, status=422)
+    submit(session, user, task, choice, fields)
+    _release_lease(store, review_id, name, "answered")
+    log.info("review %s: %s answered %s from the workspace", review_id, name, choice)
+    q = urlencode({**_filters(request), "after": review_id, "saved": review_id})
+    return RedirectResponse(f"next?{q}", status_code=303)

@@ -1,0 +1,205 @@
+"""A clinician answers a night's reviews in the review workspace, in a real browser against the
+real Airflow components, following only what the README says:
+
+unpause the nightly Dag (the review Dag is not paused at creation) → the night escalates → its
+reviews appear in /docverify/reviews/ with no other step → Start reviewing → each review shows the
+answer without scrolling → Agree, Correct by page, Cannot classify for the unreadable PDF, and a
+refused answer whose reason is shown while nothing is sent → the next review opens by itself →
+ground truth as answered. An answer refused in Required Actions (the REST call its form makes)
+re-opens the review at once, and the workspace shows why. Clicks, keys and seconds per review go
+to build/e2e/workspace_figures.json (the figures of docs/sme-guide.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from urllib.parse import quote
+
+from scripts.airflow_stack import AirflowStack
+from tests.e2e.conftest import SHOTS
+from tests.e2e.test_operator_night import DAG, EXPECTED, UI, _copy_samples
+
+
+class Workspace(UI):
+    """The workspace's gestures, counting what the SME does."""
+
+    def __init__(self, driver, base_url: str):
+        super().__init__(driver, base_url)
+        self.clicks = self.keys = 0
+
+    def click(self, element) -> None:
+        self.clicks += 1
+        element.click()  # no scrolling into view: the answer must be on screen already
+
+    def key(self, keys: str) -> None:
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        self.keys += 1
+        ActionChains(self.d).send_keys(keys).perform()
+
+    def ctrl_enter(self) -> None:
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.keys import Keys
+
+        self.keys += 1
+        ActionChains(self.d).key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
+
+    def login_as(self, user: str, password: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.d.delete_all_cookies()
+        self.d.get(self.base + "/")
+        self.wait(lambda: self.d.find_elements(By.NAME, "username"), what="login form")
+        self.d.find_element(By.NAME, "username").send_keys(user)
+        self.d.find_element(By.NAME, "password").send_keys(password)
+        self.d.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        self.wait(lambda: "/auth/login" not in self.d.current_url and self.d.find_elements(
+            By.XPATH, "//button[normalize-space()='Browse']"), what=f"home page after {user}'s login")
+
+    def doc_on_screen(self) -> str:
+        return self.by_css("h1").text.removeprefix("AUDIT — ")
+
+    def answer_is_on_screen(self) -> bool:
+        """The send button and the answer choices are inside the first screen, no scroll taken."""
+        return self.d.execute_script(
+            "const b=document.getElementById('send').getBoundingClientRect();"
+            "const f=document.querySelector('#answer fieldset').getBoundingClientRect();"
+            "return window.scrollY===0 && b.bottom<=window.innerHeight && f.top>=0 && b.right<=window.innerWidth;")
+
+    def select(self, name: str, value: str) -> None:
+        from selenium.webdriver.support.ui import Select
+
+        el = self.by_css(f"select[name='{name}']")
+        self.clicks += 1
+        Select(el).select_by_visible_text(value)
+
+
+def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
+    work = tmp_path_factory.mktemp("workspace")
+    root, home = work / "store", work / "airflow_home"
+    today = dt.datetime.now(dt.UTC).date()
+    _copy_samples(root, today)
+    escalated = sorted(d for d, r in EXPECTED.items() if r.endswith("ESCALATE_TO_SME"))
+
+    with AirflowStack(home, root, users={"viewer": "viewer"}) as stack:
+        ui = Workspace(driver, stack.base_url)
+        # a page of the workspace without a session: Airflow's login, then back to the page
+        ui.d.get(f"{stack.base_url}/docverify/reviews/")
+        ui.wait(lambda: "login" in ui.d.current_url, 30, "the login redirect")
+        ui.login(stack.password)
+        assert stack.api("GET", "/api/v2/dags/sme_review")["is_paused"] is False  # no step to find it first
+
+        stack.unpause(DAG)  # the README's one step
+        night = ui.wait(lambda: [r for r in stack.runs(DAG) if r["run_type"] == "scheduled"], 120, "the night")[0]
+        assert stack.wait_for_run(DAG, night["dag_run_id"], 600)["state"] == "success"
+
+        # the reviews appear by themselves: the escalations and tonight's audit
+        def opened() -> int:
+            ui.d.get(f"{stack.base_url}/docverify/reviews/")
+            link = ui.d.find_elements("id", "start")
+            return len(escalated) + 1 if link and f"({len(escalated) + 1} open)" in link[0].text else 0
+        ui.wait(opened, 300, "the night's reviews open in the workspace")
+        ui.shot("11_review_queue")
+
+        # an answer refused in Required Actions (the same REST call its form makes): the task opens the
+        # review again at once, no retry spent, and the workspace says why
+        review_of = {json.loads(p.read_text())["doc_id"]: p.name.removeprefix("sme_packet_").removesuffix(".json")
+                     for p in (root / "sme_packets").glob("sme_packet_*.json")}
+        key = review_of["fabricated_evidence"]
+        ti = [t for t in stack.paged("/api/v2/dags/sme_review/dagRuns/~/taskInstances", "task_instances")
+              if t["task_id"] == "review" and t["rendered_map_index"] == key][0]
+        detail = stack.api("GET", f"/api/v2/dags/sme_review/dagRuns/{quote(ti['dag_run_id'], safe='')}/taskInstances/"
+                                  f"review/{ti['map_index']}/hitlDetails")
+        unchanged = {k: v.get("value") for k, v in detail["params"].items()}
+        stack.api("PATCH", f"/api/v2/dags/sme_review/dagRuns/{quote(ti['dag_run_id'], safe='')}/taskInstances/"
+                           f"review/{ti['map_index']}/hitlDetails", {"chosen_options": ["Correct"],
+                                                                     "params_input": unchanged})
+        refusal = root / "sme_packets" / "refusals" / f"{key}.json"
+        ui.wait(lambda: refusal.exists(), 120, "the refusal recorded by the review task")
+
+        def reopened() -> bool:
+            d = stack.api("GET", f"/api/v2/dags/sme_review/dagRuns/{quote(ti['dag_run_id'], safe='')}/taskInstances/"
+                                 f"review/{ti['map_index']}/hitlDetails")
+            return not d["response_received"] and d["task_instance"]["state"] == "awaiting_input"
+        ui.wait(reopened, 120, "the refused review open again")
+        assert not list((root / "ground_truth").glob(f"gt_{key}*.json"))
+
+        # the clinician works through the queue
+        ui.d.get(f"{stack.base_url}/docverify/reviews/")
+        ui.click(ui.by_css("#start"))
+        figures, done = [], set()
+        while len(done) < len(escalated) + 1:
+            ui.wait(lambda: ui.d.find_elements("id", "send"), 30, "a review page")
+            doc = ui.doc_on_screen()
+            assert doc not in done, f"{doc} offered twice"
+            t0, clicks0, keys0 = time.monotonic(), ui.clicks, ui.keys
+            assert ui.answer_is_on_screen(), f"{doc}: the answer is not on the first screen"
+            if doc == "fabricated_evidence":
+                assert "refused" in ui.by_css(".refused").text  # the Required Actions refusal, with its reason
+            if doc == "quest_cbc_panel":
+                ui.shot("12_review_page")
+                ui.key("c")  # Correct, nothing changed: refused on the page, nothing sent
+                ui.ctrl_enter()
+                reason = ui.by_css(".refused").text
+                assert "Not sent" in reason and "change" in reason.lower(), reason
+                ui.shot("13_refused_shown")
+                assert not list((root / "ground_truth").glob(f"gt_{review_of[doc]}*.json"))
+                ui.select("page_1", "Other")
+                ui.ctrl_enter()
+            elif doc == "corrupt_truncated":
+                assert "could not be read" in ui.d.page_source
+                ui.key("x")
+                ui.select("unclassifiable_reason", "unreadable")
+                ui.ctrl_enter()
+            else:
+                ui.key("a")
+                ui.ctrl_enter()
+            ui.wait(lambda d=doc: not ui.d.find_elements("id", "send") or ui.doc_on_screen() != d, 60,
+                    f"the page after answering {doc}")
+            figures.append({"doc_id": doc, "clicks": ui.clicks - clicks0, "keys": ui.keys - keys0,
+                            "seconds": round(time.monotonic() - t0, 2)})
+            done.add(doc)
+        assert "Reviews waiting" in ui.d.title  # the queue once every review is answered
+        ui.shot("14_queue_done")
+
+        gt = root / "ground_truth"
+        ui.wait(lambda: len(list(gt.glob("*.json"))) >= len(escalated) + 1, 180, "every answer saved")
+        records = {}
+        for p in gt.glob("*.json"):
+            r = json.loads(p.read_text())
+            records[(r["doc_id"], r.get("review_kind", "escalation"))] = r
+        src = {k: r["ground_truth_source"] for k, r in records.items()}
+        assert src[("quest_cbc_panel", "escalation")] == "SME_CORRECTED"
+        assert src[("corrupt_truncated", "escalation")] == "SME_UNCLASSIFIABLE"
+        assert src[("fabricated_evidence", "escalation")] == "SME_VALIDATED"
+        assert src[("lab_requisition_form", "escalation")] == "SME_VALIDATED"
+        assert [k for k in src if k[1] == "audit"] and all(v == "SME_VALIDATED" for k, v in src.items() if k[1] == "audit")
+        corrected = records[("quest_cbc_panel", "escalation")]["ground_truth_classification"]
+        genomic = [c for s in corrected["segments"] for c in s["classifications"] if c["doc_type"] == "Genomic Report"]
+        assert all(c["presence_level"] == "NO_EVIDENCE" and not c["top_evidence"] for c in genomic)  # no leftovers
+        unreadable = records[("corrupt_truncated", "escalation")]
+        assert unreadable["ground_truth_classification"] is None and unreadable["unclassifiable_reason"] == "unreadable"
+        for (doc, _), r in records.items():
+            assert r["reviewer"] == "admin", doc
+
+        # no failed task; every review task ended by its answer
+        for run in stack.runs("sme_review"):
+            for t in stack.task_instances("sme_review", run["dag_run_id"]):
+                assert t["state"] != "failed", (run["dag_run_id"], t["task_id"], t["rendered_map_index"])
+        # a Viewer of the Dags sees counts, never a page holding clinical text
+        ui.login_as("viewer", stack.passwords["viewer"])
+        for path in ("/docverify/reviews/", f"/docverify/reviews/{key}", "/docverify/packets/",
+                     f"/docverify/packets/{key}"):
+            ui.d.get(stack.base_url + path)
+            ui.wait(lambda: "for reviewers only" in ui.d.page_source, 30, f"the 403 page at {path}")
+            assert "fabricated_evidence.pdf" not in ui.d.page_source and "Quest" not in ui.d.page_source
+        ui.shot("15_viewer_refused")
+        ui.d.get(f"{stack.base_url}/docverify/trend/")
+        ui.wait(lambda: "night(s)" in ui.d.page_source, 30, "the trend page for a Viewer")
+
+        per = [f["clicks"] + f["keys"] for f in figures]
+        (SHOTS / "workspace_figures.json").write_text(json.dumps(
+            {"reviews": figures, "actions_per_review_mean": round(sum(per) / len(per), 2),
+             "seconds_per_review_mean": round(sum(f["seconds"] for f in figures) / len(figures), 2),
+             "scroll_to_answer_px": 0}, indent=2))
