@@ -41,7 +41,8 @@ local parts merged, or the Document AI outputs), then
 `plan_shards` splits the documents into at most `max_shards` shards of at least `shard_size`, and
 one mapped `verify[shard]` task per shard classifies each document (unless a companion
 classification is given), runs V1–V4 (the V2–V4 judgments concurrently) and V5 on attempt 0 (one
-`result.json` per document); `v5_arbiter` (the branch) routes them from the shards' summaries:
+`result.json` per document); `route` (the branch: V5 decided inside `verify`) routes them from the
+shards' summaries:
 
 * **accept** → `accepted/<ds>/<doc>.json`
 * **plan_retry_shards → auto_fix_retry** → fix the shares, verify again (≤ 2 retries, MD5 cycle stop) → accept or escalate
@@ -145,7 +146,7 @@ def clinical_doc_verification():
         return T.layout(get_current_context())
 
     @task(trigger_rule="none_failed")  # after layout and batch mode's last ingest (skipped online)
-    def plan_shards(_layout: dict) -> list[list[str]]:
+    def plan_shards() -> list[list[str]]:  # reads the night's index that layout wrote (the store, not XCom)
         return T.plan_shards(get_current_context())
 
     @task(**LLM)
@@ -153,8 +154,8 @@ def clinical_doc_verification():
         return T.verify(get_current_context(), shard)
 
     @task.branch(trigger_rule="none_failed")
-    def v5_arbiter(shards: list[list[str]]) -> list[str]:
-        return T.v5_arbiter(get_current_context(), shards)
+    def route(shards: list[list[str]]) -> list[str]:  # the shard plan: which verify records to read
+        return T.route(get_current_context(), shards)
 
     @task
     def plan_retry_shards() -> list[list[str]]:
@@ -210,10 +211,10 @@ def clinical_doc_verification():
     ingested = laid_out
     for rnd in ("classify", "judgments"):
         ingested = _batch_round(rnd, ingested, laid_out)
-    shards = plan_shards(laid_out)
-    ingested >> shards
+    shards = plan_shards()
+    [laid_out, ingested] >> shards
     verified = verify.expand(shard=shards)
-    arbiter = v5_arbiter(shards)
+    arbiter = route(shards)
     verified >> arbiter
     retry_shards = plan_retry_shards()
     retry = auto_fix_retry.expand(shard=retry_shards)

@@ -140,7 +140,36 @@ class AirflowStack:
                                                 if name == "api-server" else ["--skip-serve-logs"]
                                                 if name in ("scheduler", "triggerer") else []))
         self.wait_ready(timeout)
+        self._supervise()
         return self
+
+    #: restarted when they exit while the stack runs, as a deployment's supervisor (systemd,
+    #: Kubernetes) does. On SQLite a write that collides with another process's (e.g. a backfill
+    #: created from the UI while the scheduler commits) can end the scheduler with StaleDataError.
+    SUPERVISED = ("scheduler", "dag-processor", "triggerer")
+
+    def _supervise(self) -> None:
+        import threading
+
+        self.restarts: dict[str, int] = {}
+        self._stopping = threading.Event()
+        self._restart_lock = threading.Lock()
+        args = {name: list(self.procs[name].args) for name in self.SUPERVISED if name in self.procs}
+
+        def watch() -> None:
+            while not self._stopping.wait(2):
+                for name, argv in args.items():
+                    with self._restart_lock:  # never a restart once stop() began
+                        proc = self.procs.get(name)
+                        if proc is None or proc.poll() is None or self._stopping.is_set():
+                            continue
+                        self.restarts[name] = self.restarts.get(name, 0) + 1
+                        print(f"airflow {name} exited with {proc.returncode} (restart #{self.restarts[name]}); its "
+                              f"log: {self.home / 'component_logs' / (name + '.log')}", file=sys.stderr, flush=True)
+                        logs = self.home / "component_logs"
+                        (logs / f"{name}.log").rename(logs / f"{name}.{self.restarts[name]}.log")
+                        self.spawn(name, argv)
+        threading.Thread(target=watch, name="airflow-stack-supervisor", daemon=True).start()
 
     def spawn(self, name: str, args: list[str], *, env: dict[str, str] | None = None,
               cwd: pathlib.Path | None = None) -> subprocess.Popen:
@@ -183,6 +212,9 @@ class AirflowStack:
         return tree_pids(self.procs.values())
 
     def stop(self) -> None:
+        if getattr(self, "_stopping", None) is not None:
+            with self._restart_lock:
+                self._stopping.set()
         for proc in self.procs.values():
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):

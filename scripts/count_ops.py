@@ -22,7 +22,7 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "plugins"), str(REPO)]
 
-OPS = ("exists", "read_bytes", "size", "sha256", "entries", "list", "write_bytes", "delete")
+OPS = ("exists", "read_bytes", "size", "sha256", "entries", "list", "write_bytes", "delete", "replace_if", "delete_if")
 
 
 @contextlib.contextmanager
@@ -78,7 +78,7 @@ def night(root: pathlib.Path, stage: list[str], ds: str = "2026-11-20") -> None:
     stage[0] = "verify"
     for i, shard in enumerate(shards):
         B.verify_shard(b.fresh(), shard, judge, str(i))
-    stage[0] = "v5_arbiter"
+    stage[0] = "route"
     B.arbiter(b.fresh(), shards=len(shards))
     stage[0] = "auto_fix_retry"
     for i, shard in enumerate(B.retry_shards(b.fresh())):

@@ -41,6 +41,15 @@ real ``batches.get`` in ``shared/corpora/realapi/batch/ellmer_state-capitals-gem
 (issue 22): ``batch_poll_errors`` (the next N polls answer 503 UNAVAILABLE), ``batch_results_late_polls``
 (a job reported SUCCEEDED before its results are set, for N polls); ``jobs_served`` answers a
 recorded ``batches.get`` body verbatim.
+
+An **outage** (off by default): while ``overloaded`` is True (a toggle a test or benchmark flips), or
+for ``outage_s`` seconds from the arrival of request number ``outage_after_requests + 1`` (a window
+that opens by itself), every ``generateContent`` request is answered at once with the real overload
+answer — HTTP 503 and the body of ``err_503_overloaded`` (``UNAVAILABLE`` "The model is overloaded.
+Please try again later.") read from ``shared/corpora/realapi/errors/errors_from_issues.json`` at run
+time (:func:`overload_body`), never copied here. Such a request is counted in ``requests``/``count``
+and in ``overloaded_answers``, not against the quota; ``outage_opened_at``/``outage_closed_at`` are
+the window's ``time.monotonic()`` bounds.
 """
 
 from __future__ import annotations
@@ -192,6 +201,20 @@ def quota_body(retry_after: float) -> dict:
     return body
 
 
+def overload_body() -> dict:
+    """The Gemini API's real 503 overload body (``err_503_overloaded`` of the shared corpora's
+    realapi/errors/errors_from_issues.json, read from there: ``$DOCVERIFY_CORPORA`` or the project's
+    default corpora folder); FileNotFoundError when the corpora are absent."""
+    import pathlib
+
+    from docverify.resources import default_corpora_dir
+
+    path = pathlib.Path(default_corpora_dir()) / "realapi" / "errors" / "errors_from_issues.json"
+    entry = json.loads(path.read_text())["err_503_overloaded"]
+    assert entry["status"] == 503, entry
+    return entry["body"]
+
+
 def respond(h: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict | None = None,
             content_type: str = "application/json") -> None:
     """One answer of the fake (every endpoint); a client that gave up (timeout) is not an error."""
@@ -235,6 +258,14 @@ class FakeGemini:
         self.uploads_open: dict[str, bytearray] = {}
         self.jobs: dict[str, dict] = {}
         self.batch_jobs = self.batch_items = self.batch_polls = self.uploads = self.downloads = 0
+        # an outage (see the module docstring): a toggle, or a window opened by the n-th request
+        self.overloaded = False
+        self.outage_after_requests: int | None = None
+        self.outage_s = 0.0
+        self.outage_opened_at: float | None = None
+        self.outage_closed_at: float | None = None
+        self.overloaded_answers = 0
+        self._overload: bytes | None = None
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -260,13 +291,18 @@ class FakeGemini:
                     fake.count += 1
                     fake.requests.append((self.path, body if fake.keep_bodies else {}))
                     n = len(fake.requests)
-                    refused = fake._over_quota(started)
-                    if refused is None:
+                    down = fake._in_outage(started)
+                    fake.overloaded_answers += down
+                    refused = None if down else fake._over_quota(started)
+                    if refused is not None:
+                        fake.throttled += 1
+                    elif not down:
                         fake.in_flight += 1
                         fake.peak_concurrency = max(fake.peak_concurrency, fake.in_flight)
                         fake.first_at = started if fake.first_at is None else fake.first_at
-                    else:
-                        fake.throttled += 1
+                if down:
+                    respond(self, 503, fake._overload_data())
+                    return
                 if refused is not None:
                     respond(self, 429, json.dumps(quota_body(refused)).encode(), {"Retry-After": str(math.ceil(refused))})
                     return
@@ -318,6 +354,26 @@ class FakeGemini:
 
     def kinds(self) -> list[str]:
         return [request_kind(b) for _, b in self.requests]
+
+    def _in_outage(self, now: float) -> bool:
+        """Whether a request arriving at ``now`` meets the outage (the toggle, or the window, opened by
+        the request after ``outage_after_requests`` and closed ``outage_s`` later). Called under the lock,
+        after the request is counted."""
+        if self.overloaded:
+            return True
+        if self.outage_after_requests is None or self.outage_s <= 0:
+            return False
+        if self.outage_opened_at is None:
+            if self.count <= self.outage_after_requests:
+                return False
+            self.outage_opened_at = now
+            self.outage_closed_at = now + self.outage_s
+        return now < self.outage_closed_at  # type: ignore[operator]
+
+    def _overload_data(self) -> bytes:
+        if self._overload is None:
+            self._overload = json.dumps(overload_body()).encode()
+        return self._overload
 
     def _over_quota(self, now: float) -> float | None:
         """None if the request fits the quota (and is counted), else the seconds until it would.

@@ -238,6 +238,32 @@ class GcsEmulator:
         objects.insert = insert  # the router's fallback for uploads posted without /upload
         self._patched.append((objects, "insert", original))
 
+        original_delete = objects.delete
+
+        def delete(request, response, storage, *args, **kwargs):
+            """A DELETE with ``ifGenerationMatch`` (``ArtifactStore.delete_if``): 412 unless the
+            live generation is the one named, as GCS does (the bare emulator ignores it)."""
+            wanted = request.query.get("ifGenerationMatch")
+            if wanted:
+                with emulator._lock:
+                    emulator.precondition_requests += 1
+                try:
+                    live = storage.get_file_obj(request.params["bucket_name"], request.params["object_id"])
+                except Exception:  # noqa: BLE001 - the emulator raises NotFound for a missing object
+                    live = None
+                if live is not None and str(live.get("generation")) != wanted[0]:
+                    response.status = HTTPStatus.PRECONDITION_FAILED
+                    response.json({"error": {"code": 412, "message": "At least one of the pre-conditions you "
+                                             "specified did not hold.", "errors": [{"reason": "conditionNotMet"}]}})
+                    return None
+            return original_delete(request, response, storage, *args, **kwargs)
+
+        for _regex, handlers in server.HANDLERS:
+            for method, handler in list(handlers.items()):
+                if handler is original_delete:
+                    handlers[method] = delete
+                    self._patched.append((handlers, method, original_delete))
+
     def _unwrap_uploads(self) -> None:
         for target, key, original in reversed(self._patched):
             if isinstance(target, dict):

@@ -9,7 +9,7 @@ writes its outputs there; what it returns is small (references, ids, counts) and
 crosses XCom. The graph: discover → layout → plan_shards → ``verify[shard]`` (classify when no
 companion classification, V1, V2–V4 with their judgments concurrent, V5's decision on attempt 0 —
 all through :func:`docverify.pipeline.verify_document`; one ``result.json`` per document and one
-summary per shard) → ``v5_arbiter`` (the branch, from the shard summaries) → ``auto_fix_retry``
+summary per shard) → ``route`` (the branch, from the shard summaries) → ``auto_fix_retry``
 (the same pipeline from the stored attempt 0) → accept / write_sme_packets → batch_report.
 
 Stages are idempotent: a second run of the same date reuses what is unchanged (a bundle whose PDF

@@ -4,6 +4,7 @@ Markdown and an HTML fragment (Jinja2 templates ``include/templates/feedback_fig
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from tabulate import tabulate
 
@@ -83,7 +84,7 @@ def per_corpus_rows(corpus: CorpusFigures) -> list[tuple[str, str, str, str]]:
             for k, v in corpus.per_corpus.items()]
 
 
-def _text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _text_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     """tabulate's "simple" table; cells keep their leading spaces (the summary indents sub-counts)."""
     text = tabulate(rows, headers=header, tablefmt="simple", disable_numparse=True, preserve_whitespace=True)
     return [line.rstrip() for line in text.split("\n")]

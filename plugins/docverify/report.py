@@ -41,7 +41,7 @@ def _batch_section(records: list[dict], price_model: str | None) -> dict[str, An
     back, what verify asked online instead, and the served requests' cost at the batch price."""
     if not records:
         return {}
-    total = Counter()
+    total: Counter[str] = Counter()
     for r in records:
         total.update({k: int(r.get(k) or 0) for k in BATCH_KEYS})
     model = price_model or next((r.get("model") for r in records if r.get("model")), None)
@@ -83,9 +83,13 @@ def build(batch: Batch) -> dict[str, Any]:
         (by_stage.get("write_sme_packets") or {}).get("kept_reviewed") or [])
     audit_stage = by_stage.get("audit_sample") or {}
     audit_sample = audit_stage.get("sample") or {}
-    docs, final_routes, rules, codes, codes_final = [], Counter(), Counter(), Counter(), Counter()
+    docs: list[dict] = []
+    final_routes: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
+    codes: Counter[str] = Counter()
+    codes_final: Counter[str] = Counter()
     errors = []
-    implementations = set()
+    implementations: set[str] = set()
     for d in manifest.documents:
         doc_id = d.doc_id
         entry: dict[str, Any] = {"doc_id": doc_id, "input_uri": d.pdf_uri, "sha256": d.sha256}
@@ -135,7 +139,7 @@ def build(batch: Batch) -> dict[str, Any]:
         entry["outputs"] = out
         docs.append(entry)
 
-    llm = Counter()
+    llm: Counter[str] = Counter()
     per_doc_llm: dict[str, Counter] = {}
     price_models: set[str] = set()
     timings: dict[str, dict] = {}
@@ -528,7 +532,8 @@ def jury_html(rep: dict) -> str:
     md = jury_markdown(rep)
     if not md:
         return ""
-    out, rows = [], []
+    out: list[str] = []
+    rows: list[str] = []
     for line in md:
         if line.startswith("## "):
             if rows:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from docverify.arbiter import decide
@@ -63,10 +63,11 @@ def fingerprint(cls: ClassificationOutput | dict | Any) -> str:
     return hashlib.md5(json.dumps(view, sort_keys=True).encode()).hexdigest()
 
 
-AttemptFn = Callable[[ClassificationOutput, int], Awaitable[VerificationReport]]
+# attempt 0 gets the raw classification when it does not parse (V1 reports why)
+AttemptFn = Callable[[ClassificationOutput | dict, int], Awaitable[VerificationReport]]
 
 
-def needs_blocker_repair(issues: list[Issue], earlier: list[AttemptRecord] = (),
+def needs_blocker_repair(issues: list[Issue], earlier: Sequence[AttemptRecord] = (),
                          policy: VerifyPolicy = DEFAULT_POLICY) -> bool:
     """Auto-fixable BLOCKERs (README 'Auto-fixable BLOCKERs'; only with ``policy.blocker_repair``):
     when the attempt has BLOCKERs and every one is auto-fixable with a registered fixer, the fixes
@@ -79,7 +80,7 @@ def needs_blocker_repair(issues: list[Issue], earlier: list[AttemptRecord] = (),
             and not any(a.blocker_repair for a in earlier))
 
 
-def attempt_record(report: VerificationReport, earlier: list[AttemptRecord] = (),
+def attempt_record(report: VerificationReport, earlier: Sequence[AttemptRecord] = (),
                    policy: VerifyPolicy = DEFAULT_POLICY) -> AttemptRecord:
     return AttemptRecord(attempt=report.attempt, issues=report.issues, decision=decide(report.issues),
                          fingerprint=report.fingerprint, quality_score=report.quality_score, runs=report.runs,

@@ -5,7 +5,7 @@ writes, create-if-absent and the remote handling) for one date partition ``ds``.
 place that builds a path of the layout::
 
     runs/<ds>/_manifest.json                   Manifest (discover; its ``stats``: the stage's record)
-    runs/<ds>/_routes.json                     Routes (v5_arbiter)
+    runs/<ds>/_routes.json                     Routes (the route task)
     runs/<ds>/_stages/layout.json              NightIndex (the layout's record, read by later stages)
     runs/<ds>/_stages/<stage>[_<shard>].json   stage records (verify shards: their summaries)
     runs/<ds>/<doc_id>/bundle.json             DocumentBundle (layout)
@@ -369,6 +369,36 @@ class RunStore:
         self._remember(rel, None)
         return gone
 
+    # ------------------------------------------- compare-and-swap, memo-coherent
+    def read_versioned(self, rel: str) -> tuple[bytes, str] | None:
+        """The object's bytes and version from the store (never from the memo: a conditional
+        write must compare with the object as it is now), or None — without a request when the
+        object is known absent (a create-if-absent then settles it atomically). The bytes read are
+        memoised."""
+        if self._memo.get(rel, _ABSENT) is None or self._known_absent(rel):
+            return None
+        got = self.store.read_versioned(rel)
+        self._remember(rel, got[0] if got is not None else None)
+        return got
+
+    def replace_if(self, rel: str, data: bytes, version: str) -> bool:
+        """:meth:`ArtifactStore.replace_if`; the memo follows (the new bytes, or unknown)."""
+        replaced = self.store.replace_if(rel, data, version)
+        if replaced:
+            self._remember(rel, data)
+        else:
+            self._memo.pop(rel, None)
+        return replaced
+
+    def delete_if(self, rel: str, version: str) -> bool:
+        """:meth:`ArtifactStore.delete_if`; the memo follows (absent, or unknown)."""
+        deleted = self.store.delete_if(rel, version)
+        if deleted:
+            self._remember(rel, None)
+        else:
+            self._memo.pop(rel, None)
+        return deleted
+
     # ------------------------------------------- the ArtifactStore surface, memoised
     def exists(self, rel: str) -> bool:
         if rel in self._memo:
@@ -400,8 +430,7 @@ class RunStore:
     def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = True) -> bool:
         written = self.store.write_bytes(rel, data, overwrite=overwrite)
         self._memo.pop(rel, None)
-        if written:
-            self._remember_present(rel)
+        self._remember_present(rel)  # written, or refused because it exists (create-if-absent)
         return written
 
     def write_text(self, rel: str, text: str, *, overwrite: bool = True) -> bool:
@@ -460,7 +489,7 @@ class RunStore:
     def routes(self) -> Routes | None:
         """The arbiter's routes of this run: from its stage record (which also holds this run's
         ``new`` documents and the summaries), else ``_routes.json``."""
-        record = self.stage("v5_arbiter")
+        record = self.stage("route") or self.stage("v5_arbiter")  # the routing task's name before ADR 0029
         data = record.get("night") if record else None
         data = data if data is not None else self.get_json(self.routes_rel)
         return None if data is None else Routes.model_validate(data)

@@ -92,7 +92,9 @@ def page_types(packet: SMEPacket | Mapping[str, Any]) -> list[str | None]:
     except (TypeError, ValueError):
         total = 0
     types: list[str | None] = [None] * total
-    primary = raw.get("primary_classification") if isinstance(raw.get("primary_classification"), dict) else {}
+    primary = raw.get("primary_classification")
+    if not isinstance(primary, dict):
+        primary = {}
     for seg in primary.get("segments") or []:
         if not isinstance(seg, dict):
             continue
@@ -184,7 +186,7 @@ def parse_segments(raw: Any, *, total_pages: int = 0) -> list[dict] | None:
         return value
     by_name = {t.lower(): t for t in DOC_TYPES}
     limit = total_pages or MAX_PAGES
-    out = []
+    out: list[dict[str, Any]] = []
     for part in (p for p in re.split(r"[;\n]", text) if p.strip()):
         k = len(out) + 1
         m = _RANGE.match(part)

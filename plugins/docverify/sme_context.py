@@ -472,6 +472,7 @@ def get_issue_context(source: Any, packet: Any, issue_id: str, *, pdf_bytes: byt
     page rendered at ``scale`` (:meth:`PdfPages.render_png`).
     """
     issue = _issue(packet, issue_id)
+    bundle: DocumentBundle | None
     if isinstance(source, DocumentBundle):
         bundle, store = source, None
     else:

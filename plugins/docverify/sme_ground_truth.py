@@ -9,6 +9,7 @@ notebook helper write through the same functions, :func:`save_review` (Agree / C
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import threading
 from typing import Any
@@ -126,7 +127,7 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
         raise ValueError("a correction needs corrected_dominant_type, corrected_segments, corrected_presence "
                          "and/or corrected_mixture (to keep the primary classification as is, answer agrees=True)")
     has_primary = isinstance(primary, dict)
-    gt: dict[str, Any] = copy.deepcopy(primary) if has_primary else {
+    gt: dict[str, Any] = copy.deepcopy(primary) if isinstance(primary, dict) else {
         "doc_id": doc_id, "dominant_type_overall": None, "number_of_segments": 0, "segments": [],
         "document_mixture": []}
     changes: list[str] = []
@@ -186,12 +187,14 @@ def _newest_version(store: ArtifactStore, key: str) -> int:
     return version
 
 
-def _mark_reviewed(store: ArtifactStore, doc_id: str) -> None:
+def _mark_reviewed(store: ArtifactStore, doc_id: str, answered: SMEPacket | None = None) -> None:
     """Packet → reviewed, pointing at the newest ground-truth version that exists now (with its
     reviewer and time). Serialised in this process; across processes every writer looks again
     after writing the pointer and rewrites it while a newer version has appeared meanwhile, so the
-    last writer to finish leaves the newest version named (the ground-truth files stay the truth)."""
-    rel = ArtifactStore.packet_rel(doc_id)
+    last writer to finish leaves the newest version named (the ground-truth files stay the truth).
+    Each write of the pointer is a compare-and-swap (:func:`_set_reviewed`), so it and a re-run's
+    conditional rewrite or withdrawal of the packet exclude each other (ADR 0030). ``answered``: the
+    packet the SME answered (put back if it was withdrawn meanwhile)."""
     with _PACKET_LOCK:
         written = 0
         for _ in range(MAX_VERSIONS):
@@ -199,12 +202,39 @@ def _mark_reviewed(store: ArtifactStore, doc_id: str) -> None:
             if not version or version == written:
                 return
             newest = GroundTruthRecord.model_validate(store.read_json(ArtifactStore.ground_truth_rel(doc_id, version)))
-            current = store.read_json(rel)
-            current.update(review_status="reviewed", reviewed_at=newest.reviewed_at, reviewer=newest.reviewer,
-                           ground_truth_path=store.uri(ArtifactStore.ground_truth_rel(doc_id, newest.version)),
-                           ground_truth_version=newest.version)
-            store.write_json(rel, SMEPacket.model_validate(current))
+            _set_reviewed(store, doc_id, newest, answered)
             written = version
+
+
+def _set_reviewed(store: ArtifactStore, key: str, newest: GroundTruthRecord, answered: SMEPacket | None) -> None:
+    """One compare-and-swap of the packet to ``reviewed`` (ADR 0030): read it versioned, update
+    it, :meth:`~docverify.store.ArtifactStore.replace_if`; when a re-run rewrote it in between,
+    read again and mark what is there now. A packet withdrawn in between (deleted after the SME
+    loaded it) is put back, answered, from ``answered`` (create-if-absent), so the ground truth's
+    ``packet_path`` names a packet."""
+    from docverify.sme_packets import PACKET_CAS_ATTEMPTS
+    from docverify.store import dumps
+
+    rel = ArtifactStore.packet_rel(key)
+    update = dict(review_status="reviewed", reviewed_at=newest.reviewed_at, reviewer=newest.reviewer,
+                  ground_truth_path=store.uri(ArtifactStore.ground_truth_rel(key, newest.version)),
+                  ground_truth_version=newest.version)
+    for _ in range(PACKET_CAS_ATTEMPTS):
+        got = store.read_versioned(rel)
+        if got is None:
+            if answered is None:
+                raise FileNotFoundError(f"{store.uri(rel)}: the packet is gone (withdrawn?) and the answer is "
+                                        f"saved as {update['ground_truth_path']}")
+            if store.write_bytes(rel, dumps(SMEPacket.model_validate({**answered.model_dump(mode="json"), **update})),
+                                 overwrite=False):
+                log.warning("packet %s was withdrawn while its answer was saved: put back as reviewed", store.uri(rel))
+                return
+            continue
+        current = json.loads(got[0])
+        current.update(update)
+        if store.replace_if(rel, dumps(SMEPacket.model_validate(current)), got[1]):
+            return
+    raise RuntimeError(f"{store.uri(rel)}: the packet kept changing while it was marked reviewed")
 
 
 def _packet_bundle(store: ArtifactStore, packet: SMEPacket) -> DocumentBundle | None:
@@ -243,6 +273,7 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise ValueError("reviewer: give the SME's user name (who answered)")
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
+    changes: list[str]
     if agrees:
         if (corrected_dominant_type is not None or corrected_segments is not None or corrected_presence
                 or corrected_mixture):
@@ -307,7 +338,7 @@ def _write_answer(store: ArtifactStore, packet: SMEPacket, record: GroundTruthRe
     """Write ``record`` as a new version, mark the packet reviewed and refresh its HTML."""
     key = packet_key(packet)
     record, uri = _write_versioned(store, record)
-    _mark_reviewed(store, key)
+    _mark_reviewed(store, key, packet)
     log.info("ground truth doc_id=%s source=%s version=%d uri=%s", record.doc_id, record.ground_truth_source,
              record.version, uri)
     if store.exists(html_rel(key)):

@@ -30,6 +30,10 @@ from docverify.store import ArtifactStore
 
 log = logging.getLogger("docverify.sme")
 
+#: how often a packet's conditional write reads again after losing a race before it gives up
+PACKET_CAS_ATTEMPTS = 20
+
+
 class PacketNotFoundError(FileNotFoundError):
     """No SME packet for the document under the storage root."""
 
@@ -56,7 +60,9 @@ def sort_issues(issues: list[Issue]) -> list[Issue]:
 
 
 def _segment_shape(cls: dict) -> list[tuple[Any, Any, Any]]:
-    segs = cls.get("segments") if isinstance(cls.get("segments"), list) else []
+    segs = cls.get("segments")
+    if not isinstance(segs, list):
+        segs = []
     return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in segs if isinstance(s, dict)]
 
 
@@ -118,6 +124,7 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         comparison = compare_production(primary, production_classification)
     if error is not None:
         error = with_file_facts(error, pdf_path, size_bytes)
+    kind: str
     if result:
         rule, reason = result.final_rule, result.escalation_reason or result.attempts[-1].decision.reason
         kind = result.stop_reason
@@ -206,7 +213,7 @@ def _key_of_file(name: str) -> str:
     return name[len("sme_packet_"):-len(".json")] if name.startswith("sme_packet_") else name[:-len(".json")]
 
 
-def resolve_key(store: ArtifactStore, key: str) -> str:
+def resolve_key(store: ArtifactStore | RunStore, key: str) -> str:
     """``key`` as given when a packet is stored under it; else the one packet whose doc_id is
     ``key`` (so ``load_packet(store, "quest_cbc_panel")`` still works while there is one review of
     that file). Several nights with that file name → PacketNotFoundError listing their keys."""
@@ -228,16 +235,42 @@ def resolve_key(store: ArtifactStore, key: str) -> str:
     return key
 
 
-def write_packet(store: ArtifactStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:
+def write_packet(store: ArtifactStore | RunStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:
     """Write the packet unless an SME already reviewed it. Returns (uri, outcome) with outcome
-    ``written`` | ``kept_reviewed``. ``write_json`` replaces ``store.write_json``."""
+    ``written`` | ``kept_reviewed``.
+
+    Every write is conditional on the packet as it is at the moment of the write (ADR 0030), so a
+    re-run can never set a packet an SME just answered back to pending: one versioned read, then
+    absent → create-if-absent; reviewed → kept; pending and equal apart from the volatile keys
+    (:data:`docverify.runstore.VOLATILE`) → left byte for byte; pending and changed →
+    :meth:`~docverify.store.ArtifactStore.replace_if` with the version read. A lost race (someone
+    created, answered or rewrote it meanwhile) reads again and decides again. ``write_json`` (the
+    callers' ``write_if_changed``) is accepted for compatibility and not called: no writer but the
+    compare-and-swap may touch a packet. On a :class:`RunStore` the memo follows."""
+    from docverify.runstore import VOLATILE
+    from docverify.store import dumps
+
     rel = ArtifactStore.packet_rel(packet_key(packet))
-    if store.exists(rel):
-        current = store.read_json(rel)
-        if current.get("review_status", "pending") != "pending":
+    data = dumps(packet)
+    new = json.loads(data)
+    strip = set(VOLATILE)
+    for _ in range(PACKET_CAS_ATTEMPTS):
+        got = store.read_versioned(rel)
+        if got is None:
+            if store.write_bytes(rel, data, overwrite=False):
+                if isinstance(store, RunStore):
+                    store._remember(rel, data)
+                return store.uri(rel), "written"
+            continue  # created meanwhile: decide on what is there
+        current = json.loads(got[0])
+        if not isinstance(current, dict) or current.get("review_status", "pending") != "pending":
             return store.uri(rel), "kept_reviewed"
-    (write_json or store.write_json)(rel, packet)
-    return store.uri(rel), "written"
+        if {k: v for k, v in current.items() if k not in strip} == {k: v for k, v in new.items() if k not in strip}:
+            return store.uri(rel), "written"  # unchanged: a re-run leaves it as it is
+        if store.replace_if(rel, data, got[1]):
+            return store.uri(rel), "written"
+    raise RuntimeError(f"{store.uri(rel)}: the packet kept changing while it was rewritten "
+                       f"({PACKET_CAS_ATTEMPTS} attempts); run the task again")
 
 
 def html_rel(doc_id: str) -> str:
@@ -245,7 +278,7 @@ def html_rel(doc_id: str) -> str:
     return RunStore.packet_html_rel(doc_id)
 
 
-def load_packet(store: ArtifactStore, doc_id: str) -> SMEPacket:
+def load_packet(store: ArtifactStore | RunStore, doc_id: str) -> SMEPacket:
     """The stored packet of ``doc_id``.
 
     Raises:

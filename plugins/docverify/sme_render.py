@@ -36,6 +36,7 @@ from typing import Any
 import jinja2
 
 from docverify.models import DOC_TYPES, DocumentBundle, SMEPacket
+from docverify.runstore import RunStore
 from docverify.sme_context import (
     DEFAULT_SCALE,
     PdfPages,
@@ -115,7 +116,7 @@ def _segments(cls: dict | None) -> list[dict]:
     return [s for s in segs if isinstance(s, dict)] if isinstance(segs, list) else []
 
 
-def _presence(seg: dict) -> dict[str, dict]:
+def _presence(seg: dict) -> dict[Any, dict]:
     return {c.get("doc_type"): c for c in seg.get("classifications") or [] if isinstance(c, dict)}
 
 
@@ -343,7 +344,7 @@ def history_lines(packet: SMEPacket) -> list[str]:
 IMAGE_ONLY_ERRORS = ("NO_TEXT_LAYER",)
 
 
-def write_packet_html(store: ArtifactStore, doc_id: str, *, bundle: DocumentBundle | None = None,
+def write_packet_html(store: ArtifactStore | RunStore, doc_id: str, *, bundle: DocumentBundle | None = None,
                       pdf_bytes: bytes | None = None) -> tuple[str, bool]:
     """Render the stored packet of ``doc_id`` to ``sme_packets/sme_packet_<doc_id>.html``
     (bundle and PDF read from the packet's URIs unless given). Written only when the bytes

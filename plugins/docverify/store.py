@@ -124,7 +124,8 @@ TMP_PREFIX = ".docverify-tmp-"
 _TMP_NAME = re.compile(r"\.(?:docverify-)?tmp-[0-9a-f]{32}")
 
 
-#: the lock files of :meth:`ArtifactStore.replace_if` on a local root (hidden from listings too)
+#: the lock files of :meth:`ArtifactStore.replace_if` / :meth:`~ArtifactStore.delete_if` on a local root
+#: (``<prefix><name>.lock``, hidden from listings too)
 LOCK_PREFIX = ".docverify-lock-"
 
 
@@ -162,6 +163,26 @@ def _upload_if_generation(fs: Any, key: str, data: bytes, generation: str) -> bo
     except Exception as exc:  # gcsfs maps 412 to FileExistsError / an HttpError with code 412
         if isinstance(exc, FileExistsError | FileNotFoundError) or getattr(exc, "code", None) in (404, 412) \
                 or "412" in str(exc) or "conditionNotMet" in str(exc):
+            return False
+        raise
+    fs.invalidate_cache(key)
+    return True
+
+
+def _delete_if_generation(fs: Any, key: str, generation: str) -> bool:
+    """One GCS ``DELETE`` of ``key`` with ``ifGenerationMatch=<generation>``: False on 412 (another
+    writer's generation is live) or 404 (the object is gone). gcsfs's ``rm_file`` sends no
+    precondition, so the request is sent through its ``call`` as :func:`_upload_if_generation` does."""
+    call = getattr(fs, "call", None)
+    if call is None:
+        raise NotImplementedError(f"compare-and-swap needs a GCS filesystem (gcsfs), not {type(fs).__name__}")
+    bucket, _, name = key.lstrip("/").partition("/")
+    try:
+        call("DELETE", "b/{}/o/{}", bucket, name, ifGenerationMatch=str(generation))
+    except Exception as exc:  # gcsfs maps 412 to FileExistsError, 404 to FileNotFoundError
+        if isinstance(exc, FileExistsError | FileNotFoundError) or getattr(exc, "code", None) in (404, 412) \
+                or "412" in str(exc) or "conditionNotMet" in str(exc):
+            fs.invalidate_cache(key)
             return False
         raise
     fs.invalidate_cache(key)
@@ -417,7 +438,7 @@ class ArtifactStore:
         deleted) it in between — an atomic compare-and-swap: of several writers holding the same
         version exactly one wins. Remotely one upload with the precondition
         ``ifGenerationMatch=<generation>`` (GCS refuses a stale one with 412); locally under an
-        exclusive ``flock`` of a lock file beside the object (``.docverify-lock-<name>``, hidden from
+        exclusive ``flock`` of a lock file beside the object (``.docverify-lock-<name>.lock``, hidden from
         listings; released by the kernel if the process dies), the compare and the atomic rename
         inside it."""
         if not check_rel(rel):
@@ -445,6 +466,32 @@ class ArtifactStore:
                     tmp.unlink()
             return True
 
+    def delete_if(self, rel: str, version: str) -> bool:
+        """Delete the object only when it still is ``version`` (of :meth:`read_versioned`); True
+        when deleted, False when another writer changed (or deleted) it in between — the delete of
+        :meth:`replace_if`'s compare-and-swap. Remotely one DELETE with the precondition
+        ``ifGenerationMatch=<generation>`` (GCS refuses a stale one with 412); locally under the
+        same ``flock`` as :meth:`replace_if` (so it excludes writers that use it, not a plain
+        :meth:`write_bytes`), the compare and the unlink inside it."""
+        if not check_rel(rel):
+            raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
+        target = self.path(rel)
+        remote = _remote(target)
+        if remote is not None:
+            return _delete_if_generation(remote[0], remote[1], version)
+        local = _local_path(target)
+        if local is None:  # pragma: no cover - a pathlib-like object without a filesystem: not supported
+            raise NotImplementedError(f"compare-and-swap on {type(target).__name__}")
+        with self._locked(local):
+            try:
+                current = local.read_bytes()
+            except FileNotFoundError:
+                return False
+            if hashlib.sha256(current).hexdigest() != version:
+                return False
+            local.unlink()
+            return True
+
     @staticmethod
     def _locked(local: pathlib.Path):
         import contextlib
@@ -453,7 +500,7 @@ class ArtifactStore:
         @contextlib.contextmanager
         def lock():
             _make_dirs(local.parent)
-            path = local.parent / f"{LOCK_PREFIX}{local.name}"
+            path = local.parent / f"{LOCK_PREFIX}{local.name}.lock"  # not *.json: no glob of objects sees it
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)

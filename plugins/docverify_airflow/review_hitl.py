@@ -36,9 +36,11 @@ def open_reviews(session: Session) -> dict[str, OpenReview]:
     from airflow.models.taskinstance import TaskInstance as TI
     from airflow.utils.state import TaskInstanceState
 
+    # TaskInstance.rendered_map_index is a hybrid property whose expression Airflow redefines under
+    # `# type: ignore[no-redef]`: its stub is a plain method, which no overload of select() takes
     rows = session.execute(
-        select(TI.rendered_map_index, TI.run_id, TI.map_index, HITLDetail.options, HITLDetail.params,
-               HITLDetail.assignees, HITLDetail.responded_at)
+        select(TI.rendered_map_index, TI.run_id, TI.map_index, HITLDetail.options,  # type: ignore[call-overload]
+               HITLDetail.params, HITLDetail.assignees, HITLDetail.responded_at)
         .join(HITLDetail, HITLDetail.ti_id == TI.id)
         .where(TI.dag_id == DAG_ID, TI.task_id == TASK_ID,
                TI.state.in_([TaskInstanceState.AWAITING_INPUT, TaskInstanceState.DEFERRED]))

@@ -170,7 +170,7 @@ def verify(context, shard: list[str]) -> dict:
 
 
 @retry_rule
-def v5_arbiter(context, shards: list[list[str]]) -> list[str]:
+def route(context, shards: list[list[str]]) -> list[str]:
     """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
     the second opinion, when on, was asked in ``verify`` — its VerifyDeps carry it)."""
     result = B.arbiter(make_batch(context), shards=len(shards))

@@ -52,10 +52,10 @@ def test_llm_tasks_use_the_llm_pool(dag):
 
 def test_graph_shape(dag):
     t = dag.task_dict
-    assert t["v5_arbiter"].__class__.__name__.startswith("_Branch")
-    assert set(t["v5_arbiter"].downstream_task_ids) == {"plan_retry_shards", "accept", "write_sme_packets"}
+    assert t["route"].__class__.__name__.startswith("_Branch")
+    assert set(t["route"].downstream_task_ids) == {"plan_retry_shards", "accept", "write_sme_packets"}
     # one mapped verify task per shard (classify, V1–V4, V5 on attempt 0), then the branch
-    assert {"verify", "plan_shards"} <= set(t["v5_arbiter"].upstream_task_ids)
+    assert {"verify", "plan_shards"} <= set(t["route"].upstream_task_ids)
     assert set(t["verify"].upstream_task_ids) == {"plan_shards"}
     assert not {"classify", "v1_schema", "v2_consistency", "v3_traps", "v4_evidence"} & set(t)
     assert t["accept"].trigger_rule == "none_failed_min_one_success"

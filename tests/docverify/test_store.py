@@ -120,8 +120,51 @@ def test_compare_and_swap_writes_are_0600_too(tmp_path, permissive_umask):
     _, version = s.read_versioned("sme_packets/claims/d.json")
     assert s.replace_if("sme_packets/claims/d.json", b'{"owner": "b"}', version)
     claims = tmp_path / "sme_packets" / "claims"
-    assert {p.name: _mode(p) for p in claims.iterdir()} == {"d.json": 0o600, ".docverify-lock-d.json": 0o600}
+    assert {p.name: _mode(p) for p in claims.iterdir()} == {"d.json": 0o600, ".docverify-lock-d.json.lock": 0o600}
     assert _mode(claims) == 0o700
+
+
+def test_delete_if_deletes_only_the_version_read(tmp_path):
+    """ADR 0030: a conditional delete (a packet's withdrawal) refuses an object that changed or
+    went since it was read, and deletes it when it is still that version."""
+    s = ArtifactStore(tmp_path)
+    rel = "sme_packets/sme_packet_r1.json"
+    s.write_json(rel, {"review_status": "pending"})
+    _, v1 = s.read_versioned(rel)
+    assert s.replace_if(rel, b'{"review_status": "reviewed"}\n', v1)  # the SME's answer
+    assert not s.delete_if(rel, v1) and s.read_json(rel) == {"review_status": "reviewed"}
+    _, v2 = s.read_versioned(rel)
+    assert s.delete_if(rel, v2) and s.read_versioned(rel) is None
+    assert not s.delete_if(rel, v2)  # gone: False, no error
+    assert s.list("sme_packets") == []  # the lock file is hidden from listings
+    with pytest.raises(InputError):
+        s.delete_if("", v2)
+
+
+def test_delete_if_waits_for_a_compare_and_swap_in_progress(tmp_path, monkeypatch):
+    """The delete and a concurrent replace_if of the same version are serialised by the lock:
+    exactly one of them wins, whichever starts first."""
+    import docverify.store as store_mod
+
+    s = ArtifactStore(tmp_path)
+    rel = "sme_packets/sme_packet_r1.json"
+    s.write_json(rel, {"review_status": "pending"})
+    _, v1 = s.read_versioned(rel)
+    real_replace, entered = os.replace, threading.Event()
+
+    def slow_replace(src, dst):  # a slow store: the swap holds the lock for a while
+        entered.set()
+        threading.Event().wait(0.3)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(store_mod.os, "replace", slow_replace)
+    results: dict[str, bool] = {}
+    t = threading.Thread(target=lambda: results.setdefault("replace", s.replace_if(rel, b'{"r": 1}\n', v1)))
+    t.start()
+    assert entered.wait(5)
+    results["delete"] = s.delete_if(rel, v1)
+    t.join()
+    assert results == {"replace": True, "delete": False} and s.read_bytes(rel) == b'{"r": 1}\n'
 
 
 def test_the_metadata_db_is_made_owner_only(tmp_path, monkeypatch, permissive_umask):

@@ -260,6 +260,22 @@ def test_replace_if_sends_the_generation_read_and_refuses_a_stale_one(gcs_root, 
     assert gcs_root.object_names() == ["sme_packets/claims/d.json"]  # no lock objects on GCS
 
 
+def test_delete_if_sends_the_generation_read_and_refuses_a_stale_one(gcs_root, gcs_emulator):
+    """ADR 0030: a withdrawal deletes a packet only while it is the generation it read."""
+    store = gcs_store(gcs_root)
+    rel = "sme_packets/sme_packet_r1.json"
+    store.write_bytes(rel, b'{"review_status": "pending"}')
+    _, gen1 = store.read_versioned(rel)
+    asked = gcs_emulator.precondition_requests
+    assert store.replace_if(rel, b'{"review_status": "reviewed"}', gen1)  # the SME answered meanwhile
+    assert not store.delete_if(rel, gen1)  # 412: the answered generation is live, it stays
+    assert store.read_bytes(rel) == b'{"review_status": "reviewed"}'
+    _, gen2 = store.read_versioned(rel)
+    assert store.delete_if(rel, gen2) and gcs_root.object_names() == []
+    assert not store.delete_if(rel, gen2)  # gone: nothing deleted, no error
+    assert gcs_emulator.precondition_requests - asked == 4  # every request carried ifGenerationMatch
+
+
 def _gcs_racer(uri: str, conn_id: str, i: int, rounds: int, barrier, results) -> None:
     import datetime as dt
 

@@ -38,9 +38,12 @@ def audit_sample(batch: Batch, rate: float) -> dict:
                 and rec.bundle is not None:
             accepted[doc_id] = classification_confidence(rec.result.final_classification)
     sample = draw_sample(batch.ds, accepted.items(), rate)
-    written, kept = [], []
+    written: list[str] = []
+    kept: list[str] = []
     for doc_id, probability in sample:
         rec = rs.result(doc_id)
+        # drawn from the accepted documents read above (each with its bundle and result)
+        assert rec is not None and rec.bundle is not None and rec.result is not None
         key = audit_key(review_id(batch.ds, doc_id, rec.bundle.sha256))
         rel = rs.packet_rel(key)
         if rs.get_json(rel, memo=False) is not None:  # drawn by an earlier run of the night: kept as is

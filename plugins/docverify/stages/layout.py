@@ -7,7 +7,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docverify.limits import (
     MAX_PAGE_CHARS,
@@ -21,6 +21,9 @@ from docverify.stages.common import (
     lineage,
     shard_size_for,
 )
+
+if TYPE_CHECKING:
+    from docverify.layout.errors import ParseError
 
 log = logging.getLogger("docverify.batch")
 
@@ -289,12 +292,12 @@ def _bundle_reusable(batch: Batch, doc: dict, state: _Layout | None, parsers: It
     if state is not None and state.previous is not None:  # the record says what this night's layout made
         return state.previous.parsed[doc["doc_id"]][:2] if state.reusable(doc, parsers, prefix) else None
     head = batch.rs.get_json(batch.rs.bundle_rel(doc["doc_id"]), memo=False)
-    if bool(head) and head.get("sha256") == doc["sha256"] and _parser_matches(head.get("parser"), parsers, prefix):
+    if head and head.get("sha256") == doc["sha256"] and _parser_matches(head.get("parser"), parsers, prefix):
         return [head["sha256"], head["parser"]]
     return None
 
 
-def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type, stats: StageStats,
+def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type[ParseError], stats: StageStats,
                    state: _Layout | _PartState) -> None:
     doc_id = doc["doc_id"]
     rs = batch.rs

@@ -21,12 +21,24 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     """Move a stale output of an earlier run of this night aside, never deleting it:
     ``withdrawn/<ds>/<kind>_<doc_id>[.<n>].json`` holds the record, its URI, the reason and the
     run that withdrew it (create-if-absent: an earlier withdrawal is never overwritten). None when
-    another run of the same night withdrew it first."""
+    another run of the same night withdrew it first.
+
+    Conditional on the object as it is at the moment of the delete (ADR 0030): it is read
+    versioned, copied aside, then deleted with :meth:`~docverify.store.ArtifactStore.delete_if`.
+    When the delete is refused (an SME answered the packet meanwhile, another run rewrote or moved
+    it), the object is kept, the copy just written is removed and the lineage says so (None). A
+    packet (``kind`` ``sme_packet``) whose review_status is not pending is never withdrawn."""
+    import json
+    import logging
+
     from docverify.sme_packets import now_iso
 
     rs = batch.rs
-    record = rs.get_json(rel)
-    if record is None:
+    got = rs.read_versioned(rel)
+    if got is None:
+        return None
+    record, version = json.loads(got[0]), got[1]
+    if kind == "sme_packet" and (not isinstance(record, dict) or record.get("review_status", "pending") != "pending"):
         return None
     moved = {"withdrawn_at": now_iso(), "run_id": batch.run_id, "reason": reason, "kind": kind,
              "doc_id": doc_id, "original_uri": rs.uri(rel), "record": record}
@@ -36,7 +48,14 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
         if rs.write_json(target, moved, overwrite=False):
             break
         n += 1
-    rs.delete(rel)  # a concurrent run of the night may have moved it already
+    if not rs.delete_if(rel, version):  # answered, rewritten or moved meanwhile: kept as it is now
+        rs.delete(target)  # the copy this call wrote (create-if-absent: nobody else's)
+        logging.getLogger("docverify.routes").warning(
+            "%s changed or went while this run withdrew it (an SME answered it, or another run rewrote or moved "
+            "it): left as it is now, this run's copy removed", rs.uri(rel))
+        lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=rs.uri(rel), withdrawn=False,
+                kept="changed meanwhile")
+        return None
     lineage("withdraw", doc_id, kind=kind, reason=reason, from_uri=rs.uri(rel), output_uri=rs.uri(target))
     return target
 
@@ -110,13 +129,10 @@ def _withdraw_pending_packets(batch: Batch, doc_id: str, current: str, reason: s
     for key in keys.get(doc_id, []):
         if key == current and keep_current:
             continue
-        rel = rs.packet_rel(key)
-        packet = rs.get_json(rel)
-        if not isinstance(packet, dict) or packet.get("review_status", "pending") != "pending":
-            continue
         why = reason if key == current else f"{reason}; the file now has other content (sha256 {current[-10:]}…)"
-        withdraw(batch, rel, "sme_packet", key, why)
-        rs.delete(rs.packet_html_rel(key))  # the packet's rendering goes with it
+        # withdraw reads it versioned and leaves a packet that is not pending (or becomes answered) alone
+        if withdraw(batch, rs.packet_rel(key), "sme_packet", key, why):
+            rs.delete(rs.packet_html_rel(key))  # the packet's rendering goes with it
 
 
 def _earlier_outputs(batch: Batch, routes: Routes, candidates: list[str], *, list_packets: bool = False
@@ -183,7 +199,8 @@ def write_sme_packets(batch: Batch) -> dict:
 
     rs = batch.rs
     stats = StageStats("write_sme_packets")
-    written, kept = [], []
+    written: list[str] = []
+    kept: list[str] = []
     routes = rs.routes()
     candidates = (routes.routes["write_sme_packets"] + routes.routes["auto_fix_retry"]) if routes else []
     errors = routes.errors if routes else {}
@@ -229,6 +246,7 @@ def write_sme_packets(batch: Batch) -> dict:
         if rec.error is not None:
             total = rec.bundle.total_pages if rec.bundle else 0
             err_json = rec.error.model_dump(mode="json", exclude={"sha256"})
+            assert rec.error.model_extra is not None  # ErrorRecord allows extra fields: always a dict
             key = _review_id(batch, doc_id, rec.bundle.sha256 if rec.bundle else rec.error.model_extra.get("sha256"))
             packet = build_packet(doc_id=doc_id, pdf_path=rec.error.file, total_pages=total,
                                   bundle_path=rs.uri(rs.bundle_rel(doc_id)) if total else "", result=None,

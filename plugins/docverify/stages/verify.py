@@ -1,4 +1,4 @@
-"""plan_shards → verify[shard] → v5_arbiter → auto_fix_retry: every attempt through
+"""plan_shards → verify[shard] → route → auto_fix_retry: every attempt through
 :func:`docverify.pipeline.verify_document`; one result per document, one summary per shard.
 
 The verify and retry stages take the night's :class:`~docverify.pipeline.VerifyDeps` (judge, policy,
@@ -9,6 +9,7 @@ the retry decide under the same switches."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -264,7 +265,7 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
             so_counts["changed"] = so_counts.get("changed", 0) + int(so["changed"])
         rs.forget(doc_id)
 
-    asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
+    asyncio.run(gather_bounded([functools.partial(one, d) for d in shard], batch.concurrency))
     stats.docs = len(shard)
     extra: dict[str, Any] = {"second_opinion": so_counts} if deps.second_opinion is not None else {}
     return stats.save(batch, f"verify_{shard_key}" if shard_key else None, shard=shard, documents=documents,
@@ -287,7 +288,7 @@ def arbiter(batch: Batch, shards: int | None = None) -> dict:
     gets the error ``VERIFICATION_FAILED`` and an SME packet.
     """
     rs = batch.rs
-    stats = StageStats("v5_arbiter")
+    stats = StageStats("route")
     index = night_index(batch)
     summaries: dict[str, dict] = {}
     for i in range(shards or 0):
@@ -306,17 +307,17 @@ def arbiter(batch: Batch, shards: int | None = None) -> dict:
             errors[doc_id] = index.failed[doc_id]
             code = errors[doc_id].get("error")
             route, dec = "write_sme_packets", _error_decision(code)
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=code)
+            lineage("route", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=code)
         elif doc_id in summaries:
             route, dec = summaries[doc_id]["route"], summaries[doc_id]["decision"]
         else:  # no verification result (its shard did not run): never accepted
             stats.errors += 1
             errors[doc_id] = {**error_record(
                 doc.model_dump(), "VERIFICATION_FAILED", f"{doc.pdf_uri}: no verification result for this document "
-                "(its verify task did not run or failed); re-run", "v5_arbiter"), "sha256": doc.sha256}
+                "(its verify task did not run or failed); re-run", "route"), "sha256": doc.sha256}
             rs.write_if_changed(rs.error_rel(doc_id), errors[doc_id])
             route, dec = "write_sme_packets", _error_decision("VERIFICATION_FAILED")
-            lineage("v5_arbiter", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error",
+            lineage("route", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error",
                     error="VERIFICATION_FAILED")
         routes[route].append(doc_id)
         decisions[doc_id] = dec
@@ -393,5 +394,5 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judg
         documents[doc_id] = doc_summary(new)
         rs.forget(doc_id)
 
-    asyncio.run(gather_bounded([lambda d=d: one(d) for d in shard], batch.concurrency))
+    asyncio.run(gather_bounded([functools.partial(one, d) for d in shard], batch.concurrency))
     return stats.save(batch, f"auto_fix_retry_{shard_key}" if shard_key else None, documents=documents)
