@@ -21,7 +21,7 @@ RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: not-up venv browser celery-deps test test-fast test-e2e screenshots lint bench hostile schemas samples examples lock clean airflow-init incoming run up
+.PHONY: not-up venv browser celery-deps test test-fast test-e2e screenshots lint typecheck bench hostile schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -48,10 +48,12 @@ celery-deps:
 
 test: $(STAMP) browser celery-deps  ## lint, then the whole suite incl. the browser test (pytest exits non-zero when it collects nothing)
 	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser), on both cores (pytest-xdist)
 	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -m "not slow" -n 2 --dist load
 
 test-e2e: $(STAMP) browser celery-deps  ## the operator's night: real Airflow components + headless Chromium (screenshots in build/e2e/); the Celery night
@@ -105,8 +107,14 @@ up: export DOCVERIFY_DEADLINE_MINUTES ?= 240
 up: airflow-init  ## the Airflow UI at http://127.0.0.1:8080, loopback only (login: airflow_home/simple_auth_manager_passwords.json.generated, mode 600)
 	exec scripts/up.sh
 
-lint: $(STAMP)
+lint: $(STAMP)  ## ruff, then mypy
 	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(VENV)/bin/mypy
+
+# mypy over plugins/ and dags/ ([tool.mypy] in pyproject.toml); incremental: .mypy_cache/ keeps a
+# warm run to a few seconds
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 schemas: $(STAMP)
 	$(PY) scripts/generate_schemas.py
@@ -121,4 +129,4 @@ lock: $(STAMP)
 	$(UV) pip compile -q requirements.in -o requirements.txt --python-version 3.11 --override requirements-overrides.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(AIRFLOW_HOME)
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis $(AIRFLOW_HOME)

@@ -34,6 +34,7 @@ Logs carry counts, call kinds, keys and the job's name — never request or answ
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -185,7 +186,7 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
 
     async def run() -> None:
         LINEAGE_ON.set(False)  # the pass's documents get their lineage from the verify task
-        await gather_bounded([lambda d=d: one(d) for d in index.ok], batch.concurrency)
+        await gather_bounded([functools.partial(one, d) for d in index.ok], batch.concurrency)
 
     asyncio.run(run())
     recorded = sorted(rec.recorded.values(), key=lambda r: (r.doc_id, r.kind))

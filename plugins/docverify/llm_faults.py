@@ -303,7 +303,9 @@ class BackoffRetry:
             reraise=True,
             before_sleep=lambda rs: logger.warning(
                 "llm transient fault %s: attempt %d of %d, retrying in %.1fs",
-                type(rs.outcome.exception()).__name__, rs.attempt_number, self.max_attempts,
+                # tenacity types outcome Optional for every callback; before_sleep follows a failed attempt
+                type(rs.outcome.exception()).__name__,  # type: ignore[union-attr]
+                rs.attempt_number, self.max_attempts,
                 rs.next_action.sleep if rs.next_action else 0.0,
             ),
         )

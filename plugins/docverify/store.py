@@ -244,7 +244,9 @@ class ArtifactStore:
         for part in check_rel(rel):
             p = p / part
         if confine and self._real_root is not None:
-            real = os.path.realpath(_local_path(p))
+            local = _local_path(p)
+            assert local is not None  # under a local root (it has a real path) every path is local
+            real = os.path.realpath(local)
             if real != self._real_root and not real.startswith(self._real_root + os.sep):
                 raise OutsideRootError(f"{rel} resolves outside the storage root (a symbolic link); "
                                        f"replace the link by the file itself")

@@ -320,7 +320,9 @@ def get_operation_rest(
 
     transport = client._transport
     headers = {key: str(value) for key, value in metadata}
-    response = transport._session.get(f"{transport._host}/v1/{name}", timeout=timeout, headers=headers)
+    # the client types its transport as the abstract base; the REST transport has the session
+    response = transport._session.get(  # type: ignore[attr-defined]
+        f"{transport._host}/v1/{name}", timeout=timeout, headers=headers)
     if response.status_code >= 400:
         raise core_exceptions.from_http_response(response)
     operation = json_format.Parse(response.content, operations_pb2.Operation(), ignore_unknown_fields=True)

@@ -84,6 +84,16 @@ class _DocumentAIOperator(GoogleCloudBaseOperator):
     (from ``project_id`` or the connection's project, ``location``, ``processor_id``,
     ``processor_version``)."""
 
+    # set by each subclass's __init__
+    gcp_conn_id: str
+    impersonation_chain: str | Sequence[str] | None
+    api_endpoint: str | None
+    transport: str | None
+    project_id: str | None
+    location: str
+    processor_id: str
+    processor_version: str | None
+
     def get_hook(self) -> DocumentAIHook:
         from docverify_documentai.hooks.document_ai import DocumentAIHook
 

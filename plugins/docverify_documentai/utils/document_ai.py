@@ -219,8 +219,9 @@ def map_results(
     results: list[dict[str, Any]] = []
     if submitted is not None:
         for uri in dict.fromkeys(submitted):
+            found: dict[str, Any] | None = by_input.pop(uri, None)
             results.append(
-                by_input.pop(uri, None)
+                found
                 or {
                     "input_uri": uri,
                     "output_uri": None,
