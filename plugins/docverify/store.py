@@ -46,6 +46,7 @@ import pathlib
 import re
 import stat as stat_mod
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -449,16 +450,8 @@ class ArtifactStore:
         remote = _remote(target)
         if remote is not None:
             return _upload_if_generation(remote[0], remote[1], data, version)
-        local = _local_path(target)
-        if local is None:  # pragma: no cover - a pathlib-like object without a filesystem: not supported
-            raise NotImplementedError(f"compare-and-swap on {type(target).__name__}")
-        with self._locked(local):
-            try:
-                current = local.read_bytes()
-            except FileNotFoundError:
-                return False
-            if hashlib.sha256(current).hexdigest() != version:
-                return False
+
+        def replace(local: pathlib.Path) -> None:
             tmp = local.parent / f"{TMP_PREFIX}{uuid.uuid4().hex}"
             _write_private(tmp, data)
             try:
@@ -466,7 +459,8 @@ class ArtifactStore:
             finally:
                 if tmp.exists():
                     tmp.unlink()
-            return True
+
+        return self._local_if_version(target, version, replace)
 
     def delete_if(self, rel: str, version: str) -> bool:
         """Delete the object only when it still is ``version`` (of :meth:`read_versioned`); True
@@ -481,6 +475,11 @@ class ArtifactStore:
         remote = _remote(target)
         if remote is not None:
             return _delete_if_generation(remote[0], remote[1], version)
+        return self._local_if_version(target, version, pathlib.Path.unlink)
+
+    def _local_if_version(self, target: Any, version: str, act: Callable[[pathlib.Path], object]) -> bool:
+        """The local half of :meth:`replace_if` / :meth:`delete_if`: under the object's lock, ``act``
+        on it only when its bytes still hash to ``version``; False when it changed or is gone."""
         local = _local_path(target)
         if local is None:  # pragma: no cover - a pathlib-like object without a filesystem: not supported
             raise NotImplementedError(f"compare-and-swap on {type(target).__name__}")
@@ -491,7 +490,7 @@ class ArtifactStore:
                 return False
             if hashlib.sha256(current).hexdigest() != version:
                 return False
-            local.unlink()
+            act(local)
             return True
 
     @staticmethod
