@@ -355,6 +355,31 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)
 
 
+def _submit_retrying_a_busy_database(session, user, review_id: str, choice: str, fields: dict[str, Any]) -> bool:
+    """Send the answer; a metadata database that is busy (SQLite's "database is locked" while the
+    scheduler writes) rolls the attempt back and tries again, at most 5 times. False: nothing sent."""
+    import time
+
+    from sqlalchemy.exc import OperationalError
+
+    from docverify_airflow.review_hitl import open_reviews, submit
+
+    for attempt in range(5):
+        task = open_reviews(session).get(review_id)
+        if task is None:
+            return True  # answered meanwhile (this request's earlier attempt committed, or another)
+        try:
+            submit(session, user, task, choice, fields)
+            session.commit()
+            return True
+        except OperationalError as exc:
+            session.rollback()
+            log.warning("review %s: the metadata database was busy (%s); try %d of 5", review_id,
+                        type(exc.orig).__name__, attempt + 1)
+            time.sleep(0.5 * (attempt + 1))
+    return False
+
+
 @router.get("/{review_id}", response_class=HTMLResponse, dependencies=READ)
 def review(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> HTMLResponse:
     from docverify_airflow.web import check_id
@@ -381,7 +406,7 @@ def release_review(review_id: str, request: Request, user: GetUserDep,
 async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Any:
     from docverify.sme import load_packet
     from docverify.sme_answer import AnswerRefused, answer_from_form, check_answer, page_types
-    from docverify_airflow.review_hitl import open_reviews, submit
+    from docverify_airflow.review_hitl import open_reviews
     from docverify_airflow.web import check_id
 
     check_id(review_id)
@@ -412,7 +437,9 @@ async def answer(review_id: str, request: Request, session: SessionDep, user: Ge
         log.info("review %s: answer of %s refused before sending (%s)", review_id, name, exc.reason)
         return _review_page(store, session, review_id, name, request, values=values, choice=choice,
                             refused=exc.reason, status=422)
-    submit(session, user, task, choice, fields)
+    if not _submit_retrying_a_busy_database(session, user, review_id, choice, fields):
+        return _review_page(store, session, review_id, name, request, values=values, choice=choice, status=503,
+                            refused="the database was busy and nothing was sent: press Send again")
     _release_lease(store, review_id, name, "answered")
     log.info("review %s: %s answered %s from the workspace", review_id, name, choice)
     q = urlencode({**_filters(request), "after": review_id, "saved": review_id})
