@@ -315,6 +315,51 @@ class AirflowStack:
             time.sleep(1)
         raise TimeoutError(f"{dag_id}: runs not done {timeout}s after unpausing: {self.runs(dag_id)}")
 
+    def parks_settled(self, dag_id: str) -> bool:
+        """Whether the scheduler has taken in the exit of every task of ``dag_id`` that parked
+        awaiting input (the LocalExecutor's report of the worker that parked it).
+
+        Airflow 3.3.2 loses a human-in-the-loop answer given before that report is processed: the
+        resumed task is *queued* with the same try, the stale report reads as "killed externally",
+        the task is retried and its new try opens the form again (ADR 0031). On SQLite under load
+        the report came up to 5 s after the park; a clinician reads the packet first. A test that
+        answers at machine speed waits for this, as a person's pace would. Read from the
+        scheduler's log (the workers' lines are in it): parks and reports counted per task try."""
+        import re
+
+        logs = self.home / "component_logs"
+        text = "".join(p.read_text(errors="replace") for p in sorted(logs.glob("scheduler*.log")))
+        parks: dict[tuple[str, str, str, str], int] = {}
+        for line in text.splitlines():
+            if "Pausing task as AWAITING_INPUT" in line and f"dag_id={dag_id} " in line:
+                f = dict(re.findall(r"(map_index|run_id|task_id|try_number)=(\S+)", line))
+                key = (f.get("run_id", ""), f.get("task_id", ""), f.get("map_index", ""), f.get("try_number", ""))
+                parks[key] = parks.get(key, 0) + 1
+        reports: dict[tuple[str, str, str, str], int] = {}
+        for m in re.finditer(r"Received executor event with state \w+ for task instance TaskInstanceKey\("
+                             rf"dag_id='{re.escape(dag_id)}', task_id='([^']*)', run_id='([^']*)', "
+                             r"try_number=(\d+), map_index=(-?\d+)\)", text):
+            key = (m.group(2), m.group(1), m.group(4), m.group(3))
+            reports[key] = reports.get(key, 0) + 1
+        return all(reports.get(k, 0) >= n for k, n in parks.items())
+
+    def diagnose(self, dag_id: str) -> str:
+        """What a failed wait needs to be understood: every run of ``dag_id`` with its task
+        instances that are not done, the components restarted, and the scheduler's and
+        triggerer's last lines (Airflow's own output: ids and states, no document text)."""
+        lines = [f"restarts: {getattr(self, 'restarts', {})}"]
+        try:
+            for run in self.runs(dag_id):
+                tis = self.task_instances(dag_id, run["dag_run_id"])
+                waiting = [f"{t['task_id']}[{t.get('rendered_map_index') or t['map_index']}]={t['state']}"
+                           f" try {t.get('try_number')}" for t in tis if t["state"] not in ("success", "skipped")]
+                lines.append(f"{dag_id} {run['dag_run_id']} {run['state']}: {len(tis)} task(s), not done: {waiting}")
+        except Exception as exc:  # the API itself may be what failed
+            lines.append(f"the API could not be read: {exc!r}")
+        for name in ("scheduler", "triggerer"):
+            lines.append(f"--- {name} (last lines)\n{self.log_tail(name, 25)}")
+        return "\n".join(lines)
+
     def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 600, states=("success", "failed")) -> dict:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
