@@ -203,7 +203,7 @@ def clinical_doc_verification():
     docai >> parts
     laid_out = layout()
     layout_parse.expand(part=parts) >> laid_out
-    # Batch mode (Variable docverify_llm_mode=batch, issue 15): two rounds (the judgments' prompts
+    # Batch mode (Variable docverify_llm_mode=batch, ADR 0016): two rounds (the judgments' prompts
     # need the classification) of collect → Gemini batch job (deferred) → ingest into the verdict
     # cache, then verify runs from the cache. The tasks are always in the graph and skip themselves in
     # online mode (the mode is a Variable, read at run time, never at parse time), so an online night
@@ -221,7 +221,7 @@ def clinical_doc_verification():
     routes = [accept(), write_sme_packets()]
     arbiter >> [retry_shards, *routes]
     retry >> routes
-    audit = audit_sample()  # a sample of the night's accepts → audit packets (issue 21)
+    audit = audit_sample()  # a sample of the night's accepts → audit packets (ADR 0023)
     routes[0] >> audit
     report = batch_report()
     [*routes, audit] >> report
@@ -253,7 +253,7 @@ def _batch_round(rnd: str, after, laid_out):
     plan = collect()
     [after, laid_out] >> plan
     # retries=1: a transient fault creating or following the job (the retry re-attaches to the job
-    # recorded in the store, issue 22); a job that ran and failed is not retried
+    # recorded in the store, ADR 0019); a job that ran and failed is not retried
     # (AirflowFailException): its requests go to verify online instead of waiting for a second job
     job = NightlyGeminiBatchOperator(task_id=f"llm_batch_job_{rnd}", model=plan["model"],  # type: ignore[index]
                                      input_source=plan["file_name"], retries=1,  # type: ignore[index]

@@ -1,4 +1,4 @@
-"""Batch mode (issue 15, Variable ``docverify_llm_mode``) against online mode on the same night: the
+"""Batch mode (ADR 0016, Variable ``docverify_llm_mode``) against online mode on the same night: the
 sample batch (and, with ``--corpora``, the corpus PDFs under ``<DIR>/pdfs``) through the nightly stages in one process,
 the LLM judge on the real google-genai client against the local fake Gemini endpoint
 (tests/fake_gemini.py: the offline classifier behind the API, judgments with no findings) and its

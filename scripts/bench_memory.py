@@ -1,4 +1,4 @@
-"""Memory of the idle Airflow process tree (issue 15 item 8): the components of `make up`
+"""Memory of the idle Airflow process tree (ADR 0017): the components of `make up`
 (scheduler with its LocalExecutor workers, dag-processor with its parsing processes, api-server,
 triggerer) started by scripts/airflow_stack.py, left idle, then measured with psutil: the number
 of processes, the sum of their RSS (counts pages shared between forked processes once per

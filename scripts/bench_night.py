@@ -1,4 +1,4 @@
-"""An N-document night under the real scheduler, measured (issue 15): the embedded default
+"""An N-document night under the real scheduler, measured (ADR 0014): the embedded default
 (offline judge) or the LLM path against the loopback fake Gemini endpoint with a given latency,
 concurrency limit and requests-per-minute quota (429 + Retry-After beyond it).
 
@@ -104,7 +104,7 @@ def build_night(incoming: pathlib.Path, n: int, corpora: bool) -> dict:
 def outcome(store: pathlib.Path, ds: str) -> dict:
     """The night's outcome read from the storage root: documents accepted, each document's final
     decision, and the VERIFICATION_INCOMPLETE / CLASSIFICATION_FAILED issues of its last attempt.
-    Reads ``runs/<ds>/<doc>/result.json`` (the run store since issue 12) or, for older checkouts,
+    Reads ``runs/<ds>/<doc>/result.json`` (the typed run store of ADR 0010) or, for older checkouts,
     ``runs/<ds>/<doc>/attempt_<n>/report.json``."""
     import collections
 

@@ -58,7 +58,7 @@ _NEGATION = [(re.compile(r"\b(no|not) (?!\d)"), ""), (re.compile(r"\bnegative\b"
 
 
 def mutate(line: str) -> dict[str, str]:
-    """The realistic classifier errors of issue 20 V4 must catch, made on a normalised line: a digit
+    """The realistic classifier errors V4 must catch (ADR 0021), made on a normalised line: a digit
     changed (the last digit of the first number, +3), left ↔ right, a negation dropped."""
     out = {}
     m = _DIGIT.search(line)

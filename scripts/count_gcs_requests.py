@@ -1,4 +1,4 @@
-"""Count the HTTP requests the sample night sends to a GCS emulator (issue 12's budget on gs://).
+"""Count the HTTP requests the sample night sends to a GCS emulator (ADR 0010's budget on gs://).
 
 Runs the nightly stages in one process (``tests/batch_stages.run_stages``, shard size 5) and the
 batch report on a ``gs://`` root served by ``tests/gcs_emulator.py``, twice (a first night, then

@@ -1,4 +1,4 @@
-"""Count the artifact-store requests of the in-process sample night (issue 12's budget).
+"""Count the artifact-store requests of the in-process sample night (ADR 0010's budget).
 
 Runs the nightly stages in one process (``tests/batch_stages.run_stages``: every stage on a fresh
 ``Batch``, as every DAG task) on the 13 sample PDFs with the offline judge, then the batch report,

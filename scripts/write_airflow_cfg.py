@@ -27,7 +27,7 @@ SETTINGS = {
     },
 }
 
-#: Memory (issue 15): set when the file does not say otherwise (a value already there is kept).
+#: Memory (ADR 0017): set when the file does not say otherwise (a value already there is kept).
 #: The LocalExecutor forks all ``parallelism`` workers when it starts (default 32, each a copy of
 #: the scheduler); 8 task slots are plenty for one machine's nights (the llm pool has 4). Two DAG
 #: files need one parsing process (default 2). scripts/bench_memory.py measures the difference.

@@ -1,4 +1,4 @@
-"""The nightly audit of accepted documents (issue 21): which accepts an SME looks at again, and
+"""The nightly audit of accepted documents (ADR 0023): which accepts an SME looks at again, and
 what their answers say about the false-accept rate. Pure: no I/O, no Airflow.
 
 Sampling (:func:`draw_sample`)

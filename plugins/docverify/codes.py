@@ -68,7 +68,7 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("EVIDENCE_WEAK", "V4", _M, False, "IG-6", "Evidence is generic or too short to support the label"),
         # Any judgment phase
         CodeSpec("VERIFICATION_INCOMPLETE", "ANY", _M, False, "IG-11", "A judgment could not be completed"),
-        # Consistency between fields (issue 10). Severity/fixability and the reason for each are in
+        # Consistency between fields (ADR 0006). Severity/fixability and the reason for each are in
         # README "Consistency between fields"; in short: a repair that is unambiguous (the mixture and the
         # overall type are summaries of the segments) is a fixable MAJOR; a contradiction whose repair
         # needs a judgment (which segment owns a page, which of two claims is wrong) is a BLOCKER.
@@ -82,10 +82,10 @@ CATALOGUE: dict[str, CodeSpec] = {
                  "A mixture presence level differs from the strongest level in the segments"),
         CodeSpec("DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "V2", _M, True, "IG-10",
                  "dominant_type_overall is the dominant_type of no segment"),
-        # The CR_V2 jury over a judgment's findings (issue 14; only when the jury is enabled)
+        # The CR_V2 jury over a judgment's findings (ADR 0012; only when the jury is enabled)
         CodeSpec("JURY_FLIP", "ANY", _M, True, "IG-10", "The jury found the opposite presence level (applied as a fix)"),
         CodeSpec("JURY_FLAG", "ANY", _M, False, "IG-11", "The jury could not settle a finding"),
-        # Beyond the specification, each switched by docverify.policy.VerifyPolicy (issue 20, item 7)
+        # Beyond the specification, each switched by docverify.policy.VerifyPolicy (ADR 0022)
         CodeSpec("PATIENT_IDENTITY_CONFLICT", "V2", _M, False, "IG-12",
                  "One segment's pages carry two different patient identifiers (MRN / patient id, or name and DOB)"),
         CodeSpec("LOW_CONFIDENCE_PRIMARY", "V2", _M, False, "IG-4",

@@ -28,7 +28,7 @@ Which documents
     it lacks counts as wrong. Reviewed documents are the *escalated* ones: these figures describe
     the hard cases the verifiers picked, not the pipeline's overall accuracy.
 
-Audits (issue 21)
+Audits (ADR 0023)
     A ground-truth record with ``review_kind: "audit"`` (or whose packet is an audit packet)
     answers the nightly audit of an *accepted* document: it counts in ``n_reviewed`` and
     ``n_audited`` but in no accuracy or escalation figure. ``false_accept`` is the share of
@@ -189,7 +189,7 @@ class UnclassifiableDocument(_Figures):
 
 
 class FalseAcceptFigures(_Figures):
-    """Audited accepts (issue 21): the weighted share the SME corrected (:mod:`docverify.audit`:
+    """Audited accepts (ADR 0023): the weighted share the SME corrected (:mod:`docverify.audit`:
     each answer weighted 1/inclusion probability) with its 95 % Wilson interval on the effective n."""
 
     rate: float | None = None
@@ -510,8 +510,8 @@ class _PrimarySource:
 
     def jury_decisions(self, doc_id: str) -> list[tuple[str, str]]:
         """(finding code, jury decision) of the newest verification of ``doc_id`` (its
-        ``result.json``; ``verification.json`` of the CLI or of nights before issue 12), each once;
-        [] when the jury did not run."""
+        ``result.json``; ``verification.json`` of the CLI or of nights before the typed run store,
+        ADR 0010), each once; [] when the jury did not run."""
         for ds in self.partitions():
             rec = self._result(ds, doc_id)
             raw = rec.get("result") if rec is not None else None
@@ -530,7 +530,7 @@ class _PrimarySource:
 
     def run_classification(self, doc_id: str) -> Any | None:
         """The newest classification of ``doc_id`` (by date partition): its night's ``result.json``,
-        or ``classification.json`` (the CLI's, or of nights before issue 12)."""
+        or ``classification.json`` (the CLI's, or of nights before the typed run store of ADR 0010)."""
         for ds in self.partitions():
             rec = self._result(ds, doc_id)
             if rec is not None and rec.get("classification") is not None:

@@ -18,7 +18,8 @@ from docverify.models import DocumentBundle, Page
 
 #: The labelled sample, relative to the corpora folder.
 SAMPLE = pathlib.Path("text_labeled") / "combined_sample.jsonl"
-#: The administrative ("Other") and genomic texts added for issue 13, relative to the corpora folder.
+#: The administrative ("Other") and genomic texts added to score the classifier on unseen text
+#: (ADR 0011), relative to the corpora folder.
 MORE = pathlib.Path("text_labeled_more") / "records.jsonl"
 #: The fixed tuning/test split of both (record ids only), relative to the repository.
 SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split.json"

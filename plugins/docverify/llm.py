@@ -9,7 +9,7 @@ judgment becomes one MAJOR, non-fixable ``VERIFICATION_INCOMPLETE`` issue, so th
 escalates; a failed classification raises :class:`ClassificationError`. Nothing is silently
 accepted.
 
-Throttling is not a fault of the model (issue 15): a 429 / ``RESOURCE_EXHAUSTED`` is waited out
+Throttling is not a fault of the model (ADR 0014): a 429 / ``RESOURCE_EXHAUSTED`` is waited out
 (the provider's ``Retry-After``, or the shared :class:`~docverify.ratelimit.RateLimiter` every task
 of the night reserves its requests from) without spending the per-call failure budget of
 :class:`BackoffRetry`, up to :class:`ThrottlePolicy`'s waiting budget; beyond it — or when the
@@ -273,7 +273,7 @@ class LLMJudge(Judge):
         self.limiter = limiter
         self.throttle = throttle if throttle is not None else ThrottlePolicy()
         self.connection = connection
-        #: circuit breaker (issue 22): after this many consecutive overload/5xx answers to this judge,
+        #: circuit breaker (ADR 0018): after this many consecutive overload/5xx answers to this judge,
         #: calls wait and one probe goes first until an answer closes it (0 = off); per process — the
         #: shared limiter's pause spreads the wait to the night's other processes
         self.breaker_threshold = breaker_threshold
@@ -378,7 +378,7 @@ class LLMJudge(Judge):
         run_usage = RunUsage()
 
         # what one request is assumed to cost the tokens-per-minute budget before it is sent (~4
-        # characters a token); corrected from the real usage afterwards. Input tokens only (issue 22):
+        # characters a token); corrected from the real usage afterwards. Input tokens only (ADR 0018):
         # Gemini's TPM quota (GenerateContentInputTokensPerModelPerMinute) does not count output or thoughts
         estimate = (len(user_prompt) + len(SYSTEM_INSTRUCTIONS)) // 4
         waited = 0.0  # seconds this call spent waiting for the quota (ThrottlePolicy.max_wait_s)

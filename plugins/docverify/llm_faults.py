@@ -88,7 +88,7 @@ def is_quota_exhausted(exc: BaseException) -> bool:
     return isinstance(exc, ModelQuotaExceededError)
 
 
-# --------------------------------------------------------------------------- fault families (issue 22)
+# --------------------------------------------------------------------------- fault families (ADR 0018)
 
 #: A fault of the service (429 throttling, overload, 5xx, a dropped connection): waited out under
 #: :class:`ThrottlePolicy`, then :class:`ServiceOutage` — never a document's verdict.
@@ -252,7 +252,7 @@ class ThrottlePolicy:
 class BackoffRetry:
     """Bounded retries of a request's own transient faults (:func:`is_transient` minus the service's
     faults of :func:`fault_family` — 429, overload, 5xx, an unreachable service are waited out by the
-    judge under :class:`ThrottlePolicy` since issue 22 — i.e. timeouts, unreadable bodies; a
+    judge under :class:`ThrottlePolicy` (ADR 0018) — i.e. timeouts, unreadable bodies; a
     deterministic fault fails at once) with
     exponential backoff and full jitter (tenacity's ``wait_random_exponential``): the n-th wait is
     uniform in ``[0, min(max_wait_s, initial_wait_s * 2**n)]``. A server's ``Retry-After`` (a 503
@@ -260,7 +260,7 @@ class BackoffRetry:
     of up to ``retry_after_jitter`` of it; beyond that the call fails. At most ``max_attempts``
     calls; the last fault is re-raised. A 429 is not retried here: it is re-raised at once to
     :class:`LLMJudge`, which waits it out under :class:`ThrottlePolicy` without spending these
-    attempts (issue 15: 41 % of the requests of a 60-RPM night were 429s, and spending the
+    attempts (ADR 0014: 41 % of the requests of a 60-RPM night were 429s, and spending the
     failure budget on them escalated 18 % of the documents)."""
 
     max_attempts: int = 4

@@ -27,8 +27,8 @@ logger = logging.getLogger("docverify.llm")
 PROMPTS: dict[str, str] = {
     "classify": "classifier_v1",
     **{s.agent: s.prompt_name for s in REGISTRY.judged},  # each verifier's (docverify.verify.registry)
-    # issue 14: the CR_V2 jury (jurors A, B: the general prompt; C: the evidence-facet prompt) and
-    # the V5 second opinion
+    # the CR_V2 jury (ADR 0012; jurors A, B: the general prompt; C: the evidence-facet prompt) and
+    # the V5 second opinion (ADR 0013)
     "JURY": "jury_finding_v1",
     "JURY_EVIDENCE": "jury_evidence_facet_v1",
     "V5_SECOND": "v5_second_opinion_v1",

@@ -4,7 +4,7 @@ The classification models are deliberately lenient about *values* (a confidence 
 page number of 0 still parses): reporting such values is V1's job, and V1 can only report what
 it can read. Only the *shape* (types, enum members) is enforced by pydantic; a classification
 whose shape is wrong becomes a V1 ``SCHEMA_INVALID`` BLOCKER, never an exception in the batch.
-The shape is checked strictly (issue 20): numbers are JSON numbers (``true`` or ``"0.9"`` is
+The shape is checked strictly (ADR 0020): numbers are JSON numbers (``true`` or ``"0.9"`` is
 no confidence), page numbers and counts whole numbers (``3`` or ``3.0``, which JSON Schema also
 calls an integer; not ``2.5``, ``"3"`` or ``true``), strings strings, and enum strings exact
 members ("pathology report" is not "Pathology Report").
@@ -112,7 +112,7 @@ def _whole_float_to_int(value: Any) -> Any:
     return int(value) if type(value) is float and value.is_integer() else value
 
 
-#: The classification's scalar types (issue 20): strict per field, so that enum *strings* still
+#: The classification's scalar types (ADR 0020): strict per field, so that enum *strings* still
 #: parse from a dict (a model-wide strict mode would demand enum instances in Python mode).
 #: A number: int or float, never bool or a numeric string (NaN/inf parse: V1 reports them).
 StrictNumber = Annotated[float, Strict()]

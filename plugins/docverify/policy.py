@@ -1,5 +1,5 @@
 """The verification policy: the switches of what the pipeline does beyond the specification
-(issue 20, items 6 and 7), in one small frozen object passed explicitly (``policy=…``) through
+(ADR 0022), in one small frozen object passed explicitly (``policy=…``) through
 :func:`docverify.pipeline.verify_document` → :func:`docverify.retry.run_loop` /
 :func:`docverify.pipeline.verify_attempt`, from the stages (which get it from the Airflow task,
 built from ``docverify_airflow.config.Settings``), the batch-mode collect pass and the CLI.

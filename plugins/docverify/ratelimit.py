@@ -6,7 +6,7 @@ one budget for the whole night, but the night's LLM calls come from many task pr
 ``concurrency`` alone cannot keep them under the quota: 4 tasks × 8 calls at 1 s latency ask for
 ~1,900 requests a minute, and a 60-requests-per-minute quota answers most of them with 429.
 
-Design (option (a) of issue 15, chosen over the alternatives):
+Design (ADR 0014, chosen over the alternatives it rejects):
 
 * **GCRA ("virtual scheduling") in one small state file per model, under an ``fcntl`` lock.** A
   caller *reserves* the next free slot — ``admit = max(now, tat)``, then ``tat = admit + cost ×
@@ -82,7 +82,7 @@ class RateLimiter:
     Args:
         key: what the quota belongs to (the model id; a different key is a different budget).
         rpm: requests per window (0 = unlimited).
-        tpm: tokens per window (0 = unlimited). The LLM judge charges input tokens only (issue 22):
+        tpm: tokens per window (0 = unlimited). The LLM judge charges input tokens only (ADR 0018):
             Gemini's TPM quota counts input tokens, not output or thoughts.
         state_dir: directory of the shared state file (one machine); None keeps the state in this
             process only (tests, one-off CLI runs).

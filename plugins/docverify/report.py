@@ -102,7 +102,7 @@ def build(batch: Batch) -> dict[str, Any]:
         if err is not None:
             errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"], "message": err["message"]})
             entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
-            # no verification ran: the reason is the error, not a V5 rule (issue 10)
+            # no verification ran: the reason is the error, not a V5 rule (ADR 0008)
             entry.update(final_decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"], attempts=0,
                          route="write_sme_packets")
             final_routes["ESCALATE_TO_SME"] += 1
@@ -169,7 +169,7 @@ def build(batch: Batch) -> dict[str, Any]:
         entry["llm"] = {**{k: u.get(k, 0) for k in LLM_KEYS},
                         "cost_usd": _cost(price_model, u).usd}
         b = per_doc_batch.get(entry["doc_id"])
-        if b:  # requests served by a batch job, at the batch price (issue 15)
+        if b:  # requests served by a batch job, at the batch price (ADR 0016)
             bc = _cost(price_model, b, batch=True).usd
             entry["llm"]["batch_requests"] = b.get("requests", 0)
             entry["llm"]["cost_usd"] = None if bc is None or entry["llm"]["cost_usd"] is None else round(
@@ -192,7 +192,7 @@ def build(batch: Batch) -> dict[str, Any]:
             total.update(c)
         extra["second_opinion"] = dict(sorted(total.items()))
     inputs = {k: v for k in ("orphan_companions", "removed") if (v := (manifest.model_extra or {}).get(k))}
-    if inputs:  # what the night's folder held besides its documents, and what left it (issue 25)
+    if inputs:  # what the night's folder held besides its documents, and what left it (ADR 0024)
         extra["inputs"] = inputs
     return {
         **extra,
@@ -221,7 +221,7 @@ def build(batch: Batch) -> dict[str, Any]:
 
 
 def audit_section(ds: str, stage: dict, feedback: dict) -> dict[str, Any]:
-    """The night's audit of accepted documents (issue 21): the rate, how many accepts, the sample
+    """The night's audit of accepted documents (ADR 0023): the rate, how many accepts, the sample
     with each document's inclusion probability, and the false-accept figures of this night and
     over all nights so far (from the feedback figures; absent until an audit is answered)."""
     out: dict[str, Any] = {"rate": stage.get("rate"), "accepted": stage.get("accepted", 0),

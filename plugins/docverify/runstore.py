@@ -17,7 +17,7 @@ place that builds a path of the layout::
     reports/<ds>/batch_report.json|.md|.html
     withdrawn/<ds>/<kind>_<id>[.<n>].json      outputs of an earlier run moved aside
 
-Request discipline (issue 12): one store request per read — a missing object is a ``None`` from a
+Request discipline (ADR 0010): one store request per read — a missing object is a ``None`` from a
 single read, never ``exists`` then ``read``; every JSON object is read at most once per instance
 (a task builds one) and writes update the memo; a directory listed once
 (:meth:`RunStore.listing`) answers "absent" for every name it does not hold, without a request;

@@ -1,4 +1,4 @@
-"""An SME correction that holds (issue 10, item 7).
+"""An SME correction that holds (ADR 0009).
 
 The SME may set the dominant type, the segments, the presence level of any type (for the whole
 document or per segment) and the mixture's presence levels; everything they do not set is

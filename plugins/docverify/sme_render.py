@@ -289,7 +289,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
                  ("Ground truth", f"{packet.ground_truth_path} (version {packet.ground_truth_version})")]
     decision: list[tuple[str, Any]] = [("Decision", packet.v5_decision), ("Rule", decided_by(packet)),
                                        ("Reason", packet.v5_reason)]
-    if packet.v5_explanation:  # issue 14: the V5 decision's explanation for the SME (one line each)
+    if packet.v5_explanation:  # ADR 0013: the V5 decision's explanation for the SME (one line each)
         decision.append(("Why", packet.v5_explanation.splitlines()))
     if packet.jury_votes:
         decision.append(("Jury votes", [_jury_line(v) for v in packet.jury_votes]))
@@ -319,7 +319,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
 
 def decided_by(packet: SMEPacket) -> str:
     """'rule 4', 'rule 5 (max_retries)', or 'not processed: CORRUPT' — a parse error is its own
-    reason, never a V5 rule (issue 10)."""
+    reason, never a V5 rule (ADR 0008)."""
     if packet.v5_rule is None:
         return f"not processed: {(packet.error or {}).get('error', 'error')}"
     stop = packet.escalation_reason

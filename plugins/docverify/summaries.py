@@ -32,7 +32,7 @@ def doc_summary(rec: DocResult) -> dict[str, Any]:
                    issue_codes_attempt_0=[i.code for i in res.attempts[0].issues],
                    quality_score=res.attempts[-1].quality_score, fixes=[f.fixer for f in res.fixes_applied],
                    v5_audit=res.attempts[-1].decision.explanation_audit)
-        votes = jury_votes(res)  # issue 14: only when the jury ran
+        votes = jury_votes(res)  # ADR 0012: only when the jury ran
         if votes:
             out["jury"] = votes
     return out

@@ -1,4 +1,4 @@
-"""The trend over the last nights (issue 21): one row per night from the stored batch reports
+"""The trend over the last nights (ADR 0023): one row per night from the stored batch reports
 (``reports/<ds>/batch_report.json``), with the false-accept rate of each night from the ground
 truth so far (audits are answered after their night's report was written). Exported as
 ``reports/trend.json`` and ``reports/trend.csv`` for a warehouse, and shown in the batch report.

@@ -49,13 +49,14 @@ VAR_LLM_CONN = "docverify_llm_conn_id"
 VAR_LLM_TIMEOUT = "docverify_llm_timeout_s"
 VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
 VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
-# issue 15: one LLM rate limiter shared by every task of the night (docverify.ratelimit)
+# ADR 0014: one LLM rate limiter shared by every task of the night (docverify.ratelimit)
 VAR_LLM_RPM = "docverify_llm_rpm"
 VAR_LLM_TPM = "docverify_llm_tpm"
 VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
 VAR_LLM_THROTTLE_WAIT = "docverify_llm_throttle_wait_s"
 VAR_LLM_SHARDS = "docverify_llm_shards"
-# issue 15: the night's LLM requests online (default) or through Gemini batch jobs (docverify_airflow.llm_batch)
+# ADR 0016: the night's LLM requests online (default) or through Gemini batch jobs
+# (docverify_airflow.llm_batch)
 VAR_LLM_MODE = "docverify_llm_mode"
 VAR_LLM_BATCH_POLL = "docverify_llm_batch_poll_s"
 LLM_MODES = ("online", "batch")
@@ -69,14 +70,16 @@ LAYOUTS = ("local", "document_ai")
 VAR_OCR = "docverify_ocr"
 _ON = ("on", "true", "1", "yes")
 _OFF = ("off", "false", "0", "no")
-# issue 14: the CR_V2 jury over the judgment phases' findings, and the V5 second opinion (both off by default)
+# the CR_V2 jury over the judgment phases' findings (ADR 0012), and the V5 second opinion (ADR 0013);
+# both off by default
 VAR_JURY = "docverify_jury"
 VAR_JURY_CONNS = "docverify_jury_conn_ids"
 VAR_JURY_MAX_FINDINGS = "docverify_jury_max_findings"
 VAR_SECOND_OPINION = "docverify_v5_second_opinion"
 VAR_SECOND_OPINION_CONN = "docverify_v5_second_opinion_conn_id"
 JURY_MODES = ("off", "cr_v2", "cr_v1")
-# issue 20: the verification policy (docverify.policy.VerifyPolicy; its defaults are the Variables' defaults)
+# ADR 0022: the verification policy (docverify.policy.VerifyPolicy; its defaults are the Variables'
+# defaults)
 VAR_BLOCKER_REPAIR = "docverify_blocker_repair"
 VAR_CHECK_PATIENT_IDENTITY = "docverify_check_patient_identity"
 VAR_MIN_PRIMARY_CONFIDENCE = "docverify_min_primary_confidence"
@@ -526,7 +529,7 @@ def llm_quota(key: str, s: Settings | None = None) -> dict[str, Any]:
     (Variables ``docverify_llm_rpm`` / ``docverify_llm_tpm``, 0 = unlimited), shared by every task
     process of this machine through a state file under ``$AIRFLOW_HOME/docverify-llm-limiter``,
     each of ``docverify_llm_limiter_hosts`` machines taking its share; a call waits for the quota or an
-    outage (429, overload, 5xx: issue 22) at most ``docverify_llm_throttle_wait_s`` (default 1200)
+    outage (429, overload, 5xx: ADR 0018) at most ``docverify_llm_throttle_wait_s`` (default 1200)
     seconds, then the task fails (``ServiceOutage``, a JudgeThrottled)
     and is retried — a throttled document is never escalated."""
     import os

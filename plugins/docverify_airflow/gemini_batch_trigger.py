@@ -1,4 +1,4 @@
-"""The trigger that waits for an existing Gemini batch job (issue 22, items 3 and 4).
+"""The trigger that waits for an existing Gemini batch job (ADR 0019).
 
 The provider's :class:`GenAIGeminiCreateBatchJobTrigger` creates the job inside the trigger and
 turns any exception while polling into an error event: one transient error lost the whole batch

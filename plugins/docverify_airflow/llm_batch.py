@@ -1,4 +1,4 @@
-"""Batch mode's task bodies (Variable ``docverify_llm_mode = batch``, issue 15): per round
+"""Batch mode's task bodies (Variable ``docverify_llm_mode = batch``, ADR 0016): per round
 (``classify``, then ``judgments``) collect → upload → the provider's batch job operator → ingest,
 around the domain core's :mod:`docverify.llm_batch`.
 

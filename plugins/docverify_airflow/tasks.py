@@ -138,7 +138,7 @@ def map_limit() -> int:
 def _shards(context, ids_of) -> list[list[str]]:
     """With the LLM judge the night's shards are at most ``docverify_llm_shards`` (the llm pool's
     slots): they all run at once and keep the quota busy to the end; more shards than slots run in
-    waves, and the quota idles while a wave's tasks start (issue 15: a 1,000-document night at
+    waves, and the quota idles while a wave's tasks start (ADR 0015: a 1,000-document night at
     1,000 RPM took 1.41× the quota bound with 64 shards in 8 waves, 1.06× with 8 shards)."""
     params = context["params"]
     shard_size, max_shards, limit = int(params.get("shard_size", 25)), int(params.get("max_shards", B.MAX_SHARDS)), map_limit()

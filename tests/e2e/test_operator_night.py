@@ -228,7 +228,9 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         assert '"doc_id": "quest_cbc_panel"' in ui.d.page_source or "quest_cbc_panel" in ui.d.page_source
         ui.shot("07_task_log_lineage")
 
-        # the SME answers two reviews in Browse → Required Actions
+        # the SME answers two reviews in Browse → Required Actions (once the scheduler has taken in every
+        # review's park, as a person's reading time would: ADR 0031)
+        ui.wait(lambda: stack.parks_settled("sme_review"), 60, "the scheduler's report of every review's park")
         ui.open_review("fabricated_evidence", today)
         ui.shot("08_review_form")
         ui.answer("Agree", notes="the snippet is on no page; the rest is right")

@@ -1,4 +1,4 @@
-"""The nightly audit (issue 21): a reproducible sample of the night's AUTO_ACCEPT documents goes
+"""The nightly audit (ADR 0023): a reproducible sample of the night's AUTO_ACCEPT documents goes
 to the SMEs as *audit* packets, in the normal review flow. The accepted records stay accepted.
 
 An audit packet's key is ``<review_id>_audit`` (``sme_packet_<ds>_<doc>_<10 hex>_audit.json``):

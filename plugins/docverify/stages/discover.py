@@ -39,7 +39,7 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     (``INPUT_NOT_REGULAR`` / ``TOO_LARGE``). Hashes are streamed. A refusal of an earlier run that
     no longer holds (the file was fixed) is cleared, known from the earlier manifest (one read).
 
-    The boundary is total (issue 25): a name that cannot name a stored object (a control
+    The boundary is total (ADR 0024): a name that cannot name a stored object (a control
     character, a backslash, bytes that are not UTF-8, over 255 bytes — :func:`~docverify.paths.
     name_problem`) is one document with the error ``INPUT_UNSAFE_NAME``, never read, named by its
     doc id (a readable prefix plus a hash of the name's bytes), its escaped name (``pdf_rel``) and

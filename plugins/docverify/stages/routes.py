@@ -61,7 +61,7 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
 
 
 def withdraw_removed(batch: Batch, present: set[str]) -> list[str]:
-    """Reconcile the night's outputs with its inputs (issue 25): the accepted record and the
+    """Reconcile the night's outputs with its inputs (ADR 0024): the accepted record and the
     *pending* packets of this night of a document whose PDF is no longer in the incoming folder
     (``present``: the doc ids of every listed ``*.pdf``) are withdrawn with the reason — moved
     aside by :func:`withdraw`, never deleted. A reviewed packet, ground truth and audit packets are

@@ -199,7 +199,7 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, deps: VerifyDeps, stats: S
         rec.result = result
     judgment = [r for r in rec0.runs if r.phase == "judgment"]
     jury = [{k: v[k] for k in ("code", "votes", "reason_codes", "final_action", "flag_reason", "rule")}
-            for r in rec0.runs if r.phase == "jury" for v in r.votes or []]  # issue 14: codes only
+            for r in rec0.runs if r.phase == "jury" for v in r.votes or []]  # ADR 0012: codes only
     lineage("verify", doc_id, implementation=sorted({f"{r.agent}-{r.phase}:{r.implementation}" for r in rec0.runs}),
             judgment_skipped=bool(judgment) and all(r.skipped for r in judgment),
             llm_calls=usage.llm_calls, cache_hits=usage.cache_hits,

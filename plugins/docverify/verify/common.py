@@ -126,7 +126,7 @@ def _squeeze(text: str) -> tuple[str, list[int]]:
 
 
 class CriticalTokens:
-    """What a fuzzy match must not change (V4, issue 20), compiled once from rule data
+    """What a fuzzy match must not change (V4, ADR 0021), compiled once from rule data
     (``include/rules/evidence.json`` → ``faithfulness``).
 
     The needle is aligned character by character (Levenshtein opcodes, whitespace left out: spacing

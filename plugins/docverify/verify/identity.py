@@ -1,4 +1,4 @@
-"""Patient identity consistency (issue 20, item 7a; beyond the specification, switched by
+"""Patient identity consistency (ADR 0022; beyond the specification, switched by
 ``VerifyPolicy.patient_identity``): a segment is one patient's document, so two different
 patient identifiers on its pages — two MRNs, two patient ids, or two different (name, date of
 birth) pairs — are ``PATIENT_IDENTITY_CONFLICT`` (V2, MAJOR, not fixable: which page belongs to

@@ -1,4 +1,4 @@
-"""V2 rule-phase checks beyond the specification (issue 20, item 7), each switched by the
+"""V2 rule-phase checks beyond the specification (ADR 0022), each switched by the
 :class:`~docverify.policy.VerifyPolicy` that :func:`docverify.verify.v2_consistency.rule_phase`
 is given (without a policy, or without the bundle, none runs: the rule phase is the
 specification's).

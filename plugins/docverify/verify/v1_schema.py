@@ -59,7 +59,7 @@ def parse(raw: Any) -> tuple[ClassificationOutput | None, list[Issue]]:
     """Parse a raw classification. A shape error becomes one ``SCHEMA_INVALID`` BLOCKER that
     lists the first problems: field path, what was expected and the JSON type that came (a
     confidence of ``true`` or ``"0.9"``, a page of ``2.5``, an enum in the wrong case — the
-    models are strict, issue 20), never the value. ``details["errors"]`` has the same per error
+    models are strict, ADR 0020), never the value. ``details["errors"]`` has the same per error
     (path, pydantic error type, expected, got)."""
     if isinstance(raw, ClassificationOutput):
         return raw, []

@@ -141,7 +141,7 @@ def derive_mixture(cls: ClassificationOutput) -> list[MixtureEntry]:
 
 
 def field_consistency(cls: ClassificationOutput) -> list[Issue]:
-    """Claims of one classification that contradict each other (issue 10): each segment's type
+    """Claims of one classification that contradict each other (ADR 0006): each segment's type
     against its own presence levels, a PRIMARY type without share, the mixture against the
     segments (both directions), and the overall type against the segments."""
     return (_segment_type_vs_presence(cls) + _primary_without_share(cls)

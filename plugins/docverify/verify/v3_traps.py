@@ -11,7 +11,7 @@ Every text (page text, vendor_signals, evidence snippets) is matched in
 collapsed, punctuation between words a separator), keywords and vendor names on word
 boundaries (:func:`~docverify.verify.common.term_pattern`), so "TEST  REQUEST",
 "Specimen-Receipt", "Quest Diagnostics" with a no-break space and "D.O.B." are seen
-(issue 20).
+(ADR 0021).
 
 Judgment phase over the first 4,000 characters (``V3_CONTEXT_CHARS``). The offline
 implementation applies context rules the pattern phase cannot see: routine lab values under a

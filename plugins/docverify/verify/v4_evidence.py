@@ -5,7 +5,7 @@ Rule phase, deterministic, against the DocumentBundle (never against the classif
 * every snippet is looked up on its claimed page after normalising case, width, dashes and
   whitespace, tolerating OCR noise (fuzzy ``partial_ratio`` ≥ the threshold in
   ``include/rules/evidence.json``; a page the local parser OCR'd takes ``fuzzy_threshold_ocr``);
-* the fuzzy match absorbs spacing, hyphenation and OCR noise only (issue 20): a snippet that is not
+* the fuzzy match absorbs spacing, hyphenation and OCR noise only (ADR 0021): a snippet that is not
   an exact substring must keep, in the page text rapidfuzz aligned it with, every number as
   written (decimals, percentages, ranges, doses with their unit, "grade 2", "stage iiia",
   "pT2N0M0", "3+4"), every negation cue and every laterality word (``faithfulness`` in
@@ -27,7 +27,7 @@ Rule phase, deterministic, against the DocumentBundle (never against the classif
 * every anchor must be on the claimed page: absent there → ``ANCHOR_NOT_ON_PAGE`` (MAJOR, not
   fixable), absent from the whole document → the same code as a BLOCKER. When the snippet is
   ``EVIDENCE_WRONG_PAGE``, the anchors are checked on the page the fix moves it to: anchors found
-  there travel with the one fixable issue (issue 10, item 3);
+  there travel with the one fixable issue (ADR 0006);
 * a snippet found on its claimed page, but that page is outside its segment →
   ``EVIDENCE_OUTSIDE_SEGMENT``; a page the document does not have is V1's
   ``EVIDENCE_PAGE_OUTSIDE_DOCUMENT``: such an item is only checked for fabrication here.

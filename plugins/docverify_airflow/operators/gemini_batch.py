@@ -1,4 +1,4 @@
-"""Batch mode's job step (issue 15): a Gemini batch job through the Google provider's
+"""Batch mode's job step (ADR 0016): a Gemini batch job through the Google provider's
 :class:`GenAIGeminiCreateBatchJobOperator` (its hook and settings), deferrable (a Gemini batch job
 can take up to 24 hours; the wait is on the triggerer, not a worker slot), told by the upstream
 ``llm_batch_collect_<round>`` task (XCom → templated ``model`` and ``input_source``: the uploaded
@@ -16,7 +16,7 @@ EXPIRED or CANCELLED fails this task at once (``AirflowFailException``: another 
 a second job); ``llm_batch_ingest_<round>`` runs anyway and leaves every request to verify's
 online calls.
 
-A batch job is never lost (issue 22, items 3 and 4). The provider's trigger creates the job inside
+A batch job is never lost (ADR 0019). The provider's trigger creates the job inside
 the trigger and turns any poll exception into an error event, so one transient error lost a running,
 billed job. Here the job is created through the provider's hook and its name recorded in the store
 (:func:`docverify_airflow.llm_batch.record_job`) *before* the task defers, to
