@@ -46,10 +46,11 @@ celery-deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server postgresql >/dev/null; \
 	fi
 
-test: $(STAMP) browser celery-deps  ## lint, then the whole suite incl. the browser test (pytest exits non-zero when it collects nothing)
+test: $(STAMP) browser celery-deps  ## lint, then the whole suite: everything but the real-stack tests on both cores, then the real Airflow stacks and browsers one at a time (pytest exits non-zero when it collects nothing)
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not e2e" -n 2 --dist load
+	$(PY) -m pytest -q -m e2e
 
 test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser), on both cores (pytest-xdist)
 	$(VENV)/bin/ruff check plugins dags tests scripts
