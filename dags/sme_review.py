@@ -48,7 +48,7 @@ separated user names; empty = anyone). Logs carry doc ids, versions and URIs, ne
     # reviews must appear after the first escalating night without anyone finding this Dag first
     is_paused_upon_creation=False,
     # runs overlap: an unanswered review (72 h by default) never holds back the next night's; a
-    # packet is open in one run at a time through its claim (docverify.sme_claims)
+    # packet is open in one run at a time through its claim (docverify.sme.claims)
     max_active_runs=16,
     default_args={"owner": "docverify", "retries": 2, "retry_delay": timedelta(minutes=1),
                   "execution_timeout": timedelta(minutes=10)},

@@ -33,9 +33,11 @@ from scripts.benchlib import publish  # noqa: E402
 from tests.batch_stages import llm_batch_rounds, run_stages  # noqa: E402
 from tests.fake_gemini import FakeGemini  # noqa: E402
 
-from docverify import batch as B  # noqa: E402
 from docverify import report  # noqa: E402
-from docverify.llm import BackoffRetry, LLMJudge, VerdictCache  # noqa: E402
+from docverify.llm.cache import VerdictCache  # noqa: E402
+from docverify.llm.faults import BackoffRetry  # noqa: E402
+from docverify.llm.judge import LLMJudge  # noqa: E402
+from docverify.stages.common import Batch  # noqa: E402
 from docverify.store import ArtifactStore  # noqa: E402
 
 DS = "2026-11-24"
@@ -50,7 +52,7 @@ def judge_on(fake: FakeGemini, store: ArtifactStore) -> LLMJudge:
                     retry_policy=BackoffRetry(max_attempts=2, initial_wait_s=0.01, max_wait_s=0.02))
 
 
-def night(root: pathlib.Path, corpora: pathlib.Path | None) -> B.Batch:
+def night(root: pathlib.Path, corpora: pathlib.Path | None) -> Batch:
     incoming = root / "incoming" / DS
     incoming.mkdir(parents=True)
     for f in (ROOT / "include" / "samples").iterdir():
@@ -61,7 +63,7 @@ def night(root: pathlib.Path, corpora: pathlib.Path | None) -> B.Batch:
             raise SystemExit(f"{corpora}/pdfs: no such folder (--corpora names the shared corpora)")
         for f in sorted((corpora / "pdfs").rglob("*.pdf")):
             shutil.copy(f, incoming / f"corpus_{f.stem}.pdf")
-    return B.Batch(store=ArtifactStore(root), ds=DS, run_id="bench-batch")
+    return Batch(store=ArtifactStore(root), ds=DS, run_id="bench-batch")
 
 
 def run(mode: str, root: pathlib.Path, corpora, fail_fraction: float = 0.0) -> dict:

@@ -35,7 +35,9 @@ from docverify.judges import OfflineJudge  # noqa: E402
 from docverify.jury import Juror, Jury  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
 from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
-from docverify.llm import BackoffRetry, InMemoryVerdictCache, LLMJudge  # noqa: E402
+from docverify.llm.cache import InMemoryVerdictCache  # noqa: E402
+from docverify.llm.faults import BackoffRetry  # noqa: E402
+from docverify.llm.judge import LLMJudge  # noqa: E402
 from docverify.pipeline import VerifyDeps, verify_document  # noqa: E402
 
 

@@ -32,7 +32,9 @@ from docverify.cost import estimate_cost, price_source  # noqa: E402
 from docverify.judges import Usage  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
 from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
-from docverify.llm import BackoffRetry, InMemoryVerdictCache, LLMJudge  # noqa: E402
+from docverify.llm.cache import InMemoryVerdictCache  # noqa: E402
+from docverify.llm.faults import BackoffRetry  # noqa: E402
+from docverify.llm.judge import LLMJudge  # noqa: E402
 from docverify.pipeline import verify_document  # noqa: E402
 
 

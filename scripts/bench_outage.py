@@ -52,7 +52,7 @@ def counting_judge_class():
     """``LLMJudge`` counting its circuit breaker: openings (the streak of consecutive outage answers
     reaching ``breaker_threshold``) and probe requests (while the circuit is open, each attempt of the
     probing call sets ``_prober`` right before it sends one request)."""
-    from docverify.llm import LLMJudge
+    from docverify.llm.judge import LLMJudge
 
     class CountingJudge(LLMJudge):
         probes = openings = 0
@@ -88,7 +88,8 @@ def make_judge(fake, store, budget_s: float, *, initial_wait_s: float = 1.0, max
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
 
-    from docverify.llm import BackoffRetry, ThrottlePolicy, VerdictCache
+    from docverify.llm.cache import VerdictCache
+    from docverify.llm.faults import BackoffRetry, ThrottlePolicy
 
     model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="fake-key", base_url=fake.base_url))
     return counting_judge_class()(
@@ -158,15 +159,15 @@ def run_night(work: pathlib.Path, *, outage_s: float = 0.0, after_requests: int 
     from tests.batch_stages import copy_samples, run_stages
     from tests.fake_gemini import FakeGemini, overload_body
 
-    from docverify import batch as B
     from docverify import report
     from docverify.judges import JudgeThrottled
+    from docverify.stages.common import Batch
     from docverify.store import ArtifactStore
 
     if outage_s > 0:
         overload_body()  # the corpora's recording must be there before the night starts
     copy_samples(work, DS, names)
-    b = B.Batch(store=ArtifactStore(work), ds=DS, run_id="bench-outage")
+    b = Batch(store=ArtifactStore(work), ds=DS, run_id="bench-outage")
     fake = FakeGemini(latency_s=latency_s, keep_bodies=False)
     if outage_s > 0:
         fake.outage_after_requests, fake.outage_s = after_requests, outage_s

@@ -65,7 +65,8 @@ def make_judge(model: str | None):
         from docverify.judges import OfflineJudge
 
         return OfflineJudge()
-    from docverify.llm import InMemoryVerdictCache, LLMJudge
+    from docverify.llm.cache import InMemoryVerdictCache
+    from docverify.llm.judge import LLMJudge
 
     return LLMJudge(model, model, cache=InMemoryVerdictCache())
 

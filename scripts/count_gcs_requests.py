@@ -37,9 +37,9 @@ def main() -> None:
         setattr(server.RequestHandler, f"do_{method}", counted)
     from tests.batch_stages import run_stages
 
-    from docverify import batch as B
     from docverify import report
     from docverify.judges import OfflineJudge
+    from docverify.stages.common import Batch
     from docverify.store import ArtifactStore
 
     store = ArtifactStore(GcsTestRoot(emulator, "count").path())
@@ -48,7 +48,7 @@ def main() -> None:
         if f.suffix in (".pdf", ".json") and f.name != "expected_routes.json":
             store.write_bytes(f"incoming/2026-11-20/{f.name}", f.read_bytes())
             docs += f.suffix == ".pdf"
-    b = B.Batch(store=store, ds="2026-11-20", run_id="count")
+    b = Batch(store=store, ds="2026-11-20", run_id="count")
     try:
         for label in ("first night", "re-run"):
             start = count["n"]

@@ -63,30 +63,35 @@ def sample_night(root: pathlib.Path, ds: str = "2026-11-20") -> int:
 
 def night(root: pathlib.Path, stage: list[str], ds: str = "2026-11-20") -> None:
     """The stages of tests/batch_stages.run_stages, naming the stage being counted, + the report."""
-    from docverify import batch as B
     from docverify import report
     from docverify.judges import OfflineJudge
+    from docverify.stages.common import Batch
+    from docverify.stages.discover import discover
+    from docverify.stages.layout import layout_local
+    from docverify.stages.routes import accept, write_sme_packets
+    from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
+    from docverify.store import ArtifactStore
 
-    b = B.Batch(store=B.ArtifactStore(root), ds=ds, run_id="count")
+    b = Batch(store=ArtifactStore(root), ds=ds, run_id="count")
     judge = OfflineJudge()
     stage[0] = "discover"
-    B.discover(b.fresh())
+    discover(b.fresh())
     stage[0] = "layout"
-    B.layout_local(b.fresh(), workers=1, timeout_s=60)
+    layout_local(b.fresh(), workers=1, timeout_s=60)
     stage[0] = "plan_shards"
-    shards = B.plan_shards(b.fresh())
+    shards = plan_shards(b.fresh())
     stage[0] = "verify"
     for i, shard in enumerate(shards):
-        B.verify_shard(b.fresh(), shard, judge, str(i))
+        verify_shard(b.fresh(), shard, judge, str(i))
     stage[0] = "route"
-    B.arbiter(b.fresh(), shards=len(shards))
+    arbiter(b.fresh(), shards=len(shards))
     stage[0] = "auto_fix_retry"
-    for i, shard in enumerate(B.retry_shards(b.fresh())):
-        B.auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
+    for i, shard in enumerate(retry_shards(b.fresh())):
+        auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
     stage[0] = "accept"
-    B.accept(b.fresh())
+    accept(b.fresh())
     stage[0] = "write_sme_packets"
-    B.write_sme_packets(b.fresh())
+    write_sme_packets(b.fresh())
     stage[0] = "batch_report"
     report.write(b.fresh())
 

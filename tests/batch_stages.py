@@ -1,6 +1,6 @@
 """The nightly DAG's stages in one process (no Airflow), in the DAG's order: what the batch,
 LLM, SME and GCS tests run on the sample batch. Shards run one after another, as under
-``airflow dags test``, and every stage gets a fresh :class:`~docverify.batch.Batch` (an empty
+``airflow dags test``, and every stage gets a fresh :class:`~docverify.stages.common.Batch` (an empty
 run-store memo), as every task of the DAG does."""
 
 from __future__ import annotations
@@ -10,8 +10,12 @@ import shutil
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from docverify import batch as B
 from docverify.judges import Judge
+from docverify.stages.common import Batch
+from docverify.stages.discover import discover
+from docverify.stages.layout import layout_local
+from docverify.stages.routes import accept, write_sme_packets
+from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "include" / "samples"
 
@@ -28,30 +32,30 @@ def copy_samples(root: pathlib.Path, ds: str, names: Iterable[str] | None = None
     return incoming
 
 
-def run_stages(b: B.Batch, judge: Judge, *, shard_size: int = 25, workers: int = 1,
-               before_verify: Callable[[B.Batch], Any] | None = None) -> dict:
+def run_stages(b: Batch, judge: Judge, *, shard_size: int = 25, workers: int = 1,
+               before_verify: Callable[[Batch], Any] | None = None) -> dict:
     """discover → layout (local parser) → [``before_verify``: batch mode's rounds] → per shard:
     verify (classify, V1–V4, V5 on attempt 0) → arbiter → retry → accept → write_sme_packets.
     Returns the arbiter's result (its routes)."""
-    B.discover(b.fresh())
-    B.layout_local(b.fresh(), workers=workers, timeout_s=60)
+    discover(b.fresh())
+    layout_local(b.fresh(), workers=workers, timeout_s=60)
     if before_verify is not None:
         before_verify(b)
-    shards = B.plan_shards(b.fresh(), shard_size=shard_size)
+    shards = plan_shards(b.fresh(), shard_size=shard_size)
     for i, shard in enumerate(shards):
-        B.verify_shard(b.fresh(), shard, judge, str(i))
-    routes = B.arbiter(b.fresh(), shards=len(shards))
-    for i, shard in enumerate(B.retry_shards(b.fresh())):
-        B.auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
-    B.accept(b.fresh())
-    B.write_sme_packets(b.fresh())
+        verify_shard(b.fresh(), shard, judge, str(i))
+    routes = arbiter(b.fresh(), shards=len(shards))
+    for i, shard in enumerate(retry_shards(b.fresh())):
+        auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
+    accept(b.fresh())
+    write_sme_packets(b.fresh())
     return routes
 
 
 TERMINAL_JOB_STATES = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
 
 
-def llm_batch_rounds(judge, *, poll_s: float = 0.02, timeout_s: float = 60.0) -> Callable[[B.Batch], None]:
+def llm_batch_rounds(judge, *, poll_s: float = 0.02, timeout_s: float = 60.0) -> Callable[[Batch], None]:
     """Batch mode's tasks in one process (``run_stages(before_verify=…)``): per round collect →
     upload through the Google provider's ``GenAIGeminiAPIHook`` → create the job and poll it (the
     hook calls the provider's operator and trigger make) → ingest; a job that does not succeed is
@@ -61,10 +65,10 @@ def llm_batch_rounds(judge, *, poll_s: float = 0.02, timeout_s: float = 60.0) ->
 
     from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
 
-    from docverify import llm_batch
+    from docverify.llm import batch as llm_batch
     from docverify_airflow.llm_batch import GCP_CONN_ID, results_of, upload_requests
 
-    def run(b: B.Batch) -> None:
+    def run(b: Batch) -> None:
         hook = GenAIGeminiAPIHook(gemini_api_key="fake-key", gcp_conn_id=GCP_CONN_ID)
         for rnd in llm_batch.ROUNDS:
             out = llm_batch.collect(b.fresh(), judge, rnd)

@@ -13,7 +13,7 @@ import pytest
 from scripts.bench_outage import run_night
 from tests.fake_gemini import overload_body
 
-from docverify.llm import ServiceOutage
+from docverify.llm.faults import ServiceOutage
 
 # documents the classifier reads and V2–V4 judge: 4 requests each, 12 in all
 NAMES = ["genomic_brca_ngs", "note_mts_19", "radiology_iu_101"]

@@ -106,7 +106,7 @@ def make_judge(model: str | None):
         from docverify.judges import OfflineJudge
 
         return OfflineJudge()
-    from docverify.llm import LLMJudge
+    from docverify.llm.judge import LLMJudge
 
     return LLMJudge(model, model_id=model)
 
@@ -200,7 +200,7 @@ def cmd_arbiter(args) -> int:
         return _arbiter_decision(args)
     from pydantic import TypeAdapter, ValidationError
 
-    from docverify.arbiter import decide
+    from docverify.arbiters.v5 import decide
     from docverify.models import Issue
 
     raw = _read_json(args.issues, "issues")

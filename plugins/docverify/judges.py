@@ -6,7 +6,7 @@ A *judge* produces the classification and the judgment phase of every verifier t
 
 * :class:`OfflineJudge` (the embedded default) — deterministic lexicon/layout algorithms; real,
   weaker verifiers that need no network and no credentials;
-* ``LLMJudge`` in :mod:`docverify.llm` — pydantic-ai agents with structured output on a given
+* ``LLMJudge`` in :mod:`docverify.llm.judge` — pydantic-ai agents with structured output on a given
   model (Gemini in production, ``FunctionModel``/``TestModel`` in tests).
 
 Every result names the implementation that produced it, so a report never presents an offline
@@ -35,7 +35,7 @@ class JudgeThrottled(RuntimeError):
 
 
 class CallDeferred(RuntimeError):
-    """Batch mode's collect pass (:mod:`docverify.llm_batch`): the call missed the verdict cache and
+    """Batch mode's collect pass (:mod:`docverify.llm.batch`): the call missed the verdict cache and
     was recorded for a Gemini batch job instead of being sent. Never a verdict: the collect pass
     stops the document there (a classification) or discards the judgment; the verify task later
     reads the batch's answer from the cache, or calls the model online when it has none."""

@@ -114,7 +114,7 @@ def _finding_pages(issue: Issue, cls: ClassificationOutput) -> list[int]:
 
 
 def juror_inputs(issue: Issue, bundle: DocumentBundle, cls: ClassificationOutput) -> dict[str, Any]:
-    from docverify.llm_prompts import judgment_view, page_entry
+    from docverify.verify.llm_io import judgment_view, page_entry
 
     wanted = set(_finding_pages(issue, cls))
     return {

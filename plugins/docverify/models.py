@@ -343,7 +343,7 @@ class SMEIssueSummary(_Model):
     )
     context: dict[str, Any] | None = Field(
         default=None,
-        description="The page text around the issue's location (docverify.sme_context.get_issue_context "
+        description="The page text around the issue's location (docverify.sme.context.get_issue_context "
         "without the page image): page, before (2 paragraphs), match, after (3 paragraphs), found, how.",
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from docverify.models import DocumentBundle, VerificationResult
 from docverify.runstore import RunStore
-from docverify.sme_packets import build_packet, now_iso, write_packet
+from docverify.sme.packets import build_packet, now_iso, write_packet
 from docverify.store import ArtifactStore
 
 JsonWriter = Callable[[str, Any], Any]
@@ -64,7 +64,7 @@ def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result:
                                         run_id=run_id, provenance=provenance))
         out["accepted"] = store.uri(rel)
     else:
-        from docverify.sme_packets import review_id
+        from docverify.sme.packets import review_id
 
         packet = build_packet(doc_id=bundle.doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
                               bundle_path=store.uri(bundle_rel), result=result, run_id=run_id,

@@ -13,15 +13,182 @@ import html
 import logging
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
-from docverify.sme_packets import review_id
+from typing_extensions import TypedDict
+
+from docverify.runstore import DocSummary, JuryVote, StageRecord, SummaryError
+from docverify.sme.packets import review_id
 from docverify.stages.common import USAGE_KEYS as LLM_KEYS
 from docverify.stages.common import Batch, lineage, load_stage_stats
 from docverify.summaries import doc_summary
 
 log = logging.getLogger("docverify.report")
 
+
+# =========================================================================== the report's sections
+# ``batch_report.json`` is a plain JSON object (the trend, the tests and the benchmarks read it as
+# one); these TypedDicts are its contract. ``total=False``: keys present in some cases only.
+
+
+class ReportError(TypedDict):
+    """One document's error (no file, no hash: the report is safe to mail around)."""
+
+    doc_id: str
+    stage: str
+    error: str
+    message: str
+
+
+class DocLLM(TypedDict, total=False):
+    """A document's LLM usage over the night's stages (:data:`LLM_KEYS`) and its estimated cost;
+    ``batch_requests`` when batch jobs served some of its requests."""
+
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost_usd: float | None
+    batch_requests: int
+
+
+class DocOutputs(TypedDict, total=False):
+    """What the night wrote for a document (URIs)."""
+
+    accepted: str
+    sme_packet: str
+    audit_packet: str
+    run_dir: str
+
+
+class ReportDoc(TypedDict, total=False):
+    """One row of ``per_document``."""
+
+    doc_id: str
+    input_uri: str
+    sha256: str
+    review_id: str
+    final_decision: str
+    rule: int | None
+    reason: str
+    error: str
+    attempts: int
+    route: str
+    stop_reason: str
+    issue_codes: list[str]
+    quality_score: float
+    fixes: list[str]
+    v5_audit: str
+    jury: list[JuryVote]
+    outputs: DocOutputs
+    llm: DocLLM
+
+
+class StageTiming(TypedDict):
+    seconds: float
+    tasks: int
+    docs: int
+
+
+class BatchJob(TypedDict):
+    """One batch job of batch mode's rounds (as its round's record names it)."""
+
+    round: Any
+    job: Any
+    state: Any
+    requests: Any
+
+
+class BatchSection(TypedDict, total=False):
+    """Batch mode's rounds: the totals of :data:`BATCH_KEYS`, the jobs and the batch-price cost
+    (empty in online mode)."""
+
+    requests: int
+    succeeded: int
+    failed: int
+    missing: int
+    degenerate: int
+    online_fallback: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    jobs: list[BatchJob]
+    cost_usd: float | None
+    cost_note: str
+
+
+class ReportLLM(TypedDict, total=False):
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    calls_per_document: float
+    max_calls_per_document: int
+    cost_usd: float | None
+    price_model: str | None
+    price_source: str
+    cost_note: str
+    mode: str
+    #: batch mode only
+    online_cost_usd: float | None
+    batch: BatchSection
+
+
+class JurySection(TypedDict):
+    documents: int
+    findings_reviewed: int
+    final_actions: dict[str, int]
+    rules: dict[str, int]
+    flag_reasons: dict[str, int]
+
+
+#: The "Feedback from SME reviews" figures: ``docverify.evaluate.FeedbackFigures`` as JSON (without
+#: its per-document rows), or ``{"error", "message"}`` when they could not be computed — the
+#: model's own JSON, kept as that model writes it.
+FeedbackJSON = dict[str, Any]
+
+
+class AuditSection(TypedDict, total=False):
+    rate: float | None
+    accepted: int
+    sample: dict[str, float]
+    written: list[str]
+    kept: list[str]
+    #: ``FalseAcceptFigures`` as JSON, once an audit was answered
+    false_accept_night: Any
+    false_accept_overall: Any
+
+
+class Report(TypedDict, total=False):
+    """``reports/<ds>/batch_report.json`` (the optional sections first, as written)."""
+
+    jury: JurySection
+    audit: AuditSection
+    second_opinion: dict[str, int]
+    inputs: dict[str, list[str]]
+    ds: str
+    run_id: str
+    documents: int
+    routes_attempt_0: dict[str, int]
+    final_routes: dict[str, int]
+    rules: dict[str, int]
+    issues_by_code_attempt_0: dict[str, int]
+    issues_by_code_final: dict[str, int]
+    errors: list[ReportError]
+    llm: ReportLLM
+    implementations: list[str]
+    stage_timings: dict[str, StageTiming]
+    per_document: list[ReportDoc]
+    feedback: FeedbackJSON
+    #: ``docverify.trend.build``'s rows (added by :func:`write`)
+    trend: list[Any]
+
+
+def _llm_cells(u: DocLLM) -> list[int]:
+    """A document's :data:`LLM_KEYS` counts, in that order."""
+    return [u["calls"], u["cache_hits"], u["input_tokens"], u["output_tokens"], u["cached_tokens"]]
 
 
 
@@ -36,7 +203,7 @@ BATCH_KEYS = ("requests", "succeeded", "failed", "missing", "degenerate", "onlin
               "output_tokens", "cached_tokens")
 
 
-def _batch_section(records: list[dict], price_model: str | None) -> dict[str, Any]:
+def _batch_section(records: list[dict], price_model: str | None) -> BatchSection:
     """Batch mode's rounds (``_stages/llm_batch_*.json``): requests sent to batch jobs, what came
     back, what verify asked online instead, and the served requests' cost at the batch price."""
     if not records:
@@ -46,21 +213,22 @@ def _batch_section(records: list[dict], price_model: str | None) -> dict[str, An
         total.update({k: int(r.get(k) or 0) for k in BATCH_KEYS})
     model = price_model or next((r.get("model") for r in records if r.get("model")), None)
     cost = _cost(model, total, batch=True)
-    return {**{k: total[k] for k in BATCH_KEYS},
-            "jobs": [{"round": r.get("round"), "job": r.get("job"), "state": r.get("state"),
-                      "requests": r.get("requests", 0)} for r in records],
-            "cost_usd": cost.usd, "cost_note": cost.note}
+    return cast(BatchSection, {
+        **{k: total[k] for k in BATCH_KEYS},
+        "jobs": [BatchJob(round=r.get("round"), job=r.get("job"), state=r.get("state"), requests=r.get("requests", 0))
+                 for r in records],
+        "cost_usd": cost.usd, "cost_note": cost.note})
 
 
 def _money(usd: float | None) -> str:
     return "n/a" if usd is None else f"${usd:.4f}"
 
 
-def _sorted(c: Counter) -> dict:
+def _sorted(c: Counter) -> dict[str, int]:
     return {str(k): v for k, v in sorted(c.items(), key=lambda kv: (-kv[1], str(kv[0])))}
 
 
-def build(batch: Batch) -> dict[str, Any]:
+def build(batch: Batch) -> Report:
     """The report from the manifest, the routes (every verified document's summary and the error
     records), the stage records (timings, LLM usage, outputs written) and, for the documents that
     went to the retry, their result — no other per-document read."""
@@ -69,11 +237,11 @@ def build(batch: Batch) -> dict[str, Any]:
     routes_doc = rs.routes()
     routes0 = routes_doc.routes if routes_doc else {}
     stages = load_stage_stats(batch)
-    summaries = dict(routes_doc.documents) if routes_doc else {}
+    summaries: dict[str, DocSummary] = dict(routes_doc.documents) if routes_doc else {}
     for doc_id in routes0.get("auto_fix_retry", []):  # their final result is the retry's
         rec = rs.result(doc_id)
         if rec is not None and (rec.result is not None or rec.error is not None):
-            summaries[doc_id] = doc_summary(rec)
+            summaries[doc_id] = cast(DocSummary, doc_summary(rec))
         else:
             summaries.pop(doc_id, None)
         rs.forget(doc_id)
@@ -81,20 +249,22 @@ def build(batch: Batch) -> dict[str, Any]:
     accepted = set((by_stage.get("accept") or {}).get("documents") or [])
     packets = set((by_stage.get("write_sme_packets") or {}).get("written") or []) | set(
         (by_stage.get("write_sme_packets") or {}).get("kept_reviewed") or [])
-    audit_stage = by_stage.get("audit_sample") or {}
-    audit_sample = audit_stage.get("sample") or {}
-    docs: list[dict] = []
+    audit_stage = by_stage.get("audit_sample")
+    audit_sample = (audit_stage.get("sample") if audit_stage else None) or {}
+    docs: list[ReportDoc] = []
     final_routes: Counter[str] = Counter()
     rules: Counter[str] = Counter()
     codes: Counter[str] = Counter()
     codes_final: Counter[str] = Counter()
-    errors = []
+    errors: list[ReportError] = []
     implementations: set[str] = set()
     for d in manifest.documents:
         doc_id = d.doc_id
-        entry: dict[str, Any] = {"doc_id": doc_id, "input_uri": d.pdf_uri, "sha256": d.sha256}
+        entry: ReportDoc = {"doc_id": doc_id, "input_uri": d.pdf_uri, "sha256": d.sha256}
         s = summaries.get(doc_id)
-        err = routes_doc.errors.get(doc_id) if routes_doc else None
+        record = routes_doc.errors.get(doc_id) if routes_doc else None
+        err: SummaryError | None = None if record is None else {
+            "stage": record.stage, "error": record.error, "message": record.message}
         if err is None and s is not None and s.get("error"):
             err = s["error"]
         if s is not None:
@@ -103,16 +273,16 @@ def build(batch: Batch) -> dict[str, Any]:
             errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"], "message": err["message"]})
             entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
             # no verification ran: the reason is the error, not a V5 rule (ADR 0008)
-            entry.update(final_decision="ESCALATE_TO_SME", rule=None, reason="error", error=err["error"], attempts=0,
-                         route="write_sme_packets")
+            entry.update({"final_decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"],
+                          "attempts": 0, "route": "write_sme_packets"})
             final_routes["ESCALATE_TO_SME"] += 1
             rules["error"] += 1
         elif s is not None and s.get("final_decision"):
             went_retry = doc_id in routes0.get("auto_fix_retry", [])
-            entry.update(final_decision=s["final_decision"], rule=s["rule"], attempts=s["attempts"],
-                         stop_reason=s["stop_reason"], route="auto_fix_retry" if went_retry else (
-                             "accept" if s["final_decision"] == "AUTO_ACCEPT" else "write_sme_packets"),
-                         issue_codes=s["issue_codes"], quality_score=s["quality_score"], fixes=s["fixes"])
+            entry.update({"final_decision": s["final_decision"], "rule": s["rule"], "attempts": s["attempts"],
+                          "stop_reason": s["stop_reason"], "route": "auto_fix_retry" if went_retry else (
+                              "accept" if s["final_decision"] == "AUTO_ACCEPT" else "write_sme_packets"),
+                          "issue_codes": s["issue_codes"], "quality_score": s["quality_score"], "fixes": s["fixes"]})
             if s["final_decision"] == "ESCALATE_TO_SME":
                 entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
             key = s["final_decision"] if not went_retry else f"AUTO_RETRY→{s['final_decision']}"
@@ -124,11 +294,11 @@ def build(batch: Batch) -> dict[str, Any]:
             if s.get("jury"):
                 entry["jury"] = s["jury"]
         else:
-            entry.update(final_decision="UNKNOWN", error="NOT_VERIFIED")
+            entry.update({"final_decision": "UNKNOWN", "error": "NOT_VERIFIED"})
             errors.append({"doc_id": doc_id, "stage": "verify", "error": "NOT_VERIFIED",
                            "message": "no verification result: a task failed for this document (see its log)"})
             final_routes["UNKNOWN"] += 1
-        out = {}
+        out: DocOutputs = {}
         if doc_id in accepted:
             out["accepted"] = rs.uri(rs.accepted_rel(doc_id))
         if doc_id in packets:
@@ -142,60 +312,61 @@ def build(batch: Batch) -> dict[str, Any]:
     llm: Counter[str] = Counter()
     per_doc_llm: dict[str, Counter] = {}
     price_models: set[str] = set()
-    timings: dict[str, dict] = {}
-    for s in stages:
-        for doc_id, u in (s.get("llm_per_document") or {}).items():
+    timings: dict[str, StageTiming] = {}
+    for st in stages:
+        for doc_id, u in (st.get("llm_per_document") or {}).items():
             per_doc_llm.setdefault(doc_id, Counter()).update(u)
-        if s.get("price_model"):
-            price_models.add(s["price_model"])
-        name = s["stage"]
+        if st.get("price_model"):
+            price_models.add(st["price_model"] or "")
+        name = st["stage"]
         t = timings.setdefault(name, {"seconds": 0.0, "tasks": 0, "docs": 0})
-        t["seconds"] = round(t["seconds"] + s["seconds"], 3)
+        t["seconds"] = round(t["seconds"] + st["seconds"], 3)
         t["tasks"] += 1
-        t["docs"] += s["docs"]
-        for k, v in s.get("llm", {}).items():
+        t["docs"] += st["docs"]
+        for k, v in st.get("llm", {}).items():
             llm[k] += v
-        if s.get("parser"):
-            implementations.add(s["parser"])
+        if st.get("parser"):
+            implementations.add(st["parser"])
     n = len(docs)
     price_model = sorted(price_models)[0] if len(price_models) == 1 else None
     batch_records = [s["llm_batch"] for s in stages if s.get("llm_batch")]
     per_doc_batch: dict[str, Counter] = {}
-    for s in stages:
-        for doc_id, u in (s.get("llm_batch_per_document") or {}).items():
+    for st in stages:
+        for doc_id, u in (st.get("llm_batch_per_document") or {}).items():
             per_doc_batch.setdefault(doc_id, Counter()).update(u)
     for entry in docs:
         u = per_doc_llm.get(entry["doc_id"], Counter())
-        entry["llm"] = {**{k: u.get(k, 0) for k in LLM_KEYS},
-                        "cost_usd": _cost(price_model, u).usd}
+        doc_llm = cast(DocLLM, {**{k: u.get(k, 0) for k in LLM_KEYS}, "cost_usd": _cost(price_model, u).usd})
+        entry["llm"] = doc_llm
         b = per_doc_batch.get(entry["doc_id"])
         if b:  # requests served by a batch job, at the batch price (ADR 0016)
             bc = _cost(price_model, b, batch=True).usd
-            entry["llm"]["batch_requests"] = b.get("requests", 0)
-            entry["llm"]["cost_usd"] = None if bc is None or entry["llm"]["cost_usd"] is None else round(
-                entry["llm"]["cost_usd"] + bc, 6)
+            online = doc_llm["cost_usd"]
+            doc_llm["batch_requests"] = b.get("requests", 0)
+            doc_llm["cost_usd"] = None if bc is None or online is None else round(online + bc, 6)
     cost = _cost(price_model, llm)
     if len(price_models) > 1:
         cost = dataclasses.replace(cost, usd=None, model=None, note=f"several models in one run: {sorted(price_models)}")
     batch_section = _batch_section(batch_records, price_model if len(price_models) <= 1 else None)
-    extra: dict[str, Any] = {}
+    extra: Report = {}
     jury_docs = [d for d in docs if d.get("jury")]
     if jury_docs:
         extra["jury"] = jury_counts(jury_docs)
     feedback = feedback_section(batch.store)
     if audit_stage:
         extra["audit"] = audit_section(batch.ds, audit_stage, feedback)
-    so = [s["second_opinion"] for s in stages if s.get("second_opinion") is not None]
+    so = [st["second_opinion"] for st in stages if st.get("second_opinion") is not None]
     if so:
         total: Counter = Counter()
         for c in so:
             total.update(c)
         extra["second_opinion"] = dict(sorted(total.items()))
-    inputs = {k: v for k in ("orphan_companions", "removed") if (v := (manifest.model_extra or {}).get(k))}
+    inputs = {k: got for k in ("orphan_companions", "removed") if (got := (manifest.model_extra or {}).get(k))}
     if inputs:  # what the night's folder held besides its documents, and what left it (ADR 0024)
         extra["inputs"] = inputs
-    return {
-        **extra,
+    batch_cost = batch_section.get("cost_usd")
+    rep: Report = extra  # the optional sections first (the report's key order as written)
+    rep.update({
         "ds": batch.ds, "run_id": batch.run_id, "documents": n,
         "routes_attempt_0": {k: len(v) for k, v in routes0.items()},
         "final_routes": _sorted(final_routes),
@@ -208,8 +379,7 @@ def build(batch: Batch) -> dict[str, Any]:
                 "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0,
                 "max_calls_per_document": max((d["llm"]["calls"] for d in docs), default=0),
                 "cost_usd": cost.usd if not batch_section else (
-                    None if cost.usd is None or batch_section["cost_usd"] is None
-                    else round(cost.usd + batch_section["cost_usd"], 6)),
+                    None if cost.usd is None or batch_cost is None else round(cost.usd + batch_cost, 6)),
                 "price_model": cost.model, "price_source": cost.source, "cost_note": cost.note,
                 "mode": "batch" if batch_section else "online",
                 **({"online_cost_usd": cost.usd, "batch": batch_section} if batch_section else {})},
@@ -217,23 +387,24 @@ def build(batch: Batch) -> dict[str, Any]:
         "stage_timings": timings,
         "per_document": docs,
         "feedback": feedback,
-    }
+    })
+    return rep
 
 
-def audit_section(ds: str, stage: dict, feedback: dict) -> dict[str, Any]:
+def audit_section(ds: str, stage: StageRecord, feedback: FeedbackJSON) -> AuditSection:
     """The night's audit of accepted documents (ADR 0023): the rate, how many accepts, the sample
     with each document's inclusion probability, and the false-accept figures of this night and
     over all nights so far (from the feedback figures; absent until an audit is answered)."""
-    out: dict[str, Any] = {"rate": stage.get("rate"), "accepted": stage.get("accepted", 0),
-                           "sample": stage.get("sample") or {}, "written": stage.get("written") or [],
-                           "kept": stage.get("kept") or []}
+    out: AuditSection = {"rate": stage.get("rate"), "accepted": stage.get("accepted", 0),
+                         "sample": stage.get("sample") or {}, "written": stage.get("written") or [],
+                         "kept": stage.get("kept") or []}
     if isinstance(feedback, dict) and "error" not in feedback:
         out["false_accept_night"] = (feedback.get("false_accept_by_night") or {}).get(ds)
         out["false_accept_overall"] = feedback.get("false_accept")
     return out
 
 
-def audit_markdown(rep: dict) -> list[str]:
+def audit_markdown(rep: Report) -> list[str]:
     """The audit section ("" when the night drew no audit)."""
     a = rep.get("audit")
     if not a:
@@ -252,7 +423,7 @@ def audit_markdown(rep: dict) -> list[str]:
     return lines
 
 
-def jury_counts(docs: list[dict]) -> dict[str, Any]:
+def jury_counts(docs: list[ReportDoc]) -> JurySection:
     actions: Counter = Counter()
     rules: Counter = Counter()
     reasons: Counter = Counter()
@@ -266,7 +437,7 @@ def jury_counts(docs: list[dict]) -> dict[str, Any]:
             "rules": _sorted(rules), "flag_reasons": _sorted(reasons)}
 
 
-def jury_markdown(rep: dict) -> list[str]:
+def jury_markdown(rep: Report) -> list[str]:
     lines: list[str] = []
     if rep.get("jury"):
         j = rep["jury"]
@@ -290,7 +461,7 @@ def jury_markdown(rep: dict) -> list[str]:
     return lines
 
 
-def feedback_section(store) -> dict[str, Any]:
+def feedback_section(store) -> FeedbackJSON:
     """The "Feedback from SME reviews" figures over all the store's ground truth so far
     (:func:`docverify.evaluate.evaluate_store` without its per-document rows). A failure here
     never fails the report: it becomes ``{"error": …}`` (the exception's type only)."""
@@ -304,14 +475,14 @@ def feedback_section(store) -> dict[str, Any]:
                 "run `python -m docverify evaluate --root <root>` to see why"}
 
 
-def _feedback_figures(rep: dict):
+def _feedback_figures(rep: Report):
     from docverify.evaluate import FeedbackFigures
 
     fb = rep.get("feedback")
     return None if not fb or "error" in fb else FeedbackFigures.model_validate(fb)
 
 
-def feedback_markdown(rep: dict) -> str:
+def feedback_markdown(rep: Report) -> str:
     """The feedback section of the Markdown report ("" for a report built before it existed)."""
     from docverify.evaluate_render import render_markdown
 
@@ -323,7 +494,7 @@ def feedback_markdown(rep: dict) -> str:
     return render_markdown(figures, level=2)
 
 
-def feedback_html(rep: dict) -> str:
+def feedback_html(rep: Report) -> str:
     """The feedback section of the HTML report ("" for a report built before it existed)."""
     from docverify.evaluate_render import render_html
 
@@ -336,7 +507,7 @@ def feedback_html(rep: dict) -> str:
     return render_html(figures)
 
 
-def llm_line(llm: dict) -> str:
+def llm_line(llm: ReportLLM) -> str:
     cost = _money(llm.get("cost_usd"))
     if llm.get("price_model"):
         cost += f" ({llm['price_model']}, {llm['price_source']} list prices)"
@@ -357,7 +528,7 @@ def llm_line(llm: dict) -> str:
     return line
 
 
-def summary_line(rep: dict) -> str:
+def summary_line(rep: Report) -> str:
     routes = ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()) or "none"
     if not rep["documents"]:
         return (f"batch {rep['ds']}: EMPTY NIGHT — 0 documents found, nothing was verified (check the delivery "
@@ -375,7 +546,7 @@ def md(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
-def to_markdown(rep: dict) -> str:
+def to_markdown(rep: Report) -> str:
     lines = [f"# docverify batch report — {rep['ds']}", "", summary_line(rep), "",
              "## Final routes", "", "| route | documents |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rep["final_routes"].items()]
@@ -397,7 +568,7 @@ def to_markdown(rep: dict) -> str:
     if used:
         lines += ["| document | calls | cache hits | input tokens | output tokens | cached tokens | est. cost |",
                   "|---|---|---|---|---|---|---|"]
-        lines += [f"| {d['doc_id']} | " + " | ".join(str(d["llm"][k]) for k in LLM_KEYS)
+        lines += [f"| {d['doc_id']} | " + " | ".join(str(c) for c in _llm_cells(d["llm"]))
                   + f" | {_money(d['llm']['cost_usd'])} |" for d in used]
         lines.append("")
     lines += jury_markdown(rep)
@@ -431,7 +602,7 @@ def _bars(title: str, data: dict[str, int]) -> str:
             f"height='{h}' xmlns='http://www.w3.org/2000/svg'>{''.join(rows)}</svg>")
 
 
-def rule_label(d: dict) -> str:
+def rule_label(d: ReportDoc) -> str:
     """'rule 5', or 'error CORRUPT' for a document that could not be processed (no V5 rule)."""
     if d.get("error") and d.get("rule") is None:
         return f"error {d['error']}"
@@ -442,25 +613,25 @@ def rule_label(d: dict) -> str:
 ROUTE_NAMES = {"accept": "AUTO_ACCEPT", "auto_fix_retry": "AUTO_RETRY", "write_sme_packets": "ESCALATE_TO_SME"}
 
 
-def route_label(d: dict) -> str:
+def route_label(d: ReportDoc) -> str:
     return ROUTE_NAMES.get(str(d.get("route", "")), str(d.get("route", "")))
 
 
-def codes_label(d: dict) -> str:
+def codes_label(d: ReportDoc) -> str:
     """Each issue code once, with its count: ``EVIDENCE_FABRICATED ×2, SHARES_SUM``. A document that
     could not be processed has its error in the rule column, not here again."""
     counts = Counter(d.get("issue_codes") or [])
     return ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in counts.items())
 
 
-def review_link(d: dict) -> str:
+def review_link(d: ReportDoc) -> str:
     """The escalated document's review page in the workspace (served by the api-server, where this
     report is served too: /docverify/reports/<night>)."""
     rid = d.get("review_id")
     return f"<a href='/docverify/reviews/{html.escape(rid)}'>review</a>" if rid else ""
 
 
-def to_html(rep: dict) -> str:
+def to_html(rep: Report) -> str:
     esc = html.escape
     docs = "".join(
         f"<tr><td>{esc(d['doc_id'])}</td><td>{esc(route_label(d))}</td><td>{esc(d['final_decision'])}</td>"
@@ -474,7 +645,7 @@ def to_html(rep: dict) -> str:
     used = [d for d in rep["per_document"] if d.get("llm", {}).get("calls") or d.get("llm", {}).get("cache_hits")]
     llm_table = ("<table><tr><th>document</th><th>calls</th><th>cache hits</th><th>input tokens</th>"
                  "<th>output tokens</th><th>cached tokens</th><th>est. cost</th></tr>"
-                 + "".join(f"<tr><td>{esc(d['doc_id'])}</td>" + "".join(f"<td>{d['llm'][k]}</td>" for k in LLM_KEYS)
+                 + "".join(f"<tr><td>{esc(d['doc_id'])}</td>" + "".join(f"<td>{c}</td>" for c in _llm_cells(d["llm"]))
                            + f"<td>{esc(_money(d['llm']['cost_usd']))}</td></tr>" for d in used)
                  + "</table>") if used else ""
     return f"""<!doctype html>
@@ -497,13 +668,13 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 """
 
 
-def trend_markdown(rep: dict) -> list[str]:
+def trend_markdown(rep: Report) -> list[str]:
     from docverify import trend
 
     return trend.markdown(rep.get("trend") or [])
 
 
-def trend_html(rep: dict) -> str:
+def trend_html(rep: Report) -> str:
     """The trend table as HTML ("" without rows)."""
     lines = trend_markdown(rep)
     if not lines:
@@ -516,7 +687,7 @@ def trend_html(rep: dict) -> str:
     return f"<h2>Trend over the last nights</h2><table>{table}</table><p>{esc(lines[-2])}</p>\n"
 
 
-def audit_html(rep: dict) -> str:
+def audit_html(rep: Report) -> str:
     """The audit section as HTML ("" when the night drew no audit)."""
     lines = audit_markdown(rep)
     if not lines:
@@ -527,7 +698,7 @@ def audit_html(rep: dict) -> str:
     return f"<h2>Audit of accepted documents</h2>{paras}<ul>{items}</ul>\n"
 
 
-def jury_html(rep: dict) -> str:
+def jury_html(rep: Report) -> str:
     """The jury and second-opinion sections ("" when neither ran)."""
     md = jury_markdown(rep)
     if not md:
@@ -559,7 +730,7 @@ def write(batch: Batch) -> dict:
     rep = build(batch)
     rs = batch.rs
     try:  # the last nights from the stored reports (a failure here never fails the report)
-        rep["trend"] = trend.build(batch.store, rep)
+        rep["trend"] = trend.build(batch.store, dict(rep))
         trend_uris = trend.write(batch.store, rep["trend"])
     except Exception as exc:
         log.warning("trend not written: %s", type(exc).__name__)

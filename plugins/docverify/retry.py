@@ -18,7 +18,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from docverify.arbiter import decide
+from docverify.arbiters.v5 import decide
 from docverify.autofix import FIXERS, apply_fixes
 from docverify.models import (
     AttemptRecord,

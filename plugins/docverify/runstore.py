@@ -36,9 +36,19 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SerializationInfo,
+    SkipValidation,
+    with_config,
+)
+from pydantic_core import to_jsonable_python
+from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
 from docverify.models import AttemptRecord, DocumentBundle, VerificationResult
 from docverify.paths import check_part, safe_ds
@@ -52,6 +62,125 @@ Route = Literal["accept", "auto_fix_retry", "write_sme_packets"]
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+_T = TypeVar("_T")
+
+
+def _as_stored(value: Any, info: SerializationInfo) -> Any:
+    return to_jsonable_python(value) if info.mode_is_json() else value
+
+
+#: A JSON object of a model kept exactly as it was built or read: typed for the code (a TypedDict
+#: below), neither validated nor reordered (an older night's record reads as it was written, with
+#: every key it has), and serialised as it is — the stored JSON is the same as a plain dict's.
+Stored = Annotated[_T, SkipValidation, PlainSerializer(_as_stored)]
+
+
+# =========================================================================== the JSON contracts
+# The objects the stages hand each other through their records stay plain JSON objects (the
+# tasks' XCom, the stored records, ``sme.packets.build_packet``'s ``error``); these TypedDicts are
+# their contracts. ``total=False``: keys some records do not carry (older nights, error cases).
+
+
+@with_config(ConfigDict(extra="allow"))
+class V5Decision(TypedDict, total=False):
+    """Attempt 0's V5 decision as the routes and summaries carry it: ``decision`` and ``rule``; a
+    document that ends in an error: ``rule`` None, ``reason`` "error" and its ``error`` code."""
+
+    decision: str
+    rule: int | None
+    reason: str
+    error: str | None
+
+
+class SummaryError(TypedDict):
+    """The error of a document's summary (no file, no hash: codes and the message)."""
+
+    stage: str
+    error: str
+    message: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class JuryVote(TypedDict, total=False):
+    """One CR_V2 jury vote of a document's attempts (codes only: ADR 0012)."""
+
+    attempt: int
+    agent: str
+    code: str
+    votes: dict[str, str]
+    reason_codes: dict[str, str]
+    final_action: str
+    flag_reason: str | None
+    rule: int | str | None
+    version: Any
+
+
+@with_config(ConfigDict(extra="allow"))
+class DocSummary(TypedDict, total=False):
+    """What a shard's summary keeps of one document (:func:`docverify.summaries.doc_summary`):
+    route and attempt 0's decision always; the final result's codes and rules once it has one."""
+
+    route: str
+    decision: V5Decision
+    error: SummaryError
+    implementations: list[str]
+    final_decision: str
+    rule: int
+    attempts: int
+    stop_reason: str
+    issue_codes: list[str]
+    issue_codes_final: list[str]
+    issue_codes_attempt_0: list[str]
+    quality_score: float
+    fixes: list[str]
+    v5_audit: str
+    jury: list[JuryVote]
+
+
+@with_config(ConfigDict(extra="allow"))
+class StageRecord(TypedDict, total=False):
+    """A stage's record (``runs/<ds>/_stages/<stage>[_<shard>].json``; discover's rides in the
+    manifest as ``stats``): :meth:`docverify.stages.common.StageStats.record`'s keys, and each
+    stage's own."""
+
+    stage: str
+    docs: int
+    errors: int
+    cache_hits: int
+    seconds: float
+    llm: dict[str, int]
+    llm_per_document: dict[str, dict[str, int]]
+    price_model: str | None
+    #: verify / auto_fix_retry: {doc_id: DocSummary}; accept: the doc ids; layout: the manifest's entries
+    documents: Any
+    shard: list[str]
+    second_opinion: dict[str, int]
+    #: route: the night's :class:`Routes` (JSON)
+    night: Any
+    counts: dict[str, int]
+    written: list[str]
+    kept_reviewed: list[str]
+    kept: list[str]
+    accepted: int
+    rate: float
+    sample: dict[str, float]
+    #: layout (a :class:`NightIndex`'s keys)
+    ok: list[str]
+    failed: Any
+    new: list[str]
+    parsed: dict[str, list[str]]
+    parser: str
+    parts: int
+    #: batch mode's rounds (``docverify.llm.batch``)
+    llm_batch: Any
+    llm_batch_per_document: dict[str, dict[str, int]]
+    #: discover
+    max_documents: int
+    skipped_over_max_documents: int
+    orphan_companions: list[str]
+    removed: list[str]
 
 
 class ManifestDoc(_Open):
@@ -73,7 +202,7 @@ class Manifest(_Open):
     incoming: str = ""
     documents: list[ManifestDoc] = Field(default_factory=list)
     skipped_over_max_documents: int = 0
-    stats: dict[str, Any] | None = None
+    stats: Stored[StageRecord | None] = None
 
     def by_id(self) -> dict[str, ManifestDoc]:
         return {d.doc_id: d for d in self.documents}
@@ -89,11 +218,25 @@ class Manifest(_Open):
 
 
 class ErrorRecord(_Open):
+    """A document's error (``runs/<ds>/<doc_id>/error.json``, a :class:`NightIndex`'s ``failed``,
+    the routes' ``errors``, a :class:`DocResult`'s ``error``): the one representation of it. The
+    optional keys are written only when set (the JSON reads as it always did)."""
+
     doc_id: str
     stage: str
     error: str
     message: str
     file: str = ""
+    #: the PDF's sha256 (discover, layout, the route stage's "no result")
+    sha256: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: Document AI's errors: the parser and whether a re-run sends the document again
+    parser: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    retryable: bool | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @classmethod
+    def of(cls, doc: ManifestDoc, code: str, message: str, stage: str, **extra: Any) -> ErrorRecord:
+        """The error record of a manifest document (its id and file)."""
+        return cls(doc_id=doc.doc_id, stage=stage, error=code, message=message, file=doc.pdf_uri, **extra)
 
 
 class ClassificationMeta(_Open):
@@ -128,7 +271,7 @@ class DocResult(BaseModel):
 
     doc_id: str
     route: Route
-    decision: dict[str, Any]
+    decision: Stored[V5Decision]
     bundle: BundleMeta | None = None
     classification: Any = None
     classification_meta: ClassificationMeta | None = None
@@ -155,7 +298,7 @@ class NightIndex(_Open):
     stage: str = "layout"
     documents: list[ManifestDoc] = Field(default_factory=list)
     ok: list[str] = Field(default_factory=list)
-    failed: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    failed: dict[str, ErrorRecord] = Field(default_factory=dict)
     new: list[str] = Field(default_factory=list)
     parsed: dict[str, list[str]] = Field(default_factory=dict)
 
@@ -168,10 +311,10 @@ class Routes(_Open):
 
     ds: str
     routes: dict[str, list[str]]
-    attempt_0: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    errors: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    attempt_0: Stored[dict[str, V5Decision]] = Field(default_factory=dict)
+    errors: dict[str, ErrorRecord] = Field(default_factory=dict)
     new: list[str] = Field(default_factory=list)
-    documents: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    documents: Stored[dict[str, DocSummary]] = Field(default_factory=dict)
 
 
 _ABSENT = object()
@@ -494,8 +637,8 @@ class RunStore:
         data = data if data is not None else self.get_json(self.routes_rel)
         return None if data is None else Routes.model_validate(data)
 
-    def stage(self, key: str) -> dict[str, Any] | None:
+    def stage(self, key: str) -> StageRecord | None:
         return self.get_json(self.stage_rel(key))
 
-    def stages(self) -> builtins.list[dict[str, Any]]:
+    def stages(self) -> builtins.list[StageRecord]:
         return [s for n in self.list(self.stages_dir, ".json") if (s := self.get_json(f"{self.stages_dir}/{n}"))]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import pathlib
+from collections.abc import MutableMapping
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -397,26 +398,22 @@ def resolve_root(raw: str, conn_id: str = "google_cloud_default") -> Any:
     return ObjectStoragePath(raw, conn_id=conn_id)
 
 
-_TASK_SETTINGS: tuple[str, Settings] | None = None  # (task instance id + try, its settings)
-
-
-def _task_key(context: Any) -> str | None:
-    ti = (context or {}).get("ti") or (context or {}).get("task_instance")
-    ti_id = getattr(ti, "id", None)
-    return f"{ti_id}/{getattr(ti, 'try_number', '')}" if ti_id else None
+#: the key under which a task's context carries the settings read for it
+CONTEXT_KEY = "docverify_settings"
 
 
 def settings(context: Any = None) -> Settings:
-    """The settings of the running task: read once per task instance try (the last one is kept),
-    afresh when there is no task instance (outside a task)."""
-    global _TASK_SETTINGS
-    key = _task_key(context)
-    if key and _TASK_SETTINGS and _TASK_SETTINGS[0] == key:
-        return _TASK_SETTINGS[1]
-    s = Settings.load()
-    if key:
-        _TASK_SETTINGS = (key, s)
-    return s
+    """The settings of the running task: read once per task (kept in its context under
+    :data:`CONTEXT_KEY`, so every step of the task that is handed the same context sees the same
+    values, and nothing outlives the task), afresh when there is no context (outside a task)."""
+    if isinstance(context, MutableMapping):
+        kept = context.get(CONTEXT_KEY)
+        if isinstance(kept, Settings):
+            return kept
+        s = Settings.load()
+        context[CONTEXT_KEY] = s
+        return s
+    return Settings.load()
 
 
 def storage_root(s: Settings | None = None):
@@ -428,7 +425,7 @@ def judge(s: Settings | None = None) -> Judge:
     """The judge named by the Variable ``docverify_judge``:
 
     * ``offline`` (the embedded default): deterministic algorithms, no LLM, no credentials;
-    * ``llm``: :class:`docverify.llm.LLMJudge` on the model of the Airflow connection named by
+    * ``llm``: :class:`docverify.llm.judge.LLMJudge` on the model of the Airflow connection named by
       ``docverify_llm_conn_id`` (default ``docverify_llm``), resolved by the common-ai provider's
       Pydantic AI hooks — conn type ``pydanticai_vertex`` with extra ``{"model":
       "google-cloud:gemini-2.5-flash", "project": …, "location": …}`` for Vertex AI, or ``{"model":
@@ -487,11 +484,13 @@ def second_opinion(s: Settings | None = None):
 
 
 def llm_judge(conn_id: str, s: Settings | None = None) -> Judge:
-    """An :class:`~docverify.llm.LLMJudge` on the model of Airflow connection ``conn_id``."""
+    """An :class:`~docverify.llm.judge.LLMJudge` on the model of Airflow connection ``conn_id``."""
     from airflow.exceptions import AirflowNotFoundException
     from airflow.providers.common.ai.hooks.pydantic_ai import PydanticAIHook
 
-    from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
+    from docverify.llm.cache import VerdictCache
+    from docverify.llm.faults import BackoffRetry
+    from docverify.llm.judge import LLMJudge
     from docverify.store import ArtifactStore
 
     s = s or Settings.load()
@@ -535,7 +534,7 @@ def llm_quota(key: str, s: Settings | None = None) -> dict[str, Any]:
     import os
     import pathlib
 
-    from docverify.llm import ThrottlePolicy
+    from docverify.llm.faults import ThrottlePolicy
     from docverify.ratelimit import RateLimiter
 
     s = s or Settings.load()

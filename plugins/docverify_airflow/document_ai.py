@@ -32,7 +32,7 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
     ``docverify_layout`` is ``local``, when the storage root is not ``gs://`` (Document AI reads
     its batch inputs from GCS; ``layout`` then processes online), and when every document already
     has a Document AI bundle for the same PDF (a re-run)."""
-    from docverify import batch as B
+    from docverify.stages.layout import docs_to_layout
     from docverify_airflow import config
 
     request: dict[str, Any] = {"skip": "", "project_id": None, "location": "us", "processor_id": "",
@@ -44,7 +44,7 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
         return {**request, "skip": "the storage root is not gs://, so Document AI cannot read the PDFs in batch: "
                                    "the layout task sends them to the processor online (at most 15 pages each)"}
     manifest = batch.manifest()["documents"]
-    docs = B.docs_to_layout(batch, manifest)
+    docs = docs_to_layout(batch, manifest)
     if not docs:
         return {**request, "skip": "every document already has a Document AI bundle for the same PDF"}
     proc = settings.processor()

@@ -81,7 +81,7 @@ def packet_url(doc_id: str) -> str:
 
 @app.get("/packets/", response_class=HTMLResponse, dependencies=AUTH)
 def pending() -> HTMLResponse:
-    from docverify.sme import list_pending_reviews
+    from docverify.sme.packets import list_pending_reviews
 
     rows = list_pending_reviews(_store())
     items = "".join(
@@ -101,7 +101,7 @@ def pending() -> HTMLResponse:
 @app.get("/packets/{doc_id}", response_class=HTMLResponse, dependencies=AUTH)
 def packet(doc_id: str) -> HTMLResponse:
     check_id(doc_id)
-    from docverify.sme import html_rel
+    from docverify.sme.packets import html_rel
 
     try:
         data = _store().read_bytes(html_rel(doc_id))

@@ -7,7 +7,7 @@
   left, the answer on the right, visible without scrolling. Opening it takes a 20-minute lease
   for the user, so two SMEs never answer the same review; **Release** gives it back.
 * ``POST /reviews/{review_id}`` — the answer. It is checked on the server with the rules the
-  review task applies (:mod:`docverify.sme_answer`); a refused answer comes back with its reason
+  review task applies (:mod:`docverify.sme.answer`); a refused answer comes back with its reason
   and nothing is sent. A valid one completes the review's human-in-the-loop task through
   Airflow's own endpoint function, so the Dag, the audit trail and the ground truth are those of
   the Required Actions form; then the next review opens.
@@ -72,7 +72,7 @@ def _lease_key(review_id: str) -> str:
 
 
 def _lease(store, review_id: str) -> dict | None:
-    from docverify.sme_claims import current_claim, is_free
+    from docverify.sme.claims import current_claim, is_free
 
     held = current_claim(store, _lease_key(review_id))
     return None if is_free(held, dt.datetime.now(dt.UTC)) else held
@@ -84,13 +84,13 @@ def _lease_holder(store, review_id: str) -> str:
 
 
 def _take_lease(store, review_id: str, user: str) -> bool:
-    from docverify.sme_claims import claim
+    from docverify.sme.claims import claim
 
     return claim(store, _lease_key(review_id), f"user:{user}", LEASE, margin=dt.timedelta(0))
 
 
 def _release_lease(store, review_id: str, user: str, reason: str) -> bool:
-    from docverify.sme_claims import release
+    from docverify.sme.claims import release
 
     return release(store, _lease_key(review_id), f"user:{user}", reason)
 
@@ -104,7 +104,7 @@ def _refusal(store, review_id: str) -> dict | None:
 
 
 def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "", reviewer: str = "") -> list[dict]:
-    from docverify.sme import list_pending_reviews
+    from docverify.sme.packets import list_pending_reviews
     from docverify_airflow.review_hitl import open_reviews
 
     tasks = open_reviews(session)
@@ -258,7 +258,7 @@ document.addEventListener('keydown',e=>{
 def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list, values: dict[str, Any],
                  choice: str, refused: str, q: str) -> str:
     from docverify.models import DOC_TYPES
-    from docverify.sme_answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
+    from docverify.sme.answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
     from docverify_airflow.sme_form import MAX_PAGE_FIELDS, page_field
 
     options = [o for o in (AGREE, CORRECT, CANNOT_CLASSIFY) if o in task.options]
@@ -305,9 +305,8 @@ def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: l
 
 def _review_page(store, session, review_id: str, user: str, request: Request, *, values: dict[str, Any] | None = None,
                  choice: str = "", refused: str = "", status: int = 200) -> HTMLResponse:
-    from docverify.sme import html_rel, load_packet
-    from docverify.sme_answer import page_types
-    from docverify.sme_packets import PacketNotFoundError
+    from docverify.sme.answer import page_types
+    from docverify.sme.packets import PacketNotFoundError, html_rel, load_packet
     from docverify_airflow.review_hitl import open_reviews
 
     q = f"?{urlencode(_filters(request))}" if _filters(request) else ""
@@ -404,8 +403,8 @@ def release_review(review_id: str, request: Request, user: GetUserDep,
 
 @router.post("/{review_id}", response_class=HTMLResponse, dependencies=ANSWER)
 async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Any:
-    from docverify.sme import load_packet
-    from docverify.sme_answer import AnswerRefused, answer_from_form, check_answer, page_types
+    from docverify.sme.answer import AnswerRefused, answer_from_form, check_answer, page_types
+    from docverify.sme.packets import load_packet
     from docverify_airflow.review_hitl import open_reviews
     from docverify_airflow.web import check_id
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from airflow.sdk import Param
 
-from docverify.sme_answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
+from docverify.sme.answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
 
 if TYPE_CHECKING:
     from airflow.sdk.execution_time.hitl import HITLUser

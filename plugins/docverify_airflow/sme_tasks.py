@@ -1,4 +1,4 @@
-"""Task bodies of the ``sme_review`` DAG: Airflow context in, domain calls (``docverify.sme``) out.
+"""Task bodies of the ``sme_review`` DAG: Airflow context in, domain calls (``docverify.sme.*``) out.
 
 Logs carry doc ids, sources, versions and URIs — never packet or page text (PHI). What they
 return to XCom is the same: ids, counts, URIs.
@@ -40,11 +40,11 @@ def _owner(context: Mapping[str, Any]) -> str:
 def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One ``SMEReviewOperator`` kwargs dict per pending packet this run claims, most severe
     first, at most ``max_reviews``. A packet open in another active run (claimed, see
-    :mod:`docverify.sme_claims`) is left to that run, so runs never block or duplicate each
+    :mod:`docverify.sme.claims`) is left to that run, so runs never block or duplicate each
     other; a manual run picks up every pending packet nobody has open (the catch-up after the DAG
     was paused)."""
-    from docverify.sme import list_pending_reviews
-    from docverify.sme_claims import claim
+    from docverify.sme.claims import claim
+    from docverify.sme.packets import list_pending_reviews
 
     params = context["params"]
     store = _store(context)
@@ -65,7 +65,7 @@ def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
     log.info("%d pending packet(s) under %s; opening %d review(s) (max_reviews=%d), %d open in another run, "
              "assignees: %s", len(pending), store.uri("sme_packets"), len(chosen), cap, open_elsewhere,
              assignees or "anyone")
-    from docverify.batch import lineage
+    from docverify.stages.common import lineage
 
     for row in chosen:
         lineage("list_pending_reviews", row["doc_id"], review_id=row["review_id"], rule=row["v5_rule"],
@@ -111,7 +111,7 @@ def clear_refusal(context: dict[str, Any], doc_id: str) -> None:
 
 def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
     """The review of ``doc_id`` in this run has ended: another run may open the packet again."""
-    from docverify.sme_claims import release
+    from docverify.sme.claims import release
 
     if release(_store(context), doc_id, _owner(context), reason):
         log.info("doc_id=%s: review claim released (%s)", doc_id, reason)
@@ -120,8 +120,8 @@ def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
 def review_body(doc_id: str) -> str:
     """The form body: the packet as Markdown with a link to its HTML rendering. A packet that is
     no longer pending (answered meanwhile, e.g. from the notebook) skips the task."""
-    from docverify.sme import html_rel, load_packet
-    from docverify.sme_render import packet_markdown
+    from docverify.sme.packets import html_rel, load_packet
+    from docverify.sme.render import packet_markdown
 
     store = _store()
     packet = load_packet(store, doc_id)
@@ -131,7 +131,7 @@ def review_body(doc_id: str) -> str:
         log.info("doc_id=%s already %s (ground truth %s): no review opened", doc_id, packet.review_status,
                  packet.ground_truth_path)
         raise AirflowSkipException(f"packet {doc_id} is already {packet.review_status}")
-    from docverify.sme import packet_key
+    from docverify.sme.packets import packet_key
     from docverify_airflow.packet_app import packet_url
 
     key = packet_key(packet)
@@ -145,7 +145,7 @@ def review_body(doc_id: str) -> str:
 def has_primary(doc_id: str) -> bool:
     """Whether the packet carries a primary classification an SME could agree with (a document
     that could not be parsed or classified has none: its form offers only Correct)."""
-    from docverify.sme import load_packet
+    from docverify.sme.packets import load_packet
 
     return isinstance(load_packet(_store(), doc_id).primary_classification, dict)
 
@@ -161,23 +161,23 @@ def timed_out(doc_id: str) -> None:
 
 def page_types(doc_id: str) -> list[str | None]:
     """The primary classification's type of each page of the packet's document (None where no
-    segment covers it); [] when the page count is unknown (:func:`docverify.sme_answer.page_types`)."""
-    from docverify.sme import load_packet
-    from docverify.sme_answer import page_types as types_of
+    segment covers it); [] when the page count is unknown (:func:`docverify.sme.answer.page_types`)."""
+    from docverify.sme.answer import page_types as types_of
+    from docverify.sme.packets import load_packet
 
     return types_of(load_packet(_store(), doc_id))
 
 
 def parse_segments(raw: Any) -> list[dict] | None:
-    """The corrected segments from the form (:func:`docverify.sme_answer.parse_segments`)."""
-    from docverify.sme_answer import parse_segments as parse
+    """The corrected segments from the form (:func:`docverify.sme.answer.parse_segments`)."""
+    from docverify.sme.answer import parse_segments as parse
 
     return parse(raw)
 
 
 def segments_from_pages(types: list[str | None]) -> list[dict]:
-    """Consecutive pages of one type → one segment (:func:`docverify.sme_answer.segments_from_pages`)."""
-    from docverify.sme_answer import segments_from_pages as segments
+    """Consecutive pages of one type → one segment (:func:`docverify.sme.answer.segments_from_pages`)."""
+    from docverify.sme.answer import segments_from_pages as segments
 
     return segments(types)
 
@@ -192,18 +192,18 @@ def _utc(value: Any) -> str | None:
 def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], *,
                   preset_pages: list[str | None] | None = None) -> dict[str, Any]:
     """Save the SME's answer (HITL ``execute_complete`` payload) as ground truth through
-    :mod:`docverify.sme_answer` (the rules every channel shares): *Agree* → SME_VALIDATED;
+    :mod:`docverify.sme.answer` (the rules every channel shares): *Agree* → SME_VALIDATED;
     *Correct* → SME_CORRECTED with the corrected type, page types and/or segments; *Cannot
     classify* → SME_UNCLASSIFIABLE with its reason. Returns ids, source, version and URI (nothing
     of the document). ``preset_pages``: the page types the form was preset to (:func:`page_types`),
     when the caller has them already.
 
     Raises:
-        docverify.sme_answer.AnswerRefused: the rules refuse the answer (``reason`` says what to
+        docverify.sme.answer.AnswerRefused: the rules refuse the answer (``reason`` says what to
             change; nothing is written).
         ValueError: the payload names no responding user.
     """
-    from docverify.sme_answer import answer_from_form, save_answer
+    from docverify.sme.answer import answer_from_form, save_answer
 
     params = answer.get("params_input") or {}
     user = answer.get("responded_by_user") or {}
@@ -218,7 +218,7 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], 
         f"[{getattr(ti, 'map_index', -1)}]"
     record, uri = save_answer(_store(), doc_id, review, reviewer=reviewer,
                               reviewed_at=_utc(answer.get("responded_at")), channel=channel)
-    from docverify.batch import lineage
+    from docverify.stages.common import lineage
 
     lineage("review", doc_id, answer=review.choice, ground_truth_source=record.ground_truth_source,
             version=record.version, output_uri=uri, channel=channel, reviewer=reviewer)

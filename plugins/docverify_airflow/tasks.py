@@ -1,4 +1,4 @@
-"""Task bodies of the nightly DAG: Airflow context in, domain calls (``docverify.batch``) out.
+"""Task bodies of the nightly DAG: Airflow context in, domain calls (``docverify.stages.*``) out.
 
 The DAG file only wires these; each returns references and counts (XCom-sized), never
 documents.
@@ -10,7 +10,22 @@ import functools
 import logging
 from typing import Any
 
-from docverify import batch as B
+from docverify.stages.audit import audit_sample as audit_sample_stage
+from docverify.stages.common import AIRFLOW_MAP_LIMIT, MAX_SHARDS, Batch, shard_size_for
+from docverify.stages.discover import discover as discover_stage
+from docverify.stages.layout import (
+    LAYOUT_SHARD_SIZE,
+    layout_docai_online,
+    layout_docai_outputs,
+    layout_local_part,
+    merge_layout_local,
+    plan_layout_local,
+)
+from docverify.stages.routes import accept as accept_stage
+from docverify.stages.routes import write_sme_packets as write_sme_packets_stage
+from docverify.stages.verify import arbiter, auto_fix_retry_shard, retry_shards, verify_shard
+from docverify.stages.verify import plan_shards as plan_shards_stage
+from docverify.store import ArtifactStore
 from docverify_airflow import config, wiring
 from docverify_airflow.night import night_of
 
@@ -24,13 +39,13 @@ def retry_rule(fn):
     (``AirflowFailException``: another try would repeat it); anything else (an unreadable
     Variable, a storage or network error) fails the try and Airflow retries it with its
     exponential backoff (``retries``/``retry_delay`` of the DAG). LLM calls inside a task have
-    their own transient-fault retries (``docverify.llm.BackoffRetry``). Issue 22: a misconfigured LLM
+    their own transient-fault retries (``docverify.llm.faults.BackoffRetry``). Issue 22: a misconfigured LLM
     connection (``ConfigurationFault``) or a spent daily quota (``DailyQuotaExhausted``) fails at once
     too — a retry would get the same answer; a ``ServiceOutage`` past its waiting budget is retried."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from docverify.llm_faults import ConfigurationFault, DailyQuotaExhausted
+        from docverify.llm.faults import ConfigurationFault, DailyQuotaExhausted
 
         try:
             return fn(*args, **kwargs)
@@ -49,11 +64,11 @@ def batch_prefix(params: dict[str, Any], ds: str) -> str:
     return (params.get("batch_prefix") or "").strip().replace("{ds}", ds)
 
 
-def make_batch(context: dict[str, Any]) -> B.Batch:
+def make_batch(context: dict[str, Any]) -> Batch:
     params = context["params"]
-    store = B.ArtifactStore(config.settings(context).root)
+    store = ArtifactStore(config.settings(context).root)
     ds = night_of(context)
-    return B.Batch(store=store, ds=ds, run_id=str(context.get("run_id", "")),
+    return Batch(store=store, ds=ds, run_id=str(context.get("run_id", "")),
                    prefix=batch_prefix(params, ds), reuse=bool(params.get("reuse_cached", True)),
                    concurrency=int(params.get("concurrency", 8)))
 
@@ -61,7 +76,7 @@ def make_batch(context: dict[str, Any]) -> B.Batch:
 @retry_rule
 def discover(context) -> dict:
     batch = make_batch(context)
-    out = B.discover(batch, int(context["params"].get("max_documents", 0)))
+    out = discover_stage(batch, int(context["params"].get("max_documents", 0)))
     log.info("discovered %d PDF(s) under %s", out["documents"], batch.store.uri(batch.incoming))
     if not out["documents"]:  # an empty night is reported (batch report) and alerted, never silently green
         from docverify_airflow import notify
@@ -88,15 +103,15 @@ def layout_plan(context) -> list[dict]:
         log.info("layout plan: Variable %s = %s, nothing to parse locally", config.VAR_LAYOUT, s.layout)
         return []
     params = context["params"]
-    return B.plan_layout_local(batch, ocr=s.ocr, shard_size=int(params.get("layout_shard_size", B.LAYOUT_SHARD_SIZE)),
-                               max_shards=int(params.get("max_shards", B.MAX_SHARDS)), map_limit=map_limit())
+    return plan_layout_local(batch, ocr=s.ocr, shard_size=int(params.get("layout_shard_size", LAYOUT_SHARD_SIZE)),
+                               max_shards=int(params.get("max_shards", MAX_SHARDS)), map_limit=map_limit())
 
 
 @retry_rule
 def layout_parse(context, part: dict) -> dict:
     """One part of the local layout: its PDFs through the parser's bounded child processes."""
     params, s = context["params"], config.settings(context)
-    return B.layout_local_part(make_batch(context), part, workers=int(params.get("parse_workers", 2)),
+    return layout_local_part(make_batch(context), part, workers=int(params.get("parse_workers", 2)),
                                timeout_s=float(params.get("parse_timeout_s", 60)), ocr=s.ocr)
 
 
@@ -108,7 +123,7 @@ def layout(context) -> dict:
     batch task (its XCom); on a local root, each PDF goes to the processor online."""
     batch, s = make_batch(context), config.settings(context)
     if s.layout == "local":
-        return _small(B.merge_layout_local(batch, ocr=s.ocr))
+        return _small(merge_layout_local(batch, ocr=s.ocr))
     conn_id = s.docai_conn_id
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
@@ -116,11 +131,11 @@ def layout(context) -> dict:
         from docverify_airflow.document_ai import results_for_layout
 
         results = results_for_layout(context["ti"].xcom_pull(task_ids="document_ai"))
-        return _small(B.layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
+        return _small(layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
     from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     hook, name = DocumentAIHook(gcp_conn_id=conn_id), s.processor_name()
-    return _small(B.layout_docai_online(batch, lambda data: hook.process_document(name, data)))
+    return _small(layout_docai_online(batch, lambda data: hook.process_document(name, data)))
 
 
 def _small(stats: dict) -> dict:
@@ -132,7 +147,7 @@ def map_limit() -> int:
     """Airflow's ``[core] max_map_length``: more mapped task instances cannot be created."""
     from airflow.sdk import conf
 
-    return conf.getint("core", "max_map_length", fallback=B.AIRFLOW_MAP_LIMIT)
+    return conf.getint("core", "max_map_length", fallback=AIRFLOW_MAP_LIMIT)
 
 
 def _shards(context, ids_of) -> list[list[str]]:
@@ -141,8 +156,8 @@ def _shards(context, ids_of) -> list[list[str]]:
     waves, and the quota idles while a wave's tasks start (ADR 0015: a 1,000-document night at
     1,000 RPM took 1.41× the quota bound with 64 shards in 8 waves, 1.06× with 8 shards)."""
     params = context["params"]
-    shard_size, max_shards, limit = int(params.get("shard_size", 25)), int(params.get("max_shards", B.MAX_SHARDS)), map_limit()
-    B.shard_size_for(0, shard_size, max_shards, limit)  # a bad param fails as such, before any cap hides it
+    shard_size, max_shards, limit = int(params.get("shard_size", 25)), int(params.get("max_shards", MAX_SHARDS)), map_limit()
+    shard_size_for(0, shard_size, max_shards, limit)  # a bad param fails as such, before any cap hides it
     s = config.settings(context)
     if s.judge == "llm" and s.llm_shards < max_shards:
         log.info("LLM judge: at most %d shard(s) (Variable %s = the llm pool's slots), not %d", s.llm_shards,
@@ -155,7 +170,7 @@ def _shards(context, ids_of) -> list[list[str]]:
 def plan_shards(context) -> list[list[str]]:
     """At most ``max_shards`` shards (``shard_size`` is their minimum size); a bad value or one over
     Airflow's map limit is a ValueError → fails at once (``retry_rule``), never retried."""
-    return _shards(context, B.plan_shards)
+    return _shards(context, plan_shards_stage)
 
 
 def _key(context) -> str:
@@ -164,33 +179,33 @@ def _key(context) -> str:
 
 @retry_rule
 def verify(context, shard: list[str]) -> dict:
-    """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.batch.verify_shard``)."""
+    """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.stages.verify.verify_shard``)."""
     _, deps = wiring.task_deps(context)
-    return _small(B.verify_shard(make_batch(context), shard, deps, _key(context)))
+    return _small(verify_shard(make_batch(context), shard, deps, _key(context)))
 
 
 @retry_rule
 def route(context, shards: list[list[str]]) -> list[str]:
     """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
     the second opinion, when on, was asked in ``verify`` — its VerifyDeps carry it)."""
-    result = B.arbiter(make_batch(context), shards=len(shards))
+    result = arbiter(make_batch(context), shards=len(shards))
     return result["routes"]
 
 
 @retry_rule
 def plan_retry_shards(context) -> list[list[str]]:
-    return _shards(context, B.retry_shards)
+    return _shards(context, retry_shards)
 
 
 @retry_rule
 def auto_fix_retry(context, shard: list[str]) -> dict:
     _, deps = wiring.task_deps(context)
-    return _small(B.auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)))
+    return _small(auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)))
 
 
 @retry_rule
 def accept(context) -> dict:
-    out = B.accept(make_batch(context))
+    out = accept_stage(make_batch(context))
     if not out["accepted"]:
         from airflow.sdk.exceptions import AirflowSkipException
 
@@ -203,7 +218,7 @@ def audit_sample(context) -> dict:
     """The night's audit of accepted documents (Variable ``docverify_audit_rate``; 0 = off): audit
     packets for the sample, reviewed in the ``sme_review`` DAG like escalations."""
     rate = config.settings(context).audit_rate
-    out = B.audit_sample(make_batch(context), rate)
+    out = audit_sample_stage(make_batch(context), rate)
     log.info("audit: %d accepted document(s), rate %.3f, sample %s; %d packet(s) written, %d kept",
              out["accepted"], rate, out["sample"], len(out["packets"]), len(out["kept"]))
     if out["packets"]:
@@ -219,7 +234,7 @@ def audit_sample(context) -> dict:
 
 @retry_rule
 def write_sme_packets(context) -> dict:
-    out = B.write_sme_packets(make_batch(context))
+    out = write_sme_packets_stage(make_batch(context))
     if out["packets"]:
         from docverify_airflow import notify
 

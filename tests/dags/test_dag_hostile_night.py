@@ -11,7 +11,7 @@ import pytest
 from tests.dags.airflow_env import airflow_cmd
 from tests.hostile import kit
 
-from docverify import batch as B
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 
@@ -37,7 +37,7 @@ def test_hostile_night_through_the_dag(airflow_db, tmp_path, corpora_dir):
     assert proc.returncode == 0, log[-5000:]
     xcom = _xcom_values()
     assert xcom, "no XCom values were recorded"
-    b = B.Batch(store=ArtifactStore(night.root), ds=kit.DS, run_id="check")
+    b = Batch(store=ArtifactStore(night.root), ds=kit.DS, run_id="check")
     rep = json.loads((night.root / "reports" / kit.DS / "batch_report.json").read_text())
     figures = kit.check_night(night, {"batch": b, "report": rep, "xcom": xcom, "logs": [log], "outside": []})
     assert figures["lost"] == figures["silent_accepts"] == 0 and figures["hostile"] >= 25

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from tests.dags.airflow_env import REPO
-from tests.docverify.sme_night import run_night
+from tests.docverify.review_night import run_night
 
 DAG_ID = "sme_review"
 
@@ -164,7 +164,7 @@ def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypa
         _ops(dag)["corrupt_truncated"].execute(ctx)
     assert sent["options"] == ["Correct", "Cannot classify"]  # an unreadable file: nothing to agree with
     # answered meanwhile (e.g. from the notebook): no form is opened
-    from docverify.sme import save_review
+    from docverify.sme.ground_truth import save_review
 
     save_review(night, "quest_cbc_panel", agrees=True, reviewer="nb")
     sent.clear()
@@ -180,7 +180,8 @@ def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypa
 def test_night_then_answers_make_ground_truth(dag, night, caplog):
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from docverify.sme import ground_truth_versions, load_packet
+    from docverify.sme.ground_truth import ground_truth_versions
+    from docverify.sme.packets import load_packet
 
     caplog.set_level(logging.INFO)
     ops = _ops(dag)
@@ -239,7 +240,7 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
     ("fabricated_evidence", "Maybe", {}, "not in"),
 ])
 def test_answers_outside_the_form_fail_the_task_and_write_nothing(dag, night, doc, option, fields, match):
-    from docverify.sme import load_packet
+    from docverify.sme.packets import load_packet
 
     with pytest.raises(ValueError, match=match):
         _answer(_ops(dag)[doc], option, **fields)
@@ -267,7 +268,7 @@ def test_refused_answers_reopen_the_review_with_the_reason_and_write_nothing(dag
     from airflow.sdk.exceptions import TaskAwaitingInput
     from airflow.sdk.execution_time import hitl
 
-    from docverify.sme import load_packet
+    from docverify.sme.packets import load_packet
     from docverify_airflow import sme_tasks
     from docverify_airflow.operators.sme_review import review_form_params
     from docverify_airflow.sme_tasks import refusal_rel
@@ -381,8 +382,8 @@ def test_a_manual_run_catches_up_on_every_free_pending_packet(dag, night):
     """Asset events sent while sme_review was paused do not start runs after unpausing; a manual
     trigger (no Asset event) lists every pending packet nobody has open, of every night."""
     # a claim of a run that died long ago has expired
-    from docverify.sme import resolve_key
-    from docverify.sme_claims import claim
+    from docverify.sme.claims import claim
+    from docverify.sme.packets import resolve_key
     from docverify_airflow import sme_tasks
 
     assert claim(night, resolve_key(night, "corrupt_truncated"), "sme_review/old_run", dt.timedelta(hours=1),

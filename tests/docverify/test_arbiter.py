@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docverify.arbiter import RULES, decide
+from docverify.arbiters.v5 import RULES, decide
 from docverify.models import Issue
 
 

@@ -8,12 +8,14 @@ import json
 
 from tests.batch_stages import copy_samples, run_stages
 
-from docverify import batch as B
 from docverify import report
 from docverify.evaluate import evaluate_store
 from docverify.evaluate_render import render_text
 from docverify.judges import OfflineJudge
-from docverify.sme import list_pending_reviews, save_review
+from docverify.sme.ground_truth import save_review
+from docverify.sme.packets import list_pending_reviews
+from docverify.stages.audit import audit_sample
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 DS = "2026-11-21"
@@ -21,7 +23,7 @@ NAMES = ["note_mts_19", "radiology_iu_101", "genomic_brca_ngs", "quest_cbc_panel
 
 
 def _night(tmp_path, run_id="run-1"):
-    b = B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id=run_id)
+    b = Batch(store=ArtifactStore(tmp_path), ds=DS, run_id=run_id)
     run_stages(b, OfflineJudge(), shard_size=2)
     return b
 
@@ -36,12 +38,12 @@ def test_audit_packets_reproducible_kept_and_never_withdrawn(tmp_path):
     accepted_before = {p.name: p.read_bytes() for p in (tmp_path / "accepted" / DS).glob("*.json")}
     assert len(accepted_before) == 3  # quest_cbc_panel is escalated
 
-    small = B.audit_sample(b.fresh(), 0.02)  # at least one when any document was accepted
+    small = audit_sample(b.fresh(), 0.02)  # at least one when any document was accepted
     assert len(small["sample"]) == 1 and small["accepted"] == 3
-    assert B.audit_sample(b.fresh(), 0.02)["sample"] == small["sample"]  # the same draw, packet kept
-    assert B.audit_sample(b.fresh(), 0.0)["sample"] == []  # 0 = off
+    assert audit_sample(b.fresh(), 0.02)["sample"] == small["sample"]  # the same draw, packet kept
+    assert audit_sample(b.fresh(), 0.0)["sample"] == []  # 0 = off
 
-    out = B.audit_sample(b.fresh(), 1.0)  # every accept audited
+    out = audit_sample(b.fresh(), 1.0)  # every accept audited
     assert sorted(out["sample"]) == sorted(d.removesuffix(".json") for d in accepted_before)
     assert out["kept"] == small["sample"]
     files = _audit_files(tmp_path)
@@ -69,7 +71,7 @@ def test_audit_packets_reproducible_kept_and_never_withdrawn(tmp_path):
     # a second run of the night: accept lists and withdraws pending packets of its documents, never audits
     b2 = _night(tmp_path, "run-2")
     assert _audit_files(tmp_path) == files
-    again = B.audit_sample(b2.fresh(), 1.0)
+    again = audit_sample(b2.fresh(), 1.0)
     assert sorted(again["kept"]) == sorted(out["sample"]) and again["packets"] == []
     assert (tmp_path / "sme_packets" / files[0]).read_bytes() == reviewed_before
     assert not any("_audit" in p.name for p in tmp_path.glob("withdrawn/**/*"))
@@ -83,7 +85,7 @@ def test_an_answered_audit_correction_changes_the_false_accept_line(tmp_path):
     assert before.n_audited == 0 and before.false_accept.rate is None
     assert "false-accept rate" in render_text(before) or before.n_reviewed == 0
 
-    B.audit_sample(b.fresh(), 1.0)
+    audit_sample(b.fresh(), 1.0)
     audits = [r for r in list_pending_reviews(store) if r["review_id"].endswith("_audit")]
     first, second = audits[0]["review_id"], audits[1]["review_id"]
     save_review(store, second, agrees=True, reviewer="sme1")
@@ -120,9 +122,9 @@ def test_trend_of_the_last_nights(tmp_path):
     first, second = "2026-11-22", "2026-11-23"
     for ds in (first, second):
         copy_samples(tmp_path, ds, NAMES[:2] + NAMES[3:])
-        b = B.Batch(store=ArtifactStore(tmp_path), ds=ds, run_id=f"run-{ds}")
+        b = Batch(store=ArtifactStore(tmp_path), ds=ds, run_id=f"run-{ds}")
         run_stages(b, OfflineJudge(), shard_size=2)
-        B.audit_sample(b.fresh(), 0.02)
+        audit_sample(b.fresh(), 0.02)
         out = report.write(b.fresh())
     trend = json.loads((tmp_path / "reports" / "trend.json").read_text())
     assert [r["night"] for r in trend["nights"]] == [first, second]

@@ -7,9 +7,13 @@ import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.packets import packet_file
 
-from docverify import batch as B
 from docverify import report
 from docverify.judges import OfflineJudge
+from docverify.paths import doc_id_for
+from docverify.stages.common import Batch
+from docverify.stages.discover import discover
+from docverify.stages.layout import layout_local
+from docverify.stages.verify import arbiter, plan_shards, verify_shard
 from docverify.store import ArtifactStore
 
 DS = "2026-11-20"
@@ -26,7 +30,7 @@ class ExplodingClassifier(OfflineJudge):
 
 def make_batch(tmp_path, repo_dir, names):
     copy_samples(tmp_path, DS, names)
-    return B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="test")
+    return Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="test")
 
 
 def run_all(b, judge):
@@ -60,11 +64,11 @@ class FailingEvidenceJudge(OfflineJudge):
 
 def test_missing_verifier_result_is_never_a_silent_accept(tmp_path, repo_dir):
     b = make_batch(tmp_path, repo_dir, ["genomic_brca_ngs"])
-    B.discover(b.fresh())
-    B.layout_local(b.fresh(), workers=1)
-    [shard] = B.plan_shards(b.fresh())
-    B.verify_shard(b.fresh(), shard, FailingEvidenceJudge())  # V4's judgment "failed": no result
-    routes = B.arbiter(b.fresh())
+    discover(b.fresh())
+    layout_local(b.fresh(), workers=1)
+    [shard] = plan_shards(b.fresh())
+    verify_shard(b.fresh(), shard, FailingEvidenceJudge())  # V4's judgment "failed": no result
+    routes = arbiter(b.fresh())
     assert routes["counts"]["write_sme_packets"] == 1
     rec = b.fresh().rs.result("genomic_brca_ngs")
     assert [i.code for i in rec.result.attempts[0].issues] == ["VERIFICATION_INCOMPLETE"]
@@ -75,7 +79,7 @@ def test_rerun_is_idempotent_and_reuses(tmp_path, repo_dir):
     b = make_batch(tmp_path, repo_dir, ["note_mts_19", "retry_shares", "corrupt_truncated"])
     run_all(b, OfflineJudge())
     before = {p: p.read_bytes() for p in tmp_path.rglob("*.json") if "_stages" not in p.parts and "reports" not in p.parts}
-    stats = B.layout_local(b, workers=1)
+    stats = layout_local(b, workers=1)
     assert stats["cache_hits"] == 2  # the corrupt file is parsed again (its error may be transient)
     run_all(b, OfflineJudge())
     after = {p: p.read_bytes() for p in tmp_path.rglob("*.json") if "_stages" not in p.parts and "reports" not in p.parts}
@@ -85,7 +89,7 @@ def test_rerun_is_idempotent_and_reuses(tmp_path, repo_dir):
 @pytest.mark.parametrize("max_documents,expected", [(0, 3), (2, 2)])
 def test_discover_limits_and_counts(tmp_path, repo_dir, max_documents, expected):
     b = make_batch(tmp_path, repo_dir, ["note_mts_19", "retry_shares", "corrupt_truncated"])
-    out = B.discover(b, max_documents)
+    out = discover(b, max_documents)
     assert out["documents"] == expected
     manifest = b.manifest()
     assert manifest["skipped_over_max_documents"] == 3 - expected
@@ -95,6 +99,6 @@ def test_discover_limits_and_counts(tmp_path, repo_dir, max_documents, expected)
 def test_doc_ids_are_safe_names():
     # issue 11: a name that had to be changed keeps a readable prefix plus a hash of the name,
     # so two names that sanitise alike (a.pdf / a.PDF) never share an id
-    doc_id = B.doc_id_for("incoming/x/Report 7 (final).PDF")
+    doc_id = doc_id_for("incoming/x/Report 7 (final).PDF")
     assert doc_id.startswith("Report_7_final_") and len(doc_id) == len("Report_7_final_") + 10
-    assert doc_id == B.doc_id_for("Report 7 (final).PDF")  # stable, whatever the folder
+    assert doc_id == doc_id_for("Report 7 (final).PDF")  # stable, whatever the folder

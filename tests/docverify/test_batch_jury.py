@@ -13,12 +13,14 @@ import pytest
 from tests.docverify.test_batch_llm import DS, run_all, sample_batch
 from tests.fake_gemini import FakeGemini
 
-from docverify import batch as B
 from docverify.arbiters.second_opinion import SecondOpinion
 from docverify.judges import OfflineJudge
 from docverify.jury import Juror, Jury
-from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
+from docverify.llm.cache import VerdictCache
+from docverify.llm.faults import BackoffRetry
+from docverify.llm.judge import LLMJudge
 from docverify.pipeline import VerifyDeps
+from docverify.stages.common import Batch
 
 
 @pytest.fixture
@@ -113,6 +115,6 @@ def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, c
     assert audits and all('"audit": "V5 ' in m for m in audits if '"error"' not in m)
     # a re-run of the same night costs no call
     n = len(fake.requests)
-    rerun = run_all(B.Batch(store=b.store, ds=DS, run_id="jury-2"), judged(fake, b.store))
+    rerun = run_all(Batch(store=b.store, ds=DS, run_id="jury-2"), judged(fake, b.store))
     assert len(fake.requests) == n and rerun["llm"]["calls"] == 0
     assert rerun["jury"] == jury

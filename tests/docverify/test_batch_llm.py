@@ -12,9 +12,11 @@ import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
-from docverify import batch as B
 from docverify import report
-from docverify.llm import BackoffRetry, LLMJudge, VerdictCache
+from docverify.llm.cache import VerdictCache
+from docverify.llm.faults import BackoffRetry
+from docverify.llm.judge import LLMJudge
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 DS = "2026-11-20"
@@ -36,15 +38,15 @@ def llm_judge(fake: FakeGemini, store: ArtifactStore) -> LLMJudge:
                     retry_policy=BackoffRetry(max_attempts=2, initial_wait_s=0.01, max_wait_s=0.02))
 
 
-def run_all(b: B.Batch, judge) -> dict:
+def run_all(b: Batch, judge) -> dict:
     run_stages(b, judge, shard_size=5)
     report.write(b)
     return json.loads(b.store.read_bytes(f"reports/{DS}/batch_report.json"))
 
 
-def sample_batch(tmp_path, repo_dir) -> B.Batch:
+def sample_batch(tmp_path, repo_dir) -> Batch:
     copy_samples(tmp_path, DS)
-    return B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="llm-test")
+    return Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="llm-test")
 
 
 @pytest.mark.slow
@@ -79,7 +81,7 @@ def test_sample_batch_on_the_llm_judge_then_a_free_rerun(tmp_path, repo_dir, fak
     assert "estimated cost $" in html and "gemini-2.5-flash" in html
 
     n_requests = len(fake.requests)
-    rerun = run_all(B.Batch(store=b.store, ds=DS, run_id="llm-test-2"), llm_judge(fake, b.store))
+    rerun = run_all(Batch(store=b.store, ds=DS, run_id="llm-test-2"), llm_judge(fake, b.store))
     assert len(fake.requests) == n_requests and rerun["llm"]["calls"] == 0 and rerun["llm"]["cost_usd"] == 0
     assert {d["doc_id"]: d["final_decision"] for d in rerun["per_document"]} == got
 

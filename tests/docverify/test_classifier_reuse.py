@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from tests.batch_stages import run_stages
-from tests.docverify.sme_night import REPO
+from tests.docverify.review_night import REPO
 
-from docverify import batch as B
 from docverify.judges import OfflineJudge
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 
@@ -23,7 +23,7 @@ def _night(root, judge, run_id):
     incoming = root / "incoming" / "2026-11-20"
     incoming.mkdir(parents=True, exist_ok=True)
     (incoming / "note_mts_19.pdf").write_bytes((REPO / "include" / "samples" / "note_mts_19.pdf").read_bytes())
-    b = B.Batch(store=ArtifactStore(root), ds="2026-11-20", run_id=run_id)
+    b = Batch(store=ArtifactStore(root), ds="2026-11-20", run_id=run_id)
     run_stages(b, judge)
     return json.loads((root / "runs" / "2026-11-20" / "_stages" / "verify_0.json").read_text())
 
@@ -38,7 +38,7 @@ def test_same_classifier_reuses_a_new_one_classifies_again(tmp_path):
 
 
 def test_the_llm_classifier_id_names_model_and_prompt():
-    from docverify.llm import LLMJudge
+    from docverify.llm.judge import LLMJudge
 
     judge = LLMJudge("test", "test-model")
     assert judge.classifier_id.startswith(f"{judge.name}+classifier_v1:")

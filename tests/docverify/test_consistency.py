@@ -3,7 +3,7 @@ BLOCKER, fixes that travel together, auto-fixable BLOCKERs, V3 trap 3 phone/fax 
 
 import pytest
 
-from docverify.arbiter import decide
+from docverify.arbiters.v5 import decide
 from docverify.autofix import apply_fixes
 from docverify.codes import CATALOGUE
 from docverify.examples import NOTE_P3, bundle, genomic_then_note, mutate
@@ -301,12 +301,13 @@ def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path, policy, route):
     auto-fixable to the retry; by default to the SME."""
     import json
 
-    from docverify import batch as B
+    from docverify.stages.common import Batch
+    from docverify.stages.verify import arbiter, auto_fix_retry_shard, verify_shard
     from docverify.store import ArtifactStore
 
     b, c = genomic_then_note()
     store = ArtifactStore(tmp_path)
-    batch = B.Batch(store=store, ds="2026-11-20", run_id="t")
+    batch = Batch(store=store, ds="2026-11-20", run_id="t")
     doc_id = b.doc_id
     (tmp_path / "x.classification.json").write_text(
         json.dumps(mutate(c, lambda c: c.update(number_of_segments=5))))
@@ -314,11 +315,11 @@ def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path, policy, route):
         {"doc_id": doc_id, "pdf_uri": "x", "pdf_rel": "x.pdf", "sha256": "0",
          "classification_rel": "x.classification.json"}]})
     store.write_json(batch.run_rel(doc_id, "bundle.json"), b)
-    B.verify_shard(batch.fresh(), [doc_id], OfflineJudge(), **({"policy": policy} if policy else {}))
-    out = B.arbiter(batch.fresh())
+    verify_shard(batch.fresh(), [doc_id], OfflineJudge(), **({"policy": policy} if policy else {}))
+    out = arbiter(batch.fresh())
     assert out["counts"][route] == 1
     if policy is not None:  # the retry, under the same policy, repairs and accepts it
-        B.auto_fix_retry_shard(batch.fresh(), [doc_id], OfflineJudge(), policy=policy)
+        auto_fix_retry_shard(batch.fresh(), [doc_id], OfflineJudge(), policy=policy)
         assert batch.fresh().rs.result(doc_id).result.final_decision == "AUTO_ACCEPT"
     routes = json.loads((tmp_path / batch.routes_rel).read_text())
     assert routes["attempt_0"][doc_id]["rule"] == 1

@@ -12,7 +12,6 @@ import sys
 import pytest
 
 from docverify import report
-from docverify.batch import Batch
 from docverify.evaluate import (
     FeedbackFigures,
     Ratio,
@@ -27,6 +26,7 @@ from docverify.models import (
     SMEIssueSummary,
     SMEPacket,
 )
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 # --------------------------------------------------------------------------- fixtures

@@ -14,7 +14,8 @@ from tests.docverify.scripted_tools import votes as Voter
 from docverify.codes import make_issue
 from docverify.judges import JudgmentResult, OfflineJudge
 from docverify.jury import CONFLICT_TYPES, Juror, Jury, flip_target
-from docverify.llm import InMemoryVerdictCache, LLMJudge
+from docverify.llm.cache import InMemoryVerdictCache
+from docverify.llm.judge import LLMJudge
 from docverify.models import ClassificationOutput, DocumentBundle
 from docverify.pipeline import VerifyDeps, verify_document
 from docverify.resources import include_dir

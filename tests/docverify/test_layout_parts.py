@@ -6,35 +6,42 @@ and a merge into the night's index — the same index as the whole layout in one
 import pytest
 from tests.batch_stages import copy_samples
 
-from docverify import batch as B
-from docverify.stages.layout import _balanced
+from docverify.stages.common import Batch
+from docverify.stages.discover import discover
+from docverify.stages.layout import (
+    _balanced,
+    layout_local,
+    layout_local_part,
+    merge_layout_local,
+    plan_layout_local,
+)
 from docverify.store import ArtifactStore
 
 DS = "2026-11-20"
 
 
-def night(root, names=None) -> B.Batch:
+def night(root, names=None) -> Batch:
     copy_samples(root, DS, names)
-    b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="test")
-    B.discover(b.fresh())
+    b = Batch(store=ArtifactStore(root), ds=DS, run_id="test")
+    discover(b.fresh())
     return b
 
 
-def index_of(b: B.Batch) -> dict:
+def index_of(b: Batch) -> dict:
     idx = b.fresh().rs.night_index()
     return {"ok": idx.ok, "failed": sorted(idx.failed), "parsed": idx.parsed, "new": sorted(idx.new)}
 
 
-def mapped_layout(b: B.Batch, shard_size: int, max_shards: int = 64) -> tuple[list[dict], dict]:
-    parts = B.plan_layout_local(b.fresh(), shard_size=shard_size, max_shards=max_shards)
+def mapped_layout(b: Batch, shard_size: int, max_shards: int = 64) -> tuple[list[dict], dict]:
+    parts = plan_layout_local(b.fresh(), shard_size=shard_size, max_shards=max_shards)
     for part in parts:  # each part in its own task: a fresh batch (no memo shared with the plan)
-        B.layout_local_part(b.fresh(), part, workers=1)
-    return parts, B.merge_layout_local(b.fresh())
+        layout_local_part(b.fresh(), part, workers=1)
+    return parts, merge_layout_local(b.fresh())
 
 
 def test_parts_merge_into_the_same_index_as_one_layout(tmp_path):
     one = night(tmp_path / "one")
-    B.layout_local(one.fresh(), workers=1)
+    layout_local(one.fresh(), workers=1)
     many = night(tmp_path / "many")
     parts, record = mapped_layout(many, shard_size=3)
     docs = many.fresh().rs.manifest().documents
@@ -48,10 +55,10 @@ def test_parts_merge_into_the_same_index_as_one_layout(tmp_path):
 
 def test_parts_stay_within_max_shards(tmp_path):
     b = night(tmp_path)
-    parts = B.plan_layout_local(b.fresh(), shard_size=1, max_shards=4)
+    parts = plan_layout_local(b.fresh(), shard_size=1, max_shards=4)
     assert len(parts) == 4 and all(p["doc_ids"] for p in parts)
     with pytest.raises(ValueError, match="shard_size"):
-        B.plan_layout_local(b.fresh(), shard_size=0)
+        plan_layout_local(b.fresh(), shard_size=0)
 
 
 def test_a_rerun_plans_no_part_for_unchanged_bundles(tmp_path):
@@ -68,25 +75,25 @@ def test_a_rerun_plans_no_part_for_unchanged_bundles(tmp_path):
 
 def test_a_part_of_another_plan_is_refused(tmp_path):
     b = night(tmp_path, ["note_mts_19", "retry_shares", "genomic_brca_ngs"])
-    old = B.plan_layout_local(b.fresh(), shard_size=1)
-    B.layout_local_part(b.fresh(), old[0], workers=1)
-    new = B.plan_layout_local(b.fresh(), shard_size=1)  # a second run planned the night again
+    old = plan_layout_local(b.fresh(), shard_size=1)
+    layout_local_part(b.fresh(), old[0], workers=1)
+    new = plan_layout_local(b.fresh(), shard_size=1)  # a second run planned the night again
     assert len(new) == 2  # the bundle the old part wrote is reused
     with pytest.raises(RuntimeError, match="layout plan was replaced"):
-        B.layout_local_part(b.fresh(), old[1], workers=1)
+        layout_local_part(b.fresh(), old[1], workers=1)
     with pytest.raises(RuntimeError, match="part_0.json: from another plan"):
-        B.merge_layout_local(b.fresh())  # part 0 on the store is the old plan's
+        merge_layout_local(b.fresh())  # part 0 on the store is the old plan's
     for part in new:
-        B.layout_local_part(b.fresh(), part, workers=1)
-    assert B.merge_layout_local(b.fresh())["parts"] == 2
+        layout_local_part(b.fresh(), part, workers=1)
+    assert merge_layout_local(b.fresh())["parts"] == 2
     assert len(index_of(b)["ok"]) == 3
 
 
 def test_a_missing_part_names_the_task_to_clear(tmp_path):
     b = night(tmp_path, ["note_mts_19", "retry_shares"])
-    B.plan_layout_local(b.fresh(), shard_size=1)
+    plan_layout_local(b.fresh(), shard_size=1)
     with pytest.raises(RuntimeError, match="part_0.json: missing.*clear its layout_parse task"):
-        B.merge_layout_local(b.fresh())
+        merge_layout_local(b.fresh())
 
 
 def test_parts_balance_runs_of_large_files():

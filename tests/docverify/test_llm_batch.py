@@ -13,10 +13,13 @@ import pytest
 from tests.batch_stages import copy_samples, llm_batch_rounds, run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
-from docverify import batch as B
-from docverify import llm_batch, report
+from docverify import report
 from docverify.cost import estimate_cost
-from docverify.llm import BackoffRetry, InMemoryVerdictCache, LLMJudge, VerdictCache
+from docverify.llm import batch as llm_batch
+from docverify.llm.cache import InMemoryVerdictCache, VerdictCache
+from docverify.llm.faults import BackoffRetry
+from docverify.llm.judge import LLMJudge
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 DS = "2026-11-21"
@@ -31,12 +34,12 @@ def llm_judge(fake: FakeGemini, cache) -> LLMJudge:
                     retry_policy=BackoffRetry(max_attempts=2, initial_wait_s=0.01, max_wait_s=0.02))
 
 
-def sample_batch(root, repo_dir) -> B.Batch:
+def sample_batch(root, repo_dir) -> Batch:
     copy_samples(root, DS)
-    return B.Batch(store=ArtifactStore(root), ds=DS, run_id="batch-test")
+    return Batch(store=ArtifactStore(root), ds=DS, run_id="batch-test")
 
 
-def run_night(b: B.Batch, judge: LLMJudge, before_verify=None) -> dict:
+def run_night(b: Batch, judge: LLMJudge, before_verify=None) -> dict:
     run_stages(b, judge, shard_size=5, before_verify=before_verify)
     report.write(b)
     return json.loads(b.store.read_bytes(f"reports/{DS}/batch_report.json"))
@@ -46,7 +49,7 @@ def routes(rep: dict) -> dict[str, str]:
     return {d["doc_id"]: (d["final_decision"], d.get("error")) for d in rep["per_document"]}
 
 
-def verify_calls(b: B.Batch) -> int:
+def verify_calls(b: Batch) -> int:
     """Online LLM calls made by the verify tasks (the batch rounds' answers are cache hits there)."""
     return sum(s["llm"]["calls"] for s in b.fresh().rs.stages() if s["stage"] == "verify")
 
@@ -198,7 +201,7 @@ def test_the_sdk_dump_of_an_inline_answer_is_read_too():
 
 
 def test_ingest_routes_degenerate_answers_online_and_counts_them(tmp_path, real_line):
-    b = B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="t")
+    b = Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="t")
     judge = LLMJudge("test", "google:gemini-2.5-flash", cache=VerdictCache(b.store))
     keys = {k: {"kind": "V2", "doc_id": f"doc{i}"} for i, k in enumerate(("ok", "cut", "empty", "nocand"))}
     b.store.write_json(llm_batch.index_rel(b, "judgments"), {"round": "judgments", "model": "gemini-2.5-flash",
@@ -219,7 +222,7 @@ def test_ingest_routes_degenerate_answers_online_and_counts_them(tmp_path, real_
 
 
 def test_ingest_caches_valid_answers_only_and_counts_the_rest(tmp_path):
-    b = B.Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="t")
+    b = Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="t")
     judge = LLMJudge("test", "google:gemini-2.5-flash", cache=VerdictCache(b.store))
     judge.price_model = "gemini-2.5-flash"
     keys = {k: {"kind": "V2", "doc_id": f"doc{i}"} for i, k in enumerate(("ok", "err", "bad", "gone"))}
@@ -286,7 +289,7 @@ def test_a_batch_night_routes_like_online_with_no_online_call_then_reruns_withou
     assert "mode batch" in md and "at the batch price" in md
 
     # a second run of the same night: everything is cached, no job, no call, the same routes
-    rerun = run_night(B.Batch(store=b.store, ds=DS, run_id="batch-test-2"), judge, llm_batch_rounds(judge))
+    rerun = run_night(Batch(store=b.store, ds=DS, run_id="batch-test-2"), judge, llm_batch_rounds(judge))
     assert fake.batch_jobs == 2 and fake.count == 0 and routes(rerun) == routes(rep)
     assert rerun["llm"]["batch"]["requests"] == 0 and rerun["llm"]["cost_usd"] == 0
 

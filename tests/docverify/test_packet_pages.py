@@ -7,12 +7,16 @@ from __future__ import annotations
 import re
 import shutil
 
-from tests.docverify.sme_night import REPO
+from tests.docverify.review_night import REPO
 
-from docverify import batch as B
 from docverify.judges import OfflineJudge
-from docverify.sme import load_packet, resolve_key
-from docverify.sme_render import packet_markdown
+from docverify.sme.packets import load_packet, resolve_key
+from docverify.sme.render import packet_markdown
+from docverify.stages.common import Batch
+from docverify.stages.discover import discover
+from docverify.stages.layout import layout_local
+from docverify.stages.routes import write_sme_packets
+from docverify.stages.verify import arbiter, plan_shards, verify_shard
 from docverify.store import ArtifactStore
 
 DS = "2026-11-20"
@@ -23,14 +27,14 @@ def _night_without_ocr(root, names):
     incoming.mkdir(parents=True, exist_ok=True)
     for n in names:
         shutil.copy(REPO / "include" / "samples" / f"{n}.pdf", incoming / f"{n}.pdf")
-    b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="pages")
-    B.discover(b)
-    B.layout_local(b, workers=1, timeout_s=60, ocr=False)  # the scan stays NO_TEXT_LAYER
-    shards = B.plan_shards(b)
+    b = Batch(store=ArtifactStore(root), ds=DS, run_id="pages")
+    discover(b)
+    layout_local(b, workers=1, timeout_s=60, ocr=False)  # the scan stays NO_TEXT_LAYER
+    shards = plan_shards(b)
     for i, shard in enumerate(shards):
-        B.verify_shard(b, shard, OfflineJudge(), str(i))
-    B.arbiter(b, shards=len(shards))
-    B.write_sme_packets(b)
+        verify_shard(b, shard, OfflineJudge(), str(i))
+    arbiter(b, shards=len(shards))
+    write_sme_packets(b)
     return b.store
 
 

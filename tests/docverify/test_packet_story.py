@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.docverify.sme_night import DS, REPO, run_night
+from tests.docverify.review_night import DS, REPO, run_night
 from tests.packets import packet_file
 
 from docverify import report
@@ -14,8 +14,8 @@ from docverify.examples import genomic_then_note, mutate
 from docverify.judges import OfflineJudge
 from docverify.pipeline import verify_document_sync
 from docverify.policy import VerifyPolicy
-from docverify.sme import build_packet
-from docverify.sme_render import decided_by, packet_html, packet_markdown
+from docverify.sme.packets import build_packet
+from docverify.sme.render import decided_by, packet_html, packet_markdown
 
 
 def _repaired_then_escalated():

@@ -16,7 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from docverify import policy as P
 from docverify.examples import NOTE_P3, bundle, classification, genomic_then_note, mutate
 from docverify.judges import OfflineJudge, Usage
-from docverify.llm import LLMJudge
+from docverify.llm.judge import LLMJudge
 from docverify.models import DOC_TYPES
 from docverify.pipeline import GUARD_IMPLEMENTATION, verify_document, verify_document_sync
 from docverify.policy import DEFAULT_POLICY, VerifyPolicy

@@ -7,17 +7,18 @@ import json
 
 from tests.batch_stages import copy_samples, run_stages
 
-from docverify import batch as B
 from docverify import report
 from docverify.judges import OfflineJudge
 from docverify.layout.local_pdf import parse_pdf
+from docverify.stages.common import Batch
+from docverify.store import ArtifactStore
 
 DS = "2026-11-20"
 
 
 def night(tmp_path, repo_dir, names):
     copy_samples(tmp_path, DS, names)
-    b = B.Batch(store=B.ArtifactStore(tmp_path), ds=DS, run_id="manual__t")
+    b = Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="manual__t")
     run_stages(b, OfflineJudge())
     return b, report.write(b)
 

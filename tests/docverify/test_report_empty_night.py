@@ -2,13 +2,14 @@
 
 from tests.batch_stages import run_stages
 
-from docverify import batch as B
 from docverify import report
 from docverify.judges import OfflineJudge
+from docverify.stages.common import Batch
+from docverify.store import ArtifactStore
 
 
 def test_empty_night_says_so(tmp_path):
-    b = B.Batch(store=B.ArtifactStore(tmp_path), ds="2026-11-20", run_id="scheduled__x")
+    b = Batch(store=ArtifactStore(tmp_path), ds="2026-11-20", run_id="scheduled__x")
     run_stages(b, OfflineJudge())
     out = report.write(b)
     assert out["summary"].startswith("batch 2026-11-20: EMPTY NIGHT — 0 documents found")

@@ -8,19 +8,13 @@ import json
 import shutil
 
 from tests.batch_stages import run_stages
-from tests.docverify.sme_night import REPO
+from tests.docverify.review_night import REPO
 
-from docverify import batch as B
 from docverify.judges import OfflineJudge
-from docverify.sme import (
-    SMEReviewHelper,
-    ground_truth_versions,
-    list_pending_reviews,
-    load_packet,
-    resolve_key,
-    review_id,
-    save_review,
-)
+from docverify.sme.ground_truth import ground_truth_versions, save_review
+from docverify.sme.helper import SMEReviewHelper
+from docverify.sme.packets import list_pending_reviews, load_packet, resolve_key, review_id
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 SAMPLES = REPO / "include" / "samples"
@@ -32,7 +26,7 @@ def _night(root, ds, names=("quest_cbc_panel", "genomic_brca_ngs"), run_id="run"
     for n in names if copy else ():
         for f in SAMPLES.glob(f"{n}.*"):
             shutil.copy(f, incoming / f.name)
-    b = B.Batch(store=ArtifactStore(root), ds=ds, run_id=run_id)
+    b = Batch(store=ArtifactStore(root), ds=ds, run_id=run_id)
     run_stages(b, OfflineJudge())
     return b
 

@@ -9,26 +9,25 @@ import shutil
 import threading
 
 import pytest
-from tests.docverify.sme_night import DS, REPO, run_night
+from tests.docverify.review_night import DS, REPO, run_night
 from tests.packets import packet_name
 
 from docverify.layout.local_pdf import parse_pdf
 from docverify.models import DOC_TYPES, DocumentBundle, Page, SMEPacket
-from docverify.sme import (
+from docverify.sme.context import PdfPages, find_in_paragraphs, get_issue_context
+from docverify.sme.ground_truth import ground_truth_versions, save_review
+from docverify.sme.helper import SMEReviewHelper
+from docverify.sme.packets import (
     PacketNotFoundError,
-    SMEReviewHelper,
     build_packet,
     compare_production,
-    ground_truth_versions,
     html_rel,
     list_pending_reviews,
     load_packet,
     resolve_key,
-    save_review,
     write_packet,
 )
-from docverify.sme_context import PdfPages, find_in_paragraphs, get_issue_context
-from docverify.sme_render import packet_html, packet_markdown
+from docverify.sme.render import packet_html, packet_markdown
 from docverify.store import ArtifactStore
 
 # --------------------------------------------------------------------------- fixtures
@@ -273,14 +272,15 @@ def test_agree_then_correct_makes_versions_and_never_overwrites(store):
 
 
 def test_a_reviewed_packet_survives_a_rerun_of_the_night(store):
-    from docverify import batch as B
+    from docverify.stages.common import Batch
+    from docverify.stages.routes import write_sme_packets
 
-    B.write_sme_packets(B.Batch(store=store, ds=DS, run_id="copy"))  # packets name this copy's URIs
+    write_sme_packets(Batch(store=store, ds=DS, run_id="copy"))  # packets name this copy's URIs
     save_review(store, "lab_requisition_form", agrees=True, reviewer="dr.a")
     folder = store.root / "sme_packets"
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert "reviewed" in before[packet_name(before, "lab_requisition_form", ".html")].decode()
-    B.write_sme_packets(B.Batch(store=store, ds=DS, run_id="rerun"))
+    write_sme_packets(Batch(store=store, ds=DS, run_id="rerun"))
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # JSON and HTML, byte for byte
     assert "lab_requisition_form" not in [r["doc_id"] for r in list_pending_reviews(store)]
 
@@ -453,7 +453,7 @@ def _outside_code(md: str) -> str:
 
 @pytest.mark.parametrize("evil", HOSTILE)
 def test_markdown_makes_every_input_derived_text_inert(evil):
-    from docverify.sme_render import md_escape
+    from docverify.sme.render import md_escape
 
     primary = _primary([(1, 1, "Genomic Report", evil)])
     primary["vendor_signals"] = [evil]
@@ -473,7 +473,7 @@ def test_markdown_makes_every_input_derived_text_inert(evil):
 
 
 def test_md_escape_is_readable_after_rendering():
-    from docverify.sme_render import md_escape
+    from docverify.sme.render import md_escape
 
     assert md_escape("Quest Diagnostics — CBC 0.9") == "Quest Diagnostics — CBC 0.9"
     assert md_escape(None) == "" and md_escape("a\n\nb") == "a b"

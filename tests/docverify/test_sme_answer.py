@@ -1,4 +1,4 @@
-"""An SME's answer (docverify.sme_answer): the form read into a ReviewAnswer, every rule checked
+"""An SME's answer (docverify.sme.answer): the form read into a ReviewAnswer, every rule checked
 before anything is sent (a dry run of the correction), and saved — Agree, Correct and Cannot
 classify — on packets of a real run of the nightly stages on the sample batch."""
 
@@ -9,12 +9,11 @@ import shutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.docverify.sme_night import run_night
+from tests.docverify.review_night import run_night
 
 from docverify.evaluate import evaluate_store
 from docverify.models import DOC_TYPES
-from docverify.sme import ground_truth_versions, load_packet, validate_segments
-from docverify.sme_answer import (
+from docverify.sme.answer import (
     AGREE,
     CANNOT_CLASSIFY,
     CORRECT,
@@ -29,6 +28,8 @@ from docverify.sme_answer import (
     save_answer,
     segments_from_pages,
 )
+from docverify.sme.ground_truth import ground_truth_versions, validate_segments
+from docverify.sme.packets import load_packet
 from docverify.store import ArtifactStore
 
 

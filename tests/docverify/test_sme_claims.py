@@ -4,7 +4,7 @@ taken over; nobody else's claim is released."""
 import datetime as dt
 import threading
 
-from docverify.sme_claims import claim, current_claim, is_free, release
+from docverify.sme.claims import claim, current_claim, is_free, release
 from docverify.store import ArtifactStore
 
 T0 = dt.datetime(2026, 11, 20, 2, 0, tzinfo=dt.UTC)
@@ -109,7 +109,7 @@ def test_six_processes_taking_over_an_expired_claim_have_exactly_one_winner_per_
 def test_a_release_never_overwrites_a_claim_taken_over_meanwhile(tmp_path, monkeypatch):
     """run1's claim expired; run1 reads it to release it, run2 takes it over before run1 writes: the
     release fails (compare-and-swap) and run2 keeps its claim."""
-    from docverify import sme_claims
+    from docverify.sme import claims as sme_claims
 
     store = ArtifactStore(tmp_path)
     assert claim(store, "doc", "run1", H, now=T0)

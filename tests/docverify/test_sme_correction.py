@@ -10,7 +10,7 @@ from tests.docverify.test_consistency import classifications, contradictions
 from docverify.examples import genomic_then_note, spec_escalate, spec_fabricated
 from docverify.models import DOC_TYPES, ClassificationOutput
 from docverify.pipeline import rule_phases
-from docverify.sme import apply_correction
+from docverify.sme.ground_truth import apply_correction
 from docverify.verify import v2_consistency
 
 LEVELS = ["PRIMARY", "EMBEDDED_RAW", "MENTION_ONLY", "NO_EVIDENCE"]

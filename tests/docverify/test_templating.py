@@ -12,7 +12,7 @@ from docverify.evaluate import FeedbackFigures, UnreadableFile
 from docverify.evaluate_render import render_html, render_markdown, render_text
 from docverify.models import SMEPacket
 from docverify.resources import include_dir
-from docverify.sme_render import packet_html, packet_markdown
+from docverify.sme.render import packet_html, packet_markdown
 from docverify.templating import environment, md_table, render
 
 

@@ -23,9 +23,10 @@ def test_every_package_error_code_maps_onto_a_core_parse_error_code():
 
 
 def _batch(tmp_path):
-    from docverify import batch as B
+    from docverify.stages.common import Batch
+    from docverify.store import ArtifactStore
 
-    return B.Batch(store=B.ArtifactStore(tmp_path), ds="2026-11-20", run_id="r", prefix="", reuse=True, concurrency=1)
+    return Batch(store=ArtifactStore(tmp_path), ds="2026-11-20", run_id="r", prefix="", reuse=True, concurrency=1)
 
 
 def test_plan_skips_on_the_local_layout_and_a_local_root(tmp_path):

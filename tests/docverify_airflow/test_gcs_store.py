@@ -15,12 +15,13 @@ import tests.dags.airflow_env  # noqa: F401 - the private AIRFLOW_HOME, before a
 from tests.batch_stages import run_stages
 from tests.dags.airflow_env import REPO, airflow_cmd
 
-from docverify import batch as B
 from docverify import report
 from docverify.codes import make_issue
 from docverify.judges import OfflineJudge
-from docverify.llm import VerdictCache
+from docverify.llm.cache import VerdictCache
 from docverify.models import Issue
+from docverify.stages.common import Batch
+from docverify.stages.layout import layout_local
 from docverify.store import TMP_PREFIX, ArtifactStore
 
 DS = "2026-11-20"
@@ -162,7 +163,7 @@ def _upload_samples(store: ArtifactStore) -> int:
     return count
 
 
-def run_night(b: B.Batch) -> dict:
+def run_night(b: Batch) -> dict:
     run_stages(b, OfflineJudge(), shard_size=5, workers=2)
     return report.write(b.fresh())
 
@@ -189,7 +190,7 @@ def test_sample_batch_stages_on_gcs(gcs_root, gcs_emulator):
     expected = expected_routes()
     store = gcs_store(gcs_root)
     assert _upload_samples(store) == len(expected) + 3  # 13 PDFs + 3 companion classifications
-    b = B.Batch(store=store, ds=DS, run_id="gcs-test")
+    b = Batch(store=store, ds=DS, run_id="gcs-test")
     start = gcs_emulator.request_count()
     out = run_night(b)
     first = gcs_emulator.request_count() - start
@@ -215,7 +216,7 @@ def test_sample_batch_stages_on_gcs(gcs_root, gcs_emulator):
 
     # a re-run reuses every bundle from the bucket and rewrites nothing but volatile stage files
     before = {k: store.read_bytes(k) for k in objects if "/_stages/" not in k and not k.startswith("reports/")}
-    assert B.layout_local(b.fresh(), workers=2)["cache_hits"] == len(parsed)
+    assert layout_local(b.fresh(), workers=2)["cache_hits"] == len(parsed)
     start = gcs_emulator.request_count()
     run_night(b)
     again = gcs_emulator.request_count() - start
@@ -281,7 +282,7 @@ def _gcs_racer(uri: str, conn_id: str, i: int, rounds: int, barrier, results) ->
 
     from airflow.sdk import ObjectStoragePath
 
-    from docverify.sme_claims import claim
+    from docverify.sme.claims import claim
 
     store = ArtifactStore(ObjectStoragePath(uri, conn_id=conn_id))
     t0 = dt.datetime(2026, 11, 20, 2, 0, tzinfo=dt.UTC)
@@ -299,7 +300,7 @@ def test_six_processes_taking_over_an_expired_claim_on_gcs_have_exactly_one_winn
     import datetime as dt
     import multiprocessing as mp
 
-    from docverify.sme_claims import claim, current_claim
+    from docverify.sme.claims import claim, current_claim
 
     store = gcs_store(gcs_root)
     rounds, racers = 15, 6

@@ -42,7 +42,7 @@ def test_unknown_judge_fails_loudly(monkeypatch):
 
 
 def test_llm_judge_from_the_connection_calls_the_endpoint(monkeypatch, tmp_path, fake):
-    from docverify.llm import LLMJudge
+    from docverify.llm.judge import LLMJudge
     from docverify.models import DocumentBundle, Page
     from docverify_airflow import config
 

@@ -15,7 +15,9 @@ import pytest
 from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
 from tests.fake_gemini import FakeGemini
 
-from docverify import batch as B
+from docverify.stages.common import Batch
+from docverify.stages.discover import discover
+from docverify.stages.layout import layout_local
 from docverify.store import ArtifactStore
 
 DS = "2026-11-22"
@@ -49,9 +51,9 @@ def night(monkeypatch, tmp_path, repo_dir):
     incoming.mkdir(parents=True)
     for name in ("genomic_brca_ngs.pdf", "retry_shares.pdf", "retry_shares.classification.json"):
         shutil.copy(repo_dir / "include" / "samples" / name, incoming / name)
-    b = B.Batch(store=ArtifactStore(tmp_path / "store"), ds=DS, run_id="t")
-    B.discover(b.fresh())
-    B.layout_local(b.fresh(), workers=1, timeout_s=60)
+    b = Batch(store=ArtifactStore(tmp_path / "store"), ds=DS, run_id="t")
+    discover(b.fresh())
+    layout_local(b.fresh(), workers=1, timeout_s=60)
     yield fake, b, {"ds": DS, "run_id": "t", "params": {"reuse_cached": True, "concurrency": 4}, "ti": TI()}
     fake.stop()
 
@@ -158,7 +160,7 @@ def test_a_vertex_connection_without_a_key_is_refused(night, monkeypatch):
 
 
 def _recorded(b, rnd):
-    from docverify import llm_batch
+    from docverify.llm import batch as llm_batch
 
     return b.store.read_json(llm_batch.job_rel(b, rnd))
 

@@ -10,6 +10,8 @@ import pytest
 from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
 from tests.fake_gemini import FakeGemini
 
+from docverify.stages.common import split
+
 
 @pytest.fixture
 def fake():
@@ -62,7 +64,7 @@ def test_llm_nights_plan_no_more_shards_than_the_llm_pool_has_slots(monkeypatch,
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_LLM_SHARDS", "3")
     ids = [f"doc{i:03d}" for i in range(160)]
     ctx = {"params": {"shard_size": 10, "max_shards": 16}, "ds": "2026-11-20", "run_id": "r"}
-    got = tasks._shards(ctx, lambda batch, size, most, limit: tasks.B.split(ids, size, most, limit))
+    got = tasks._shards(ctx, lambda batch, size, most, limit: split(ids, size, most, limit))
     assert len(got) == shards and sorted(d for s in got for d in s) == ids
     # a nonsense max_shards still fails as such (the cap does not hide it)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", "llm")

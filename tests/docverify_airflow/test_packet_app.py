@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
-from tests.docverify.sme_night import run_night
+from tests.docverify.review_night import run_night
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_the_review_form_links_the_served_page(tmp_path, monkeypatch):
     root = tmp_path / "root"
     run_night(root)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
-    from docverify.sme import resolve_key
+    from docverify.sme.packets import resolve_key
     from docverify.store import ArtifactStore
 
     key = resolve_key(ArtifactStore(root), "quest_cbc_panel")
@@ -81,8 +81,8 @@ def test_the_plugin_registers_the_app():
 def test_the_form_body_is_short_when_the_page_is_served(tmp_path, monkeypatch):
     """Each page once with its issues marked is the served page's job: the form keeps the matched
     line of each issue, not the paragraphs around it (the answer fields stay a short scroll away)."""
-    from docverify.sme import load_packet, resolve_key
-    from docverify.sme_render import packet_markdown
+    from docverify.sme.packets import load_packet, resolve_key
+    from docverify.sme.render import packet_markdown
     from docverify.store import ArtifactStore
     from docverify_airflow import sme_tasks
 
@@ -108,14 +108,14 @@ def test_the_trend_page_and_its_exports(client):
     import os
     import pathlib
 
-    from tests.docverify.sme_night import DS
+    from tests.docverify.review_night import DS
 
-    from docverify import batch as B
     from docverify import report
+    from docverify.stages.common import Batch
     from docverify.store import ArtifactStore
 
     c, packet_app = client
-    report.write(B.Batch(store=ArtifactStore(pathlib.Path(os.environ["AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT"])), ds=DS,
+    report.write(Batch(store=ArtifactStore(pathlib.Path(os.environ["AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT"])), ds=DS,
                          run_id="night-test"))
     assert c.get("/trend/").status_code == 401 and c.get("/trend/trend.csv").status_code == 401
     for dep in packet_app.TREND_AUTH:

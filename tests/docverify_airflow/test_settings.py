@@ -110,7 +110,7 @@ def test_any_error_of_the_sdk_call_fails_naming_the_variable(monkeypatch):
         config.settings()
 
 
-def test_read_once_per_task_instance(monkeypatch, tmp_path):
+def test_read_once_per_task_kept_in_its_context_not_in_a_global(monkeypatch, tmp_path):
     from docverify_airflow import config
 
     calls = []
@@ -118,12 +118,13 @@ def test_read_once_per_task_instance(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "read_variable", lambda k, d: calls.append(k) or real(k, d))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     ti = type("TI", (), {"id": "0191-a", "try_number": 1})()
-    first = config.settings({"ti": ti})
-    assert config.settings({"ti": ti}) is first
+    context = {"ti": ti}
+    first = config.settings(context)
+    assert config.settings(context) is first and context[config.CONTEXT_KEY] is first
     assert len(calls) == len(config.Settings.model_fields)  # each Variable read once
-    ti2 = type("TI", (), {"id": "0191-b", "try_number": 1})()
-    assert config.settings({"ti": ti2}) is not first  # another task instance reads again
+    assert config.settings({"ti": ti}) is not first  # another task's context reads again: no module memo
     assert config.settings() is not config.settings()  # outside a task: afresh
+    assert not [n for n, v in vars(config).items() if isinstance(v, config.Settings)]  # no settings global
 
 
 def test_every_declared_variable_is_a_field_with_the_declared_default(repo_dir):

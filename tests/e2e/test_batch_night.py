@@ -14,7 +14,7 @@ from tests.batch_stages import copy_samples
 from tests.docverify.test_llm_batch import DS, llm_judge, routes, run_night, sample_batch
 from tests.fake_gemini import FakeGemini
 
-from docverify.llm import VerdictCache
+from docverify.llm.cache import VerdictCache
 
 DAG = "clinical_doc_verification"
 

@@ -320,26 +320,30 @@ def captured_logs():
 def run_night(night: Night, judge: Any, *, run_id: str = "hostile", watch: bool = True) -> dict:
     """discover → … → batch report, in process, with every stage's return value (what the DAG
     puts on XCom) and every log line kept for the leak scan."""
-    from docverify import batch as B
     from docverify import report
+    from docverify.stages.common import Batch
+    from docverify.stages.discover import discover
+    from docverify.stages.layout import layout_local
+    from docverify.stages.routes import accept, write_sme_packets
+    from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
     from docverify.store import ArtifactStore
 
-    b = B.Batch(store=ArtifactStore(night.root), ds=DS, run_id=run_id)
+    b = Batch(store=ArtifactStore(night.root), ds=DS, run_id=run_id)
     xcom: list[Any] = []
     with captured_logs() as logs, (AccessWatch(night.root.parent, night.root) if watch else
                                    contextlib.nullcontext()) as w:
         # every stage on a fresh Batch (an empty run-store memo), as every task of the DAG
-        xcom.append(B.discover(b.fresh()))
-        xcom.append(B.layout_local(b.fresh(), workers=2, timeout_s=60))
-        shards = B.plan_shards(b.fresh(), shard_size=8)
+        xcom.append(discover(b.fresh()))
+        xcom.append(layout_local(b.fresh(), workers=2, timeout_s=60))
+        shards = plan_shards(b.fresh(), shard_size=8)
         xcom.append(shards)
         for i, shard in enumerate(shards):
-            xcom.append(B.verify_shard(b.fresh(), shard, judge, str(i)))
-        xcom.append(B.arbiter(b.fresh(), shards=len(shards)))
-        for i, shard in enumerate(B.retry_shards(b.fresh())):
-            xcom.append(B.auto_fix_retry_shard(b.fresh(), shard, judge, str(i)))
-        xcom.append(B.accept(b.fresh()))
-        xcom.append(B.write_sme_packets(b.fresh()))
+            xcom.append(verify_shard(b.fresh(), shard, judge, str(i)))
+        xcom.append(arbiter(b.fresh(), shards=len(shards)))
+        for i, shard in enumerate(retry_shards(b.fresh())):
+            xcom.append(auto_fix_retry_shard(b.fresh(), shard, judge, str(i)))
+        xcom.append(accept(b.fresh()))
+        xcom.append(write_sme_packets(b.fresh()))
         xcom.append(report.write(b.fresh()))
     rep = json.loads((night.root / "reports" / DS / "batch_report.json").read_text())
     return {"batch": b, "report": rep, "xcom": xcom, "logs": logs.lines,

@@ -47,7 +47,7 @@ def test_deterministic_failures_fail_at_once_transient_ones_are_retried(monkeypa
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     ctx = {"params": {"batch_prefix": "../../outside_batch"}, "ds": "2026-11-20", "run_id": "r"}
     with pytest.raises(AirflowFailException, match="INPUT_UNSAFE_NAME.*not retried"):
-        tasks.discover(ctx)
+        tasks.discover(dict(ctx))  # each task its own context (a task keeps the settings it read in it)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", "gemini-please")
     with pytest.raises(AirflowFailException, match="docverify_judge"):
         tasks.verify({**ctx, "params": {}, "ti": type("TI", (), {"map_index": 0})()}, [])

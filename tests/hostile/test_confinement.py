@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docverify import batch as B
 from docverify.limits import InputError
 from docverify.paths import check_part, doc_id_for, safe_id
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore, OutsideRootError
 
 DS = "2026-11-20"
@@ -75,23 +75,23 @@ def test_local_root_nothing_outside(tmp_path_factory, name, doc):
 @pytest.mark.parametrize("prefix", ["../../outside_batch", "incoming/../../x", "a/\x00/b", "..", "x/" + "y" * 300])
 def test_unsafe_batch_prefix_is_a_typed_error(tmp_path, prefix):
     with pytest.raises(InputError) as exc:
-        B.Batch(store=ArtifactStore(tmp_path), ds=DS, prefix=prefix)
+        Batch(store=ArtifactStore(tmp_path), ds=DS, prefix=prefix)
     assert exc.value.code == "INPUT_UNSAFE_NAME"
 
 
 @pytest.mark.parametrize("ds", ["../x", "2026/11/20", "", "a" * 100])
 def test_unsafe_date_is_a_typed_error(tmp_path, ds):
     with pytest.raises(InputError):
-        B.Batch(store=ArtifactStore(tmp_path), ds=ds)
+        Batch(store=ArtifactStore(tmp_path), ds=ds)
 
 
 def test_leading_slash_prefix_stays_under_the_root(tmp_path):
-    b = B.Batch(store=ArtifactStore(tmp_path), ds=DS, prefix="/etc")
+    b = Batch(store=ArtifactStore(tmp_path), ds=DS, prefix="/etc")
     assert b.incoming == "etc" and b.store.uri(b.incoming).startswith(tmp_path.resolve().as_uri())
 
 
 def test_sme_review_of_a_traversing_doc_id_writes_nothing_outside(tmp_path):
-    from docverify.sme import SMEReviewHelper
+    from docverify.sme.helper import SMEReviewHelper
 
     root = tmp_path / "root"
     root.mkdir()

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 
 import pytest
 from tests.hostile import kit
 
-from docverify import batch as B
 from docverify.judges import OfflineJudge
+from docverify.stages.common import Batch
+from docverify.stages.discover import discover
 from docverify.store import ArtifactStore
 
 
@@ -67,7 +69,7 @@ def test_a_file_over_the_size_limit_is_refused_before_any_read(tmp_path):
     big = incoming / "huge.pdf"
     with open(big, "wb") as fh:  # 3 GB, sparse: nothing is stored, nothing may be read
         fh.truncate(3 * 1024 ** 3)
-    b = B.Batch(store=ArtifactStore(tmp_path), ds=kit.DS)
+    b = Batch(store=ArtifactStore(tmp_path), ds=kit.DS)
     opened = []
 
     def hook(event, args):
@@ -78,7 +80,7 @@ def test_a_file_over_the_size_limit_is_refused_before_any_read(tmp_path):
     with watch:
         import sys
         sys.addaudithook(hook)
-        B.discover(b)
+        discover(b)
     [doc] = b.manifest()["documents"]
     assert doc["input_error"] == "TOO_LARGE" and doc["sha256"] == ""
     assert opened == []
@@ -115,3 +117,21 @@ def test_parse_workers_run_under_the_memory_cap(tmp_path, monkeypatch):
         parse_pdf_bounded(pdf, parse_fn="tests.hostile.worker_probe:report_rlimit")
     assert exc.value.message == f"RLIMIT_AS={512 * 1024 * 1024}"
     assert os.environ["DOCVERIFY_PARSE_MEMORY_BYTES"]
+
+
+def test_a_worker_that_ran_out_of_memory_never_parses_the_next_file(tmp_path):
+    """After a MemoryError (a decompression bomb caught in Python) the worker's heap may stay near
+    the cap; the next file must not inherit it (seen: a 5 MB text page parsed after the flate bomb
+    in the same worker crashed as CORRUPT instead of TOO_LARGE): the pool replaces that worker."""
+    from docverify.layout.pool import live_worker_pids, parse_many_bounded
+
+    names = ["a.pdf", "bomb.pdf", "b.pdf", "c.pdf"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"%PDF-1.4")
+    out = {pathlib.Path(p).name: r for p, r in parse_many_bounded(
+        [tmp_path / n for n in names], workers=1, parse_fn="tests.hostile.worker_probe:memory_bomb_or_pid")}
+    assert out["bomb.pdf"].code == "TOO_LARGE" and "decompression bomb" in out["bomb.pdf"].message
+    pids = {n: out[n].message for n in ("a.pdf", "b.pdf", "c.pdf")}
+    assert pids["a.pdf"] != pids["b.pdf"]  # a fresh worker after the bomb
+    assert pids["b.pdf"] == pids["c.pdf"]  # and reused as before
+    assert not live_worker_pids()

@@ -13,9 +13,13 @@ import time
 import pytest
 from tests.hostile import kit
 
-from docverify import batch as B
 from docverify import report
 from docverify.judges import OfflineJudge
+from docverify.stages.common import Batch
+from docverify.stages.discover import discover
+from docverify.stages.layout import layout_local
+from docverify.stages.routes import accept, write_sme_packets
+from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
 from docverify.store import ArtifactStore, is_tmp_name
 
 DS = kit.DS
@@ -96,7 +100,7 @@ def test_after_an_outage_recovered_documents_lose_their_pending_packet(tmp_path)
 
 
 def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
-    from docverify.sme import SMEReviewHelper
+    from docverify.sme.helper import SMEReviewHelper
 
     night = small_night(tmp_path)
     kit.run_night(night, Outage(), run_id="run1", watch=False)
@@ -115,29 +119,29 @@ def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
 STAGES = ["discover", "layout", "verify", "arbiter", "retry", "accept", "packets"]
 
 
-def _stages_until(b: B.Batch, last: str, judge) -> None:
-    B.discover(b.fresh())
+def _stages_until(b: Batch, last: str, judge) -> None:
+    discover(b.fresh())
     if last == "discover":
         return
-    B.layout_local(b.fresh(), workers=1, timeout_s=60)
+    layout_local(b.fresh(), workers=1, timeout_s=60)
     if last == "layout":
         return
-    shards = B.plan_shards(b.fresh(), shard_size=2)
+    shards = plan_shards(b.fresh(), shard_size=2)
     for i, shard in enumerate(shards):
-        B.verify_shard(b.fresh(), shard, judge, str(i))
+        verify_shard(b.fresh(), shard, judge, str(i))
     if last == "verify":
         return
-    B.arbiter(b.fresh(), shards=len(shards))
+    arbiter(b.fresh(), shards=len(shards))
     if last == "arbiter":
         return
-    for i, shard in enumerate(B.retry_shards(b.fresh())):
-        B.auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
+    for i, shard in enumerate(retry_shards(b.fresh())):
+        auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
     if last == "retry":
         return
-    B.accept(b.fresh())
+    accept(b.fresh())
     if last == "accept":
         return
-    B.write_sme_packets(b.fresh())
+    write_sme_packets(b.fresh())
 
 
 def _in_child(fn) -> int:
@@ -156,7 +160,7 @@ def _in_child(fn) -> int:
 @pytest.mark.parametrize("last", STAGES)
 def test_sigkill_after_any_stage_then_a_rerun_ends_like_a_clean_run(tmp_path, last):
     night = small_night(tmp_path)
-    status = _in_child(lambda: _stages_until(B.Batch(store=ArtifactStore(night.root), ds=DS, run_id="killed"),
+    status = _in_child(lambda: _stages_until(Batch(store=ArtifactStore(night.root), ds=DS, run_id="killed"),
                                              last, OfflineJudge()))
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="rerun"))
@@ -198,7 +202,7 @@ def test_two_runs_of_one_night_at_once(tmp_path):
         pids.append(pid)
     statuses = [os.waitpid(p, 0)[1] for p in pids]
     assert all(os.WIFEXITED(s) and os.WEXITSTATUS(s) == 0 for s in statuses)
-    b = B.Batch(store=ArtifactStore(night.root), ds=DS, run_id="check")
+    b = Batch(store=ArtifactStore(night.root), ds=DS, run_id="check")
     report.write(b)
     rep = json.loads((night.root / "reports" / DS / "batch_report.json").read_text())
     kit.check_night(night, {"batch": b, "report": rep, "xcom": [], "logs": [], "outside": []})

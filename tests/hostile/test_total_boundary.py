@@ -98,7 +98,7 @@ def test_printable_names_are_injective_and_ids_distinct():
 @pytest.mark.parametrize("bad", ["abc\n", "2026-11-21\n", "\ud83e", "caf\udce9", "a\x7f"])
 def test_ids_with_a_final_newline_or_a_lone_surrogate_are_typed_refusals(tmp_path, bad):
     from docverify.paths import check_part, safe_ds
-    from docverify.sme import SMEReviewHelper
+    from docverify.sme.helper import SMEReviewHelper
 
     for check in (safe_id, safe_ds, check_part):
         with pytest.raises(InputError) as exc:
@@ -239,7 +239,7 @@ def test_a_removed_input_has_its_outputs_withdrawn_and_orphans_are_reported(tmp_
 
 
 def test_a_removed_input_keeps_its_answered_packet(tmp_path):
-    from docverify.sme import SMEReviewHelper
+    from docverify.sme.helper import SMEReviewHelper
 
     night = _night_with_removals(tmp_path)
     SMEReviewHelper(night.root).save_review("quest_cbc_panel", agrees=False, corrected_dominant_type="Other",

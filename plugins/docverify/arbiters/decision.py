@@ -294,7 +294,7 @@ def _with_self(trace: list[str]) -> list[str]:
 
 
 def render_prompt(transaction_id: str, evidence: AggregatedEvidence, debate: DebateArguments) -> str:
-    from docverify.llm_prompts import load_prompt
+    from docverify.llm.prompts import load_prompt
 
     _, template = load_prompt(PROMPT_NAME)
     return template.format(

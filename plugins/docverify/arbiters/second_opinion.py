@@ -101,7 +101,7 @@ def second_opinion_inputs(bundle: DocumentBundle, cls: ClassificationOutput, iss
     """What the LLM reads: the evidence pages and the judgment view (as V4's judgment), the
     issues as codes and facts (no messages) and the table's decision."""
     from docverify.arbiters.v5 import evidence_pages
-    from docverify.llm_prompts import evidence_inputs
+    from docverify.verify.v4_evidence import llm_inputs as evidence_inputs
 
     inputs = evidence_inputs(bundle, cls)
     inputs["issues"] = {

@@ -174,7 +174,12 @@ class _Pool:
             raise RuntimeError(f"parse worker could not start: {msg['startup_error']}")
         job, w.job = w.job, None
         result = (job, _result_from_json(msg, job))
-        if self.pending and w in self.workers:
+        if msg.get("recycle"):
+            # the worker survived a MemoryError with its address space near the cap: the next file
+            # gets a fresh worker, so one bomb never costs another document its parse
+            self.workers.remove(w)
+            w.stop()
+        elif self.pending and w in self.workers:
             self._send(w, self.pending.popleft())
         return result
 
@@ -455,7 +460,8 @@ def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:
         return {"error": ParseError(
             TOO_LARGE, f"{name} needs more memory to parse than the worker's cap of "
             f"{PARSE_WORKER_MEMORY_BYTES // 1048576} MB (docverify.limits.PARSE_WORKER_MEMORY_BYTES); "
-            f"the file may be a decompression bomb: repair or split it", path).to_dict()}
+            f"the file may be a decompression bomb: repair or split it", path).to_dict(),
+            "recycle": True}  # this worker's heap may stay near the cap: the pool replaces it
     except BaseException as exc:  # noqa: BLE001 - a custom parse_fn may raise anything
         name = pathlib.Path(path).name
         # the exception's text may quote the document: only its type goes into the message

@@ -23,8 +23,8 @@ def audit_sample(batch: Batch, rate: float) -> dict:
     issues if any. A re-run draws the same sample; an audit packet that exists (pending or
     answered) is never rewritten."""
     from docverify.audit import classification_confidence, draw_sample
-    from docverify.sme_packets import build_packet, review_id, write_packet
-    from docverify.sme_render import write_packet_html
+    from docverify.sme.packets import build_packet, review_id, write_packet
+    from docverify.sme.render import write_packet_html
     from docverify.stages.verify import read_bundle
 
     rs = batch.rs

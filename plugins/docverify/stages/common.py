@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import math
@@ -16,11 +15,13 @@ from typing import Any
 from docverify.judges import Judge, Usage
 from docverify.paths import safe_ds, safe_prefix
 from docverify.runstore import (
+    ErrorRecord,
     RunStore,
+    StageRecord,
 )
 from docverify.store import ArtifactStore
 
-log = logging.getLogger("docverify.batch")
+log = logging.getLogger("docverify.stages")
 lineage_log = logging.getLogger("docverify.lineage")
 
 
@@ -33,22 +34,21 @@ MAX_SHARDS = 64
 AIRFLOW_MAP_LIMIT = 1024
 
 
-#: Off inside batch mode's collect pass (``docverify.llm_batch``): it runs the verify code to record
-#: the night's LLM requests, and its documents' lineage is the verify task's, not the pass's.
-LINEAGE_ON: contextvars.ContextVar[bool] = contextvars.ContextVar("docverify_lineage_on", default=True)
-
-
 def lineage(step: str, doc_id: str, **fields: Any) -> None:
     """One structured line per document per step. Callers pass ids, URIs, hashes, codes — never
     text from the document. ``task`` is the Airflow task whose log holds the line (the task
     runner exports it as ``AIRFLOW_CTX_TASK_ID``); ``step`` is added when the step has another
     name (``classify`` and ``v5_arbiter`` run inside ``verify``). Outside Airflow, ``task`` is
     the step."""
-    if not LINEAGE_ON.get():
-        return
     task = os.environ.get("AIRFLOW_CTX_TASK_ID") or step
     line = {"task": task, "doc_id": doc_id, **({"step": step} if step != task else {}), **fields}
     lineage_log.info("lineage %s", json.dumps(line, sort_keys=True))
+
+
+def no_lineage(step: str, doc_id: str, **fields: Any) -> None:
+    """:func:`lineage`'s stand-in where a pass writes none: batch mode's collect pass runs the
+    verify code to record the night's LLM requests, and its documents' lineage is the verify
+    task's, not the pass's (the caller chooses: ``lineage_on=False``)."""
 
 
 @dataclass
@@ -182,11 +182,13 @@ def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
 # =========================================================================== discover
 
 
-def error_record(doc: dict, code: str, message: str, stage: str) -> dict:
-    return {"doc_id": doc["doc_id"], "stage": stage, "error": code, "message": message, "file": doc["pdf_uri"]}
+def error_record(doc: dict, code: str, message: str, stage: str, **extra: Any) -> ErrorRecord:
+    """The error record of a manifest entry as stored (a dict: the layout stage's documents);
+    :meth:`ErrorRecord.of` takes the :class:`~docverify.runstore.ManifestDoc`."""
+    return ErrorRecord(doc_id=doc["doc_id"], stage=stage, error=code, message=message, file=doc["pdf_uri"], **extra)
 
 
-def load_stage_stats(batch: Batch) -> list[dict]:
+def load_stage_stats(batch: Batch) -> list[StageRecord]:
     """Every stage's record of the night: discover's (in the manifest), then ``_stages/``."""
     manifest = batch.rs.get_json(batch.rs.manifest_rel) or {}
     return ([manifest["stats"]] if manifest.get("stats") else []) + batch.rs.stages()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from docverify.limits import (
     INPUT_UNSAFE_NAME,
@@ -15,20 +14,21 @@ from docverify.paths import doc_id_for, name_problem, printable_name, quoted_nam
 from docverify.resources import sha256_bytes
 from docverify.runstore import (
     VOLATILE,
+    ErrorRecord,
     Manifest,
     ManifestDoc,
 )
-from docverify.stages.common import Batch, StageStats, error_record, lineage
+from docverify.stages.common import Batch, StageStats, lineage
 from docverify.stages.routes import withdraw_removed
 
-log = logging.getLogger("docverify.batch")
+log = logging.getLogger("docverify.stages")
 
 
-def _input_error(batch: Batch, entry: dict, code: str, message: str) -> None:
+def _input_error(batch: Batch, entry: ManifestDoc, code: str, message: str) -> None:
     """A document refused at discovery (not a regular file, too large): its error record, so it
     is escalated with the error in its packet — counted, never dropped, never read."""
-    batch.rs.write_if_changed(batch.rs.error_rel(entry["doc_id"]),
-                              {**error_record(entry, code, message, "discover"), "sha256": entry["sha256"]})
+    batch.rs.write_if_changed(batch.rs.error_rel(entry.doc_id),
+                              ErrorRecord.of(entry, code, message, "discover", sha256=entry.sha256))
 
 
 def discover(batch: Batch, max_documents: int = 0) -> dict:
@@ -78,35 +78,35 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
             uri = rs.uri(rel)
         companion, production = f"{name[:-4]}.classification.json", f"{name[:-4]}.production.json"
         has_companion = companion in files and not problem
-        entry: dict[str, Any] = {"doc_id": doc_id, "pdf_rel": rel, "pdf_uri": uri, "sha256": "", "bytes": size,
-                                 "classification_rel": f"{batch.incoming}/{companion}" if has_companion else None}
+        entry = ManifestDoc(doc_id=doc_id, pdf_rel=rel, pdf_uri=uri, sha256="", bytes=size,
+                            classification_rel=f"{batch.incoming}/{companion}" if has_companion else None)
         if has_companion:
-            entry["classification_bytes"] = files[companion]
+            entry.classification_bytes = files[companion]
         if production in files and not problem:
-            entry["production_rel"] = f"{batch.incoming}/{production}"
+            entry.production_rel = f"{batch.incoming}/{production}"
         error = None
         if problem:
             error = (INPUT_UNSAFE_NAME, f"{uri}: the file name {shown!r} cannot name a stored object ({problem}); "
                      f"it was not read — rename it (letters, digits, '.', '_', '-'; UTF-8) and run the night again")
         elif kind != "file":
-            error = ("INPUT_NOT_REGULAR", f"{entry['pdf_uri']} is a {'symbolic link' if kind == 'symlink' else kind} "
+            error = ("INPUT_NOT_REGULAR", f"{entry.pdf_uri} is a {'symbolic link' if kind == 'symlink' else kind} "
                      f"entry, not a regular file: it is not followed or read; put the PDF itself in the folder")
         else:
             try:
-                check_size(size, MAX_PDF_BYTES, entry["pdf_uri"], "PDF")
-                entry["sha256"] = rs.sha256(rel)
+                check_size(size, MAX_PDF_BYTES, entry.pdf_uri, "PDF")
+                entry.sha256 = rs.sha256(rel)
             except InputError:
-                error = ("TOO_LARGE", f"{entry['pdf_uri']} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
+                error = ("TOO_LARGE", f"{entry.pdf_uri} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
                          f"(docverify.limits.MAX_PDF_BYTES); it was not read — split it")
         if error:
-            entry["input_error"] = error[0]
+            entry.input_error = error[0]
             stats.errors += 1
             _input_error(batch, entry, *error)
         elif doc_id in refused_before:  # the file was fixed since: forget the old refusal
             rs.delete(rs.error_rel(doc_id))
         docs.append(entry)
-        lineage("discover", doc_id, input_uri=entry["pdf_uri"], sha256=entry["sha256"], bytes=size,
-                provided_classification=entry["classification_rel"] is not None, error=entry.get("input_error"))
+        lineage("discover", doc_id, input_uri=entry.pdf_uri, sha256=entry.sha256, bytes=size,
+                provided_classification=entry.classification_rel is not None, error=entry.input_error)
     stats.docs = len(docs)
     # a re-run reconciles the night's outputs with its inputs: a PDF removed since an earlier run
     # has its accepted record and pending packets withdrawn (with the reason), before the manifest
@@ -120,7 +120,7 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
         log.warning("%d companion file(s) in %s without their PDF (not used; all in the manifest): %s",
                     len(orphans), rs.uri(batch.incoming), orphans[:20])
     extra = {k: v for k, v in (("orphan_companions", orphans), ("removed", removed)) if v}
-    manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=[ManifestDoc(**d) for d in docs],
+    manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=docs,
                         skipped_over_max_documents=skipped, **extra)
     # the stage's record rides in the manifest (``stats``, volatile): no object of its own
     out = stats.record(max_documents=max_documents, skipped_over_max_documents=skipped, **extra)

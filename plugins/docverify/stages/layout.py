@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from docverify.limits import (
     MAX_PAGE_CHARS,
 )
+from docverify.runstore import ErrorRecord
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -25,7 +26,7 @@ from docverify.stages.common import (
 if TYPE_CHECKING:
     from docverify.layout.errors import ParseError
 
-log = logging.getLogger("docverify.batch")
+log = logging.getLogger("docverify.stages")
 
 # =========================================================================== layout
 
@@ -44,7 +45,7 @@ class _Layout:
 
     batch: Batch
     ok: set[str] = field(default_factory=set)
-    errors: dict[str, dict] = field(default_factory=dict)
+    errors: dict[str, ErrorRecord] = field(default_factory=dict)
     new: list[str] = field(default_factory=list)
     parsed: dict[str, list[str]] = field(default_factory=dict)
     #: False: the manifest only (the merge of a mapped layout: the plan looked at the night before)
@@ -75,12 +76,13 @@ class _Layout:
         if self.previous is not None and doc_id in self.previous.failed:  # an earlier error no longer holds
             self.batch.rs.delete(self.batch.rs.error_rel(doc_id))
 
-    def failed(self, doc_id: str, record: dict) -> None:
+    def failed(self, doc_id: str, record: ErrorRecord) -> None:
         self.errors[doc_id] = record
 
     def input_error(self, doc: dict) -> None:
         """A document refused at discovery: its error record (one read, refusals only)."""
-        rec = self.batch.rs.get_json(self.batch.rs.error_rel(doc["doc_id"])) or error_record(
+        stored = self.batch.rs.get_json(self.batch.rs.error_rel(doc["doc_id"]))
+        rec = ErrorRecord.model_validate(stored) if stored else error_record(
             doc, doc["input_error"], f"{doc['pdf_uri']}: refused at discovery ({doc['input_error']})", "discover")
         self.failed(doc["doc_id"], rec)
 
@@ -88,7 +90,16 @@ class _Layout:
         docs = self.manifest.documents
         return stats.save(self.batch, documents=[d.model_dump(mode="json", exclude_none=True) for d in docs],
                           ok=[d.doc_id for d in docs if d.doc_id in self.ok and d.doc_id not in self.errors],
-                          failed=self.errors, new=self.new, parsed=self.parsed, **extra)
+                          failed=_errors_json(self.errors), new=self.new, parsed=self.parsed, **extra)
+
+
+def _errors_json(errors: dict[str, ErrorRecord]) -> dict[str, object]:
+    """Error records as a stage record holds them (``failed``: doc id → the ``error.json`` content)."""
+    return {doc_id: rec.model_dump(mode="json") for doc_id, rec in errors.items()}
+
+
+def _errors_of(stored: dict[str, object]) -> dict[str, ErrorRecord]:
+    return {doc_id: ErrorRecord.model_validate(rec) for doc_id, rec in stored.items()}
 
 
 def _docs(batch: Batch) -> list[dict]:
@@ -150,7 +161,7 @@ def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOU
     previous_failed = set(state.previous.failed) if state.previous is not None else set()
     batch.rs.write_json(_layout_rel(batch, "plan"), {
         **stats.record(), "token": token, "parts": len(parts), "ok": sorted(state.ok), "parsed": state.parsed,
-        "failed": state.errors, "new": state.new, "stale_errors": [d["doc_id"] for d in todo if d["doc_id"] in previous_failed]})
+        "failed": _errors_json(state.errors), "new": state.new, "stale_errors": [d["doc_id"] for d in todo if d["doc_id"] in previous_failed]})
     log.info("layout plan: %d document(s), %d reused, %d refused at discovery, %d to parse in %d part(s)",
              len(docs), stats.cache_hits, stats.errors, len(todo), len(parts))
     return parts
@@ -205,7 +216,7 @@ def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: 
             _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
     stats.docs = len(docs)
     record = {**stats.record(), "token": part["token"], "part": part["part"], "parsed": state.parsed,
-              "failed": state.errors}
+              "failed": _errors_json(state.errors)}
     batch.rs.write_json(_layout_rel(batch, f"part_{int(part['part'])}"), record)
     log.info("layout part %d: %d PDF(s) parsed, %d failed, %.1fs", part["part"], len(state.parsed), stats.errors,
              record["seconds"])
@@ -218,7 +229,7 @@ class _PartState:
 
     batch: Batch
     stale: set[str]
-    errors: dict[str, dict] = field(default_factory=dict)
+    errors: dict[str, ErrorRecord] = field(default_factory=dict)
     parsed: dict[str, list[str]] = field(default_factory=dict)
 
     def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
@@ -226,7 +237,7 @@ class _PartState:
         if doc_id in self.stale:  # an earlier error no longer holds
             self.batch.rs.delete(self.batch.rs.error_rel(doc_id))
 
-    def failed(self, doc_id: str, record: dict) -> None:
+    def failed(self, doc_id: str, record: ErrorRecord) -> None:
         self.errors[doc_id] = record
 
 
@@ -241,7 +252,7 @@ def merge_layout_local(batch: Batch, *, ocr: bool = True) -> dict:
     if plan is None:
         raise FileNotFoundError(f"{rs.uri(plan_rel)}: no layout plan; the run's layout_plan task did not run")
     stats = StageStats("layout", errors=int(plan["errors"]), cache_hits=int(plan["cache_hits"]))
-    state = _Layout(batch, ok=set(plan["ok"]), errors=dict(plan["failed"]), new=list(plan["new"]),
+    state = _Layout(batch, ok=set(plan["ok"]), errors=_errors_of(plan["failed"]), new=list(plan["new"]),
                     parsed=dict(plan["parsed"]), scan=False)
     seconds = float(plan["seconds"])
     for n in range(int(plan["parts"])):
@@ -252,7 +263,7 @@ def merge_layout_local(batch: Batch, *, ocr: bool = True) -> dict:
                                f"part {n} of this run did not finish: clear its layout_parse task")
         state.ok.update(part["parsed"])
         state.parsed.update(part["parsed"])
-        state.errors.update(part["failed"])
+        state.errors.update(_errors_of(part["failed"]))
         stats.errors += int(part["errors"])
         seconds += float(part["seconds"])
     stats.docs = len(state.manifest.documents)
@@ -304,7 +315,7 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
     bundle_rel, err_rel = rs.bundle_rel(doc_id), rs.error_rel(doc_id)
     if isinstance(result, error_type):
         stats.errors += 1
-        record = {**error_record(doc, result.code, result.message, "layout"), "sha256": doc["sha256"]}
+        record = error_record(doc, result.code, result.message, "layout", sha256=doc["sha256"])
         state.failed(doc_id, record)
         rs.write_if_changed(err_rel, record)
         lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
@@ -333,7 +344,7 @@ _DOCAI_RETRYABLE_STATUS = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHA
 
 
 def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARSER_PREFIX,
-                 state: _Layout | None = None) -> tuple[list[dict], dict[str, list[str]], dict[str, dict]]:
+                 state: _Layout | None = None) -> tuple[list[dict], dict[str, list[str]], dict[str, ErrorRecord]]:
     """(documents to lay out, reused laid-out id → [sha256, parser], reused permanent failures
     id → error record). With the layout's ``state``, this night's earlier record answers without a
     read; else the bundle and error record are read."""
@@ -342,6 +353,7 @@ def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARS
         return list(docs), {}, {}
     out, ok, failed = [], {}, {}
     rs = batch.rs
+    err: ErrorRecord | None
     prev = state.previous if state is not None else None
     for doc in docs:
         doc_id = doc["doc_id"]
@@ -352,9 +364,10 @@ def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARS
         if prev is not None:
             err = prev.failed.get(doc_id) if doc_id in state.present else None  # type: ignore[union-attr]
         else:
-            err = rs.get_json(rs.error_rel(doc_id))
-        if err and err.get("sha256") == doc["sha256"] and str(err.get("parser", "")).startswith(parser_prefix) \
-                and err.get("retryable") is False:
+            stored = rs.get_json(rs.error_rel(doc_id))
+            err = ErrorRecord.model_validate(stored) if stored else None
+        if err and err.sha256 == doc["sha256"] and str(err.parser or "").startswith(parser_prefix) \
+                and err.retryable is False:
             failed[doc_id] = err
             continue
         out.append(doc)
@@ -375,8 +388,8 @@ def _docai_error(batch: Batch, doc: dict, exc: Any, stats: StageStats, state: _L
     """A Document AI document error: the usual error record plus what a re-run needs to know."""
     stats.errors += 1
     rel = batch.rs.error_rel(doc["doc_id"])
-    record = {**error_record(doc, exc.code, exc.message, "layout"), "sha256": doc["sha256"],
-              "parser": DOCAI_PARSER_PREFIX + "layout-parser", "retryable": retryable}
+    record = error_record(doc, exc.code, exc.message, "layout", sha256=doc["sha256"],
+                          parser=DOCAI_PARSER_PREFIX + "layout-parser", retryable=retryable)
     state.failed(doc["doc_id"], record)
     batch.rs.write_if_changed(rel, record)
     lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser="document_ai",

@@ -31,7 +31,7 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     import json
     import logging
 
-    from docverify.sme_packets import now_iso
+    from docverify.sme.packets import now_iso
 
     rs = batch.rs
     got = rs.read_versioned(rel)
@@ -97,7 +97,7 @@ def withdraw_removed(batch: Batch, present: set[str]) -> list[str]:
 
 
 def _review_id(batch: Batch, doc_id: str, sha256: str | None) -> str:
-    from docverify.sme_packets import review_id
+    from docverify.sme.packets import review_id
 
     return review_id(batch.ds, doc_id, sha256)
 
@@ -194,8 +194,8 @@ def write_sme_packets(batch: Batch) -> dict:
     """One packet per escalated document (after V5 or after the retry), and per document that
     could not be parsed or classified. A packet an SME already reviewed is kept. Reads the routes,
     the manifest and, per document it may write, its result (and bundle and PDF for the packet)."""
-    from docverify.sme_packets import build_packet, write_packet
-    from docverify.sme_render import write_packet_html
+    from docverify.sme.packets import build_packet, write_packet
+    from docverify.sme.render import write_packet_html
 
     rs = batch.rs
     stats = StageStats("write_sme_packets")
@@ -234,11 +234,11 @@ def write_sme_packets(batch: Batch) -> dict:
     for doc_id in candidates:
         if doc_id in errors:  # escalated without a verification: discover / layout / no result
             err = errors[doc_id]
-            key = _review_id(batch, doc_id, err.get("sha256"))
-            packet = build_packet(doc_id=doc_id, pdf_path=err.get("file", ""), total_pages=0, bundle_path="",
-                                  result=None, error=err, run_id=batch.run_id, review_id=key,
+            key = _review_id(batch, doc_id, err.sha256)
+            packet = build_packet(doc_id=doc_id, pdf_path=err.file, total_pages=0, bundle_path="",
+                                  result=None, error=err.model_dump(mode="json"), run_id=batch.run_id, review_id=key,
                                   size_bytes=sizes.get(doc_id) or None)
-            finish(doc_id, key, packet, None, err["error"], rule=None, reason="error", error=err["error"])
+            finish(doc_id, key, packet, None, err.error, rule=None, reason="error", error=err.error)
             continue
         rec = rs.result(doc_id)
         if rec is None:
@@ -246,8 +246,7 @@ def write_sme_packets(batch: Batch) -> dict:
         if rec.error is not None:
             total = rec.bundle.total_pages if rec.bundle else 0
             err_json = rec.error.model_dump(mode="json", exclude={"sha256"})
-            assert rec.error.model_extra is not None  # ErrorRecord allows extra fields: always a dict
-            key = _review_id(batch, doc_id, rec.bundle.sha256 if rec.bundle else rec.error.model_extra.get("sha256"))
+            key = _review_id(batch, doc_id, rec.bundle.sha256 if rec.bundle else rec.error.sha256)
             packet = build_packet(doc_id=doc_id, pdf_path=rec.error.file, total_pages=total,
                                   bundle_path=rs.uri(rs.bundle_rel(doc_id)) if total else "", result=None,
                                   error=err_json, run_id=batch.run_id, review_id=key)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from docverify.judges import CallDeferred, Judge, JudgeThrottled, Usage
 from docverify.limits import (
@@ -27,10 +29,12 @@ from docverify.runstore import (
     BundleMeta,
     ClassificationMeta,
     DocResult,
+    DocSummary,
     ErrorRecord,
     ManifestDoc,
     NightIndex,
     Routes,
+    V5Decision,
 )
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
@@ -39,14 +43,14 @@ from docverify.stages.common import (
     ROUTES,
     Batch,
     StageStats,
-    error_record,
     gather_bounded,
     lineage,
+    no_lineage,
     shard_size_for,
     split,
 )
 
-log = logging.getLogger("docverify.batch")
+log = logging.getLogger("docverify.stages")
 
 
 # =========================================================================== shards
@@ -60,12 +64,13 @@ def night_index(batch: Batch) -> NightIndex:
     if index is not None:
         return index
     docs = rs.manifest().documents
-    ok, errors = [], {}
+    ok: list[str] = []
+    errors: dict[str, ErrorRecord] = {}
     for d in docs:
         err = rs.error(d.doc_id)
         if d.input_error or err is not None:
-            errors[d.doc_id] = err.model_dump(mode="json") if err else error_record(
-                d.model_dump(), d.input_error or "", f"{d.pdf_uri}: refused at discovery", "discover")
+            errors[d.doc_id] = err if err else ErrorRecord.of(d, d.input_error or "",
+                                                              f"{d.pdf_uri}: refused at discovery", "discover")
         elif rs.exists(rs.bundle_rel(d.doc_id)):
             ok.append(d.doc_id)
     return NightIndex(documents=docs, ok=ok, failed=errors)
@@ -111,7 +116,7 @@ def _decision_value(d: Any) -> str:
     return str(getattr(d, "value", d))
 
 
-def _error_decision(code: str | None) -> dict[str, Any]:
+def _error_decision(code: str | None) -> V5Decision:
     """The V5 decision of a document that ends in an error: escalated, no rule."""
     return {"decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": code}
 
@@ -124,27 +129,30 @@ def _error_result(doc: ManifestDoc, bundle: BundleMeta | None, code: str, messag
 
 
 async def _classification(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle, prior: DocResult | None,
-                          judge: Judge, stats: StageStats) -> tuple[Any, ClassificationMeta] | DocResult:
+                          judge: Judge, stats: StageStats, *, lineage_on: bool = True
+                          ) -> tuple[Any, ClassificationMeta] | DocResult:
     """The document's classification: the companion beside the PDF, the earlier run's (same
-    classifier, same bundle), or the judge's classifier. A fault is the document's error result."""
+    classifier, same bundle), or the judge's classifier. A fault is the document's error result.
+    ``lineage_on=False``: no lineage lines (batch mode's collect pass; the verify task writes them)."""
     rs, doc_id = batch.rs, doc.doc_id
+    note = lineage if lineage_on else no_lineage
     out_uri = rs.uri(rs.result_rel(doc_id))
     if doc.classification_rel:
         try:
             raw = read_companion(batch, doc.classification_rel, doc.classification_bytes)
         except InputError as exc:  # this document only: escalated with the error in its packet
             stats.errors += 1
-            lineage("classify", doc_id, source="provided", error=exc.code, input_uri=rs.uri(doc.classification_rel))
+            note("classify", doc_id, source="provided", error=exc.code, input_uri=rs.uri(doc.classification_rel))
             return _error_result(doc, BundleMeta.of(bundle), exc.code, exc.message, "classify")
         meta = ClassificationMeta(source="provided", uri=rs.uri(doc.classification_rel), implementation="provided",
                                   bundle_sha256=bundle.sha256)
-        lineage("classify", doc_id, source="provided", input_uri=meta.uri, output_uri=out_uri)
+        note("classify", doc_id, source="provided", input_uri=meta.uri, output_uri=out_uri)
         return raw, meta
     m = prior.classification_meta if prior is not None else None
     if batch.reuse and m is not None and prior is not None and prior.classification is not None \
             and m.source == "classifier" and m.classifier_id == judge.classifier_id and m.bundle_sha256 == bundle.sha256:
         stats.cache_hits += 1
-        lineage("classify", doc_id, source="classifier", implementation=m.implementation, cache="hit",
+        note("classify", doc_id, source="classifier", implementation=m.implementation, cache="hit",
                 output_uri=out_uri)
         return prior.classification, m
     try:
@@ -154,14 +162,14 @@ async def _classification(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle
     except Exception as exc:  # a classifier fault becomes a document error, never a failed batch
         stats.add_usage(doc_id, getattr(exc, "usage", None), judge)  # a failed call still cost tokens
         stats.errors += 1
-        lineage("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED",
+        note("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED",
                 exception=type(exc).__name__)
         return _error_result(doc, BundleMeta.of(bundle), "CLASSIFICATION_FAILED",
                              f"The classifier {judge.name} failed: {type(exc).__name__}", "classify")
     stats.add_usage(doc_id, result.usage, judge)
     meta = ClassificationMeta(source="classifier", judge=judge.name, implementation=result.implementation,
                               classifier_id=judge.classifier_id, bundle_sha256=bundle.sha256)
-    lineage("classify", doc_id, source="classifier", implementation=result.implementation, cache="miss",
+    note("classify", doc_id, source="classifier", implementation=result.implementation, cache="miss",
             llm_calls=result.usage.llm_calls, dominant_type=result.classification.dominant_type_overall,
             segments=result.classification.number_of_segments, output_uri=out_uri)
     return result.classification.model_dump(mode="json"), meta
@@ -190,7 +198,7 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, deps: VerifyDeps, stats: S
     decision = rec0.decision
     rec = DocResult(doc_id=doc_id, route=route, bundle=BundleMeta.of(bundle), classification=raw,
                     classification_meta=meta, production_rel=doc.production_rel,
-                    decision={"decision": _decision_value(decision.decision), "rule": decision.rule})
+                    decision=V5Decision(decision=_decision_value(decision.decision), rule=decision.rule))
     if route == "auto_fix_retry":
         rec.attempt_0 = rec0
         if prior is not None and prior.attempt_0 == rec0 and prior.classification == raw:
@@ -228,7 +236,7 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
     index = night_index(batch)
     by_id = {d.doc_id: d for d in index.documents}
     new = set(index.new)
-    documents: dict[str, dict] = {}
+    documents: dict[str, DocSummary] = {}
     so_counts: dict[str, int] = {}
 
     async def one(doc_id: str) -> None:
@@ -256,7 +264,8 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
                                 f"check its classification, then re-run", "verify")
             rs.write_result(rec)
         # a document waiting for the retry: its attempt 0 only (the retry's result is the retry's)
-        documents[doc_id] = doc_summary(rec if rec.route != "auto_fix_retry" else rec.model_copy(update={"result": None}))
+        documents[doc_id] = cast(DocSummary, doc_summary(
+            rec if rec.route != "auto_fix_retry" else rec.model_copy(update={"result": None})))
         a0 = rec.first_attempt
         so = a0.decision.second_opinion if a0 is not None else None
         if so is not None:
@@ -267,9 +276,16 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
 
     asyncio.run(gather_bounded([functools.partial(one, d) for d in shard], batch.concurrency))
     stats.docs = len(shard)
-    extra: dict[str, Any] = {"second_opinion": so_counts} if deps.second_opinion is not None else {}
+    extra: _VerifyExtra = {"second_opinion": so_counts} if deps.second_opinion is not None else {}
     return stats.save(batch, f"verify_{shard_key}" if shard_key else None, shard=shard, documents=documents,
                       **extra)
+
+
+class _VerifyExtra(TypedDict, total=False):
+    """What a verify shard's record holds besides the common keys and its summaries."""
+
+    #: the V5 second opinion's counts (asked, each override, changed): when the deps have one
+    second_opinion: dict[str, int]
 
 
 # =========================================================================== V5 arbiter
@@ -290,31 +306,32 @@ def arbiter(batch: Batch, shards: int | None = None) -> dict:
     rs = batch.rs
     stats = StageStats("route")
     index = night_index(batch)
-    summaries: dict[str, dict] = {}
+    summaries: dict[str, DocSummary] = {}
     for i in range(shards or 0):
-        summaries.update((rs.stage(f"verify_{i}") or {}).get("documents") or {})
+        record = rs.stage(f"verify_{i}")
+        summaries.update((record.get("documents") if record else None) or {})
     if shards is None:  # the shard keys are unknown: every verify record of the night
         for s in rs.stages():
             if s.get("stage") == "verify":
                 summaries.update(s.get("documents") or {})
     routes: dict[str, list[str]] = {r: [] for r in ROUTES}
-    decisions: dict[str, dict] = {}
-    errors: dict[str, dict] = {}
+    decisions: dict[str, V5Decision] = {}
+    errors: dict[str, ErrorRecord] = {}
     for doc in index.documents:
         doc_id = doc.doc_id
         stats.docs += 1
         if doc_id in index.failed:
             errors[doc_id] = index.failed[doc_id]
-            code = errors[doc_id].get("error")
+            code = errors[doc_id].error
             route, dec = "write_sme_packets", _error_decision(code)
             lineage("route", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error", error=code)
         elif doc_id in summaries:
             route, dec = summaries[doc_id]["route"], summaries[doc_id]["decision"]
         else:  # no verification result (its shard did not run): never accepted
             stats.errors += 1
-            errors[doc_id] = {**error_record(
-                doc.model_dump(), "VERIFICATION_FAILED", f"{doc.pdf_uri}: no verification result for this document "
-                "(its verify task did not run or failed); re-run", "route"), "sha256": doc.sha256}
+            errors[doc_id] = ErrorRecord.of(
+                doc, "VERIFICATION_FAILED", f"{doc.pdf_uri}: no verification result for this document "
+                "(its verify task did not run or failed); re-run", "route", sha256=doc.sha256)
             rs.write_if_changed(rs.error_rel(doc_id), errors[doc_id])
             route, dec = "write_sme_packets", _error_decision("VERIFICATION_FAILED")
             lineage("route", doc_id, decision="ESCALATE_TO_SME", rule=None, reason="error",
@@ -357,7 +374,7 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judg
     judge = deps.judge
     rs = batch.rs
     stats = StageStats("auto_fix_retry")
-    documents: dict[str, dict] = {}
+    documents: dict[str, DocSummary] = {}
 
     async def one(doc_id: str) -> None:
         rec = rs.result(doc_id)
@@ -391,7 +408,7 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judg
                     fixes=[f.fixer for f in result.fixes_applied],
                     issue_codes=[sorted(i.code for i in a.issues) for a in result.attempts])
         rs.write_result(new)
-        documents[doc_id] = doc_summary(new)
+        documents[doc_id] = cast(DocSummary, doc_summary(new))
         rs.forget(doc_id)
 
     asyncio.run(gather_bounded([functools.partial(one, d) for d in shard], batch.concurrency))

@@ -2,7 +2,7 @@
 model answers (:class:`Finding`, :class:`JudgmentFindings`) and the helpers that build the inputs
 a call reads (:func:`page_entry`, :func:`judgment_view`). Each verifier module derives its own
 findings model and inputs from these (its :class:`~docverify.verify.spec.VerifierSpec`);
-:mod:`docverify.llm_schemas` and :mod:`docverify.llm_prompts` re-export them."""
+:mod:`docverify.llm.schemas` and :mod:`docverify.llm.prompts` use them."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ segments share a page (BLOCKER).
 
 Judgment phase (does each segment's page text support its labels?): skipped when any rule
 phase found a BLOCKER. The offline implementation below asks the lexicon whether the segment's
-text lexically supports each PRIMARY label; the LLM one lives in ``docverify.llm``.
+text lexically supports each PRIMARY label; the LLM one lives in ``docverify.llm.judge``.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The form offers **Agree** / **Correct** with three optional fields: the corrected dominant type
 (one of the five types), corrected segments (JSON) and notes. The body is the packet as Markdown
-(:func:`docverify.sme_render.packet_markdown`), built when the task runs from the stored packet
+(:func:`docverify.sme.render.packet_markdown`), built when the task runs from the stored packet
 (never rendered as a Jinja template: page text may contain ``{{``). No ``defaults``: a response
 timeout never chooses an answer — the task is skipped and the packet stays pending for the next
-review run. An answer becomes ground truth through :func:`docverify.sme.save_review` (the same
+review run. An answer becomes ground truth through :func:`docverify.sme.ground_truth.save_review` (the same
 writer as the notebook helper), with the responding user as the reviewer.
 """
 
@@ -81,7 +81,7 @@ class SMEReviewOperator(HITLOperator):
         preset = sme_tasks.page_types(self.doc_id)
         self.params = ParamsDict(review_form_params(preset))
         answer = super().execute_complete(context=context, event=event)
-        from docverify.sme_answer import AnswerRefused
+        from docverify.sme.answer import AnswerRefused
 
         try:
             saved = sme_tasks.record_answer(context, self.doc_id, answer, preset_pages=preset)

@@ -15,7 +15,8 @@ from tests.docverify.scripted_tools import ToolScript as Proposer
 
 from docverify.arbiters.second_opinion import OVERRIDES, STRICTNESS, Proposal, SecondOpinion, combine
 from docverify.arbiters.v5 import decide
-from docverify.llm import InMemoryVerdictCache, LLMJudge
+from docverify.llm.cache import InMemoryVerdictCache
+from docverify.llm.judge import LLMJudge
 from docverify.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.pipeline import verify_document
 from docverify.resources import include_dir

@@ -593,7 +593,7 @@ def test_parse_error_api():
                                  # the Document AI converter's (docverify.layout.docai)
                                  "DOCAI_INVALID_JSON", "DOCAI_NO_CONTENT", "DOCAI_SHARDS_MISSING",
                                  "DOCAI_SHARDS_INCONSISTENT", "TOO_MANY_PAGES",
-                                 # the Document AI layout stages (docverify.batch)
+                                 # the Document AI layout stages (docverify.stages.layout)
                                  "DOCAI_FAILED", "DOCAI_NO_RESULT")
     assert PARSER_ID.startswith("local:pypdfium2-")
 

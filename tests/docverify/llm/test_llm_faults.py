@@ -19,15 +19,15 @@ from pydantic_ai.exceptions import (
 from tests.fake_gemini import MALFORMED, FakeGemini, Slow, error_body, function_call
 
 from docverify.judges import JudgeThrottled
-from docverify.llm import (
+from docverify.llm.faults import (
     BackoffRetry,
     ClassificationError,
-    LLMJudge,
+    ServiceOutage,
     ThrottlePolicy,
     is_throttled,
     is_transient,
 )
-from docverify.llm_faults import ServiceOutage
+from docverify.llm.judge import LLMJudge
 from docverify.models import ClassificationOutput, DocumentBundle, Page
 
 FAST = BackoffRetry(max_attempts=3, initial_wait_s=0.01, max_wait_s=0.05)
@@ -297,7 +297,7 @@ def test_a_fallback_group_is_judged_by_its_members():
     members are 429s; its wait is the shortest Retry-After a member names; nested groups too."""
     from pydantic_ai.exceptions import FallbackExceptionGroup, ModelHTTPError
 
-    from docverify.llm_faults import OUTAGE, _retry_after, fault_family, is_throttled
+    from docverify.llm.faults import OUTAGE, _retry_after, fault_family, is_throttled
 
     def http(status, after=None):
         e = ModelHTTPError(status, "gemini-2.5-flash")

@@ -2,7 +2,7 @@
 
 from typing import get_args
 
-from docverify.llm_schemas import JURY_REASON_CODES, DocTypeName, JuryReason, PresenceName
+from docverify.llm.schemas import JURY_REASON_CODES, DocTypeName, JuryReason, PresenceName
 from docverify.models import DOC_TYPES, PresenceLevel
 
 

@@ -13,7 +13,8 @@ import pytest
 from tests.fake_gemini import FakeGemini, function_call
 
 from docverify.judges import JudgeThrottled
-from docverify.llm import BackoffRetry, LLMJudge, ThrottlePolicy
+from docverify.llm.faults import BackoffRetry, ThrottlePolicy
+from docverify.llm.judge import LLMJudge
 from docverify.models import ClassificationOutput, DocumentBundle, Page
 from docverify.ratelimit import LimiterWaitExceeded, RateLimiter, pool_slots_for
 

@@ -28,23 +28,21 @@ import pytest
 from tests.fake_gemini import FakeGemini, function_call
 
 from docverify.judges import JudgeThrottled
-from docverify.llm import (
-    BackoffRetry,
-    ClassificationError,
-    ConfigurationFault,
-    DailyQuotaExhausted,
-    LLMJudge,
-    ServiceOutage,
-    ThrottlePolicy,
-)
-from docverify.llm_faults import (
+from docverify.llm.faults import (
     CONFIGURATION,
     DAILY_QUOTA,
     DOCUMENT,
     OUTAGE,
+    BackoffRetry,
+    ClassificationError,
+    ConfigurationFault,
+    DailyQuotaExhausted,
+    ServiceOutage,
+    ThrottlePolicy,
     fault_family,
     next_pacific_midnight,
 )
+from docverify.llm.judge import LLMJudge
 from docverify.models import ClassificationOutput, DocumentBundle, Page
 from docverify.pipeline import verify_attempt
 
@@ -316,7 +314,7 @@ def test_a_fallback_group_past_the_budget_is_a_service_outage_not_a_verdict(fake
     from pydantic_ai.exceptions import FallbackExceptionGroup
     from pydantic_ai.models.fallback import FallbackModel
 
-    from docverify.llm_faults import _retry_after, is_throttled
+    from docverify.llm.faults import _retry_after, is_throttled
 
     cls = classification(fake)
     fake.script = [recorded(errors, "err_429_quota_retryinfo_26s"), recorded(errors, "err_503_overloaded")]
@@ -344,7 +342,7 @@ def test_a_fallback_group_of_429s_only_is_throttling(fake, errors):
     from pydantic_ai.exceptions import FallbackExceptionGroup
     from pydantic_ai.models.fallback import FallbackModel
 
-    from docverify.llm_faults import is_throttled
+    from docverify.llm.faults import is_throttled
 
     fake.script = [recorded(errors, "err_429_bare"), recorded(errors, "err_429_vertex_dsq")]
     with pytest.raises(FallbackExceptionGroup) as info:
@@ -360,7 +358,7 @@ def test_a_fallback_answer_is_priced_by_the_model_that_answered(fake, errors, re
     from pydantic_ai.models.fallback import FallbackModel
 
     from docverify.cost import answered_price_model, estimate_cost, price_model_of, price_responses
-    from docverify.llm_schemas import OUTPUT_TYPES
+    from docverify.llm.schemas import OUTPUT_TYPES
 
     usage = json.loads((realapi / "gemini" / "tool_output_25flash_thoughtsig.json")
                        .read_text())["usageMetadata"]

@@ -115,7 +115,7 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
     ``production_classification`` (the production classifier's output for the same PDF) adds
     ``production_differs`` (the dominant types differ) and ``production_comparison``. With
     ``bundle``, every issue carries its page-text window (``context``, see
-    :mod:`docverify.sme_context`)."""
+    :mod:`docverify.sme.context`)."""
     issues = sort_issues(result.attempts[-1].issues) if result else []
     primary = result.final_classification if result else None
     differs, comparison = None, None
@@ -138,7 +138,7 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
                             message=i.message, location=i.location, suggested_fix=i.suggested_fix,
                             formatted=format_issue(i), details=i.details)
         if bundle is not None:
-            from docverify.sme_context import locate_issue, stored_context
+            from docverify.sme.context import locate_issue, stored_context
 
             s.context = stored_context(locate_issue(bundle, s.model_dump(mode="json"),
                                                     primary if isinstance(primary, dict) else None))

@@ -4,7 +4,7 @@ A ground-truth record is never overwritten (a second answer is a new version:
 ``gt_<review_id>.json``, ``gt_<review_id>.v2.json``, …). The Airflow review DAG (HITL tasks) and the
 notebook helper write through the same functions, :func:`save_review` (Agree / Correct) and
 :func:`save_unclassifiable` (Cannot classify); the form channels check an answer first with
-:mod:`docverify.sme_answer`."""
+:mod:`docverify.sme.answer`."""
 
 from __future__ import annotations
 
@@ -21,15 +21,8 @@ from docverify.models import (
     GroundTruthRecord,
     SMEPacket,
 )
-from docverify.sme_packets import (
-    _segment_shape,
-    html_rel,
-    load_packet,
-    now_iso,
-    packet_key,
-    resolve_key,
-)
-from docverify.sme_render import write_packet_html
+from docverify.sme.packets import _segment_shape, html_rel, load_packet, now_iso, packet_key, resolve_key
+from docverify.sme.render import write_packet_html
 from docverify.store import ArtifactStore
 
 log = logging.getLogger("docverify.sme")
@@ -82,7 +75,7 @@ def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
         _check_type(seg["dominant_type"], f"{where}.dominant_type")
         out.append({"page_start": start, "page_end": end, "dominant_type": seg["dominant_type"]})
         if seg.get("presence") is not None:
-            from docverify.sme_correction import check_levels
+            from docverify.sme.correction import check_levels
 
             out[-1]["presence"] = check_levels(seg["presence"], f"{where}.presence")
         expect = end + 1
@@ -103,7 +96,7 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
                      corrected_mixture: dict[str, str] | None = None,
                      bundle: DocumentBundle | None = None) -> tuple[dict[str, Any], list[str]]:
     """The SME's classification: the primary classification with the SME's corrections, and
-    everything they did not set derived from what they set (:mod:`docverify.sme_correction`),
+    everything they did not set derived from what they set (:mod:`docverify.sme.correction`),
     each change listed in the returned lines:
 
     * ``corrected_segments`` → the segments (``segment_index`` 0..n-1); a segment may carry
@@ -116,7 +109,7 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
 
     With ``bundle`` (the page text), evidence not found on its page is dropped. Raises
     ValueError naming the bad field, or when the correction changes nothing."""
-    from docverify.sme_correction import check_levels, derive
+    from docverify.sme.correction import check_levels, derive
 
     if corrected_dominant_type is not None:
         _check_type(corrected_dominant_type, "corrected_dominant_type")
@@ -212,7 +205,7 @@ def _set_reviewed(store: ArtifactStore, key: str, newest: GroundTruthRecord, ans
     read again and mark what is there now. A packet withdrawn in between (deleted after the SME
     loaded it) is put back, answered, from ``answered`` (create-if-absent), so the ground truth's
     ``packet_path`` names a packet."""
-    from docverify.sme_packets import PACKET_CAS_ATTEMPTS
+    from docverify.sme.packets import PACKET_CAS_ATTEMPTS
     from docverify.store import dumps
 
     rel = ArtifactStore.packet_rel(key)

@@ -8,16 +8,8 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
-from docverify.verify.llm_io import (  # noqa: F401 - re-exported: the findings every judgment answers
-    Finding,
-    JudgmentFindings,
-    SeverityName,
-    _LLMModel,
-)
+from docverify.verify.llm_io import _LLMModel
 from docverify.verify.registry import REGISTRY
-from docverify.verify.v2_consistency import ConsistencyFinding, ConsistencyFindings  # noqa: F401 - re-exported
-from docverify.verify.v3_traps import ContextFinding, ContextFindings  # noqa: F401 - re-exported
-from docverify.verify.v4_evidence import EvidenceFinding, EvidenceFindings  # noqa: F401 - re-exported
 
 logger = logging.getLogger("docverify.llm")
 

@@ -41,14 +41,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from docverify.judges import CallDeferred, JudgeThrottled, Usage
-from docverify.llm import LLMJudge, _Outcome
-from docverify.llm_faults import ClassificationError
-from docverify.llm_prompts import PROMPTS, load_prompt, prompt_hash, render_user_prompt
-from docverify.llm_schemas import OUTPUT_TYPES
+from docverify.llm.faults import ClassificationError
+from docverify.llm.judge import LLMJudge, _Outcome
+from docverify.llm.prompts import PROMPTS, load_prompt, prompt_hash, render_user_prompt
+from docverify.llm.schemas import OUTPUT_TYPES
 from docverify.policy import DEFAULT_POLICY, VerifyPolicy
-from docverify.stages.common import LINEAGE_ON, Batch, StageStats, gather_bounded
+from docverify.stages.common import Batch, StageStats, gather_bounded
 
-log = logging.getLogger("docverify.llm_batch")
+log = logging.getLogger("docverify.llm.batch")
 
 ROUNDS = ("classify", "judgments")
 
@@ -162,7 +162,8 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
         rs = batch.rs
         try:
             bundle = read_bundle(batch, doc_id)
-            got = await _classification(batch, by_id[doc_id], bundle, rs.result(doc_id), rec, stats)
+            got = await _classification(batch, by_id[doc_id], bundle, rs.result(doc_id), rec, stats,
+                                        lineage_on=False)  # lineage: the verify task's
         except CallDeferred:
             deferred += 1
             return
@@ -185,7 +186,6 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
         rs.forget(doc_id)
 
     async def run() -> None:
-        LINEAGE_ON.set(False)  # the pass's documents get their lineage from the verify task
         await gather_bounded([functools.partial(one, d) for d in index.ok], batch.concurrency)
 
     asyncio.run(run())

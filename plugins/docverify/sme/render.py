@@ -37,7 +37,7 @@ import jinja2
 
 from docverify.models import DOC_TYPES, DocumentBundle, SMEPacket
 from docverify.runstore import RunStore
-from docverify.sme_context import (
+from docverify.sme.context import (
     DEFAULT_SCALE,
     PdfPages,
     get_issue_context,
@@ -45,7 +45,7 @@ from docverify.sme_context import (
     load_pdf,
     png_data_uri,
 )
-from docverify.sme_packets import html_rel, load_packet, packet_key
+from docverify.sme.packets import html_rel, load_packet, packet_key
 from docverify.store import ArtifactStore
 from docverify.templating import environment, render
 

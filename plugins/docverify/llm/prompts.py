@@ -11,12 +11,8 @@ from pydantic_ai.framing import close_tag, open_tag, register_tag, wrap
 
 from docverify.models import DocumentBundle
 from docverify.resources import include_dir, read_include, sha256_bytes
-from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported (V3's inputs)
-from docverify.verify.llm_io import judgment_view, page_entry  # noqa: F401 - re-exported
+from docverify.verify.llm_io import page_entry
 from docverify.verify.registry import REGISTRY, Registry
-from docverify.verify.v2_consistency import llm_inputs as consistency_inputs  # noqa: F401 - re-exported
-from docverify.verify.v3_traps import llm_inputs as context_inputs  # noqa: F401 - re-exported
-from docverify.verify.v4_evidence import llm_inputs as evidence_inputs  # noqa: F401 - re-exported
 
 logger = logging.getLogger("docverify.llm")
 

@@ -1,12 +1,11 @@
-"""SME packets (spec slide 9), the review helper and ground-truth records (slide 10).
+"""The SME's notebook helper (spec slide 10): :class:`SMEReviewHelper` on a storage root.
 
-Three modules of one job each, re-exported here (the names callers and notebooks use):
-:mod:`docverify.sme_packets` (build, key, write, find and list packets),
-:mod:`docverify.sme_ground_truth` (validate an answer, save it as a new version) and this module's
-notebook helper :class:`SMEReviewHelper`. Rendering is :mod:`docverify.sme_render`.
+It calls the modules that define each step: :mod:`docverify.sme.packets` (find, list and load
+packets), :mod:`docverify.sme.context` (an issue's page context), :mod:`docverify.sme.render`
+(a packet as Markdown) and :mod:`docverify.sme.ground_truth` (save an answer as a new
+ground-truth version — the same writer the Airflow review DAG uses).
 
-Packet text, page text and snippets are PHI: these modules log doc ids, versions, sources and
-URIs only.
+Packet text, page text and snippets are PHI: this module logs nothing of them.
 """
 
 from __future__ import annotations
@@ -15,38 +14,22 @@ import getpass
 from typing import Any
 
 from docverify.models import GroundTruthRecord, SMEPacket
-from docverify.sme_context import get_issue_context
-from docverify.sme_ground_truth import (
-    apply_correction,
+from docverify.sme.context import get_issue_context
+from docverify.sme.ground_truth import (
     ground_truth_versions,
     save_review,
     save_unclassifiable,
-    validate_segments,
 )
-from docverify.sme_packets import (
-    PacketNotFoundError,
-    build_packet,
-    compare_production,
-    format_issue,
+from docverify.sme.packets import (
     html_rel,
     list_pending_reviews,
     load_packet,
     packet_key,
-    resolve_key,
-    review_id,
-    sort_issues,
-    write_packet,
 )
-from docverify.sme_render import packet_html, packet_markdown, write_packet_html
+from docverify.sme.render import packet_markdown
 from docverify.store import ArtifactStore, as_root
 
-__all__ = [
-    "PacketNotFoundError", "SMEReviewHelper", "apply_correction", "build_packet", "compare_production",
-    "format_issue", "get_issue_context", "ground_truth_versions", "html_rel", "list_pending_reviews", "load_packet",
-    "packet_key", "resolve_key", "review_id",
-    "packet_html", "packet_markdown", "save_review", "save_unclassifiable", "sort_issues", "validate_segments", "write_packet",
-    "write_packet_html",
-]
+__all__ = ["SMEReviewHelper"]
 
 
 class SMEReviewHelper:

@@ -18,11 +18,11 @@ provider says the quota is exhausted for the day — the call raises
 stage fails the task and Airflow retries it later, the document is never escalated for it.
 
 Issue 22: overload (503 UNAVAILABLE), 500 INTERNAL, any 5xx and an unreachable service are the same
-family as throttling (:func:`~docverify.llm_faults.fault_family` ``OUTAGE``): waited out under the same
-budget, then :class:`~docverify.llm_faults.ServiceOutage` (a ``JudgeThrottled``). A misconfigured
+family as throttling (:func:`~docverify.llm.faults.fault_family` ``OUTAGE``): waited out under the same
+budget, then :class:`~docverify.llm.faults.ServiceOutage` (a ``JudgeThrottled``). A misconfigured
 connection (invalid key, unknown model, permission denied, credentials that cannot refresh) raises
-:class:`~docverify.llm_faults.ConfigurationFault` on the first answer, a daily quota
-:class:`~docverify.llm_faults.DailyQuotaExhausted` naming when it resets; both are ``JudgeThrottled``
+:class:`~docverify.llm.faults.ConfigurationFault` on the first answer, a daily quota
+:class:`~docverify.llm.faults.DailyQuotaExhausted` naming when it resets; both are ``JudgeThrottled``
 too (the stages let them through) and fail the Airflow task without retries. Only a fault of the
 document's own request (content blocked, an unusable answer after re-asks, a 400, a timeout) is its
 ``VERIFICATION_INCOMPLETE``.
@@ -44,10 +44,11 @@ judgment inputs leave out the shares and the derived fields (``segment_share``,
 ``overall_share``, ``segment_page_count``, ``number_of_segments``), so the retry loop's share
 normalisation does not change a key and a retry costs no LLM call.
 
-The pieces live in modules of one job each, re-exported here: :mod:`docverify.llm_prompts`
-(prompt files, framing, the inputs of each call), :mod:`docverify.llm_schemas` (the output
-models), :mod:`docverify.llm_cache` (cache keys, the verdict cache), :mod:`docverify.llm_faults`
-(transient faults, throttling, the retry policies); this module is the judge itself.
+The pieces live in modules of one job each, imported from where they are defined (ADR 0032):
+:mod:`docverify.llm.prompts` (prompt files, framing, the inputs of each call),
+:mod:`docverify.llm.schemas` (the output models), :mod:`docverify.llm.cache` (cache keys, the
+verdict cache), :mod:`docverify.llm.faults` (transient faults, throttling, the retry policies);
+this module is the judge itself.
 
 Logs carry only doc ids, prompt names/hashes, the model id, cache hit/miss and token counts —
 never page text, snippets or model messages (PHI).
@@ -70,14 +71,8 @@ from pydantic_ai.usage import RunUsage
 from docverify.codes import make_issue
 from docverify.cost import answered_price_model, price_model_of
 from docverify.judges import ClassifyResult, Judge, JudgeThrottled, JudgmentResult, Usage
-from docverify.llm_cache import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
-    _FRAMING_HASHES,
-    InMemoryVerdictCache,
-    VerdictCache,
-    cache_key,
-    canonical_json,
-)
-from docverify.llm_faults import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
+from docverify.llm.cache import _FRAMING_HASHES, VerdictCache, cache_key, canonical_json
+from docverify.llm.faults import (
     CONFIGURATION,
     DAILY_QUOTA,
     OUTAGE,
@@ -90,39 +85,21 @@ from docverify.llm_faults import (  # noqa: F401 - re-exported: the LLM judge's 
     ThrottlePolicy,
     _chain,
     fault_family,
-    is_outage,
-    is_quota_exhausted,
     is_throttled,
-    is_transient,
     next_pacific_midnight,
 )
-from docverify.llm_prompts import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
+from docverify.llm.prompts import (
     PROMPTS,
     RENDER_VERSION,
     SYSTEM_INSTRUCTIONS,
     classify_inputs,
-    consistency_inputs,
-    context_inputs,
-    evidence_inputs,
-    judgment_view,
     load_prompt,
     prompt_hash,
     prompts_of,
     register_text_prompts,
     render_user_prompt,
 )
-from docverify.llm_schemas import (  # noqa: F401 - re-exported: the LLM judge's pieces under one name
-    _AGENT_TITLES,
-    AGENT_CODES,
-    OUTPUT_TYPES,
-    ClassificationAnswer,
-    ConsistencyFindings,
-    ContextFindings,
-    EvidenceFinding,
-    EvidenceFindings,
-    Finding,
-    JudgmentFindings,
-)
+from docverify.llm.schemas import OUTPUT_TYPES
 from docverify.models import (
     ClassificationOutput,
     DocumentBundle,
@@ -130,6 +107,7 @@ from docverify.models import (
 )
 from docverify.ratelimit import LimiterWaitExceeded, RateLimiter
 from docverify.resources import sha256_bytes
+from docverify.verify.llm_io import Finding
 from docverify.verify.registry import REGISTRY, Registry
 
 logger = logging.getLogger(__name__)
@@ -137,7 +115,7 @@ logger = logging.getLogger(__name__)
 
 def _framing_hash_of(output_type: type[BaseModel]) -> str:
     """The framing hash of a call kind the default tables do not know (a verifier of an extended
-    registry): the same material as :func:`docverify.llm_cache._framing_hash`."""
+    registry): the same material as :func:`docverify.llm.cache._framing_hash`."""
     schema = output_type.model_json_schema()
     return sha256_bytes(
         canonical_json({"system": SYSTEM_INSTRUCTIONS, "render": RENDER_VERSION, "schema": schema}).encode()
@@ -149,35 +127,7 @@ def _fault_label(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     return f"HTTP {status}" if status else type(exc).__name__
 
-__all__ = [
-    "AGENT_CODES",
-    "BackoffRetry",
-    "PROMPTS",
-    "ClassificationAnswer",
-    "ClassificationError",
-    "ConfigurationFault",
-    "ConsistencyFindings",
-    "ContextFindings",
-    "EvidenceFindings",
-    "Finding",
-    "InMemoryVerdictCache",
-    "JudgmentFindings",
-    "LLMJudge",
-    "RetryPolicy",
-    "ThrottlePolicy",
-    "VerdictCache",
-    "DailyQuotaExhausted",
-    "ServiceOutage",
-    "cache_key",
-    "fault_family",
-    "is_outage",
-    "is_quota_exhausted",
-    "is_throttled",
-    "is_transient",
-    "judgment_view",
-    "load_prompt",
-    "prompt_hash",
-]
+__all__ = ["LLMJudge"]
 
 
 @dataclass

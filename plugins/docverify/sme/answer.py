@@ -4,13 +4,13 @@ Every channel that takes an answer — the Airflow HITL form (``docverify_airflo
 web review workspace — reads it with :func:`answer_from_form`, checks it with :func:`check_answer`
 (before sending it, so the SME sees why an answer is refused) and saves it with
 :func:`save_answer`, which checks again and writes the ground-truth record
-(:mod:`docverify.sme_ground_truth`). The rules (docs/adr/0004-sme-answers.md):
+(:mod:`docverify.sme.ground_truth`). The rules (docs/adr/0004-sme-answers.md):
 
 * exactly one answer: **Agree**, **Correct** or **Cannot classify**;
 * *Agree* needs a primary classification and no correction;
 * *Correct* needs at least one change; every page needs a type; page ranges must cover the
   document's pages in order, once each, within its page count; the correction must hold (a dry
-  run of :func:`docverify.sme_ground_truth.apply_correction`, nothing written);
+  run of :func:`docverify.sme.ground_truth.apply_correction`, nothing written);
 * *Cannot classify* needs a reason from :data:`UNCLASSIFIABLE_REASONS` (notes are required with
   "other") and no correction.
 
@@ -289,8 +289,8 @@ class _Checked:
 
 
 def _check(store: ArtifactStore, review_id: str, answer: ReviewAnswer) -> _Checked:
-    from docverify.sme_ground_truth import NoChange, _packet_bundle, apply_correction
-    from docverify.sme_packets import load_packet
+    from docverify.sme.ground_truth import NoChange, _packet_bundle, apply_correction
+    from docverify.sme.packets import load_packet
 
     packet = load_packet(store, review_id)
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
@@ -376,10 +376,10 @@ def check_answer(store: ArtifactStore, review_id: str, answer: ReviewAnswer) -> 
 def save_answer(store: ArtifactStore, review_id: str, answer: ReviewAnswer, *, reviewer: str,
                 reviewed_at: str | None = None, channel: str = "") -> tuple[GroundTruthRecord, str]:
     """Check ``answer`` (:func:`check_answer`), then write it as a new ground-truth version:
-    Agree → SME_VALIDATED, Correct → SME_CORRECTED (:func:`docverify.sme_ground_truth.save_review`),
-    Cannot classify → SME_UNCLASSIFIABLE (:func:`docverify.sme_ground_truth.save_unclassifiable`).
+    Agree → SME_VALIDATED, Correct → SME_CORRECTED (:func:`docverify.sme.ground_truth.save_review`),
+    Cannot classify → SME_UNCLASSIFIABLE (:func:`docverify.sme.ground_truth.save_unclassifiable`).
     The packet becomes reviewed. Returns (record, uri); raises AnswerRefused."""
-    from docverify.sme_ground_truth import save_review, save_unclassifiable
+    from docverify.sme.ground_truth import save_review, save_unclassifiable
 
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise AnswerRefused("The answer has no reviewer: sign in and answer again")

@@ -7,8 +7,8 @@ import pathlib
 
 from tests.batch_stages import copy_samples, run_stages
 
-from docverify import batch as B
 from docverify.judges import OfflineJudge
+from docverify.stages.common import Batch
 from docverify.store import ArtifactStore
 
 DS = "2026-11-21"
@@ -18,12 +18,12 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = ("quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated", "genomic_brca_ngs")
 
 
-def run_night(root: pathlib.Path, names=SAMPLES, extra_files: dict[str, bytes] | None = None) -> B.Batch:
+def run_night(root: pathlib.Path, names=SAMPLES, extra_files: dict[str, bytes] | None = None) -> Batch:
     """Copy the samples into ``root/incoming/<DS>/`` (plus ``extra_files`` by name) and run every
     stage up to write_sme_packets. Returns the batch."""
     incoming = copy_samples(root, DS, names)
     for name, data in (extra_files or {}).items():
         (incoming / name).write_bytes(data)
-    b = B.Batch(store=ArtifactStore(root), ds=DS, run_id="night-test")
+    b = Batch(store=ArtifactStore(root), ds=DS, run_id="night-test")
     run_stages(b, OfflineJudge())
     return b

@@ -9,8 +9,8 @@ import json
 import logging
 from typing import Any
 
-from docverify.llm_prompts import RENDER_VERSION, SYSTEM_INSTRUCTIONS, prompt_hash
-from docverify.llm_schemas import OUTPUT_TYPES
+from docverify.llm.prompts import RENDER_VERSION, SYSTEM_INSTRUCTIONS, prompt_hash
+from docverify.llm.schemas import OUTPUT_TYPES
 from docverify.resources import sha256_bytes
 
 logger = logging.getLogger("docverify.llm")
