@@ -388,7 +388,7 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
 
     answered_by.discard("")
     stats.price_model = (SEVERAL.join(sorted(answered_by)) if answered_by
-                         else price_name(getattr(judge, "price_model", None)))
+                         else price_name(judge.price_model))
     return stats.save(batch, f"llm_batch_{round_key}", llm_batch={
         "round": round_key, "job": job_name, "state": state, **counts, "online_fallback": fallback, **totals,
         "model": idx.get("model"), "answered_by": sorted(answered_by)}, llm_batch_per_document=per_doc)
