@@ -388,7 +388,7 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "texts of different types of that part where some parts are short: an Other text cut to its first "
         "300–1,200 characters (a one-page cover, fax sheet or form), a one-page short report (≤ 2,500 characters), "
         "pages cut at 1,500–4,000 characters, a last page holding only a text's last 80–400 characters "
-        "(a signature block, a disclaimer). Made for issue 13's last target. `offline-lexicon-v3` "
+        "(a signature block, a disclaimer). Made to score the classifier on unseen text (ADR 0011). `offline-lexicon-v3` "
         "was not tuned on it; a v4 tuned on the tuning part's set (faint pages continue their neighbour, "
         "absent vocabulary costs more) raised it there to 97.7 % but lowered the test part's exact split to "
         "86.7 % and page accuracy to 95.1 %, and was not merged.",

@@ -162,7 +162,7 @@ def main() -> int:
     ]
     lines += [
         "",
-        "## Documents whose attempt 0 has a rule BLOCKER (issue 10, item 2)",
+        "## Documents whose attempt 0 has a rule BLOCKER (ADR 0007)",
         "",
         "Supplied classifications (no classify call), each verified with a fresh verdict cache; the "
         "count is every request to the fake endpoint while the document is verified (all attempts).",

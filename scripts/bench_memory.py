@@ -77,7 +77,7 @@ def main() -> int:
     args = ap.parse_args()
     local = {f"AIRFLOW__{s.upper()}__{k.upper()}": v for s, vals in LEAN_DEFAULTS.items() for k, v in vals.items()}
     configs = [
-        ("Airflow defaults (make up before issue 15)", 32,
+        ("Airflow defaults (make up before ADR 0017's lean defaults)", 32,
          {"AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "2", "AIRFLOW__API__WORKERS": "1"}),
         ("scripts/write_airflow_cfg.py now", int(local.pop("AIRFLOW__CORE__PARALLELISM", "32")), local),
     ]

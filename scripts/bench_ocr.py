@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Reference lines of ≥ 25 characters ({n_lines}) looked up in the OCR'd text of their own page "
         f"with V4's `contains` (exact, then rapidfuzz `partial_ratio` ≥ threshold); false matches: "
         f"{n_false} lines of other TCGA documents looked up in the same pages. *Faithful*: a fuzzy match "
-        "must also keep the numbers, units, negation cues and laterality words of the line (issue 20, "
+        "must also keep the numbers, units, negation cues and laterality words of the line (ADR 0021, "
         "`faithfulness` in `include/rules/evidence.json`), as V4 requires on an OCR'd page.",
         "",
         "| threshold | own lines found | own lines found, faithful | other documents' lines found (false) "

@@ -238,7 +238,7 @@ class FeedbackFigures(_Figures):
         description="Only when the CR_V2 jury ran: per '<finding code> → <jury decision>' (KEEP, DROP, FLIP, "
         "FLAG), the reviewed documents whose jury gave that decision on that code; 'validated' = the SME left the "
         "classification unchanged (so a kept finding was a false alarm, a dropped one rightly dropped).")
-    n_audited: int = Field(0, description="answered audits of accepted documents (issue 21); not in the "
+    n_audited: int = Field(0, description="answered audits of accepted documents (ADR 0023); not in the "
                            "accuracy or escalation figures")
     false_accept: FalseAcceptFigures = Field(default_factory=FalseAcceptFigures)
     false_accept_by_type: dict[str, FalseAcceptFigures] = Field(
