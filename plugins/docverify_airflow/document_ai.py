@@ -40,7 +40,7 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
                                "gcp_conn_id": settings.docai_conn_id, "poll_interval": settings.docai_poll_s}
     if settings.layout != "document_ai":
         return {**request, "skip": "docverify_layout=local: the layout task parses the PDFs locally"}
-    if not config.is_remote(batch.store.root):
+    if not config.is_remote(batch.rs.root):
         return {**request, "skip": "the storage root is not gs://, so Document AI cannot read the PDFs in batch: "
                                    "the layout task sends them to the processor online (at most 15 pages each)"}
     manifest = batch.manifest()["documents"]
@@ -48,7 +48,7 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
     if not docs:
         return {**request, "skip": "every document already has a Document AI bundle for the same PDF"}
     proc = settings.processor()
-    out = batch.store.uri(f"docai/{batch.ds}/")
+    out = batch.rs.uri(f"docai/{batch.ds}/")
     log.info("Document AI: %d of %d document(s) to process with %s → %s", len(docs), len(manifest),
              settings.processor_name(), out)
     return {**request, "project_id": proc["project"], "location": proc["location"],

@@ -57,7 +57,7 @@ def hook(s: config.Settings):
 def upload_requests(batch, out: dict[str, Any], api_hook) -> str:
     """The round's requests file (in the store) uploaded to the Files API through the provider's
     hook; returns the file's name (``files/…``). The local copy is a temporary file, deleted."""
-    data = batch.store.read_bytes(out["rel"])
+    data = batch.rs.read_bytes(out["rel"])
     fd, path = tempfile.mkstemp(prefix=f"docverify-{batch.ds}-{out['round']}-", suffix=".jsonl")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -85,18 +85,18 @@ def record_job(batch, round_key: str, name: str, *, source: str, model: str) -> 
     """The round's batch job in the store (before the job task waits), with the sha256 of the
     requests it was created for: :func:`reattachable_job` finds it again on a retry or re-run."""
     rel = llm_batch.requests_rel(batch, round_key)
-    sha = batch.store.sha256(rel) if batch.store.exists(rel) else None
-    batch.store.write_json(llm_batch.job_rel(batch, round_key),
+    sha = batch.rs.sha256(rel) if batch.rs.exists(rel) else None
+    batch.rs.write_json(llm_batch.job_rel(batch, round_key),
                            {"name": name, "input_source": source, "model": model, "requests_sha256": sha})
 
 
 def recorded_job(batch, round_key: str) -> dict[str, Any] | None:
     """The round's recorded job if it was created for the round's current requests file, else None."""
-    rec = batch.store.read_json_if_exists(llm_batch.job_rel(batch, round_key))
+    rec = batch.rs.read_json_if_exists(llm_batch.job_rel(batch, round_key))
     rel = llm_batch.requests_rel(batch, round_key)
-    if not rec or not rec.get("name") or not batch.store.exists(rel):
+    if not rec or not rec.get("name") or not batch.rs.exists(rel):
         return None
-    return rec if rec.get("requests_sha256") == batch.store.sha256(rel) else None
+    return rec if rec.get("requests_sha256") == batch.rs.sha256(rel) else None
 
 
 def reattachable_job(batch, round_key: str, api_hook) -> str | None:

@@ -77,11 +77,11 @@ def make_batch(context: dict[str, Any]) -> Batch:
 def discover(context) -> dict:
     batch = make_batch(context)
     out = discover_stage(batch, int(context["params"].get("max_documents", 0)))
-    log.info("discovered %d PDF(s) under %s", out["documents"], batch.store.uri(batch.incoming))
+    log.info("discovered %d PDF(s) under %s", out["documents"], batch.rs.uri(batch.incoming))
     if not out["documents"]:  # an empty night is reported (batch report) and alerted, never silently green
         from docverify_airflow import notify
 
-        notify.send("empty_night", context, incoming=batch.store.uri(batch.incoming))
+        notify.send("empty_night", context, incoming=batch.rs.uri(batch.incoming))
     return out
 
 

@@ -194,16 +194,16 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
     for r in recorded:
         by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
     rel = requests_rel(batch, round_key)
-    batch.store.write_json(index_rel(batch, round_key), {  # always: an earlier run's index must not be ingested
+    batch.rs.write_json(index_rel(batch, round_key), {  # always: an earlier run's index must not be ingested
         "round": round_key, "model": rec.batch_model, "model_id": judge.model_id,
         "requests": {r.key: {"kind": r.kind, "doc_id": r.doc_id} for r in recorded}})
     if recorded:
         lines = "".join(json.dumps({"key": r.key, "request": r.body}, sort_keys=True) + "\n"
                         for r in recorded)
-        batch.store.write_bytes(rel, lines.encode())
+        batch.rs.write_bytes(rel, lines.encode())
     else:  # nothing to send, no job: the round's record says so (the report names the mode)
-        if batch.store.exists(rel):
-            batch.store.delete(rel)
+        if batch.rs.exists(rel):
+            batch.rs.delete(rel)
         ingest(batch, judge, round_key, None, None)
     log.info("batch collect %s: %d request(s) miss the verdict cache %s; %d classification(s) awaited first",
              round_key, len(recorded), by_kind, deferred if round_key == "classify" else 0)

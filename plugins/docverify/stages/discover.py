@@ -48,7 +48,7 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     in the manifest (``orphan_companions``), the log and the batch report."""
     rs = batch.rs
     stats = StageStats("discover")
-    entries = batch.store.entries(batch.incoming)
+    entries = batch.rs.listing(batch.incoming)
     files = {n: size for n, kind, size in entries if kind == "file"}
     pdfs = [(n, kind, size) for n, kind, size in entries if n.lower().endswith(".pdf")]
     ids, seen = [], set()

@@ -286,12 +286,12 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
 def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     from docverify.store import _local_path
 
-    p = _local_path(batch.store.path(doc["pdf_rel"]))
+    p = _local_path(batch.rs.path(doc["pdf_rel"]))
     if p is not None:
         return str(p)
     target = f"{tmp}/{doc['doc_id']}.pdf"
     with open(target, "wb") as fh:
-        fh.write(batch.store.read_bytes(doc["pdf_rel"]))
+        fh.write(batch.rs.read_bytes(doc["pdf_rel"]))
     return target
 
 
@@ -472,7 +472,7 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
     for doc in docs:
         if doc["doc_id"] not in todo:
             continue
-        data = batch.store.read_bytes(doc["pdf_rel"])
+        data = batch.rs.read_bytes(doc["pdf_rel"])
         result: Any
         try:
             pages = page_count(data, doc["pdf_uri"])

@@ -106,8 +106,8 @@ def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict:
     before the read — from discovery's listing when given; bytes, nesting, numbers, segment
     counts, a JSON object), or InputError."""
     uri = batch.rs.uri(rel)
-    check_size(batch.store.size(rel) if size is None else size, MAX_COMPANION_BYTES, uri, "classification")
-    data = batch.store.read_bytes(rel)
+    check_size(batch.rs.size(rel) if size is None else size, MAX_COMPANION_BYTES, uri, "classification")
+    data = batch.rs.read_bytes(rel)
     check_size(len(data), MAX_COMPANION_BYTES, uri, "classification")  # replaced since discovery
     return load_classification(data, uri)
 
