@@ -411,7 +411,15 @@ def check_night(night: Night, run: dict) -> dict[str, Any]:
     """The three promises (plus confinement), asserted; returns the night's figures."""
     rep, b = run["report"], run["batch"]
     manifest = b.manifest()["documents"]
-    by_name = {d["pdf_rel"].rsplit("/", 1)[-1]: d for d in manifest}
+    from docverify.paths import printable_name
+
+    # expectations name files as reports print them; the manifest keeps a readable file's real name
+    # (e.g. a private-use or bidi character) and an unsafe name (never read) already printable
+    def printed(d: dict) -> str:
+        last = d["pdf_rel"].rsplit("/", 1)[-1]
+        return last if last in night.expect else printable_name(last)
+
+    by_name = {printed(d): d for d in manifest}
     per_doc = {d["doc_id"]: d for d in rep["per_document"]}
     # nothing lost: every input named *.pdf is one manifest document, in the report, in exactly one route
     assert sorted(by_name) == sorted(night.expect), "an input is missing from the manifest or one was invented"
