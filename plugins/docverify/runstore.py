@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -234,9 +234,15 @@ class ErrorRecord(_Open):
     retryable: bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
-    def of(cls, doc: ManifestDoc, code: str, message: str, stage: str, **extra: Any) -> ErrorRecord:
-        """The error record of a manifest document (its id and file)."""
-        return cls(doc_id=doc.doc_id, stage=stage, error=code, message=message, file=doc.pdf_uri, **extra)
+    def of(cls, doc: ManifestDoc | Mapping[str, Any], code: str, message: str, stage: str,
+           **extra: Any) -> ErrorRecord:
+        """The error record of a manifest document (its id and file), given as the model or as the
+        stored entry (the layout stage's documents)."""
+        if isinstance(doc, ManifestDoc):
+            doc_id, file = doc.doc_id, doc.pdf_uri
+        else:
+            doc_id, file = doc["doc_id"], doc["pdf_uri"]
+        return cls(doc_id=doc_id, stage=stage, error=code, message=message, file=file, **extra)
 
 
 class ClassificationMeta(_Open):

@@ -15,7 +15,6 @@ from typing import Any
 from docverify.judges import Judge, Usage
 from docverify.paths import safe_ds, safe_prefix
 from docverify.runstore import (
-    ErrorRecord,
     RunStore,
     StageRecord,
 )
@@ -180,12 +179,6 @@ def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
 
 
 # =========================================================================== discover
-
-
-def error_record(doc: dict, code: str, message: str, stage: str, **extra: Any) -> ErrorRecord:
-    """The error record of a manifest entry as stored (a dict: the layout stage's documents);
-    :meth:`ErrorRecord.of` takes the :class:`~docverify.runstore.ManifestDoc`."""
-    return ErrorRecord(doc_id=doc["doc_id"], stage=stage, error=code, message=message, file=doc["pdf_uri"], **extra)
 
 
 def load_stage_stats(batch: Batch) -> list[StageRecord]:

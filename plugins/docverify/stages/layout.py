@@ -18,7 +18,6 @@ from docverify.stages.common import (
     MAX_SHARDS,
     Batch,
     StageStats,
-    error_record,
     lineage,
     shard_size_for,
 )
@@ -82,7 +81,7 @@ class _Layout:
     def input_error(self, doc: dict) -> None:
         """A document refused at discovery: its error record (one read, refusals only)."""
         stored = self.batch.rs.get_json(self.batch.rs.error_rel(doc["doc_id"]))
-        rec = ErrorRecord.model_validate(stored) if stored else error_record(
+        rec = ErrorRecord.model_validate(stored) if stored else ErrorRecord.of(
             doc, doc["input_error"], f"{doc['pdf_uri']}: refused at discovery ({doc['input_error']})", "discover")
         self.failed(doc["doc_id"], rec)
 
@@ -315,7 +314,7 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
     bundle_rel, err_rel = rs.bundle_rel(doc_id), rs.error_rel(doc_id)
     if isinstance(result, error_type):
         stats.errors += 1
-        record = error_record(doc, result.code, result.message, "layout", sha256=doc["sha256"])
+        record = ErrorRecord.of(doc, result.code, result.message, "layout", sha256=doc["sha256"])
         state.failed(doc_id, record)
         rs.write_if_changed(err_rel, record)
         lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
@@ -388,7 +387,7 @@ def _docai_error(batch: Batch, doc: dict, exc: Any, stats: StageStats, state: _L
     """A Document AI document error: the usual error record plus what a re-run needs to know."""
     stats.errors += 1
     rel = batch.rs.error_rel(doc["doc_id"])
-    record = error_record(doc, exc.code, exc.message, "layout", sha256=doc["sha256"],
+    record = ErrorRecord.of(doc, exc.code, exc.message, "layout", sha256=doc["sha256"],
                           parser=DOCAI_PARSER_PREFIX + "layout-parser", retryable=retryable)
     state.failed(doc["doc_id"], record)
     batch.rs.write_if_changed(rel, record)
