@@ -22,7 +22,16 @@ from collections import defaultdict
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify.labelled_corpus import MORE, SPLIT_FILE, load_all_records, source_group  # noqa: E402
+from docverify.labelled_corpus import (  # noqa: E402
+    LARGE,
+    LARGE_SPLIT_FILE,
+    MORE,
+    SPLIT_FILE,
+    large_stratum,
+    load_all_records,
+    load_large_records,
+    source_group,
+)
 
 SEED = 13
 
@@ -45,6 +54,26 @@ def make_split(records: list[dict]) -> dict:
             "tune": sorted(tune), "test": sorted(test)}
 
 
+def make_large_split(records: list[dict]) -> dict:
+    """``text_labeled_large``: each record its own group (one TCGA report per patient already), split
+    half/half per stratum (source × label × operative note or not) with its own ``random.Random(SEED)``,
+    so the first split above is unchanged by it."""
+    by_stratum: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        by_stratum[large_stratum(r)].append(r["id"])
+    rng = random.Random(SEED)
+    tune: list[str] = []
+    test: list[str] = []
+    for key in sorted(by_stratum):
+        ids = sorted(by_stratum[key])
+        rng.shuffle(ids)
+        half = (len(ids) + 1) // 2
+        tune += ids[:half]
+        test += ids[half:]
+    return {"seed": SEED, "made_by": "scripts/make_classifier_split.py", "sources": [LARGE.as_posix()],
+            "tune": sorted(tune), "test": sorted(test)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora", type=pathlib.Path, default=None)
@@ -56,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     out = REPO / SPLIT_FILE
     out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
+    large = load_large_records(corpora)
+    if large:
+        split = make_large_split(large)
+        out = REPO / LARGE_SPLIT_FILE
+        out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
     return 0
 
 

@@ -55,6 +55,8 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("LABEL_TEXT_MISMATCH", "V2", _M, False, "IG-10", "Page text does not support the label"),
         CodeSpec("SEGMENT_HOLDS_OTHER_TYPE", "V2", _M, False, "IG-10",
                  "Pages of a segment read as a type the segment marks NO_EVIDENCE (merged documents, a boundary off)"),
+        CodeSpec("INDEPENDENT_READING_DISAGREES", "V2", _M, False, "IG-10",
+                 "A reading of the segment's text made without the classifier's labels finds another type"),
         # V3 — clinical traps
         CodeSpec("TRAP_ROUTINE_LAB_GENOMIC", "V3", _B, False, "IG-7", "Routine-lab vendor with Genomic Report PRIMARY"),
         CodeSpec("TRAP_ADMIN_DOCUMENT", "V3", _B, False, "IG-7", "Administrative document classified as a report"),

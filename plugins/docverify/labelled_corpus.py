@@ -23,6 +23,10 @@ SAMPLE = pathlib.Path("text_labeled") / "combined_sample.jsonl"
 MORE = pathlib.Path("text_labeled_more") / "records.jsonl"
 #: The fixed tuning/test split of both (record ids only), relative to the repository.
 SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split.json"
+#: The larger labelled corpus (clinical notes incl. operative notes, radiology and pathology reports),
+#: relative to the corpora folder; its own tuning/test split (record ids only), relative to the repository.
+LARGE = pathlib.Path("text_labeled_large") / "records.jsonl"
+LARGE_SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split_large.json"
 PAGE_CHARS = 3000
 
 
@@ -114,3 +118,31 @@ def source_group(record: dict[str, Any]) -> str:
 def load_split(repo: pathlib.Path | str) -> dict[str, Any]:
     """The committed split (``docs/benchmarks/classifier_split.json``)."""
     return json.loads((pathlib.Path(repo) / SPLIT_FILE).read_text(encoding="utf-8"))
+
+
+def load_large_records(corpora: pathlib.Path | str) -> list[dict[str, Any]]:
+    """The records of ``text_labeled_large`` in the shape of the others (``corpus`` = its ``source``,
+    ``proposed_doc_type`` = its ``label``, ``labels`` = its ``meta``); [] when the file is absent."""
+    path = pathlib.Path(corpora) / LARGE
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                out.append({"id": r["id"], "corpus": r["source"], "proposed_doc_type": r["label"],
+                            "text": r["text"], "labels": r.get("meta") or {}})
+    return out
+
+
+def large_stratum(record: dict[str, Any]) -> str:
+    """The stratum of a ``text_labeled_large`` record for the split: source, label, and the operative
+    notes apart from the other clinical notes."""
+    note = (record.get("labels") or {}).get("note") or ""
+    return f"{record['corpus']}|{record['proposed_doc_type']}|{note}"
+
+
+def load_large_split(repo: pathlib.Path | str) -> dict[str, Any]:
+    """The committed split of ``text_labeled_large`` (``docs/benchmarks/classifier_split_large.json``)."""
+    return json.loads((pathlib.Path(repo) / LARGE_SPLIT_FILE).read_text(encoding="utf-8"))
