@@ -325,7 +325,7 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
 # --------------------------------------------------------------------------- the verifier's spec
 
 class ConsistencyFinding(Finding):
-    code: Literal["LABEL_TEXT_MISMATCH"]
+    code: Literal["LABEL_TEXT_MISMATCH", "INDEPENDENT_READING_DISAGREES"]
 
 
 class ConsistencyFindings(JudgmentFindings):
@@ -355,7 +355,7 @@ SPEC = VerifierSpec(
            "SEGMENT_TYPE_CONTRADICTS_PRESENCE", "PRIMARY_WITHOUT_SHARE", "MIXTURE_CONTRADICTS_SEGMENTS",
            "DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "PATIENT_IDENTITY_CONFLICT", "LOW_CONFIDENCE_PRIMARY"),
     rule_phase=_rule_phase,
-    judgment_codes=("LABEL_TEXT_MISMATCH",),
+    judgment_codes=("LABEL_TEXT_MISMATCH", "INDEPENDENT_READING_DISAGREES"),
     offline_judgment=offline_judgment,
     offline_implementation=OFFLINE_IMPLEMENTATION,
     prompt="v2_consistency_v1",
