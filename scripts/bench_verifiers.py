@@ -107,10 +107,9 @@ def render(parts: list[dict[str, Any]], judge_name: str, policy_note: str) -> st
         "- how the test part was used: its aggregate figures (the tables below) were read after changes during "
         "development; its documents were never opened, and every rule change was made from a failure of the "
         "tuning part. Documents the project never sees remain the unbiased check.",
-        "- trap 2 per segment (`--admin-trap-per-segment`, Variable `docverify_admin_trap_per_segment`, opt-in): "
-        "the specification's trap 2 reads the whole document, so a PDF holding an administrative form beside the "
-        "report it concerns escalates; run with the flag to measure the per-segment reading (README: 'What the "
-        "verifiers catch').",
+        "- trap 2 per segment (Variable `docverify_admin_trap_per_segment`, on by default, ADR 0037): a PDF "
+        "holding an administrative form beside the report it concerns is no trap; `--admin-trap-whole-document` "
+        "measures the strict whole-document reading.",
         "- what it cannot measure: the gold confidences are fixed (0.9), so `LOW_CONFIDENCE_PRIMARY`'s false alarms "
         "need real classifier output; the corpora are de-identified, so `PATIENT_IDENTITY_CONFLICT` is measured on "
         "invented name/MRN/DOB headers (documents naming their own patient are left out of those two rows); the "
@@ -172,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-patient-identity", action="store_true", help="switch PATIENT_IDENTITY_CONFLICT off")
     ap.add_argument("--min-primary-confidence", type=float, default=None,
                     help="LOW_CONFIDENCE_PRIMARY under this confidence (0 = off; default: the policy's)")
-    ap.add_argument("--admin-trap-per-segment", action="store_true",
-                    help="V3 trap 2 per segment (the opt-in refinement of the specification's rule)")
+    ap.add_argument("--admin-trap-whole-document", action="store_true",
+                    help="V3 trap 2 over the whole document (the strict, opt-in reading; default: per segment)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -186,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
     policy = VerifyPolicy.from_overrides({
         "blocker_repair": args.blocker_repair, "patient_identity": not args.no_patient_identity,
-        "min_primary_confidence": args.min_primary_confidence, "admin_trap_per_segment": args.admin_trap_per_segment})
+        "min_primary_confidence": args.min_primary_confidence, "admin_trap_per_segment": not args.admin_trap_whole_document})
     verify_kw: dict[str, Any] = {"policy": policy}
     parts = []
     for name in (("tune", "test") if args.part == "both" else (args.part,)):

@@ -301,7 +301,7 @@ def _policy_flags(sv: argparse.ArgumentParser) -> None:
     sv.add_argument("--min-primary-confidence", type=float, default=D.min_primary_confidence, metavar="X",
                     help=f"V2: LOW_CONFIDENCE_PRIMARY below this confidence (0 = off; default {D.min_primary_confidence})")
     sv.add_argument("--admin-trap-per-segment", action=on_off, default=D.admin_trap_per_segment,
-                    help="V3 trap 2 per segment instead of over the whole document (default: "
+                    help="V3 trap 2 per segment (off: the strict whole-document reading; default: "
                     f"{'on' if D.admin_trap_per_segment else 'off'})")
     sv.add_argument("--label-text-guard", action=on_off, default=D.label_text_guard,
                     help="with --model: the offline label-versus-text check beside the model's V2 judgment (default: "

@@ -17,10 +17,12 @@ them, and :data:`DEFAULT_POLICY` is what a caller that passes no policy gets.
   reports ``LOW_CONFIDENCE_PRIMARY`` for a PRIMARY type whose confidence is below it. 0.2: the
   offline classifier's PRIMARY labels on the verifier benchmark's documents are all ≥ 0.43 (0 false
   alarms on 333 of the test part); a PRIMARY at 0.05–0.15 is caught.
-* ``admin_trap_per_segment`` (``docverify_admin_trap_per_segment``, off): V3's trap 2 reads each
+* ``admin_trap_per_segment`` (``docverify_admin_trap_per_segment``, on): V3's trap 2 reads each
   segment's own text against that segment's levels, so a PDF holding a prior-authorization form
-  (its own "Other" segment) and the report it asks for is not a trap. Off = the specification's
-  rule: keywords anywhere in the document and a report type anywhere not NO_EVIDENCE.
+  (its own "Other" segment) and the report it asks for is not a trap. This is the project's reading
+  of the specification for segmented documents (ADR 0037: "the document" of trap 2 is the segment).
+  Off = the strict whole-document reading, opt-in: keywords anywhere in the document and a report
+  type anywhere not NO_EVIDENCE.
 * ``label_text_guard`` (``docverify_label_text_guard``, on): with a judge whose V2 judgment is
   not the offline lexical one (the LLM judge), V2's outcome also carries the offline
   label-versus-text check (``LABEL_TEXT_MISMATCH``, run ``phase="guard"``).
@@ -38,7 +40,7 @@ BLOCKER_REPAIR = False
 PATIENT_IDENTITY = True
 MIN_PRIMARY_CONFIDENCE = 0.2
 LABEL_TEXT_GUARD = True
-ADMIN_TRAP_PER_SEGMENT = False
+ADMIN_TRAP_PER_SEGMENT = True
 
 
 class VerifyPolicy(BaseModel):
@@ -57,7 +59,8 @@ class VerifyPolicy(BaseModel):
         "type whose confidence is below this (0 = off).")
     admin_trap_per_segment: bool = Field(
         ADMIN_TRAP_PER_SEGMENT, description="V3 trap 2 reads each segment's own text against that segment's levels "
-        "(off: the specification's whole document against every segment).")
+        "(the project's reading of the specification for segmented documents, ADR 0037; off: the strict "
+        "whole-document reading, keywords anywhere against every segment).")
     label_text_guard: bool = Field(
         LABEL_TEXT_GUARD, description="Beside a non-offline V2 judgment, the offline label-versus-text check "
         "(LABEL_TEXT_MISMATCH) as a 'guard' phase.")

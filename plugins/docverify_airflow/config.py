@@ -444,7 +444,7 @@ def judge(s: Settings | None = None) -> Judge:
 def policy(s: Settings | None = None) -> P.VerifyPolicy:
     """The verification policy of the Variables ``docverify_blocker_repair`` (off),
     ``docverify_check_patient_identity`` (on), ``docverify_min_primary_confidence`` (0 = off) and
-    ``docverify_label_text_guard`` (on) and ``docverify_admin_trap_per_segment`` (off) (:data:`POLICY_FIELDS`):
+    ``docverify_label_text_guard`` (on) and ``docverify_admin_trap_per_segment`` (on) (:data:`POLICY_FIELDS`):
     the tasks pass it to the verify and retry stages (in their :class:`~docverify.pipeline.VerifyDeps`) and to
     the batch-mode collect pass (``policy=…``), never through the judge."""
     s = s or Settings.load()

@@ -295,6 +295,20 @@ def test_trap2_a_form_in_its_own_segment_beside_a_report_is_no_trap_per_segment(
     assert spec.severity == "BLOCKER" and spec.location == "document_mixture → Pathology Report"
 
 
+def test_trap2_reads_per_segment_by_default_and_the_whole_document_in_strict_mode():
+    """ADR 0037: the default policy reads trap 2 per segment; ``admin_trap_per_segment=False`` is the
+    opt-in strict reading (the verifier's rule phase as the pipeline calls it)."""
+    from docverify.policy import DEFAULT_POLICY, VerifyPolicy
+    from docverify.verify.v3_traps import SPEC
+
+    b = bundle([AUTH_FORM, PATH_REPORT])
+    c = ClassificationOutput.model_validate(classification([(1, 1, "Other", AUTH_EV), (2, 2, "Pathology Report", PATH_EV)]))
+    assert DEFAULT_POLICY.admin_trap_per_segment is True
+    assert [i for i in SPEC.rule_phase(b, c, DEFAULT_POLICY) if i.code == "TRAP_ADMIN_DOCUMENT"] == []
+    strict = VerifyPolicy.from_overrides({"admin_trap_per_segment": False})
+    assert [i.code for i in SPEC.rule_phase(b, c, strict)].count("TRAP_ADMIN_DOCUMENT") == 1
+
+
 @pytest.mark.parametrize("segments", [
     [(1, 2, "Pathology Report", PATH_EV)],  # the form merged into the report's segment
     [(1, 1, "Pathology Report", {**PATH_EV, "page": 1}), (2, 2, "Pathology Report", PATH_EV)],  # the form a report
