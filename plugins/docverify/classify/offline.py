@@ -85,13 +85,15 @@ from docverify.models import (
     DocumentBundle,
     Evidence,
     MixtureEntry,
+    Page,
     PresenceLevel,
     Segment,
     SelfEvaluation,
     TypeClassification,
 )
+from docverify.verify.v4_evidence import find_on_page
 
-IMPLEMENTATION = "offline-lexicon-v3"
+IMPLEMENTATION = "offline-lexicon-v4"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -150,6 +152,8 @@ class _Page:
     num: int
     text: str
     analysis: TextAnalysis
+    #: the bundle's page (V4 looks quotes up on it); an empty stand-in for a page missing from it
+    bundle_page: Page
     _norm_text: str | None = None
 
     @property
@@ -325,6 +329,36 @@ def _verbatim(page: _Page, snippet: str) -> bool:
     )
 
 
+def _faithful(page: _Page, snippet: str) -> bool:
+    """V4's own look-up of a quote on its page (ADR 0035): verbatim, and not cut out from under a
+    governing negation ("obvious tumor. Representative sections" out of "no obvious tumor. ...")."""
+    return find_on_page(page.bundle_page, snippet).found
+
+
+#: How far back (characters) a unit may be extended to take in the negation that governs it.
+NEGATION_REACH = 40
+
+
+def _quotable(page: _Page, unit: Unit) -> tuple[int, int] | None:
+    """The span to quote for ``unit``: the unit itself when V4 finds it faithful on the page; else
+    the unit extended back to the start of a word at most NEGATION_REACH characters before it (so
+    the quote carries the negation that governs it), when that is still faithful and at most
+    SNIPPET_MAX long; else None (the unit is not quoted)."""
+    if _verbatim(page, unit.text) and _faithful(page, unit.text):
+        return unit.start, unit.end
+    text = page.text
+    line_start = text.rfind("\n", 0, unit.start) + 1
+    lo = max(line_start, unit.start - NEGATION_REACH, unit.end - SNIPPET_MAX)
+    start = unit.start
+    while start > lo:
+        start -= 1
+        if not text[start].isspace() and (start == 0 or text[start - 1].isspace()):
+            snippet = text[start:unit.end]
+            if _verbatim(page, snippet) and _faithful(page, snippet):
+                return start, unit.end
+    return None
+
+
 def _evidence(seg: _Seg, doc_type: str, fallback: bool = False) -> list[Evidence]:
     """1–3 evidence items for ``doc_type``: the units holding the most weight of its cues.
     With ``fallback`` (the "Other" fallback without cues) the first usable units instead."""
@@ -342,8 +376,11 @@ def _evidence(seg: _Seg, doc_type: str, fallback: bool = False) -> list[Evidence
     for _, page, unit in ranked:
         if any(p is page and not (unit.end <= u.start or unit.start >= u.end) for p, u in chosen):
             continue
-        if not _verbatim(page, unit.text):
+        span = _quotable(page, unit)
+        if span is None:
             continue
+        if span != (unit.start, unit.end):
+            unit = Unit(span[0], span[1], page.text[span[0]:span[1]], dict(unit.scores))
         chosen.append((page, unit))
         if len(chosen) >= MAX_EVIDENCE:
             break
@@ -505,11 +542,16 @@ def _reasoning(seg: _Seg, dom: str, has_cues: bool, levels: dict[str, str],
 
 
 def _pages(bundle: DocumentBundle) -> list[_Page]:
-    by_num: dict[int, str] = {}
+    by_num: dict[int, Page] = {}
     for p in bundle.pages:
-        by_num.setdefault(p.page_num, p.text or "")  # first one wins, like bundle.page_text()
+        by_num.setdefault(p.page_num, p)  # first one wins, like bundle.page_text()
     n = max([bundle.total_pages, 1, *by_num.keys()])
-    return [_Page(i, by_num.get(i, ""), analyse(by_num.get(i, ""))) for i in range(1, n + 1)]
+    out = []
+    for i in range(1, n + 1):
+        page = by_num.get(i) or Page(page_num=i, text="")
+        text = page.text or ""
+        out.append(_Page(i, text, analyse(text), page))
+    return out
 
 
 def classify_offline(bundle: DocumentBundle) -> ClassificationOutput:
