@@ -118,10 +118,12 @@ def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
 
 
 def review_body(doc_id: str) -> str:
-    """The form body: the packet as Markdown with a link to its HTML rendering. A packet that is
-    no longer pending (answered meanwhile, e.g. from the notebook) skips the task."""
+    """The form body: ids, counts, severities, codes, pages and a link to the review workspace —
+    never page text, evidence or issue messages (Airflow shows the body to Viewers, ADR 0036;
+    :func:`docverify.sme.form_body.review_form_markdown`). A packet that is no longer pending
+    (answered meanwhile, e.g. from the notebook) skips the task."""
+    from docverify.sme.form_body import review_form_markdown
     from docverify.sme.packets import html_rel, load_packet
-    from docverify.sme.render import packet_markdown
 
     store = _store()
     packet = load_packet(store, doc_id)
@@ -135,11 +137,9 @@ def review_body(doc_id: str) -> str:
     from docverify_airflow.packet_app import packet_url
 
     key = packet_key(packet)
-    html = html_rel(key)  # served by the api-server (plugin docverify) behind Airflow's login
-    return (f"**Answer in the [review workspace](/docverify/reviews/{key})**: the page images beside the answer, "
-            "and an answer the rules would refuse is shown with its reason before anything is sent. Here, a refused "
-            "answer re-opens this form; its reason is shown in the workspace.\n\n"
-            + packet_markdown(packet, html_uri=packet_url(key) if store.exists(html) else None))
+    html = html_rel(key)  # served by the api-server (plugin docverify) behind the reviewers' permission
+    return review_form_markdown(packet, workspace_url=f"/docverify/reviews/{key}",
+                                packet_url=packet_url(key) if store.exists(html) else None)
 
 
 def has_primary(doc_id: str) -> bool:

@@ -143,7 +143,7 @@ def test_pending_packets_become_review_forms(dag, night):
     assert next(iter(_ops(dag, max_reviews=1))) == "corrupt_truncated"  # most severe (ERROR) first
 
 
-def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypatch):
+def test_execute_opens_the_form_with_ids_codes_and_the_workspace_link(dag, night, monkeypatch):
     import airflow.providers.standard.operators.hitl as hitl
     from airflow.sdk.exceptions import AirflowSkipException, TaskAwaitingInput
 
@@ -154,9 +154,10 @@ def test_execute_opens_the_form_with_the_packet_as_markdown(dag, night, monkeypa
     with pytest.raises(TaskAwaitingInput):
         op.execute(ctx)
     body = sent["body"]
-    assert body.startswith(f"**Answer in the [review workspace](/docverify/reviews/{op.doc_id})**")
-    assert "\n\n## quest\\_cbc\\_panel — V5 rule 1" in body and "[BLOCKER] V3-0001" in body
-    assert ">> Quest Diagnostics" in body and f"(/docverify/packets/{op.doc_id})" in body
+    # ids, codes, pages and the links: no page text (Airflow shows the body to Viewers, ADR 0036)
+    assert body.startswith("## quest\\_cbc\\_panel — escalated for your review")
+    assert f"(/docverify/reviews/{op.doc_id})" in body and "| V3-0001 | BLOCKER | V3 | TRAP\\_ROUTINE" in body
+    assert "Quest Diagnostics" not in body and f"(/docverify/packets/{op.doc_id})" in body
     assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct", "Cannot classify"]
     assert "\n\n**Decision:**" in body  # header lines are separate paragraphs in the UI's Markdown
     # a document that could not be parsed has no classification to agree with: only Correct

@@ -1,9 +1,10 @@
 """The SME's review of one packet as a human-in-the-loop task (standard provider's HITLOperator).
 
-The form offers **Agree** / **Correct** with three optional fields: the corrected dominant type
-(one of the five types), corrected segments (JSON) and notes. The body is the packet as Markdown
-(:func:`docverify.sme.render.packet_markdown`), built when the task runs from the stored packet
-(never rendered as a Jinja template: page text may contain ``{{``). No ``defaults``: a response
+The form offers **Agree** / **Correct** / **Cannot classify** with the corrected dominant type,
+the type of each page (or page ranges), the reason and notes. The body carries ids, counts,
+severities, codes, pages and a link to the review workspace, never clinical text: Airflow shows
+it to Viewers (ADR 0036, :func:`docverify.sme.form_body.review_form_markdown`); it is built when
+the task runs from the stored packet and never rendered as a Jinja template. No ``defaults``: a response
 timeout never chooses an answer — the task is skipped and the packet stays pending for the next
 review run. An answer becomes ground truth through :func:`docverify.sme.ground_truth.save_review` (the same
 writer as the notebook helper), with the responding user as the reviewer.
@@ -39,7 +40,7 @@ class SMEReviewOperator(HITLOperator):
         the packet stays pending (no default answer).
     """
 
-    template_fields = ()  # the body holds document text: never a template
+    template_fields = ()  # the body is built from the packet at run time: never a template
     ui_color = "#f6e7c8"
 
     def __init__(self, *, doc_id: str, subject: str | None = None, assignees: str | list[str] | None = None,
