@@ -31,7 +31,8 @@ def _page_of(issue_context: dict | None) -> str:
 
 def _segments(packet: SMEPacket) -> list[tuple[object, object, object]]:
     cls = packet.primary_classification if isinstance(packet.primary_classification, dict) else {}
-    segs = cls.get("segments") if isinstance(cls.get("segments"), list) else []
+    raw = cls.get("segments")
+    segs: list = raw if isinstance(raw, list) else []
     return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in segs if isinstance(s, dict)]
 
 
