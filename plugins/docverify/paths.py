@@ -63,6 +63,22 @@ def check_part(part: str, what: str = "path component") -> str:
     return part
 
 
+def bounded_part(stem: str, suffix: str = "") -> str:
+    """One path component derived from an id (``stem``: the caller checked the id with
+    :func:`check_part`; it may pass 255 bytes with its affixes) and a short fixed ``suffix``: ``stem + suffix`` when it fits in :data:`MAX_PART_BYTES`; else the stem cut (at a
+    character boundary) to leave room for ``~`` and 16 hex digits of the sha256 of the whole stem,
+    then the suffix — so a name derived from an id of the full 255 bytes still fits, and two ids
+    that share the cut prefix keep distinct names (ADR 0033). Only for names nothing parses back
+    into an id (a withdrawn copy's name: its record names the id)."""
+    name = stem + suffix
+    if len(name.encode("utf-8")) <= MAX_PART_BYTES:
+        return check_part(name)
+    tag = "~" + hashlib.sha256(stem.encode("utf-8")).hexdigest()[:16]
+    room = MAX_PART_BYTES - len((tag + suffix).encode("utf-8"))
+    cut = stem.encode("utf-8")[:room].decode("utf-8", "ignore")  # never half a character
+    return check_part(cut + tag + suffix)
+
+
 def check_rel(rel: str, what: str = "relative path") -> list[str]:
     """The parts of a relative path (``a/b/c``), each checked; empty parts (``a//b``, leading or
     trailing ``/``) are dropped."""

@@ -51,7 +51,7 @@ from pydantic_core import to_jsonable_python
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
 from docverify.models import AttemptRecord, DocumentBundle, VerificationResult
-from docverify.paths import check_part, safe_ds
+from docverify.paths import bounded_part, check_part, safe_ds
 from docverify.store import ArtifactStore, dumps, is_tmp_name
 
 #: Top-level keys that change on every run and do not make an output different.
@@ -400,7 +400,10 @@ class RunStore:
         return f"reports/{self.ds}/batch_report.{ext}"
 
     def withdrawn_rel(self, kind: str, key: str, n: int = 1) -> str:
-        return f"withdrawn/{self.ds}/{check_part(f'{kind}_{key}')}" + (f".{n}" if n > 1 else "") + ".json"
+        """``withdrawn/<ds>/<kind>_<key>[.<n>].json``; a name that would pass 255 bytes keeps a cut
+        key and a hash of it (:func:`~docverify.paths.bounded_part`, ADR 0033): the record names the key."""
+        check_part(key, "doc id")
+        return f"withdrawn/{self.ds}/{bounded_part(f'{kind}_{key}', (f'.{n}' if n > 1 else '') + '.json')}"
 
     def uri(self, rel: str) -> str:
         return self.store.uri(rel)

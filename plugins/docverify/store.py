@@ -126,8 +126,17 @@ _TMP_NAME = re.compile(r"\.(?:docverify-)?tmp-[0-9a-f]{32}")
 
 
 #: the lock files of :meth:`ArtifactStore.replace_if` / :meth:`~ArtifactStore.delete_if` on a local root
-#: (``<prefix><name>.lock``, hidden from listings too)
+#: (``<prefix><32 hex>.lock``, hidden from listings too): the hex digits are the first 128 bits of the
+#: sha256 of the object's name, so a lock name has 53 bytes whatever the object's name — an object
+#: whose name has the full 255 bytes a folder entry may have can be replaced and deleted as well as
+#: written (ADR 0033; the earlier ``<prefix><name>.lock`` added 21 bytes, and a name over 234 bytes
+#: could be created but never released: ENAMETOOLONG)
 LOCK_PREFIX = ".docverify-lock-"
+
+
+def lock_name(name: str) -> str:
+    """The lock file beside the object named ``name`` (see :data:`LOCK_PREFIX`)."""
+    return f"{LOCK_PREFIX}{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.lock"
 
 
 def is_tmp_name(name: str) -> bool:
@@ -441,8 +450,8 @@ class ArtifactStore:
         deleted) it in between — an atomic compare-and-swap: of several writers holding the same
         version exactly one wins. Remotely one upload with the precondition
         ``ifGenerationMatch=<generation>`` (GCS refuses a stale one with 412); locally under an
-        exclusive ``flock`` of a lock file beside the object (``.docverify-lock-<name>.lock``, hidden from
-        listings; released by the kernel if the process dies), the compare and the atomic rename
+        exclusive ``flock`` of a lock file beside the object (:func:`lock_name`: ``.docverify-lock-<32 hex>.lock``,
+        hidden from listings; released by the kernel if the process dies), the compare and the atomic rename
         inside it."""
         if not check_rel(rel):
             raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
@@ -501,7 +510,7 @@ class ArtifactStore:
         @contextlib.contextmanager
         def lock():
             _make_dirs(local.parent)
-            path = local.parent / f"{LOCK_PREFIX}{local.name}.lock"  # not *.json: no glob of objects sees it
+            path = local.parent / lock_name(local.name)  # bounded (ADR 0033); not *.json: no glob of objects sees it
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)

@@ -41,15 +41,19 @@ def retry_rule(fn):
     exponential backoff (``retries``/``retry_delay`` of the DAG). LLM calls inside a task have
     their own transient-fault retries (``docverify.llm.faults.BackoffRetry``). Issue 22: a misconfigured LLM
     connection (``ConfigurationFault``) or a spent daily quota (``DailyQuotaExhausted``) fails at once
-    too — a retry would get the same answer; a ``ServiceOutage`` past its waiting budget is retried."""
+    too — a retry would get the same answer; a ``ServiceOutage`` past its waiting budget is retried.
+    A path the store refuses (``OutsideRootError``: a folder of the storage root that resolves
+    outside it) is deterministic too: another try meets the same link (ADR 0033). An input that
+    changed under the night is never the task's failure: it is that document's error."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from docverify.llm.faults import ConfigurationFault, DailyQuotaExhausted
+        from docverify.store import OutsideRootError
 
         try:
             return fn(*args, **kwargs)
-        except (ValueError, ConfigurationFault, DailyQuotaExhausted) as exc:
+        except (ValueError, OutsideRootError, ConfigurationFault, DailyQuotaExhausted) as exc:
             from airflow.sdk.exceptions import AirflowFailException
 
             raise AirflowFailException(f"{type(exc).__name__}: {exc} (deterministic: not retried)") from exc

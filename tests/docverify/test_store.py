@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from docverify.limits import InputError
-from docverify.store import ArtifactStore, OutsideRootError
+from docverify.store import ArtifactStore, OutsideRootError, lock_name
 
 
 def test_write_is_atomic_and_leaves_no_temporary_file(tmp_path):
@@ -120,7 +120,7 @@ def test_compare_and_swap_writes_are_0600_too(tmp_path, permissive_umask):
     _, version = s.read_versioned("sme_packets/claims/d.json")
     assert s.replace_if("sme_packets/claims/d.json", b'{"owner": "b"}', version)
     claims = tmp_path / "sme_packets" / "claims"
-    assert {p.name: _mode(p) for p in claims.iterdir()} == {"d.json": 0o600, ".docverify-lock-d.json.lock": 0o600}
+    assert {p.name: _mode(p) for p in claims.iterdir()} == {"d.json": 0o600, lock_name("d.json"): 0o600}
     assert _mode(claims) == 0o700
 
 

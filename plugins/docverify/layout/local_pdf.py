@@ -60,9 +60,11 @@ functions for parallelism.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import os
 import pathlib
+import stat
 import threading
 from dataclasses import dataclass
 from importlib import metadata as _metadata
@@ -127,6 +129,7 @@ def parse_pdf(
     min_chars_per_doc: int = 1,
     scan_max_chars_per_page: int = SCAN_MAX_CHARS_PER_PAGE,
     ocr: bool = False,
+    root: str | None = None,
 ) -> DocumentBundle:
     """Parse one PDF in this process.
 
@@ -142,6 +145,10 @@ def parse_pdf(
         ocr: OCR the pages without a text layer that are mostly images (:mod:`.ocr`); the
             bundle's ``parser`` then names the OCR engine and those pages carry
             ``ocr_confidence``. A scan OCR reads nothing on stays ``NO_TEXT_LAYER``.
+        root: an input of a night's storage root (the real path of the root): the file is opened
+            without following a symbolic link (``O_NOFOLLOW``) and read only when what was opened
+            is a regular file under ``root`` — else ``UNSUPPORTED`` (the layout stage names it
+            ``INPUT_NOT_REGULAR``, ADR 0033). None (the CLI): the path is followed as given.
 
     Raises:
         ParseError: always this type, with a code from ``PARSE_ERROR_CODES``.
@@ -157,6 +164,7 @@ def parse_pdf(
             min_chars_per_doc=min_chars_per_doc,
             scan_max_chars_per_page=scan_max_chars_per_page,
             ocr=ocr,
+            root=root,
         )
     except ParseError:
         raise
@@ -213,8 +221,13 @@ def _parse(
     min_chars_per_doc: int,
     scan_max_chars_per_page: int,
     ocr: bool = False,
+    root: str | None = None,
 ) -> DocumentBundle:
     name, file_ref = p.name, str(p)
+    if root is not None:
+        return _parse_data(_read_input(p, root, max_bytes), p, doc_id=doc_id, file_uri=file_uri,
+                           max_pages=max_pages, min_chars_per_doc=min_chars_per_doc,
+                           scan_max_chars_per_page=scan_max_chars_per_page, ocr=ocr)
     try:
         size = p.stat().st_size
         if not p.is_file():
@@ -226,6 +239,18 @@ def _parse(
             f"check that the path exists and is a readable file",
             file_ref,
         ) from exc
+    _check_size(size, name, file_ref, max_bytes)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ParseError(
+            UNSUPPORTED, f"{name} could not be read ({exc.strerror or exc}); check the file's permissions", file_ref
+        ) from exc
+    return _parse_data(data, p, doc_id=doc_id, file_uri=file_uri, max_pages=max_pages,
+                       min_chars_per_doc=min_chars_per_doc, scan_max_chars_per_page=scan_max_chars_per_page, ocr=ocr)
+
+
+def _check_size(size: int, name: str, file_ref: str, max_bytes: int) -> None:
     if size == 0:
         raise ParseError(
             EMPTY_FILE, f"{name} is empty (0 bytes); re-export or re-upload the document", file_ref
@@ -237,12 +262,47 @@ def _parse(
             f"(max_bytes={max_bytes}); split it, or raise the limit for this run",
             file_ref,
         )
+
+
+def _read_input(p: pathlib.Path, root: str, max_bytes: int) -> bytes:
+    """The bytes of the input ``p`` of the storage root ``root``, opened without following a link
+    and read only when what was opened is a regular file under ``root`` (see :func:`parse_pdf`)."""
+    from docverify.inputs import opened_inside
+
+    name, file_ref = p.name, str(p)
     try:
-        data = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ParseError(
-            UNSUPPORTED, f"{name} could not be read ({exc.strerror or exc}); check the file's permissions", file_ref
-        ) from exc
+        what = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or type(exc).__name__
+        raise ParseError(UNSUPPORTED, f"{name} could not be opened as a regular file ({what}); put the PDF "
+                         f"itself in the folder", file_ref) from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not opened_inside(fd, root):
+            raise ParseError(UNSUPPORTED, f"{name} is not a regular file of the storage root; it was not read: "
+                             f"put the PDF itself in the folder", file_ref)
+        _check_size(st.st_size, name, file_ref, max_bytes)
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise ParseError(UNSUPPORTED, f"{name} could not be read ({exc.strerror or exc}); check the file's "
+                             f"permissions", file_ref) from exc
+    _check_size(len(data), name, file_ref, max_bytes)  # grown since the fstat
+    return data
+
+
+def _parse_data(
+    data: bytes,
+    p: pathlib.Path,
+    *,
+    doc_id: str | None,
+    file_uri: str | None,
+    max_pages: int,
+    min_chars_per_doc: int,
+    scan_max_chars_per_page: int,
+    ocr: bool,
+) -> DocumentBundle:
+    name, file_ref = p.name, str(p)
     if not data:
         raise ParseError(EMPTY_FILE, f"{name} is empty (0 bytes); re-export or re-upload the document", file_ref)
     if b"%PDF" not in data[:HEADER_WINDOW]:

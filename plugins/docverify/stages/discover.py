@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from docverify.inputs import sha256_regular
 from docverify.limits import (
     INPUT_UNSAFE_NAME,
     MAX_PDF_BYTES,
@@ -94,10 +95,14 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
         else:
             try:
                 check_size(size, MAX_PDF_BYTES, entry.pdf_uri, "PDF")
-                entry.sha256 = rs.sha256(rel)
             except InputError:
                 error = ("TOO_LARGE", f"{entry.pdf_uri} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
                          f"(docverify.limits.MAX_PDF_BYTES); it was not read — split it")
+            else:
+                try:  # the entry listed, never a link put in its place since (ADR 0033)
+                    entry.sha256 = sha256_regular(batch.store, rel, entry.pdf_uri)
+                except InputError as exc:
+                    error = (exc.code, exc.message)
         if error:
             entry.input_error = error[0]
             stats.errors += 1

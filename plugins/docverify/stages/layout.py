@@ -9,8 +9,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from docverify.inputs import GONE, LINK, entry_problem, not_regular, read_regular, real_root
 from docverify.limits import (
     MAX_PAGE_CHARS,
+    MAX_PDF_BYTES,
+    InputError,
 )
 from docverify.runstore import ErrorRecord
 from docverify.stages.common import (
@@ -208,10 +211,23 @@ def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: 
     stale = set(plan.get("stale_errors", ()))
     stats = StageStats("layout")
     state = _PartState(batch, stale)
+    root = real_root(batch.store)
     with tempfile.TemporaryDirectory(prefix="docverify-layout-") as tmp:
-        local = {_local_file(batch, doc, tmp): doc for doc in docs}
-        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr):
+        local: dict[str, dict] = {}
+        for doc in docs:  # an entry that is no longer a regular file: its error, the part goes on (ADR 0033)
+            try:
+                local[_local_file(batch, doc, tmp)] = doc
+            except InputError as exc:
+                _input_refused(batch, doc, exc, stats, state)
+        # a local root: each worker opens its PDF without following a link, under the root only
+        kw: dict[str, Any] = {"root": root} if root is not None else {}
+        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr, **kw):
             doc = local[path]
+            problem = entry_problem(batch.store, doc["pdf_rel"]) \
+                if root is not None and isinstance(result, ParseError) else None
+            if problem:  # swapped while the part ran: the worker refused it, named here
+                _input_refused(batch, doc, not_regular(doc["pdf_uri"], problem), stats, state)
+                continue
             _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
     stats.docs = len(docs)
     record = {**stats.record(), "token": part["token"], "part": part["part"], "parsed": state.parsed,
@@ -283,15 +299,42 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
 
 
 def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
-    from docverify.store import _local_path
+    """The local path a parse worker reads: the PDF itself on a local root, else a copy in
+    ``tmp``. ``INPUT_NOT_REGULAR`` (an :class:`InputError`) when the entry discovery listed as a
+    regular file is now a symbolic link, a folder, a FIFO or gone (ADR 0033)."""
+    from docverify.store import OutsideRootError, _local_path
 
-    p = _local_path(batch.rs.path(doc["pdf_rel"]))
-    if p is not None:
+    rel, uri = doc["pdf_rel"], doc["pdf_uri"]
+    if real_root(batch.store) is not None:
+        problem = entry_problem(batch.store, rel)
+        if problem:
+            raise not_regular(uri, problem)
+        try:
+            p = _local_path(batch.rs.path(rel))
+        except OutsideRootError:  # swapped for a link since the line above
+            raise not_regular(uri, LINK) from None
         return str(p)
     target = f"{tmp}/{doc['doc_id']}.pdf"
+    try:
+        data = batch.rs.read_bytes(rel)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise not_regular(uri, GONE) from None
     with open(target, "wb") as fh:
-        fh.write(batch.rs.read_bytes(doc["pdf_rel"]))
+        fh.write(data)
     return target
+
+
+def _input_refused(batch: Batch, doc: dict, exc: InputError, stats: StageStats, state: _Layout | _PartState) -> None:
+    """A document whose input was refused when the layout read it (ADR 0033): its error record, as
+    a parse error's (its packet follows), the rest of the stage goes on."""
+    rs, doc_id = batch.rs, doc["doc_id"]
+    stats.errors += 1
+    err_rel = rs.error_rel(doc_id)
+    record = ErrorRecord.of(doc, exc.code, exc.message, "layout", sha256=doc["sha256"])
+    state.failed(doc_id, record)
+    rs.write_if_changed(err_rel, record)
+    lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="miss", error=exc.code,
+            output_uri=rs.uri(err_rel))
 
 
 def _bundle_reusable(batch: Batch, doc: dict, state: _Layout | None, parsers: Iterable[str] = (),
@@ -471,7 +514,11 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
     for doc in docs:
         if doc["doc_id"] not in todo:
             continue
-        data = batch.rs.read_bytes(doc["pdf_rel"])
+        try:  # a regular file still (ADR 0033); within the limit discovery checked
+            data = read_regular(batch.store, doc["pdf_rel"], doc["pdf_uri"], limit=MAX_PDF_BYTES, what="PDF")
+        except InputError as exc:
+            _input_refused(batch, doc, exc, stats, state)
+            continue
         result: Any
         try:
             pages = page_count(data, doc["pdf_uri"])

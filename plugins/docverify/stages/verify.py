@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from typing_extensions import TypedDict
 
-from docverify.judges import CallDeferred, Judge, JudgeThrottled, Usage
+from docverify.judges import CallDeferred, Judge, JudgeThrottled, Usage, models_of
 from docverify.limits import (
     MAX_COMPANION_BYTES,
     InputError,
@@ -104,11 +104,14 @@ def read_bundle(batch: Batch, doc_id: str) -> DocumentBundle:
 def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict:
     """A ``<doc>.classification.json`` beside a PDF, within ``docverify.limits`` (size checked
     before the read — from discovery's listing when given; bytes, nesting, numbers, segment
-    counts, a JSON object), or InputError."""
+    counts, a JSON object), or InputError — ``INPUT_NOT_REGULAR`` when it is no longer a regular
+    file (a symbolic link, a folder, gone since discovery: never followed, ADR 0033)."""
+    from docverify.inputs import read_regular
+
     uri = batch.rs.uri(rel)
-    check_size(batch.rs.size(rel) if size is None else size, MAX_COMPANION_BYTES, uri, "classification")
-    data = batch.rs.read_bytes(rel)
-    check_size(len(data), MAX_COMPANION_BYTES, uri, "classification")  # replaced since discovery
+    if size is not None:
+        check_size(size, MAX_COMPANION_BYTES, uri, "classification")
+    data = read_regular(batch.store, rel, uri, limit=MAX_COMPANION_BYTES, what="classification")
     return load_classification(data, uri)
 
 
@@ -160,13 +163,14 @@ async def _classification(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle
     except (JudgeThrottled, CallDeferred):
         raise  # throttling is not a verdict: the task fails and is retried (a deferred call: batch mode's collect)
     except Exception as exc:  # a classifier fault becomes a document error, never a failed batch
-        stats.add_usage(doc_id, getattr(exc, "usage", None), judge)  # a failed call still cost tokens
+        # a failed call still cost tokens, priced by the classifier's model (ADR 0034)
+        stats.add_usage(doc_id, getattr(exc, "usage", None), judge.classifying)
         stats.errors += 1
         note("classify", doc_id, implementation=judge.name, error="CLASSIFICATION_FAILED",
                 exception=type(exc).__name__)
         return _error_result(doc, BundleMeta.of(bundle), "CLASSIFICATION_FAILED",
                              f"The classifier {judge.name} failed: {type(exc).__name__}", "classify")
-    stats.add_usage(doc_id, result.usage, judge)
+    stats.add_usage(doc_id, result.usage, judge.classifying)  # the classifier's model prices it (ADR 0034)
     meta = ClassificationMeta(source="classifier", judge=judge.name, implementation=result.implementation,
                               classifier_id=judge.classifier_id, bundle_sha256=bundle.sha256)
     note("classify", doc_id, source="classifier", implementation=result.implementation, cache="miss",
@@ -277,6 +281,7 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
     asyncio.run(gather_bounded([functools.partial(one, d) for d in shard], batch.concurrency))
     stats.docs = len(shard)
     extra: _VerifyExtra = {"second_opinion": so_counts} if deps.second_opinion is not None else {}
+    extra["models"] = models_of(deps.judge)  # what classified and what judged (ADR 0034)
     return stats.save(batch, f"verify_{shard_key}" if shard_key else None, shard=shard, documents=documents,
                       **extra)
 
@@ -286,6 +291,8 @@ class _VerifyExtra(TypedDict, total=False):
 
     #: the V5 second opinion's counts (asked, each override, changed): when the deps have one
     second_opinion: dict[str, int]
+    #: what classified and what judged (:func:`docverify.judges.models_of`, ADR 0034)
+    models: dict[str, Any]
 
 
 # =========================================================================== V5 arbiter
