@@ -158,3 +158,23 @@ def number_issues(issues: list[Issue]) -> list[Issue]:
         counters[issue.agent] = n
         out.append(issue.model_copy(update={"issue_id": f"{issue.agent}-{n:04d}"}))
     return out
+
+
+def plain_words(code: str) -> str:
+    """The one-sentence explanation of ``code`` for a clinician (``include/rules/plain_words.json``,
+    ADR 0036); the catalogue's title when the file has none (a code registered by a verifier
+    without its sentence yet), else the code itself."""
+    from docverify.resources import load_rule
+
+    sentence = (load_rule("plain_words").get("codes") or {}).get(code)
+    if sentence:
+        return str(sentence)
+    spec = CATALOGUE.get(code)
+    return spec.title if spec else code
+
+
+def blocker_why() -> str:
+    """Why a BLOCKER stops automatic acceptance even when the document's type looks right."""
+    from docverify.resources import load_rule
+
+    return str(load_rule("plain_words").get("blocker_why") or "")

@@ -303,10 +303,31 @@ def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: l
         f"<button id='release' type='submit' class='link'>Release (r)</button></form> · <a href='./{q}'>Queue</a></p>")
 
 
+#: the review page scrolls as one (no nested frame); the answer panel stays beside the pages
+DOCUMENT_FIRST = (".review{height:auto;align-items:flex-start}.left{overflow:visible}.left h1{margin:.1em 0}"
+                  ".crumbs{margin:0}.right{position:sticky;top:0;max-height:100vh;overflow:auto;align-self:flex-start}")
+
+
+def _document(store, packet: Any) -> str:
+    """The document pane (:func:`docverify.sme.document_view.document_html`): the bundle and the
+    PDF of the packet; the PDF of a document that could not be parsed only when it opened without
+    text (a scan), never the input of another error (it may be a FIFO, a link, a huge file)."""
+    from docverify.sme.context import load_bundle, load_pdf
+    from docverify.sme.document_view import document_html
+    from docverify.sme.render import IMAGE_ONLY_ERRORS
+
+    try:
+        bundle = load_bundle(store, packet)
+    except FileNotFoundError:
+        bundle = None
+    readable = bundle is not None or (packet.error or {}).get("error") in IMAGE_ONLY_ERRORS
+    return document_html(packet, bundle=bundle, pdf_bytes=load_pdf(store, packet) if readable else None)
+
+
 def _review_page(store, session, review_id: str, user: str, request: Request, *, values: dict[str, Any] | None = None,
                  choice: str = "", refused: str = "", status: int = 200) -> HTMLResponse:
     from docverify.sme.answer import page_types
-    from docverify.sme.packets import PacketNotFoundError, html_rel, load_packet
+    from docverify.sme.packets import PacketNotFoundError, load_packet
     from docverify_airflow.review_hitl import open_reviews
 
     q = f"?{urlencode(_filters(request))}" if _filters(request) else ""
@@ -315,8 +336,8 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     except (PacketNotFoundError, ValueError):
         raise HTTPException(status_code=404, detail=f"no review {review_id}") from None
     task = open_reviews(session).get(review_id)
-    head = (f"<p class='muted'><a href='./{q}'>← Queue</a> · {_e(packet.review_id[:10] if packet.review_id else '')} · "
-            f"{_e(packet.pdf_filename)} · {_e(packet.total_pages)} page(s)</p>"
+    head = (f"<p class='muted crumbs'><a href='./{q}'>← Queue</a> · {_e(packet.review_id[:10] if packet.review_id else '')}"
+            f" · {_e(packet.total_pages or '?')} page(s)</p>"
             f"<h1>{'AUDIT — ' if packet.review_kind == 'audit' else ''}{_e(packet.doc_id)}</h1>")
     if packet.review_status != "pending":
         return _page(f"Review {packet.doc_id}", head + f"<p class='ok'>Answered by {_e(packet.reviewer)} at "
@@ -337,10 +358,6 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     if not refused and last:
         refused = f"your last answer in Required Actions was refused: {last.get('reason', '')}"
     preset = page_types(packet)
-    frame = (f"<iframe title='packet' src='../packets/{_e(review_id)}'></iframe>" if store.exists(html_rel(review_id))
-             else "<p class='muted'>No rendering of this packet.</p>")
-    issues = "".join(f"<li><b>{_e(s.severity)}</b> {_e(s.code)} — {_e(s.message)}</li>"
-                     for s in packet.issues_summary[:12])
     known = ""
     if not isinstance(packet.primary_classification, dict):
         err = packet.error or {}
@@ -349,8 +366,9 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     form = _answer_form(review_id, packet, task, user, preset=preset, values=values or {}, choice=choice,
                         refused=refused, q=q)
     nonce = secrets.token_urlsafe(16)
-    body = (f"<div class='review'><div class='left'>{head}{known}<p>{_e(packet.v5_reason)}</p>"
-            f"<ul class='issues'>{issues}</ul>{frame}</div><div class='right'>{form}</div></div>")
+    # the document first (ADR 0036): every page once, the classification drawn on it, the answer beside
+    body = (f"<style>{DOCUMENT_FIRST}</style><div class='review'><div class='left'>{head}{known}"
+            f"{_document(store, packet)}</div><div class='right'>{form}</div></div>")
     return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)
 
 
