@@ -276,11 +276,17 @@ def _read_input(p: pathlib.Path, root: str, max_bytes: int) -> bytes:
         what = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or type(exc).__name__
         raise ParseError(UNSUPPORTED, f"{name} could not be opened as a regular file ({what}); put the PDF "
                          f"itself in the folder", file_ref) from None
-    with os.fdopen(fd, "rb") as fh:
+    try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or not opened_inside(fd, root):
-            raise ParseError(UNSUPPORTED, f"{name} is not a regular file of the storage root; it was not read: "
-                             f"put the PDF itself in the folder", file_ref)
+        regular = stat.S_ISREG(st.st_mode) and opened_inside(fd, root)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:  # a folder, a FIFO, a device, or a file reached through a folder that left the root
+        os.close(fd)
+        raise ParseError(UNSUPPORTED, f"{name} is not a regular file of the storage root; it was not read: "
+                         f"put the PDF itself in the folder", file_ref)
+    with os.fdopen(fd, "rb") as fh:
         _check_size(st.st_size, name, file_ref, max_bytes)
         try:
             data = fh.read(max_bytes + 1)
