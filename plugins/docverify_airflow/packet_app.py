@@ -100,11 +100,33 @@ def pending() -> HTMLResponse:
 
 @app.get("/packets/{doc_id}", response_class=HTMLResponse, dependencies=AUTH)
 def packet(doc_id: str) -> HTMLResponse:
+    """The packet as the clinician's screen shows the document (ADR 0036): every page once, the
+    classification drawn on the pages, the findings on their pages in plain words, technical facts
+    folded at the bottom; the review's answer is in the workspace. A packet whose JSON is gone but
+    whose rendering the night wrote is served as written."""
     check_id(doc_id)
-    from docverify.sme.packets import html_rel
+    from docverify.sme.packets import PacketNotFoundError, html_rel, load_packet, packet_key
+    from docverify_airflow.review_app import _document
 
+    store = _store()
     try:
-        data = _store().read_bytes(html_rel(doc_id))
+        pkt = load_packet(store, doc_id)
+    except (PacketNotFoundError, FileNotFoundError, ValueError):
+        pkt = None
+    if pkt is not None:
+        key = packet_key(pkt)
+        title = f"SME packet — {pkt.doc_id}"
+        status = (f"<a href='/docverify/reviews/{html.escape(key)}'>Answer this review in the workspace</a>"
+                  if pkt.review_status == "pending" else f"Answered by {html.escape(str(pkt.reviewer or ''))} at "
+                  f"{html.escape(str(pkt.reviewed_at or ''))} (ground truth {html.escape(str(pkt.ground_truth_path))})")
+        body = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                f"<style>{STYLE}body{{max-width:1100px}}</style></head><body><h1>{html.escape(title)}"
+                f"{' (audit)' if pkt.review_kind == 'audit' else ''}</h1><p class='muted'>{status} · "
+                f"{pkt.total_issues} finding(s). Contains clinical text: handle as PHI.</p>"
+                f"{_document(store, pkt)}</body></html>")
+        return HTMLResponse(body, headers=HEADERS)
+    try:
+        data = store.read_bytes(html_rel(doc_id))
     except FileNotFoundError:
         raise HTTPException(status_code=404, detail=f"no packet for {doc_id}") from None
     return HTMLResponse(data.decode("utf-8", errors="replace"), headers=HEADERS)

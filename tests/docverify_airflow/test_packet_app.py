@@ -186,3 +186,22 @@ def test_the_batch_report_is_served_with_a_link_to_each_review(tmp_path, monkeyp
         assert c.get("/reports/1999-01-01").status_code == 404
     finally:
         packet_app.app.dependency_overrides.clear()
+
+
+def test_the_packet_page_shows_every_page_once_with_the_classification_on_it(logged_in):
+    """Document first (ADR 0036): the three pages of fabricated_evidence once each, in order, a
+    band where each segment begins, each finding once and in plain words, the technical facts
+    folded after the pages."""
+    import re
+
+    from docverify.codes import plain_words
+
+    listing = logged_in.get("/packets/")
+    key = re.search(r'href="(\S+_fabricated_evidence_[0-9a-f]{10})"', listing.text).group(1)
+    page = logged_in.get(f"/packets/{key}").text
+    assert [int(p) for p in re.findall(r"data-page='(\d+)'", page)] == [1, 2, 3]
+    assert page.count("<img alt='Page ") == 3 and "class='band'" in page
+    assert page.index("class='band'") < page.index("data-page='1'") < page.index("<details><summary>Technical")
+    assert f"/docverify/reviews/{key}" in page
+    codes = set(re.findall(r"id='finding-[^']+'.*?· ([A-Z_]+) ·", page))
+    assert codes and all(plain_words(c).split("'")[0][:40] in page for c in codes)

@@ -54,8 +54,8 @@ def review_form_markdown(packet: SMEPacket, *, workspace_url: str, packet_url: s
              "evidence are shown there only (reviewers' pages); this form carries ids, codes and page numbers.",
              ""]
     if packet_url:
-        lines += [f"Packet page (reviewers only): [{md_escape(packet_url)}]"
-                  f"({urllib.parse.quote(packet_url, safe='/?=&%#')})", ""]
+        lines += [f"[Full packet page]({urllib.parse.quote(packet_url, safe='/?=&%#')}) (reviewers only: every page "
+                  "once, the findings on their pages)", ""]
     if audit:
         decision = "AUTO_ACCEPT (drawn for the nightly audit of accepted documents)"
     elif packet.v5_rule is not None:
