@@ -20,4 +20,6 @@ class DocverifyPlugin(AirflowPlugin):
                       {"name": "SME packets", "href": "/docverify/packets/", "category": "browse",
                        "url_route": "docverify_packets"},
                       {"name": "Verification trend", "href": "/docverify/trend/", "category": "browse",
-                       "url_route": "docverify_trend"}]
+                       "url_route": "docverify_trend"},
+                      {"name": "Nightly reports", "href": "/docverify/reports/", "category": "browse",
+                       "url_route": "docverify_reports"}]

@@ -6,7 +6,9 @@
 * ``GET /docverify/packets/`` — the packets waiting for review (HTML list, most severe first);
 * ``GET /docverify/packets/{doc_id}`` — one packet's self-contained HTML rendering (page images,
   every issue marked, the whole history), as written by the nightly run;
-* ``GET /docverify/reports/{night}`` — a night's batch report, each escalation linked to its review;
+* ``GET /docverify/reports/`` — the nights that have a batch report (counts, links; Browse →
+  Nightly reports); ``GET /docverify/reports/{night}`` — a night's batch report, each escalation
+  linked to its review;
 * ``GET /docverify/trend/`` — the last nights side by side (documents, routes, escalation rate,
   audited accepts, the false-accept rate with its 95 % interval from the answers so far, cost,
   task time), with ``trend.csv`` and ``trend.json`` beside it for a warehouse. Counts only, no
@@ -24,6 +26,7 @@ or a refused request is a short HTML page naming what to do."""
 from __future__ import annotations
 
 import html
+import re
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
@@ -57,13 +60,23 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
         except RuntimeError:  # outside an api-server (no auth manager initialised): Airflow's login page
             login = f"/auth/login?{urlencode({'next': target})}"
         return RedirectResponse(login, status_code=303)
+    path = request.url.path
+    # a 404 says what is missing (ADR 0036): a night's report, a packet, a review
+    missing = ("No batch report for this night: no nightly run has written one for that date (no run yet, or it "
+               "has not finished). The nights that have one are listed in the reports index."
+               if "/reports/" in path else
+               "No such packet: the address is wrong, or the packet was withdrawn (its PDF left the night's folder)."
+               if "/packets/" in path else
+               "No such review: it may have been answered or withdrawn, or the address is wrong.")
     what = {403: "You may not open this page: it holds clinical text, for reviewers only (users who may answer "
                  "the sme_review Dag's reviews). Ask an Airflow admin for that access.",
-            404: "There is nothing here: the review may have been answered or withdrawn.",
+            404: missing,
             400: "This address is not valid."}.get(exc.status_code, "The request could not be served.")
+    links = ("<a href='/docverify/reports/'>Nightly reports</a>" if "/reports/" in path
+             else "<a href='/docverify/reviews/'>The review queue</a>")
     body = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{exc.status_code}</title><style>"
             f"{STYLE}</style></head><body><h1>{html.escape(what)}</h1><p class='muted'>{html.escape(str(exc.detail))}"
-            "</p><p><a href='/docverify/reviews/'>The review queue</a> · <a href='/'>Airflow</a></p></body></html>")
+            f"</p><p>{links} · <a href='/'>Airflow</a></p></body></html>")
     return HTMLResponse(body, status_code=exc.status_code, headers=HEADERS)
 
 
@@ -130,6 +143,40 @@ def packet(doc_id: str) -> HTMLResponse:
     except FileNotFoundError:
         raise HTTPException(status_code=404, detail=f"no packet for {doc_id}") from None
     return HTMLResponse(data.decode("utf-8", errors="replace"), headers=HEADERS)
+
+
+@app.get("/reports/", response_class=HTMLResponse, dependencies=TREND_AUTH)
+def reports_index() -> HTMLResponse:
+    """One row per night that has a batch report, newest first: documents, accepted, escalated,
+    documents in error, with links to the report and to the night's reviews (counts only)."""
+    from docverify.paths import safe_ds
+
+    store = _store()
+    rows = []
+    for name, kind, _ in reversed(store.entries("reports")):
+        if kind == "file" or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", name):  # a night's folder only
+            continue
+        try:
+            safe_ds(name)
+        except ValueError:
+            continue
+        rep = store.read_json_if_exists(f"reports/{name}/batch_report.json")
+        if not isinstance(rep, dict):
+            continue
+        final = rep.get("final_routes") or {}
+        rows.append(
+            f"<tr><td><a href='{html.escape(name)}'>{html.escape(name)}</a></td><td>{int(rep.get('documents') or 0)}</td>"
+            f"<td>{int(final.get('AUTO_ACCEPT') or 0)}</td><td>{int(final.get('ESCALATE_TO_SME') or 0)}</td>"
+            f"<td>{len(rep.get('errors') or [])}</td><td>{html.escape(str(rep.get('run_id') or ''))}</td>"
+            f"<td><a href='../reviews/?night={html.escape(name)}'>reviews of the night</a></td></tr>")
+    table = ("<table><tr><th>night</th><th>documents</th><th>accepted</th><th>escalated</th><th>errors</th>"
+             "<th>run</th><th></th></tr>" + "".join(rows) + "</table>") if rows else \
+        "<p class='muted'>No night has a batch report yet: the nightly Dag writes one at the end of each run.</p>"
+    body = ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Nightly reports</title><style>"
+            f"{STYLE}</style></head><body><h1>Nightly reports ({len(rows)})</h1><p class='muted'>Counts and ids only. "
+            "The last nights side by side: <a href='../trend/'>verification trend</a>.</p>"
+            f"{table}</body></html>")
+    return HTMLResponse(body, headers=HEADERS)
 
 
 @app.get("/reports/{ds}", response_class=HTMLResponse, dependencies=TREND_AUTH)

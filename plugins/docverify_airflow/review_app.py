@@ -32,7 +32,7 @@ from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessE
 from airflow.api_fastapi.common.db.common import SessionDep
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,36 @@ def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "
     return rows
 
 
+def _doc_name(store, review_id: str) -> str:
+    """The document's name of a review (its file's doc id), else the review id as given."""
+    from docverify.sme.packets import PacketNotFoundError, load_packet
+    from docverify_airflow.web import SAFE_ID
+
+    if not SAFE_ID.fullmatch(review_id) or ".." in review_id:
+        return ""
+    try:
+        return load_packet(store, review_id).doc_id
+    except (PacketNotFoundError, FileNotFoundError, ValueError):
+        return review_id
+
+
+SKIPPED_COOKIE = "docverify_skipped"
+
+
+def _skipped(request: Request) -> list[str]:
+    """The reviews this browser session skipped (ADR 0036): a session cookie of review ids, each
+    checked like any id; they are not offered again until the reviewer brings them back."""
+    from docverify_airflow.web import SAFE_ID
+
+    raw = request.cookies.get(SKIPPED_COOKIE, "")
+    return [i for i in raw.split(",") if i and SAFE_ID.fullmatch(i) and ".." not in i][:500]
+
+
+def _set_skipped(response: Response, ids: list[str]) -> None:
+    response.set_cookie(SKIPPED_COOKIE, ",".join(dict.fromkeys(ids)), path="/docverify/reviews", httponly=True,
+                        samesite="strict")
+
+
 def _filters(request: Request) -> dict[str, str]:
     return {k: request.query_params.get(k, "") for k in ("night", "severity", "kind", "reviewer")
             if request.query_params.get(k)}
@@ -145,16 +175,18 @@ def _e(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- the queue
-def _queue_table(rows: list[dict], filters: dict[str, str]) -> str:
+def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skipped: set[str] | None = None) -> str:
     if not rows:
         return "<p class='muted'>Nothing here.</p>"
     q = f"?{urlencode(filters)}" if filters else ""
     lines = []
     for r in rows:
         task, holder = r["task"], r["holder"]
-        state = ("<span class='ok'>open</span>" if task and not holder else
-                 f"being reviewed by {_e(holder)}" if task else "<span class='muted'>waiting for a review run</span>")
-        link = (f"<a href='{_e(r['review_id'])}{q}'>{_e(r['doc_id'])}</a>" if task else _e(r["doc_id"]))
+        state = ("<span class='muted'>waiting for a review run</span>" if not task else
+                 "<span class='muted'>skipped (this session)</span>" if r["review_id"] in (skipped or ()) else
+                 "<span class='ok'>yours: resume</span>" if holder and holder == me else
+                 "<span class='ok'>open</span>" if not holder else f"being reviewed by {_e(holder)}")
+        link = (f"<a href='{_e(r['review_id'])}{_e(q)}'>{_e(r['doc_id'])}</a>" if task else _e(r["doc_id"]))
         why = f"V5 rule {_e(r['v5_rule'])}" if r.get("v5_rule") is not None else f"not processed ({_e(r.get('error'))})"
         lines.append(f"<tr><td>{_e(r['night'])}</td><td>{link}</td><td class='sev {_e(r['top_severity'])}'>"
                      f"{_e(r['top_severity'])}</td><td>{why}</td><td>{_e(r['total_issues'])}</td><td>{state}</td></tr>")
@@ -181,7 +213,8 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
         return f"<label>{label} <select name='{name}'><option value=''>all</option>{opts}</select></label> "
     notice = ""
     if saved:
-        notice = f"<p class='ok'>Answer sent for {_e(saved)}.</p>"
+        notice = f"<p class='ok saved' role='status'>Saved: your answer for {_e(_doc_name(store, saved))} was sent. " \
+                 "No other review is waiting for you here.</p>"
     if opened:
         notice += f"<p class='ok'>Review run {_e(opened)} started: the reviews open in a few seconds (reload).</p>"
     if state["known"] and state["paused"]:
@@ -192,19 +225,29 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
         open_button = (f"<form method='post' action='open'><input type='hidden' name='token' value="
                        f"'{_token('open', _user_name(user))}'><button type='submit'>Open the {len(waiting)} waiting "
                        f"review(s)</button></form>")
-    first = next((r for r in rows if r["task"] and not r["holder"]), None)
-    start = (f"<p><a class='button' id='start' href='{_e(first['review_id'])}'>Start reviewing ({sum(1 for r in rows if r['task'] and not r['holder'])} open)</a></p>"
+    me, skipped = _user_name(user), set(_skipped(request))
+    # yours first (resume where you were), then the open ones; skipped ones wait until brought back
+    mine = [r for r in rows if r["task"] and r["holder"] == me and r["review_id"] not in skipped]
+    free = [r for r in rows if r["task"] and not r["holder"] and r["review_id"] not in skipped]
+    first = mine[0] if mine else free[0] if free else None
+    q = f"?{urlencode(filters)}" if filters else ""
+    start = (f"<p><a class='button' id='start' href='{_e(first['review_id'])}{_e(q)}'>"
+             f"{'Resume reviewing' if mine else 'Start reviewing'} ({len(mine) + len(free)} open)</a></p>"
              if first else "")
+    held_skipped = [r for r in rows if r["review_id"] in skipped]
+    if held_skipped:
+        start += (f"<p class='muted'>{len(held_skipped)} review(s) skipped in this session. "
+                  f"<a id='unskip' href='unskip{_e(q)}'>Offer them again</a></p>")
     body = (f"<h1>Reviews waiting ({len(rows)})</h1>{notice}{start}"
             "<form method='get' class='filters'>"
             + select("night", nights, "Night") + select("severity", list(SEVERITIES), "Severity")
             + select("kind", ["escalation", "audit"], "Kind")
             + "<button type='submit'>Filter</button></form>"
             + open_button
-            + f"<h2>Escalations ({len(escalations)})</h2>" + _queue_table(escalations, filters)
+            + f"<h2>Escalations ({len(escalations)})</h2>" + _queue_table(escalations, filters, me, skipped)
             + (f"<h2>Audits of accepted documents ({len(audits)})</h2><p class='muted'>The pipeline accepted these; "
                "a random sample is checked by an SME to measure how often an accept is wrong.</p>"
-               + _queue_table(audits, filters) if audits else "")
+               + _queue_table(audits, filters, me, skipped) if audits else "")
             + "<p class='muted'>Also: <a href='../packets/'>all packets</a> · <a href='../trend/'>verification "
             "trend</a> · Airflow's Browse → Required Actions shows the same reviews as forms.</p>")
     return _page("Reviews waiting", body)
@@ -226,16 +269,38 @@ def open_waiting(session: SessionDep, user: GetUserDep, token: Annotated[str, Fo
 def next_review(request: Request, session: SessionDep, user: GetUserDep, after: str = "") -> RedirectResponse:
     filters = _filters(request)
     name = _user_name(user)
+    skipped = _skipped(request)
+    if request.query_params.get("skip") and after:
+        from docverify_airflow.web import check_id
+
+        check_id(after)
+        skipped.append(after)  # a skip holds for the session (ADR 0036)
     rows = [r for r in _queue(_store(), session, **filters) if r["task"] and r["holder"] in ("", name)]
-    ids = [r["review_id"] for r in rows]
+    ids = [r["review_id"] for r in rows if r["review_id"] not in skipped]
     later = ids[ids.index(after) + 1:] + ids[:ids.index(after)] if after in ids else ids
     later = [i for i in later if i != after]
-    q = f"?{urlencode(filters)}" if filters else ""
+    # your own open reviews first (resume where you were)
+    mine = {r["review_id"] for r in rows if r["holder"] == name}
+    later = [i for i in later if i in mine] + [i for i in later if i not in mine]
+    saved = request.query_params.get("saved", "")
     if not later:
-        extra = urlencode({**filters, "saved": request.query_params.get("saved", "")}) if filters or \
-            request.query_params.get("saved") else ""
-        return RedirectResponse(f"./{f'?{extra}' if extra else ''}", status_code=303)
-    return RedirectResponse(f"{later[0]}{q}", status_code=303)
+        extra = urlencode({**filters, **({"saved": saved} if saved else {})})
+        response = RedirectResponse(f"./{f'?{extra}' if extra else ''}", status_code=303)
+    else:
+        extra = urlencode({**filters, **({"saved": saved} if saved else {})})
+        response = RedirectResponse(f"{later[0]}{f'?{extra}' if extra else ''}", status_code=303)
+    if request.query_params.get("skip"):
+        _set_skipped(response, skipped)
+    return response
+
+
+@router.get("/unskip", dependencies=READ)
+def unskip(request: Request) -> RedirectResponse:
+    """Offer the reviews skipped in this session again."""
+    filters = _filters(request)
+    response = RedirectResponse(f"./{f'?{urlencode(filters)}' if filters else ''}", status_code=303)
+    response.delete_cookie(SKIPPED_COOKIE, path="/docverify/reviews")
+    return response
 
 
 # --------------------------------------------------------------------------- one review
@@ -297,8 +362,8 @@ def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: l
         f"{reasons}</select></label></div>"
         f"<label>Notes <textarea name='notes' rows='2' cols='34'>{_e(values.get('notes') or '')}</textarea></label>"
         f"<p><button type='submit' id='send'>Send answer</button> <span class='muted'>Ctrl+Enter</span></p></form>"
-        f"<p><a id='next' href='next?{urlencode({'after': review_id})}{('&' + q[1:]) if q else ''}'>Skip to the next "
-        f"review (n)</a> · <form class='inline' method='post' action='{_e(review_id)}/release{q}'>"
+        f"<p><a id='next' href='next?{_e(urlencode({'after': review_id, 'skip': '1'}))}{_e(('&' + q[1:]) if q else '')}'>"
+        f"Skip to the next review (n)</a> · <form class='inline' method='post' action='{_e(review_id)}/release{q}'>"
         f"<input type='hidden' name='token' value='{_token(review_id, user)}'>"
         f"<button id='release' type='submit' class='link'>Release (r)</button></form> · <a href='./{q}'>Queue</a></p>")
 
@@ -367,6 +432,10 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
                         refused=refused, q=q)
     nonce = secrets.token_urlsafe(16)
     # the document first (ADR 0036): every page once, the classification drawn on it, the answer beside
+    saved = request.query_params.get("saved", "")
+    if saved:  # the answer just sent, and which review this is (ADR 0036)
+        head = (f"<p class='ok saved' role='status'>Saved: your answer for {_e(_doc_name(store, saved))} was sent. "
+                f"Next review: <b>{_e(packet.doc_id)}</b>.</p>") + head
     body = (f"<style>{DOCUMENT_FIRST}</style><div class='review'><div class='left'>{head}{known}"
             f"{_document(store, packet)}</div><div class='right'>{form}</div></div>")
     return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)

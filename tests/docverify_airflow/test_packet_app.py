@@ -158,6 +158,7 @@ def test_the_workspace_routes_are_behind_the_login(client):
 
 
 def test_the_batch_report_is_served_with_a_link_to_each_review(tmp_path, monkeypatch):
+    import json
     import re
 
     from fastapi.testclient import TestClient
@@ -184,6 +185,16 @@ def test_the_batch_report_is_served_with_a_link_to_each_review(tmp_path, monkeyp
         assert "<td>write_sme_packets</td><td>ESCALATE_TO_SME</td>" not in page.text
         assert c.get("/reports/..%2Fetc").status_code in (400, 404)
         assert c.get("/reports/1999-01-01").status_code == 404
+        # a person asking for a night with no report is told what is missing, and where the nights are
+        missing = c.get("/reports/1999-01-01", headers={"Accept": "text/html"})
+        assert missing.status_code == 404 and "No batch report for this night" in missing.text
+        assert "href='/docverify/reports/'" in missing.text and "review" not in missing.text.split("<h1>")[1][:80]
+        # the index: one row per night with its counts, linked to its report and its reviews
+        index = c.get("/reports/")
+        assert index.status_code == 200 and f"<a href='{batch.ds}'>{batch.ds}</a>" in index.text
+        assert f"href='../reviews/?night={batch.ds}'" in index.text
+        rep = json.loads((root / "reports" / batch.ds / "batch_report.json").read_text())
+        assert f"<td>{rep['documents']}</td><td>{rep['final_routes'].get('AUTO_ACCEPT', 0)}</td>" in index.text
     finally:
         packet_app.app.dependency_overrides.clear()
 
