@@ -15,6 +15,21 @@
 set -euo pipefail
 : "${AIRFLOW_HOME:?run through make up}"
 export AIRFLOW__API__HOST="${DOCVERIFY_UP_HOST:-127.0.0.1}"
+# more users of the simple auth manager, kept outside the generated airflow.cfg (which `make clean`
+# removes): DOCVERIFY_USERS="sme.anna:user,viewer.bob:viewer" (roles viewer, user, op, admin; an SME
+# who answers reviews needs user or above, ADR 0036); admin is always there. Their passwords are
+# generated into the password file on first start.
+if [ -n "${DOCVERIFY_USERS:-}" ] && [ -z "${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS:-}" ]; then
+  IFS=',' read -ra _entries <<< "$DOCVERIFY_USERS"
+  for _e in "${_entries[@]}"; do
+    _e="${_e// /}"
+    if ! [[ "$_e" =~ ^[A-Za-z0-9._-]+:(viewer|user|op|admin)$ ]]; then
+      echo "make up: DOCVERIFY_USERS entry '$_e' is not name:role (role viewer, user, op or admin), e.g. DOCVERIFY_USERS=sme.anna:user,viewer.bob:viewer" >&2
+      exit 2
+    fi
+  done
+  export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin,${DOCVERIFY_USERS// /}"
+fi
 umask 077
 PASSWORDS="$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
 [ -e "$PASSWORDS" ] && chmod 600 "$PASSWORDS"
