@@ -181,6 +181,7 @@ class StageRecord(TypedDict, total=False):
     skipped_over_max_documents: int
     orphan_companions: list[str]
     removed: list[str]
+    ignored_files: list[str]
 
 
 class ManifestDoc(_Open):

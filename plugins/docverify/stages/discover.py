@@ -46,7 +46,8 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     doc id (a readable prefix plus a hash of the name's bytes), its escaped name (``pdf_rel``) and
     its percent-encoded URI. Outputs of a PDF no longer listed are withdrawn
     (:func:`~docverify.stages.routes.withdraw_removed`); companions without their PDF are listed
-    in the manifest (``orphan_companions``), the log and the batch report."""
+    in the manifest (``orphan_companions``), the log and the batch report; any other entry (not a
+    PDF, not a companion) is listed in the manifest (``ignored_files``) and counted in the log."""
     rs = batch.rs
     stats = StageStats("discover")
     entries = batch.rs.listing(batch.incoming)
@@ -63,6 +64,9 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     orphans = [printable_name(n) for n in files
                if (n.endswith(".classification.json") and n[: -len(".classification.json")] not in stems)
                or (n.endswith(".production.json") and n[: -len(".production.json")] not in stems)]
+    # anything else in the folder is not read, but never vanishes without a trace (ADR 0036)
+    ignored = [printable_name(n) for n, _, _ in entries if not n.lower().endswith(".pdf")
+               and not n.endswith((".classification.json", ".production.json"))]
     skipped = len(pdfs) - max_documents if max_documents and len(pdfs) > max_documents else 0
     if skipped:
         pdfs = pdfs[:max_documents]
@@ -124,7 +128,10 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     if orphans:
         log.warning("%d companion file(s) in %s without their PDF (not used; all in the manifest): %s",
                     len(orphans), rs.uri(batch.incoming), orphans[:20])
-    extra = {k: v for k, v in (("orphan_companions", orphans), ("removed", removed)) if v}
+    if ignored:
+        log.warning("%d file(s) in %s are neither PDFs nor companions and were ignored (listed in the manifest): %s",
+                    len(ignored), rs.uri(batch.incoming), ignored[:20])
+    extra = {k: v for k, v in (("orphan_companions", orphans), ("removed", removed), ("ignored_files", ignored)) if v}
     manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=docs,
                         skipped_over_max_documents=skipped, **extra)
     # the stage's record rides in the manifest (``stats``, volatile): no object of its own
