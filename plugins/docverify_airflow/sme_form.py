@@ -65,7 +65,9 @@ def review_form_params(page_types: list[str | None] | None = None) -> dict[str, 
         description=f"Only with {CANNOT_CLASSIFY!r}: the file is unreadable, the wrong file, or needs a re-scan "
                     "(with 'other', say why in the notes).")
     fields["notes"] = Param("", type=["null", "string"], title="Notes",
-                            description="Why: what you saw on the page (kept with the ground truth).")
+                            description="Why, in your words (kept with the ground truth). Airflow shows the answer to "
+                                        "everyone who may read this Dag: do not copy patient details or page "
+                                        "text here (ADR 0036).")
     return fields
 
 
