@@ -6,6 +6,9 @@ Two ways to answer:
 * a **script**: ``fake.script = [(status, reply), …]`` — the n-th request gets the n-th entry (the
   last one repeats). ``reply`` is a JSON body, a callable ``body -> JSON body``, :data:`MALFORMED`
   (a 200 whose body is not JSON) or ``Slow(seconds, reply)``;
+  V2's blind reading (ADR 0034) is answered by the brain and kept apart (``blind_requests``, not
+  ``requests``, not consuming the script) unless ``script_blind`` is True — so a script written for
+  one judgment's call still answers that call; a test of the blind reading's own faults sets it;
 * the **brain** (when the script is empty): :func:`offline_brain` answers a classification request
   with the *offline* classifier's output for the pages in the prompt, every judgment with no
   findings, every juror with KEEP and the V5 second opinion with AUTO_ACCEPT at 0.9. It lets the nightly DAG run end to end against the real client without a model; what
@@ -157,6 +160,8 @@ def user_text(body: dict) -> str:
 def request_kind(body: dict) -> str:
     """``classify`` or the judgment (V2/V3/V4), from the output tool's schema."""
     params = json.dumps(body["tools"][0]["functionDeclarations"][0])
+    if "segment_readings" in params:  # V2's blind reading (ADR 0034): no issue code in its schema
+        return "V2_BLIND"
     if "NEGATION_SCOPE" in params:  # the jury's vote (issue 14); the evidence-facet prompt names itself
         return "JURY_EVIDENCE" if "juror C of three" in user_text(body) else "JURY"
     if "ESCALATE_TO_SME" in params:
@@ -167,6 +172,13 @@ def request_kind(body: dict) -> str:
         if code in params:
             return kind
     raise ValueError("unknown request kind")
+
+
+def _is_blind(body: dict) -> bool:
+    try:
+        return request_kind(body) == "V2_BLIND"
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
 
 
 def offline_brain(body: dict) -> dict:
@@ -180,6 +192,8 @@ def offline_brain(body: dict) -> dict:
         args: dict = {"vote": "KEEP", "reason_code": "SUPPORTED_BY_TEXT"}
     elif kind == "V5_SECOND":  # agrees with an acceptance; the safety overrides keep the table's retries
         args = {"route": "AUTO_ACCEPT", "confidence": 0.9, "reasoning": "no serious issue"}
+    elif kind == "V2_BLIND":  # each segment read on its own pages by the offline classifier
+        args = {"segment_readings": blind_readings(text)}
     elif kind != "classify":
         args = {"findings": []}
     else:
@@ -190,6 +204,32 @@ def offline_brain(body: dict) -> dict:
         args = result.classification.model_dump(mode="json", exclude={"doc_id", "classifier"})
     return function_call(body, args, prompt_tokens=max(1, len(text) // 4),
                          output_tokens=max(1, len(json.dumps(args)) // 4))
+
+
+SEGMENTS_RE = re.compile(r"<segments>\n(.*?)\n</segments>", re.S)
+
+
+def blind_readings(text: str) -> list[dict]:
+    """The brain's blind reading (V2_BLIND): each segment of the prompt's ``<segments>`` block labelled
+    with the offline classifier's dominant type on that segment's pages alone, at the confidence it
+    gives that type (never the classification under verification: the prompt does not hold it)."""
+    from docverify.judges import OfflineJudge
+    from docverify.models import DocumentBundle, Page
+
+    pages = {int(n): t for n, t in PAGE_RE.findall(text)}
+    readings = []
+    for seg in json.loads(SEGMENTS_RE.search(text).group(1)):
+        own = [Page(page_num=i + 1, text=pages[n])
+               for i, n in enumerate(n for n in sorted(pages) if seg["page_start"] <= n <= seg["page_end"])]
+        bundle = DocumentBundle(doc_id="fake", file_path="fake.pdf", sha256="0" * 64, total_pages=len(own),
+                                processing_timestamp="2026-01-01T00:00:00Z", parser="fake", pages=own)
+        cls = asyncio.run(OfflineJudge().classify(bundle)).classification
+        label = cls.dominant_type_overall
+        conf = max((tc.confidence for sg in cls.segments for tc in sg.classifications if tc.doc_type == label),
+                   default=0.5)
+        readings.append({"segment_index": seg["segment_index"], "doc_type": label, "probability": conf,
+                         "reason": "the offline classifier's reading of these pages (a test fake)"})
+    return readings
 
 
 def quota_body(retry_after: float) -> dict:
@@ -234,6 +274,10 @@ class FakeGemini:
     def __init__(self, *, latency_s: float = 0.0, max_concurrency: int = 0, rpm: int = 0,
                  window_s: float = 60.0, keep_bodies: bool = True) -> None:
         self.script: list[tuple[int, Any]] = []
+        #: V2's blind readings (ADR 0034) follow the script only when this is True; else (the default) a
+        #: scripted fake answers them with the brain and keeps them in ``blind_requests``, not ``requests``
+        self.script_blind = False
+        self.blind_requests: list[tuple[str, dict]] = []
         self.requests: list[tuple[str, dict]] = []
         self.lock = threading.Lock()
         self.latency_s, self.rpm, self.window_s = latency_s, rpm, window_s
@@ -289,8 +333,12 @@ class FakeGemini:
                 started = time.monotonic()
                 with fake.lock:
                     fake.count += 1
-                    fake.requests.append((self.path, body if fake.keep_bodies else {}))
-                    n = len(fake.requests)
+                    blind_aside = bool(fake.script) and not fake.script_blind and _is_blind(body)
+                    if blind_aside:  # answered by the brain, outside the script and `requests` (ADR 0034)
+                        fake.blind_requests.append((self.path, body if fake.keep_bodies else {}))
+                    else:
+                        fake.requests.append((self.path, body if fake.keep_bodies else {}))
+                    n = 0 if blind_aside else len(fake.requests)
                     down = fake._in_outage(started)
                     fake.overloaded_answers += down
                     refused = None if down else fake._over_quota(started)
@@ -316,7 +364,7 @@ class FakeGemini:
 
             def _reply(self, body: dict, n: int, started: float) -> None:
                 with fake.lock:
-                    status, reply = fake.script[min(n, len(fake.script)) - 1] if fake.script else (200, offline_brain)
+                    status, reply = fake.script[min(n, len(fake.script)) - 1] if fake.script and n else (200, offline_brain)
                 if isinstance(reply, Slow):
                     time.sleep(reply.seconds)
                     reply = reply.reply

@@ -19,6 +19,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from docverify.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported (the LLM judge's V3 input)
@@ -82,6 +83,12 @@ class Judge(ABC):
     #: Stable id of the implementation, written into every report (e.g. ``offline-v1``).
     name: str
 
+    @property
+    def self_verifying(self) -> bool | None:
+        """Whether the classification is judged by the model that made it (ADR 0034); None: no model
+        (the offline judge)."""
+        return None
+
     #: The verifiers this judge judges (their specs say how).
     registry: Registry = REGISTRY
 
@@ -90,6 +97,13 @@ class Judge(ABC):
         """What a stored classification must have been made by to be reused on a re-run: a new
         classifier version (or prompt) classifies again instead of reusing the old output."""
         return self.name
+
+    @property
+    def classifying(self) -> Judge:
+        """The judge whose model classifies: itself, unless the classification runs on another model
+        than the judgments (the LLM judge with a separate judge connection, ADR 0034); its
+        ``price_model`` prices the classification's usage."""
+        return self
 
     @abstractmethod
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult: ...
@@ -102,6 +116,16 @@ class Judge(ABC):
         labels? ``V3``: traps visible in the first :data:`V3_CONTEXT_CHARS` characters; ``V4``: quality
         of the evidence)."""
 
+
+
+def models_of(judge: Judge) -> dict[str, Any]:
+    """What classified and what judged, for the batch report (ADR 0034): ``{"classifier", "judge",
+    "self_verifying"}`` — the classifier's and the judgments' implementation names (``llm:<model id>``
+    on the LLM path) and whether the classification is judged by the model that made it (None for the
+    offline judge: it runs no model)."""
+    if judge.self_verifying is None:  # no model: the classifier's implementation id
+        return {"classifier": judge.classifier_id, "judge": judge.name, "self_verifying": None}
+    return {"classifier": judge.classifying.name, "judge": judge.name, "self_verifying": judge.self_verifying}
 
 
 def judgment_call(judge: Judge, agent: str):

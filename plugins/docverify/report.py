@@ -184,12 +184,67 @@ class Report(TypedDict, total=False):
     feedback: FeedbackJSON
     #: ``docverify.trend.build``'s rows (added by :func:`write`)
     trend: list[Any]
+    #: what classified and what judged, and the warning when one model did both (ADR 0034)
+    models: ModelsSection
 
 
 def _llm_cells(u: DocLLM) -> list[int]:
     """A document's :data:`LLM_KEYS` counts, in that order."""
     return [u["calls"], u["cache_hits"], u["input_tokens"], u["output_tokens"], u["cached_tokens"]]
 
+
+
+def _cost_per_model(by_model: dict[str, Counter], total: Counter, whole, models: list[str]):
+    """The night's cost when its calls ran on several models (ADR 0034: the classifier and the judge
+    apart): the sum of each model's usage at its own price, when the stages recorded their usage per
+    model and it adds up to the total; else no figure, with a note."""
+    keys = ("calls", "input_tokens", "output_tokens")
+    covered = all(sum(u.get(k, 0) for u in by_model.values()) == total.get(k, 0) for k in keys)
+    if not covered:
+        return dataclasses.replace(whole, usd=None, model=None, note=f"several models in one run: {models}")
+    parts = {m: _cost(m, u) for m, u in sorted(by_model.items()) if u.get("input_tokens") or u.get("output_tokens")}
+    usd = None if any(c.usd is None for c in parts.values()) else round(sum(c.usd or 0.0 for c in parts.values()), 6)
+    note = "priced per model: " + "; ".join(
+        f"{m} {_money(c.usd)}" + (f" ({c.note})" if c.note else "") for m, c in parts.items())
+    return dataclasses.replace(whole, usd=usd, model=", ".join(parts) or None, note=note)
+
+
+class ModelsSection(TypedDict):
+    """What classified and what judged (ADR 0034), from the verify shards' records."""
+
+    classifier: list[str]
+    judge: list[str]
+    self_verifying: bool | None
+    warning: str
+
+
+SELF_VERIFYING_WARNING = ("the classification is verified by its own model: the judgments ran on the classifier's "
+                          "model (Variable docverify_judge_conn_id is empty or names the same model), so they share "
+                          "its blind spots; name another model's connection in docverify_judge_conn_id (ADR 0034)")
+
+
+def _models_section(stages: list) -> ModelsSection | None:
+    """The models that classified and judged the night, and the warning when they are the same."""
+    seen = [st["models"] for st in stages if isinstance(st.get("models"), dict)]
+    if not seen:
+        return None
+    classifiers = sorted({m["classifier"] for m in seen if m.get("classifier")})
+    judges = sorted({m["judge"] for m in seen if m.get("judge")})
+    flags = [m.get("self_verifying") for m in seen]
+    self_verifying = None if all(f is None for f in flags) else any(bool(f) for f in flags)
+    return {"classifier": classifiers, "judge": judges, "self_verifying": self_verifying,
+            "warning": SELF_VERIFYING_WARNING if self_verifying else ""}
+
+
+def models_lines(rep: Report) -> list[str]:
+    """The report's "Models" lines (none for a report without the section)."""
+    m = rep.get("models")
+    if not m:
+        return []
+    lines = [f"- classified by: {', '.join(m['classifier']) or '—'}", f"- judged by: {', '.join(m['judge']) or '—'}"]
+    if m["warning"]:
+        lines.append(f"- WARNING: {m['warning']}")
+    return lines
 
 
 def _cost(model: str | None, usage: Counter, batch: bool = False):
@@ -312,12 +367,19 @@ def build(batch: Batch) -> Report:
     llm: Counter[str] = Counter()
     per_doc_llm: dict[str, Counter] = {}
     price_models: set[str] = set()
+    by_model: dict[str, Counter] = {}  # ADR 0034: a stage whose calls ran on several models
     timings: dict[str, StageTiming] = {}
     for st in stages:
         for doc_id, u in (st.get("llm_per_document") or {}).items():
             per_doc_llm.setdefault(doc_id, Counter()).update(u)
-        if st.get("price_model"):
-            price_models.add(st["price_model"] or "")
+        if st.get("llm_by_model"):
+            for m, u in st["llm_by_model"].items():
+                by_model.setdefault(m, Counter()).update(u)
+                price_models.add(m)
+        elif (pm := st.get("price_model")):
+            price_models.add(pm)
+            if st.get("llm"):
+                by_model.setdefault(pm, Counter()).update(st["llm"])
         name = st["stage"]
         t = timings.setdefault(name, {"seconds": 0.0, "tasks": 0, "docs": 0})
         t["seconds"] = round(t["seconds"] + st["seconds"], 3)
@@ -346,7 +408,7 @@ def build(batch: Batch) -> Report:
             doc_llm["cost_usd"] = None if bc is None or online is None else round(online + bc, 6)
     cost = _cost(price_model, llm)
     if len(price_models) > 1:
-        cost = dataclasses.replace(cost, usd=None, model=None, note=f"several models in one run: {sorted(price_models)}")
+        cost = _cost_per_model(by_model, llm, cost, sorted(price_models))
     batch_section = _batch_section(batch_records, price_model if len(price_models) <= 1 else None)
     extra: Report = {}
     jury_docs = [d for d in docs if d.get("jury")]
@@ -384,6 +446,7 @@ def build(batch: Batch) -> Report:
                 "mode": "batch" if batch_section else "online",
                 **({"online_cost_usd": cost.usd, "batch": batch_section} if batch_section else {})},
         "implementations": sorted(implementations),
+        **({"models": models} if (models := _models_section(stages)) else {}),
         "stage_timings": timings,
         "per_document": docs,
         "feedback": feedback,
@@ -574,6 +637,9 @@ def to_markdown(rep: Report) -> str:
     lines += jury_markdown(rep)
     lines += audit_markdown(rep)
     lines += trend_markdown(rep)
+    models = models_lines(rep)
+    if models:
+        lines += ["## Models that classified and judged", "", *[md(x) for x in models], ""]
     lines += ["## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
     lines += ["", "## Stage timings", "", "| stage | tasks | documents | seconds |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['tasks']} | {v['docs']} | {v['seconds']} |" for k, v in rep["stage_timings"].items()]
@@ -662,10 +728,19 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 <table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th><th>SME</th></tr>{docs}</table>
 <h2>Errors</h2><ul>{errors}</ul>
 <h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
-{jury_html(rep)}{audit_html(rep)}{trend_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
+{models_html(rep)}{jury_html(rep)}{audit_html(rep)}{trend_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
 <h2>Stage timings</h2><table><tr><th>stage</th><th>tasks</th><th>documents</th><th>seconds</th></tr>{stages}</table>
 {feedback_html(rep)}</body></html>
 """
+
+
+def models_html(rep: Report) -> str:
+    """The "Models that classified and judged" section as HTML ("" without it)."""
+    lines = models_lines(rep)
+    if not lines:
+        return ""
+    return ("<h2>Models that classified and judged</h2><ul>"
+            + "".join(f"<li>{html.escape(x[2:])}</li>" for x in lines) + "</ul>\n")
 
 
 def trend_markdown(rep: Report) -> list[str]:

@@ -153,6 +153,10 @@ class StageRecord(TypedDict, total=False):
     llm: dict[str, int]
     llm_per_document: dict[str, dict[str, int]]
     price_model: str | None
+    #: the usage per price model when a stage's calls ran on several models (ADR 0034)
+    llm_by_model: dict[str, dict[str, int]]
+    #: verify: what classified and what judged (:func:`docverify.judges.models_of`, ADR 0034)
+    models: dict[str, Any]
     #: verify / auto_fix_retry: {doc_id: DocSummary}; accept: the doc ids; layout: the manifest's entries
     documents: Any
     shard: list[str]

@@ -29,13 +29,16 @@ import functools
 import logging
 import pathlib
 from collections.abc import MutableMapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from docverify import policy as P
 from docverify.judges import Judge, OfflineJudge
+
+if TYPE_CHECKING:
+    from docverify.llm.judge import LLMJudge
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ VAR_STORAGE_ROOT = "docverify_storage_root"
 VAR_STORAGE_CONN = "docverify_storage_conn_id"
 VAR_JUDGE = "docverify_judge"
 VAR_LLM_CONN = "docverify_llm_conn_id"
+# ADR 0034: the judgments' connection apart from the classifier's (empty: the classifier's, with a warning)
+VAR_JUDGE_CONN = "docverify_judge_conn_id"
 VAR_LLM_TIMEOUT = "docverify_llm_timeout_s"
 VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
 VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
@@ -262,6 +267,10 @@ class Settings(BaseModel):
         "docverify_llm_conn_id)."))
     llm_conn_id: str = _var(VAR_LLM_CONN, DEFAULT_LLM_CONN, doc=(
         "The Airflow connection (common-ai provider, pydanticai / pydanticai_vertex) of the LLM judge's model."))
+    judge_conn_id: str = _var(VAR_JUDGE_CONN, "", lambda k, raw, d: raw.strip(), doc=(
+        "The Airflow connection of the model that judges (V2/V3/V4, and by default the jury and the V5 second "
+        "opinion) when it is not the classifier's: empty = docverify_llm_conn_id, and then the classification "
+        "is verified by its own model (a warning in the task log and the batch report)."))
     llm_timeout_s: float = _var(VAR_LLM_TIMEOUT, "120", _number(float, 0.0), doc=(
         "Limit in seconds of one LLM call, its output re-asks included."))
     llm_max_attempts: int = _var(VAR_LLM_ATTEMPTS, "4", _number(int, 1), doc=(
@@ -286,13 +295,15 @@ class Settings(BaseModel):
     jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"), doc=(
         "The CR_V2 jury over the judgment phases' findings: off, cr_v2 or cr_v1."))
     jury_conn_ids: str = _var(VAR_JURY_CONNS, "", lambda k, raw, d: raw.strip(), doc=(
-        "Three comma-separated LLM connections of jurors A, B, C (empty: all three on docverify_llm_conn_id)."))
+        "Three comma-separated LLM connections of jurors A, B, C (empty: all three on the judge's connection, "
+        "docverify_judge_conn_id, else docverify_llm_conn_id)."))
     jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0), doc=(
         "At most this many findings of one judgment are put to the jury."))
     second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _on_off, doc=(
         "The V5 second opinion (an LLM route beside the decision table; the stricter of the two wins): off/on."))
     second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", lambda k, raw, d: raw.strip(), doc=(
-        "The LLM connection of the V5 second opinion (empty: docverify_llm_conn_id)."))
+        "The LLM connection of the V5 second opinion (empty: the judge's connection, docverify_judge_conn_id, "
+        "else docverify_llm_conn_id)."))
     blocker_repair: bool = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR), _on_off,
                                 doc=P.VerifyPolicy.model_fields["blocker_repair"].description or "")
     check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _on_off,
@@ -357,6 +368,11 @@ class Settings(BaseModel):
     def llm_conn(self) -> str:
         return self.llm_conn_id or DEFAULT_LLM_CONN
 
+    @property
+    def judge_conn(self) -> str:
+        """The judgments' connection (ADR 0034): ``docverify_judge_conn_id``, else the classifier's."""
+        return self.judge_conn_id or self.llm_conn
+
     def processor(self) -> dict[str, str | None]:
         """The Layout Parser processor of Variable ``docverify_docai_processor`` as its parts
         (``project``, ``location``, ``processor_id``, ``processor_version``), parsed by the
@@ -378,10 +394,11 @@ class Settings(BaseModel):
         return self.docai_processor
 
     def jury_conns(self) -> list[str]:
-        conns = [c.strip() for c in self.jury_conn_ids.split(",")] if self.jury_conn_ids else [self.llm_conn] * 3
+        conns = [c.strip() for c in self.jury_conn_ids.split(",")] if self.jury_conn_ids else [self.judge_conn] * 3
         if len(conns) != 3 or not all(conns):
             raise ValueError(f"Variable {VAR_JURY_CONNS}={self.jury_conn_ids!r}: give three connection ids (jurors "
-                             f"A, B, C) separated by commas, or leave it empty for {VAR_LLM_CONN}")
+                             f"A, B, C) separated by commas, or leave it empty for {VAR_JUDGE_CONN} (else "
+                             f"{VAR_LLM_CONN})")
         return conns
 
 
@@ -438,7 +455,24 @@ def judge(s: Settings | None = None) -> Judge:
     The jury and the second opinion are not the judge's: :func:`docverify_airflow.wiring.verify_deps`
     passes them beside it (:class:`docverify.pipeline.VerifyDeps`)."""
     s = s or Settings.load()
-    return OfflineJudge() if s.judge == "offline" else llm_judge(s.llm_conn, s)
+    if s.judge == "offline":
+        return OfflineJudge()
+    classifier = llm_judge(s.llm_conn, s)
+    if s.judge_conn == s.llm_conn:
+        log.warning("the classification is verified by its own model: Variable %s is empty (or names %s, the "
+                    "classifier's connection), so the judgments run on the classifier's model %s and share its "
+                    "blind spots; name another model's connection in %s (ADR 0034)",
+                    VAR_JUDGE_CONN, s.llm_conn, classifier.model_id, VAR_JUDGE_CONN)
+        return classifier
+    judge = llm_judge(s.judge_conn, s, classifier=classifier)
+    if judge.self_verifying:
+        log.warning("the classification is verified by its own model: the connections %s (classifier) and %s "
+                    "(judge) give the same model %s; name another model in %s (ADR 0034)",
+                    s.llm_conn, s.judge_conn, judge.model_id, VAR_JUDGE_CONN)
+    else:
+        log.info("the classifier's model is %s (connection %s); the judgments run on %s (connection %s)",
+                 classifier.model_id, s.llm_conn, judge.model_id, s.judge_conn)
+    return judge
 
 
 def policy(s: Settings | None = None) -> P.VerifyPolicy:
@@ -454,7 +488,8 @@ def policy(s: Settings | None = None) -> P.VerifyPolicy:
 def jury(s: Settings | None = None):
     """The CR_V2 jury of Variable ``docverify_jury`` (``off``, the default; ``cr_v2``; ``cr_v1``):
     jurors A, B, C on the connections of ``docverify_jury_conn_ids`` (three comma-separated
-    connection ids; empty = all three on ``docverify_llm_conn_id``); C uses the evidence-facet
+    connection ids; empty = all three on the judge's connection, :attr:`Settings.judge_conn`: the
+    jury reviews the judgments, so it sits on the judging side, ADR 0034); C uses the evidence-facet
     prompt. At most ``docverify_jury_max_findings`` findings per judgment are reviewed."""
     s = s or Settings.load()
     if s.jury == "off":
@@ -473,18 +508,20 @@ def jury(s: Settings | None = None):
 
 def second_opinion(s: Settings | None = None):
     """The V5 second opinion of Variable ``docverify_v5_second_opinion`` (``off``, the default,
-    or ``on``) on the connection ``docverify_v5_second_opinion_conn_id`` (empty =
-    ``docverify_llm_conn_id``)."""
+    or ``on``) on the connection ``docverify_v5_second_opinion_conn_id`` (empty = the judge's
+    connection, :attr:`Settings.judge_conn`: a verifying opinion, never by default the classifier's
+    model when a separate judge is configured, ADR 0034)."""
     s = s or Settings.load()
     if not s.second_opinion:
         return None
     from docverify.arbiters.second_opinion import SecondOpinion
 
-    return SecondOpinion(llm_judge(s.second_opinion_conn_id or s.llm_conn, s))
+    return SecondOpinion(llm_judge(s.second_opinion_conn_id or s.judge_conn, s))
 
 
-def llm_judge(conn_id: str, s: Settings | None = None) -> Judge:
-    """An :class:`~docverify.llm.judge.LLMJudge` on the model of Airflow connection ``conn_id``."""
+def llm_judge(conn_id: str, s: Settings | None = None, *, classifier: Any = None) -> LLMJudge:
+    """An :class:`~docverify.llm.judge.LLMJudge` on the model of Airflow connection ``conn_id``;
+    ``classifier``: the LLMJudge that classifies when it is another connection's (ADR 0034)."""
     from airflow.exceptions import AirflowNotFoundException
     from airflow.providers.common.ai.hooks.pydantic_ai import PydanticAIHook
 
@@ -519,6 +556,7 @@ def llm_judge(conn_id: str, s: Settings | None = None) -> Judge:
         output_retries=s.llm_output_retries,
         retry_policy=BackoffRetry(max_attempts=s.llm_max_attempts),
         connection=conn_id,
+        classifier=classifier,
         **llm_quota(f"{conn_id}:{model_id}", s),
     )
 

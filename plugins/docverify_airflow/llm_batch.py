@@ -34,24 +34,32 @@ log = logging.getLogger(__name__)
 GCP_CONN_ID = "google_cloud_default"
 
 
-def gemini_api_key(s: config.Settings) -> str:
-    """The API key of the LLM connection (extra ``api_key``, else its password); ValueError (the
-    task fails at once) when it has none: batch mode needs the Gemini API, not Vertex AI."""
+def round_conn(s: config.Settings, round_key: str) -> str:
+    """The LLM connection a round's job runs on (ADR 0034): the classifier's for ``classify``, the
+    judge's (``docverify_judge_conn_id``, else the classifier's) for ``judgments``."""
+    return s.llm_conn if round_key == "classify" else s.judge_conn
+
+
+def gemini_api_key(s: config.Settings, round_key: str = "classify") -> str:
+    """The API key of the round's LLM connection (:func:`round_conn`; extra ``api_key``, else its
+    password); ValueError (the task fails at once) when it has none: batch mode needs the Gemini API,
+    not Vertex AI."""
     from airflow.sdk import BaseHook
 
-    conn = BaseHook.get_connection(s.llm_conn)
+    conn_id = round_conn(s, round_key)
+    conn = BaseHook.get_connection(conn_id)
     key = (conn.extra_dejson or {}).get("api_key") or conn.password
     if not key:
         raise ValueError(f"Variable {config.VAR_LLM_MODE}=batch sends the night's requests to the Gemini API's Batch "
-                         f"API, which takes an API key: the connection {s.llm_conn!r} has none (extra api_key). Use "
+                         f"API, which takes an API key: the connection {conn_id!r} has none (extra api_key). Use "
                          f"a Gemini API connection or set {config.VAR_LLM_MODE} to online")
     return key
 
 
-def hook(s: config.Settings):
+def hook(s: config.Settings, round_key: str = "classify"):
     from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
 
-    return GenAIGeminiAPIHook(gemini_api_key=gemini_api_key(s), gcp_conn_id=GCP_CONN_ID)
+    return GenAIGeminiAPIHook(gemini_api_key=gemini_api_key(s, round_key), gcp_conn_id=GCP_CONN_ID)
 
 
 def upload_requests(batch, out: dict[str, Any], api_hook) -> str:
@@ -127,7 +135,7 @@ def _recorded_succeeded_job(batch, round_key: str, s: config.Settings) -> dict[s
     if rec is None:
         return None
     try:
-        job = hook(s).get_batch_job(job_name=rec["name"])
+        job = hook(s, round_key).get_batch_job(job_name=rec["name"])
     except Exception as exc:  # noqa: BLE001 - the job task's failure stands: requests go online
         log.warning("batch %s: the recorded job %s could not be read (%s)", round_key, rec["name"], type(exc).__name__)
         return None
@@ -143,7 +151,7 @@ def _llm_judge(s: config.Settings):
 
     if s.judge != "llm":
         return None
-    judge = config.llm_judge(s.llm_conn, s)
+    judge = config.judge(s)  # the classifier's model, and the judge's when it is another (ADR 0034)
     return judge if isinstance(judge, LLMJudge) else None
 
 
@@ -174,7 +182,7 @@ def collect(context, round_key: str) -> dict[str, Any]:
     if not out["requests"]:
         raise AirflowSkipException(f"every {round_key} request of this night is in the verdict cache: no batch job")
     return {"round": round_key, "model": out["model"], "requests": out["requests"], "by_kind": out["by_kind"],
-            "file_name": upload_requests(batch, out, hook(s))}
+            "file_name": upload_requests(batch, out, hook(s, round_key))}
 
 
 def ingest(context, round_key: str) -> dict[str, Any]:
@@ -189,7 +197,7 @@ def ingest(context, round_key: str) -> dict[str, Any]:
     batch = make_batch(context)
     if plan and not job:  # the job task failed: a recorded job that succeeded anyway is not lost
         job = _recorded_succeeded_job(batch, round_key, s)
-    results = results_of(job, hook(s)) if job else None
+    results = results_of(job, hook(s, round_key)) if job else None
     if plan and not job:
         job = {"name": None, "state": "JOB_FAILED"}  # the job task failed: every request goes online
     out = llm_batch.ingest(batch, judge, round_key, job, results)

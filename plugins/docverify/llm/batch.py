@@ -103,6 +103,9 @@ class RecordingJudge(LLMJudge):
     def __init__(self, judge: LLMJudge):
         from pydantic_ai.models.fallback import FallbackModel
 
+        # ADR 0034: a classifier on another model records its classifications on its own capturing model
+        classifier = RecordingJudge(judge.classifier) if judge.classifier is not None else None
+
         # a fallback connection (fallback_conn_ids): the job goes to its first model; what the job does
         # not answer is asked online by verify, through the whole FallbackModel
         primary = judge.model.models[0] if isinstance(judge.model, FallbackModel) else judge.model
@@ -112,7 +115,8 @@ class RecordingJudge(LLMJudge):
                              f"{primary.system}:{model_name}; set docverify_llm_mode to online")
         super().__init__(_capturing_model(model_name), judge.model_id, cache=judge.cache,
                          output_retries=judge.output_retries, timeout_s=None,
-                         model_settings=judge.model_settings, retry_policy=None)
+                         model_settings=judge.model_settings, retry_policy=None, registry=judge.registry,
+                         classifier=classifier)
         self.batch_model = model_name
         self.recorded: dict[str, BatchRequest] = {}
 
@@ -189,13 +193,27 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
         await gather_bounded([functools.partial(one, d) for d in index.ok], batch.concurrency)
 
     asyncio.run(run())
-    recorded = sorted(rec.recorded.values(), key=lambda r: (r.doc_id, r.kind))
+    recorded_by_key = dict(rec.recorded)
+    batch_model = rec.batch_model
+    if rec.classifier is not None and not judge.self_verifying:
+        # ADR 0034: the classifier and the judge on different models. A batch job has one model, so the
+        # classify round sends only classifications (on the classifier's model) and the judgments round only
+        # judgments; what a round leaves out is asked in the other round or online by verify
+        assert isinstance(rec.classifier, RecordingJudge)
+        if round_key == "classify":
+            recorded_by_key = dict(rec.classifier.recorded)
+            batch_model = rec.classifier.batch_model
+    elif rec.classifier is not None:
+        assert isinstance(rec.classifier, RecordingJudge)
+        recorded_by_key.update(rec.classifier.recorded)
+    recorded = sorted(recorded_by_key.values(), key=lambda r: (r.doc_id, r.kind))
     by_kind: dict[str, int] = {}
     for r in recorded:
         by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
     rel = requests_rel(batch, round_key)
     batch.rs.write_json(index_rel(batch, round_key), {  # always: an earlier run's index must not be ingested
-        "round": round_key, "model": rec.batch_model, "model_id": judge.model_id,
+        "round": round_key, "model": batch_model,
+        "model_id": judge.classifier_model_id if round_key == "classify" else judge.model_id,
         "requests": {r.key: {"kind": r.kind, "doc_id": r.doc_id} for r in recorded}})
     if recorded:
         lines = "".join(json.dumps({"key": r.key, "request": r.body}, sort_keys=True) + "\n"
@@ -208,7 +226,7 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
     log.info("batch collect %s: %d request(s) miss the verdict cache %s; %d classification(s) awaited first",
              round_key, len(recorded), by_kind, deferred if round_key == "classify" else 0)
     return {"round": round_key, "requests": len(recorded), "by_kind": by_kind, "rel": rel if recorded else None,
-            "model": rec.batch_model}
+            "model": batch_model}
 
 
 # =========================================================================== results
@@ -362,7 +380,8 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
                         round_key, job_name, kind, doc_id, key, type(exc).__name__)
             continue
         if cache is not None:
-            cache.put(key, output.model_dump(mode="json"), model_id=judge.model_id, prompt=PROMPTS[kind],
+            cache.put(key, output.model_dump(mode="json"),
+                      model_id=judge.classifier_model_id if kind == "classify" else judge.model_id, prompt=PROMPTS[kind],
                       prompt_hash=prompt_hash(PROMPTS[kind]), call=kind, batch_job=job_name)
         counts["succeeded"] += 1
         answered_by.add(answer_model(response) or idx.get("model") or "")

@@ -184,12 +184,34 @@ class LLMJudge(Judge):
             probe request at a time until an answer; 0 = off).
         registry: the verifiers it judges (default: :data:`docverify.verify.registry.REGISTRY`):
             each one's prompt, inputs and findings model come from its spec.
+        classifier: the judge whose model classifies, when it is not this one's (ADR 0034: Variable
+            ``docverify_judge_conn_id`` names the judgments' connection apart from the classifier's):
+            :meth:`classify`, :attr:`classifier_id` and the ``classify`` cache key are its; the
+            judgments (and their cache keys) are this judge's. None: this model does both.
     """
 
     @property
     def classifier_id(self) -> str:
         """The model and the classifier prompt's hash: a new prompt classifies again on a re-run."""
+        if self.classifier is not None:
+            return self.classifier.classifier_id
         return f"{self.name}+{PROMPTS['classify']}:{prompt_hash(PROMPTS['classify'])}"
+
+    @property
+    def classifying(self) -> LLMJudge:
+        """The judge that classifies (its model answers ``classify``; its price prices that usage)."""
+        return self.classifier if self.classifier is not None else self
+
+    @property
+    def classifier_model_id(self) -> str:
+        """The id of the model that classifies (:attr:`model_id` judges)."""
+        return self.classifying.model_id
+
+    @property
+    def self_verifying(self) -> bool:
+        """Whether the classification is judged by the model that made it (ADR 0034: a warning in the
+        task log and the batch report)."""
+        return self.classifier_model_id == self.model_id
 
     def __init__(
         self,
@@ -206,6 +228,7 @@ class LLMJudge(Judge):
         connection: str = "",
         breaker_threshold: int = 5,
         registry: Registry = REGISTRY,
+        classifier: LLMJudge | None = None,
     ):
         if output_retries < 0:
             raise ValueError("output_retries must be >= 0")
@@ -230,13 +253,17 @@ class LLMJudge(Judge):
         self._outage_streak = 0
         self._prober: object | None = None
         self.registry = registry
+        self.classifier = classifier
         register_text_prompts(registry)
         self._prompts: dict[str, str] = prompts_of(registry)
-        default_judged = set(REGISTRY.judged_ids)
+        default_judged = {*REGISTRY.judged_ids, *(s.blind_kind for s in REGISTRY.judged if s.blind)}
         self._output_types: dict[str, type[BaseModel]] = {
             **{k: v for k, v in OUTPUT_TYPES.items() if k not in default_judged},
             **{spec.agent: cast("type[BaseModel]", spec.findings_model) for spec in registry.judged},  # check() ensures it
+            # the blind readings asked before a judgment (ADR 0034)
+            **{spec.blind_kind: cast("type[BaseModel]", spec.blind_model) for spec in registry.judged if spec.blind},
         }
+        self._blind_kinds: dict[str, str] = {spec.blind_kind: spec.agent for spec in registry.judged if spec.blind}
         self._framing: dict[str, str] = {
             kind: _FRAMING_HASHES[kind] if OUTPUT_TYPES.get(kind) is output_type else _framing_hash_of(output_type)
             for kind, output_type in self._output_types.items()
@@ -260,6 +287,10 @@ class LLMJudge(Judge):
         if kind == "classify":
             return classify_inputs(bundle)
         assert classification is not None
+        if kind in self._blind_kinds:  # a blind reading: the text without the classifier's labels (ADR 0034)
+            blind_inputs = self.registry[self._blind_kinds[kind]].blind_inputs
+            assert blind_inputs is not None, kind
+            return blind_inputs(bundle, classification)
         inputs = self.registry[kind].llm_inputs
         assert inputs is not None, kind
         return inputs(bundle, classification)
@@ -276,7 +307,10 @@ class LLMJudge(Judge):
     def cache_key_for(
         self, kind: str, bundle: DocumentBundle, classification: ClassificationOutput | None = None
     ) -> str:
-        """The verdict-cache key of a call (``kind``: ``classify`` or a judged verifier's id)."""
+        """The verdict-cache key of a call (``kind``: ``classify``, a judged verifier's id or its blind
+        reading's kind, ``V2_BLIND``); with a separate classifier, ``classify`` is the classifier's key."""
+        if kind == "classify" and self.classifier is not None:
+            return self.classifier.cache_key_for(kind, bundle)
         return self._key(kind, self._inputs(kind, bundle, classification))
 
     # ------------------------------------------------------------------ one call
@@ -501,6 +535,8 @@ class LLMJudge(Judge):
 
     # ------------------------------------------------------------------ classify
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult:
+        if self.classifier is not None:  # another model classifies (ADR 0034)
+            return await self.classifier.classify(bundle)
         outcome = await self._call("classify", bundle.doc_id, classify_inputs(bundle))
         if outcome.error is not None or outcome.output is None:
             err = type(outcome.error).__name__ if outcome.error is not None else "NoOutput"
@@ -530,19 +566,53 @@ class LLMJudge(Judge):
     async def judge(
         self, agent: str, bundle: DocumentBundle, classification: ClassificationOutput
     ) -> JudgmentResult:
-        """The LLM judgment of verifier ``agent``: its spec's inputs, prompt and findings model."""
+        """The LLM judgment of verifier ``agent``: its spec's inputs, prompt and findings model; a
+        verifier with a blind reading (V2, ADR 0034) is asked blind first — the segments' text without
+        the classifier's labels — and its comparison's issues come first in the result. Both calls
+        are made whatever the other answers (batch mode's collect pass records both)."""
+        spec = self.registry[agent]
+        usage = Usage()
+        issues: list[Issue] = []
+        if spec.blind:
+            blind_issues, blind_usage = await self._blind(agent, bundle, classification)
+            issues += blind_issues
+            usage.add(blind_usage)
         try:
             inputs = self._inputs(agent, bundle, classification)
         except Exception as exc:  # noqa: BLE001
-            return JudgmentResult([self._incomplete(agent, exc)], self.name, Usage())
+            return JudgmentResult([*issues, self._incomplete(agent, exc)], self.name, usage)
         outcome = await self._call(agent, bundle.doc_id, inputs)
+        usage.add(outcome.usage)
         if outcome.error is not None or outcome.output is None:
-            return JudgmentResult([self._incomplete(agent, outcome.error)], self.name, outcome.usage)
+            return JudgmentResult([*issues, self._incomplete(agent, outcome.error)], self.name, usage)
         try:
-            issues = [self._to_issue(agent, f) for f in outcome.output.findings]  # type: ignore[attr-defined]
+            found = [self._to_issue(agent, f) for f in outcome.output.findings]  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - e.g. a cached answer from an older catalogue
-            return JudgmentResult([self._incomplete(agent, exc)], self.name, outcome.usage)
-        return JudgmentResult(issues, self.name, outcome.usage)
+            return JudgmentResult([*issues, self._incomplete(agent, exc)], self.name, usage)
+        return JudgmentResult([*issues, *found], self.name, usage)
+
+    async def _blind(
+        self, agent: str, bundle: DocumentBundle, classification: ClassificationOutput
+    ) -> tuple[list[Issue], Usage]:
+        """The blind reading of ``agent``'s spec, compared with the classification: its issues (an
+        unusable or failed reading is one ``VERIFICATION_INCOMPLETE``) and the call's usage."""
+        spec = self.registry[agent]
+        assert spec.blind_compare is not None
+        try:
+            inputs = self._inputs(spec.blind_kind, bundle, classification)
+        except Exception as exc:  # noqa: BLE001
+            return [self._incomplete(agent, exc, blind=True)], Usage()
+        outcome = await self._call(spec.blind_kind, bundle.doc_id, inputs)
+        if outcome.error is not None or outcome.output is None:
+            return [self._incomplete(agent, outcome.error, blind=True)], outcome.usage
+        try:
+            found = spec.blind_compare(classification, outcome.output, self.name)
+        except Exception as exc:  # noqa: BLE001 - a segment left unread: incomplete, never "no issue"
+            return [self._incomplete(agent, exc, blind=True)], outcome.usage
+        if found:
+            logger.info("llm %s doc_id=%s model=%s blind reading disagrees on %d segment(s)",
+                        spec.blind_kind, bundle.doc_id, self.model_id, len(found))
+        return found, outcome.usage
 
     def _to_issue(self, agent: str, finding: Finding) -> Issue:
         if finding.code not in self.registry[agent].judgment_codes:
@@ -559,12 +629,14 @@ class LLMJudge(Judge):
             details=details,
         )
 
-    def _incomplete(self, agent: str, error: BaseException | None) -> Issue:
+    def _incomplete(self, agent: str, error: BaseException | None, *, blind: bool = False) -> Issue:
         err = type(error).__name__ if error is not None else "NoOutput"
         title = self.registry[agent].title
+        what = f"{agent} {title} blind reading (the text without the classifier's labels)" if blind else (
+            f"{agent} {title} judgment")
         return make_issue(
             "VERIFICATION_INCOMPLETE",
-            f"{agent} {title} judgment by {self.name} could not be completed ({err}); "
+            f"{what} by {self.name} could not be completed ({err}); "
             f"a human must check this classification against the document.",
             agent=agent,
             suggested_fix=f"Review the {title} check manually, or re-run when the model is available",

@@ -23,6 +23,8 @@ logger = logging.getLogger("docverify.llm")
 PROMPTS: dict[str, str] = {
     "classify": "classifier_v1",
     **{s.agent: s.prompt_name for s in REGISTRY.judged},  # each verifier's (docverify.verify.registry)
+    # the blind readings asked before a judgment (ADR 0034: V2_BLIND → v2_blind_v1)
+    **{s.blind_kind: s.blind_prompt for s in REGISTRY.judged if s.blind_prompt},
     # the CR_V2 jury (ADR 0012; jurors A, B: the general prompt; C: the evidence-facet prompt) and
     # the V5 second opinion (ADR 0013)
     "JURY": "jury_finding_v1",
@@ -53,8 +55,10 @@ def prompts_of(registry: Registry) -> dict[str, str]:
     """Call kind → prompt name, for a judge built on ``registry`` (:data:`PROMPTS` for the default)."""
     if registry is REGISTRY:
         return PROMPTS
-    return {**{k: v for k, v in PROMPTS.items() if k not in REGISTRY.judged_ids},
-            **{s.agent: s.prompt_name for s in registry.judged}}
+    default_kinds = {*REGISTRY.judged_ids, *(s.blind_kind for s in REGISTRY.judged if s.blind)}
+    return {**{k: v for k, v in PROMPTS.items() if k not in default_kinds},
+            **{s.agent: s.prompt_name for s in registry.judged},
+            **{s.blind_kind: s.blind_prompt for s in registry.judged if s.blind_prompt}}
 
 
 def prompt_path(name: str):
@@ -105,6 +109,7 @@ PAGE_TAG = register_tag("page")
 CLASSIFICATION_TAG = register_tag("classification")
 FINDING_TAG = register_tag("finding")
 ISSUES_TAG = register_tag("issues")
+SEGMENTS_TAG = register_tag("segments")  # a blind reading's segment ranges, without labels (ADR 0034)
 
 
 # --------------------------------------------------------------------------- inputs per call
@@ -131,7 +136,8 @@ def render_user_prompt(inputs: dict[str, Any], instructions: str) -> str:
     if "classification" in inputs:
         body = json.dumps(inputs["classification"], indent=1, ensure_ascii=False)
         blocks.append(wrap(CLASSIFICATION_TAG, "\n" + body + "\n"))
-    for key, tag in (("finding", FINDING_TAG), ("issues", ISSUES_TAG)):  # the jury / the V5 second opinion
+    # the jury / the V5 second opinion / a blind reading (ADR 0034)
+    for key, tag in (("finding", FINDING_TAG), ("issues", ISSUES_TAG), ("segments", SEGMENTS_TAG)):
         if key in inputs:
             blocks.append(wrap(tag, "\n" + json.dumps(inputs[key], indent=1, ensure_ascii=False) + "\n"))
     blocks.append(instructions)

@@ -113,6 +113,8 @@ class SecondOpinionAnswer(_LLMModel):
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {
     "classify": ClassificationAnswer,
     **{s.agent: cast("type[BaseModel]", s.findings_model) for s in REGISTRY.judged},  # check() ensures it
+    # the blind readings asked before a judgment (ADR 0034: V2_BLIND)
+    **{s.blind_kind: cast("type[BaseModel]", s.blind_model) for s in REGISTRY.judged if s.blind},
     "JURY": JuryVote,
     "JURY_EVIDENCE": JuryVote,
     "V5_SECOND": SecondOpinionAnswer,

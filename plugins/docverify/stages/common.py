@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from docverify.cost import SEVERAL
 from docverify.judges import Judge, Usage
 from docverify.paths import safe_ds, safe_prefix
 from docverify.runstore import (
@@ -113,14 +114,21 @@ class StageStats:
     started: float = field(default_factory=time.perf_counter)
     per_doc: dict[str, dict[str, int]] = field(default_factory=dict)
     price_model: str | None = None
+    #: the usage per price model (ADR 0034: the classifier and the judge may run on different models)
+    by_model: dict[str, Usage] = field(default_factory=dict)
 
     def add_usage(self, doc_id: str, usage: Usage | None, judge: Judge | None = None) -> None:
-        """Count one document's LLM usage in the stage total and per document."""
+        """Count one document's LLM usage in the stage total and per document, and per the price
+        model of ``judge`` (the one whose model made the calls)."""
         if usage is None:
             return
         self.usage.add(usage)
         if judge is not None and judge.price_model:
-            self.price_model = judge.price_model
+            if usage.llm_calls or usage.input_tokens or usage.output_tokens:
+                self.by_model.setdefault(judge.price_model, Usage()).add(usage)
+            # several: "a+b", which cannot be priced from the total; the report prices llm_by_model
+            self.price_model = (SEVERAL.join(sorted(self.by_model)) if len(self.by_model) > 1
+                                else next(iter(self.by_model), judge.price_model))
         if usage.llm_calls or usage.cache_hits:
             d = self.per_doc.setdefault(doc_id, dict.fromkeys(USAGE_KEYS, 0))
             for key, value in _usage_dict(usage).items():
@@ -130,7 +138,9 @@ class StageStats:
         return {"stage": self.stage, "docs": self.docs, "errors": self.errors, "cache_hits": self.cache_hits,
                 "seconds": round(time.perf_counter() - self.started, 3),
                 "llm": _usage_dict(self.usage), "llm_per_document": self.per_doc,
-                "price_model": self.price_model, **extra}
+                "price_model": self.price_model,
+                **({"llm_by_model": {m: _usage_dict(u) for m, u in sorted(self.by_model.items())}}
+                   if len(self.by_model) > 1 else {}), **extra}
 
     def save(self, batch: Batch, key: str | None = None, **extra: Any) -> dict:
         out = self.record(**extra)

@@ -28,6 +28,13 @@ RulePhase = Callable[[DocumentBundle, ClassificationOutput, Any], list[Issue]]
 OfflineJudgment = Callable[[DocumentBundle, ClassificationOutput], list[Issue]]
 #: ``llm_inputs(bundle, classification)`` → exactly what the LLM judgment reads (the cache key's inputs).
 LLMInputs = Callable[[DocumentBundle, ClassificationOutput], dict[str, Any]]
+#: ``blind_inputs(bundle, classification)`` → what a blind reading reads: each segment's pages and page
+#: range, never the classifier's labels (the cache key's inputs; ADR 0034).
+BlindInputs = Callable[[DocumentBundle, ClassificationOutput], dict[str, Any]]
+#: ``blind_compare(classification, reading, implementation)`` → the issues where the blind reading
+#: disagrees with the classification (raises ``ValueError`` when the reading is unusable, e.g. a
+#: segment left unread: the judgment is then incomplete, never "no issue").
+BlindCompare = Callable[[ClassificationOutput, Any, str], list[Issue]]
 #: ``fixer(classification, issues)`` → what it changed, or None (:mod:`docverify.autofix`).
 Fixer = Callable[[ClassificationOutput, list[Issue]], "str | None"]
 
@@ -51,6 +58,12 @@ class VerifierSpec:
         new_codes: catalogue rows of codes this verifier brings (added to the catalogue when the
             spec is registered), so a new verifier needs no edit of :mod:`docverify.codes`.
         fixers: auto-fixers of its auto-fixable codes that :mod:`docverify.autofix` does not have.
+        blind_prompt / blind_model / blind_inputs / blind_compare: an optional *blind* LLM reading
+            asked before the judgment (ADR 0034): the model reads ``blind_inputs`` (the text without
+            the classifier's labels) under ``blind_prompt`` (a file, version line first) and answers
+            ``blind_model``; ``blind_compare`` turns its disagreement with the classification into
+            issues (codes among ``judgment_codes``). All four or none; the call kind is
+            :attr:`blind_kind`.
     """
 
     agent: str
@@ -66,6 +79,21 @@ class VerifierSpec:
     llm_inputs: LLMInputs | None = None
     new_codes: tuple[CodeSpec, ...] = ()
     fixers: Mapping[str, Fixer] = field(default_factory=lambda: MappingProxyType({}))
+    blind_prompt: str | None = None
+    blind_model: type[BaseModel] | None = None
+    blind_inputs: BlindInputs | None = None
+    blind_compare: BlindCompare | None = None
+
+    @property
+    def blind(self) -> bool:
+        """Whether its LLM judgment asks a blind reading first (ADR 0034)."""
+        return self.blind_prompt is not None
+
+    @property
+    def blind_kind(self) -> str:
+        """The LLM call kind of its blind reading (``V2_BLIND``): a key of the judge's prompt, output
+        and cache tables like ``classify`` or ``V2``."""
+        return f"{self.agent}_BLIND"
 
     @property
     def judged(self) -> bool:
@@ -102,6 +130,12 @@ class VerifierSpec:
                     problems.append("its findings model's codes are not its judgment codes")
         if self.prompt_text is not None and not self.prompt_text.startswith(f"prompt: {self.prompt_name}\n"):
             problems.append(f"prompt_text must start with its version line 'prompt: {self.prompt_name}'")
+        blind_parts = (self.blind_prompt, self.blind_model, self.blind_inputs, self.blind_compare)
+        if any(p is not None for p in blind_parts):
+            if not all(p is not None for p in blind_parts):
+                problems.append("a blind reading needs its prompt, output model, inputs and comparison (all four)")
+            if not self.judged:
+                problems.append("a blind reading belongs to a judged verifier")
         missing = [c for c in self.fixers if c not in self.codes]
         if missing:
             problems.append(f"fixers for codes it does not raise: {missing}")

@@ -25,6 +25,7 @@ from docverify.models import (
     Issue,
     MixtureEntry,
 )
+from docverify.verify import v2_blind
 from docverify.verify.common import is_number, seg_loc, segment_text
 from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
 from docverify.verify.spec import VerifierSpec
@@ -361,4 +362,9 @@ SPEC = VerifierSpec(
     prompt="v2_consistency_v1",
     findings_model=ConsistencyFindings,
     llm_inputs=llm_inputs,
+    # ADR 0034: the LLM judge reads each segment blind first (docverify.verify.v2_blind)
+    blind_prompt=v2_blind.PROMPT,
+    blind_model=v2_blind.BlindReading,
+    blind_inputs=v2_blind.blind_inputs,
+    blind_compare=v2_blind.compare,
 )

@@ -59,7 +59,7 @@ class NightlyGeminiBatchOperator(BaseOperator):
         s = config.settings(context)
         return GenAIGeminiCreateBatchJobOperator(
             task_id=self.task_id, project_id="", location="", model=self.model, input_source=self.input_source,
-            gemini_api_key=llm_batch.gemini_api_key(s), gcp_conn_id=llm_batch.GCP_CONN_ID,
+            gemini_api_key=llm_batch.gemini_api_key(s, self.round_key), gcp_conn_id=llm_batch.GCP_CONN_ID,
             create_batch_job_config={"display_name": f"docverify-{context.get('ds') or ''}-{self.task_id}"},
             deferrable=True, retrieve_result=False, wait_until_complete=False,
             polling_interval=s.llm_batch_poll_s if self.polling_interval is None else self.polling_interval)

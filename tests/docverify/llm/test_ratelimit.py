@@ -173,7 +173,8 @@ def _classification(fake) -> ClassificationOutput:
 
 
 async def _night(j: LLMJudge, cls: ClassificationOutput, n: int):
-    return await asyncio.gather(*(j.judge("V2", bundle(i), cls) for i in range(n)))
+    # V3: one call each (V2 adds its blind reading, ADR 0034)
+    return await asyncio.gather(*(j.judge("V3", bundle(i), cls) for i in range(n)))
 
 
 def test_judge_under_the_shared_limiter_sends_no_429(fake, tmp_path):

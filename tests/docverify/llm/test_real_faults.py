@@ -131,7 +131,7 @@ def test_an_outage_then_a_success_is_the_success(fake, errors, key):
     cls = classification(fake)
     status, body = recorded(errors, key)
     fake.script = [(status, body)] * 5 + [OK]
-    result = asyncio.run(judge(fake).judge("V2", bundle(), cls))
+    result = asyncio.run(judge(fake).judge("V3", bundle(), cls))  # V3: one call (V2 adds its blind reading, ADR 0034); the fault handling is the same for every kind
     assert result.issues == [] and len(fake.requests) == 6 == result.usage.llm_calls
 
     fake.requests.clear()
@@ -410,7 +410,7 @@ def test_the_limiter_charges_input_tokens_only(fake, realapi):
 
     cls = classification(fake)
     fake.script = [(200, lambda b: {**function_call(b, {"findings": []}), "usageMetadata": usage})]
-    result = asyncio.run(judge(fake, limiter=Spy("m", tpm=10_000_000)).judge("V2", bundle(), cls))
+    result = asyncio.run(judge(fake, limiter=Spy("m", tpm=10_000_000)).judge("V3", bundle(), cls))
     assert result.usage.input_tokens == int(usage["promptTokenCount"]) and result.usage.output_tokens > 0
     assert Spy.tokens == int(usage["promptTokenCount"])  # reserved estimate + correction = the input tokens
 
@@ -466,7 +466,7 @@ def test_the_circuit_breaker_sends_one_probe_at_a_time_during_an_outage(fake):
     j = LLMJudge(FunctionModel(fn), "m", retry_policy=FAST, throttle=SHORT, breaker_threshold=1)
 
     async def night():
-        return await asyncio.gather(*(j.judge("V2", bundle(), cls) for _ in range(4)))
+        return await asyncio.gather(*(j.judge("V3", bundle(), cls) for _ in range(4)))  # one call each
 
     results = asyncio.run(night())
     assert all(r.issues == [] for r in results)  # no VERIFICATION_INCOMPLETE
