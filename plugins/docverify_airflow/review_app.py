@@ -311,6 +311,7 @@ function show(){const c=(f.querySelector('input[name=choice]:checked')||{}).valu
  document.getElementById('correct-fields').hidden=c!=='Correct';
  document.getElementById('cannot-fields').hidden=c!=='Cannot classify';}
 f.addEventListener('change',show);show();
+document.querySelectorAll('select[form=answer]').forEach(s=>s.addEventListener('change',()=>pick('Correct')));
 document.addEventListener('keydown',e=>{
  const t=e.target.tagName;if(e.ctrlKey&&e.key==='Enter'){f.requestSubmit();return;}
  if(t==='INPUT'&&e.target.type!=='radio'||t==='TEXTAREA'||t==='SELECT'||e.ctrlKey||e.metaKey||e.altKey)return;
@@ -320,11 +321,22 @@ document.addEventListener('keydown',e=>{
 """
 
 
+def page_controls(task: Any, preset: list, values: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The answer form's type choice of each page, drawn beside its page (page → name, current value,
+    the empty choice of a page the classifier left without a type); {} when the form takes page
+    ranges instead (long documents, unknown page count)."""
+    from docverify_airflow.sme_form import MAX_PAGE_FIELDS, page_field
+
+    if not (preset and len(preset) <= MAX_PAGE_FIELDS and page_field(1) in task.params):
+        return {}
+    return {i: {"name": page_field(i), "current": values.get(page_field(i), kind),
+                "blank": None if kind else "— choose a type —"} for i, kind in enumerate(preset, start=1)}
+
+
 def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list, values: dict[str, Any],
                  choice: str, refused: str, q: str) -> str:
     from docverify.models import DOC_TYPES
     from docverify.sme.answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
-    from docverify_airflow.sme_form import MAX_PAGE_FIELDS, page_field
 
     options = [o for o in (AGREE, CORRECT, CANNOT_CLASSIFY) if o in task.options]
     hint = {AGREE: "the classification is right", CORRECT: "change the type of the pages that are wrong",
@@ -338,12 +350,10 @@ def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: l
         opts = (f"<option value=''>{_e(blank)}</option>" if blank is not None else "") + "".join(
             f"<option{' selected' if t == current else ''}>{_e(t)}</option>" for t in DOC_TYPES)
         return f"<select name='{name}' id='{name}'>{opts}</select>"
-    if preset and len(preset) <= MAX_PAGE_FIELDS and page_field(1) in task.params:
-        pages = "".join(
-            f"<tr><td><label for='{page_field(i)}'>Page {i}</label></td><td>"
-            f"{type_select(page_field(i), values.get(page_field(i), kind), blank=None if kind else '— choose —')}"
-            f"</td></tr>" for i, kind in enumerate(preset, start=1))
-        pages = f"<table class='pages'>{pages}</table>"
+    if page_controls(task, preset, values):
+        # the type of each page is chosen beside the page, on the left (ADR 0036)
+        pages = ("<p class='muted'>Change the type of a wrong page <b>beside that page</b>, on the left (changing "
+                 "one chooses Correct).</p>")
     else:
         pages = ("<label>Page ranges <input name='corrected_segments' size='34' placeholder='1-2 Genomic Report; "
                  f"3 Clinical Note' value='{_e(values.get('corrected_segments') or '')}'></label>")
@@ -354,8 +364,7 @@ def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: l
         f"<form id='answer' method='post' action='{_e(review_id)}{q}'>{refused_html}"
         f"<input type='hidden' name='token' value='{_token(review_id, user)}'>"
         f"<fieldset><legend>Your answer</legend>{radios}</fieldset>"
-        f"<div id='correct-fields'><p class='muted'>The type of each page (preset to what the classifier said):</p>"
-        f"{pages}<label>Whole document <span class='muted'>(optional)</span> "
+        f"<div id='correct-fields'>{pages}<label>Whole document <span class='muted'>(optional)</span> "
         f"{type_select('corrected_dominant_type', values.get('corrected_dominant_type'), blank='— from the pages —')}"
         f"</label></div>"
         f"<div id='cannot-fields'><label>Why <select name='unclassifiable_reason'><option value=''>— choose —</option>"
@@ -374,7 +383,7 @@ DOCUMENT_FIRST = (".review{height:auto;align-items:flex-start}.left{overflow:vis
                   ".crumbs{margin:0}.right{position:sticky;top:0;max-height:100vh;overflow:auto;align-self:flex-start}")
 
 
-def _document(store, packet: Any) -> str:
+def _document(store, packet: Any, controls: dict[int, dict[str, Any]] | None = None) -> str:
     """The document pane (:func:`docverify.sme.document_view.document_html`): the bundle and the
     PDF of the packet; the PDF of a document that could not be parsed only when it opened without
     text (a scan), never the input of another error (it may be a FIFO, a link, a huge file)."""
@@ -387,7 +396,8 @@ def _document(store, packet: Any) -> str:
     except FileNotFoundError:
         bundle = None
     readable = bundle is not None or (packet.error or {}).get("error") in IMAGE_ONLY_ERRORS
-    return document_html(packet, bundle=bundle, pdf_bytes=load_pdf(store, packet) if readable else None)
+    return document_html(packet, bundle=bundle, pdf_bytes=load_pdf(store, packet) if readable else None,
+                         page_controls=controls)
 
 
 def _review_page(store, session, review_id: str, user: str, request: Request, *, values: dict[str, Any] | None = None,
@@ -438,7 +448,8 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
         head = (f"<p class='ok saved' role='status'>Saved: your answer for {_e(_doc_name(store, saved))} was sent. "
                 f"Next review: <b>{_e(packet.doc_id)}</b>.</p>") + head
     body = (f"<style>{DOCUMENT_FIRST}</style><div class='review'><div class='left'>{head}{known}"
-            f"{_document(store, packet)}</div><div class='right'>{form}</div></div>")
+            f"{_document(store, packet, page_controls(task, preset, values or {}))}</div>"
+            f"<div class='right'>{form}</div></div>")
     return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)
 
 

@@ -94,3 +94,21 @@ def test_every_catalogue_code_has_a_plain_sentence():
     for code, text in sentences.items():
         assert text.endswith(".") and len(text) > 30 and "_" not in text, code
     assert plain_words("INDEPENDENT_READING_DISAGREES").startswith("A second, independent reading of these pages")
+
+
+def test_the_type_of_each_page_is_chosen_beside_the_page(night):
+    """In the workspace each page carries its type choice, bound to the answer form and preset to
+    what the classifier said; the packet page (no controls) shows the type as text."""
+    packet = _packet(night, "fabricated_evidence")
+    bundle, pdf = load_bundle(night, packet), load_pdf(night, packet)
+    preset = {1: "Genomic Report", 2: "Genomic Report", 3: None}
+    controls = {p: {"name": f"page_{p}", "current": t, "blank": None if t else "— choose a type —"}
+                for p, t in preset.items()}
+    html = document_html(packet, bundle=bundle, pdf_bytes=pdf, page_controls=controls)
+    for p in (1, 2, 3):
+        section = html[html.index(f"data-page='{p}'"):]
+        section = section[:section.index("</section>")]
+        assert f"<select name='page_{p}' id='page_{p}' form='answer'>" in section  # beside its own page
+    assert html.count("form='answer'") == 3
+    assert "<option selected>Genomic Report</option>" in html and "— choose a type —" in html
+    assert "form='answer'" not in document_html(packet, bundle=bundle, pdf_bytes=pdf)

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from docverify.codes import blocker_why, plain_words
-from docverify.models import DocumentBundle, SMEPacket
+from docverify.models import DOC_TYPES, DocumentBundle, SMEPacket
 from docverify.sme.context import PdfPages, get_issue_context, png_data_uri
 from docverify.sme.render import decided_by, file_facts, history_lines
 from docverify.templating import render
@@ -62,9 +62,12 @@ def _finding(s: Any) -> dict[str, Any]:
             "plain": plain_words(s.code), "message": s.message, "colour": _SEV_COLOUR.get(str(s.severity), "#555")}
 
 
-def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes: bytes | None) -> dict[str, Any]:
+def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes: bytes | None,
+                  page_controls: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The template's context: pages (each once, in order, with its segment band, image or text and
-    findings), findings about the whole document, technical rows."""
+    findings), findings about the whole document, technical rows. ``page_controls``: page → the
+    answer form's type choice for it (``{"name", "current", "blank"}``), drawn beside the page and
+    bound to the form ``answer`` (the workspace); None on the packet page."""
     contexts = {s.issue_id: (get_issue_context(bundle, packet, s.issue_id, highlight=False) if bundle is not None
                              else dict(s.context or {})) for s in packet.issues_summary}
     n_pages = packet.total_pages or (bundle.total_pages if bundle is not None else 0)
@@ -104,7 +107,7 @@ def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes
         text = bundle.page_text(p) if bundle is not None else None
         pages.append({"num": p, "band": starts.get(p), "type": seg["type"] if seg else None,
                       "image": images.get(p), "text": None if p in images else (text or ""),
-                      "findings": by_page.get(p, [])})
+                      "findings": by_page.get(p, []), "control": (page_controls or {}).get(p)})
     technical: list[tuple[str, Any]] = [
         ("Review", packet.review_id or packet.doc_id), ("PDF", packet.pdf_filename), ("PDF path", packet.pdf_path),
         ("Bundle", packet.bundle_path or "none"), ("Run", packet.run_id), ("Packet created", packet.created_at),
@@ -113,9 +116,11 @@ def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes
             "segments": segments, "pages": pages, "n_pages": n_pages, "whole": whole,
             "facts": file_facts(packet), "technical": technical, "history": history_lines(packet),
             "explanation": packet.v5_explanation.splitlines() if packet.v5_explanation else [],
-            "blocker_why": blocker_why()}
+            "blocker_why": blocker_why(), "doc_types": DOC_TYPES}
 
 
-def document_html(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes: bytes | None) -> str:
+def document_html(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes: bytes | None,
+                  page_controls: dict[int, dict[str, Any]] | None = None) -> str:
     """The document pane as HTML (a fragment: no ``<html>``; its style sheet inside)."""
-    return render("sme_document.html.j2", **document_view(packet, bundle=bundle, pdf_bytes=pdf_bytes))
+    return render("sme_document.html.j2", **document_view(packet, bundle=bundle, pdf_bytes=pdf_bytes,
+                                                          page_controls=page_controls))
