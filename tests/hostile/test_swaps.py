@@ -247,6 +247,23 @@ def test_a_companion_swapped_before_verify_is_that_documents_typed_error(tmp_pat
                                                   for p in (night.root / "sme_packets").glob("*.json")])
 
 
+def test_on_a_gcs_root_a_pdf_removed_after_discovery_is_that_documents_error(gcs_root):
+    """A gs:// root has no links: an object listed by discover and deleted before the layout copies
+    it to the parse workers is that document's INPUT_NOT_REGULAR ("gone"), not a failed part
+    (it was a FileNotFoundError out of the layout); the other PDF is laid out."""
+    from docverify.stages.layout import layout_local
+
+    store = ArtifactStore(gcs_root.path())
+    store.write_bytes(f"incoming/{DS}/note_mts_19.pdf", NOTE)
+    store.write_bytes(f"incoming/{DS}/gone.pdf", OTHER_NOTE)
+    b = Batch(store=store, ds=DS, run_id="gcs")
+    discover(b.fresh())
+    store.delete(f"incoming/{DS}/gone.pdf")
+    out = layout_local(b.fresh(), workers=1, timeout_s=60, ocr=False)
+    assert out["ok"] == ["note_mts_19"] and out["failed"]["gone"]["error"] == "INPUT_NOT_REGULAR"
+    assert "gone" in out["failed"]["gone"]["message"]
+
+
 # ----------------------------------------------------------------------------- the task's retry rule
 
 
