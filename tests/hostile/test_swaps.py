@@ -214,8 +214,9 @@ def test_document_ai_online_refuses_a_swapped_pdf_without_sending_it(tmp_path):
 def test_a_companion_swapped_before_verify_is_that_documents_typed_error(tmp_path):
     """A ``<doc>.classification.json`` listed as a regular file and swapped before verify reads it
     (a link to a JSON outside the root, a folder, removed): that document's INPUT_NOT_REGULAR at
-    the classify step, escalated with it; the link is not followed (the outside JSON's text is
-    nowhere); the rest of the night is routed."""
+    the classify step, escalated with it; a ``<doc>.production.json`` swapped for a link is left out
+    of its packet; no link is followed (the outside JSON's text is nowhere); the rest of the night
+    is routed."""
     companion = json.dumps(kit._classification("x")).encode()
     states = {"link_outside": "comp_link.pdf", "folder": "comp_folder.pdf", "removed": "comp_gone.pdf"}
     night = small_night(tmp_path, {n: NOTE for n in states.values()})
@@ -224,8 +225,16 @@ def test_a_companion_swapped_before_verify_is_that_documents_typed_error(tmp_pat
     for name in states.values():
         (night.incoming / f"{name[:-4]}.classification.json").write_bytes(companion)
         night.expect[name] = ("error", "INPUT_NOT_REGULAR")
+    # a document escalated on its classification's shape (V1 SCHEMA_INVALID), whose production
+    # companion is swapped too
+    night.add("prod.pdf", NOTE, "escalate")
+    (night.incoming / "prod.classification.json").write_text(json.dumps({"doc_id": 5, "segments": "all"}))
+    production = night.incoming / "prod.production.json"
+    production.write_bytes(companion)
 
     def swap() -> None:
+        production.unlink()
+        os.symlink(night.outside / "outside.json", production)
         for state, name in states.items():
             p = night.incoming / f"{name[:-4]}.classification.json"
             p.unlink()
@@ -243,6 +252,8 @@ def test_a_companion_swapped_before_verify_is_that_documents_typed_error(tmp_pat
         assert entry["error"] == "INPUT_NOT_REGULAR", entry
         packet = json.loads(kit.packets_of(night.root, doc)[0].read_text())
         assert packet["error"]["error"] == "INPUT_NOT_REGULAR" and WORDS[state] in packet["error"]["message"]
+    prod_packet = json.loads(kit.packets_of(night.root, _doc(run, "prod.pdf"))[0].read_text())
+    assert prod_packet.get("production_classification") is None and not prod_packet.get("error")
     assert kit.SECRET_OUTSIDE not in json.dumps([json.loads(p.read_text())
                                                   for p in (night.root / "sme_packets").glob("*.json")])
 
