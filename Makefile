@@ -21,7 +21,7 @@ RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: not-up venv browser celery-deps test test-fast test-e2e screenshots lint typecheck bench hostile schemas samples examples lock clean airflow-init incoming run up
+.PHONY: independent-reader not-up venv browser celery-deps test test-fast test-e2e screenshots lint typecheck bench hostile schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -73,6 +73,12 @@ bench: $(STAMP)  ## the figures of the README: parse throughput, classifier accu
 	$(PY) scripts/bench_llm.py
 	$(PY) scripts/bench_jury.py
 	$(PY) scripts/bench_verifiers.py
+	$(PY) scripts/bench_end_to_end.py
+
+# V2's independent reader (ADR 0038): retrain it on the tuning parts of ../shared/corpora and calibrate its
+# thresholds; tests/docverify/test_independent_reader.py checks that the shipped artefact equals a retrain
+independent-reader: $(STAMP)  ## retrain include/models/independent_reader.npz (deterministic)
+	$(PY) scripts/train_independent_reader.py
 
 hostile: $(STAMP)  ## the hostile night's figures of the README ("What can go wrong")
 	$(PY) scripts/hostile_night.py

@@ -6,7 +6,10 @@ segments share a page (BLOCKER).
 
 Judgment phase (does each segment's page text support its labels?): skipped when any rule
 phase found a BLOCKER. The offline implementation below asks the lexicon whether the segment's
-text lexically supports each PRIMARY label; the LLM one lives in ``docverify.llm.judge``.
+text lexically supports each PRIMARY label, then reads every segment and page with a statistical
+model that never sees the labels and shares nothing with the classifier's lexicon
+(:mod:`docverify.verify.independent`, ``INDEPENDENT_READING_DISAGREES``); the LLM one lives in
+``docverify.llm.judge``.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from docverify.models import (
     Issue,
     MixtureEntry,
 )
-from docverify.verify import v2_blind
+from docverify.verify import independent, v2_blind
 from docverify.verify.common import is_number, seg_loc, segment_text
 from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
 from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
-OFFLINE_IMPLEMENTATION = "offline-lexical-support-v2"
+#: The lexical checks' id, then the independent reader's (its artefact's hash: a retrained model is a
+#: new implementation in every report).
+OFFLINE_IMPLEMENTATION = f"offline-lexical-support-v2+{independent.implementation_id()}"
 SHARE_TOLERANCE = 0.01
 
 
@@ -293,6 +298,16 @@ def page_types(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """V2's offline judgment: the lexical checks below (:func:`lexical_judgment`), then the reading made
+    without the classifier's labels by a method that shares nothing with its lexicon
+    (:func:`docverify.verify.independent.disagreements`, ADR 0038). A segment the lexical checks already
+    call another type is not reported twice."""
+    lexical = lexical_judgment(bundle, cls)
+    seen = {i.details.get("segment_index") for i in lexical if i.code == "LABEL_TEXT_MISMATCH"}
+    return lexical + [i for i in independent.disagreements(bundle, cls) if i.details.get("segment_index") not in seen]
+
+
+def lexical_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
     """Lexical support of every PRIMARY label by its segment's whole page text, and every page
     of a segment read for a type the segment does not claim (:func:`page_types`)."""
     from docverify.lexicon import lexical_support

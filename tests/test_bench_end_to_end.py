@@ -1,0 +1,52 @@
+"""The end-to-end benchmark (scripts/bench_end_to_end.py) on a small sample: its figures add up."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_the_end_to_end_benchmark_counts_what_it_says(corpora_dir, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import bench_end_to_end as b
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    assert b.main(["--corpora", str(corpora_dir), "--part", "test", "--limit", "40", "--no-write", "--json"]) == 0
+    [part] = json.loads(capsys.readouterr().out)
+    a = part["all"]
+    assert a["documents"] == 40
+    assert a["classifier_wrong"] + a["right"] == 40
+    assert a["stopped"] <= a["classifier_wrong"] and a["right_escalated"] <= a["right"]
+    assert a["false_accepts"] <= a["accepted"] <= 40
+    lo, hi = a["false_accept_ci"]
+    assert 0 <= lo <= (a["false_accept_rate"] or 0) <= hi <= 1
+    assert sum(f["documents"] for f in part["by_kind"].values()) == 40
+
+
+def test_rightness_of_a_single_document_needs_every_segment_of_its_type():
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import bench_end_to_end as b
+        from docverify import verifier_bench as vb
+        from docverify.models import DocumentBundle, Page
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    bundle = DocumentBundle(doc_id="x", file_path="x", total_pages=2,
+                            pages=[Page(page_num=1, text="a"), Page(page_num=2, text="b")])
+    doc = b.Doc(vb.BenchDoc(bundle, [vb.TruthSegment("Clinical Note", 1, 2)], ["x"]), "single", "s")
+    seg = {"dominant_type": "Clinical Note", "page_start": 1, "page_end": 1}
+    other = {"dominant_type": "Radiology Report", "page_start": 2, "page_end": 2}
+    assert b.is_right(doc, {"dominant_type_overall": "Clinical Note", "segments": [seg, {**seg, "page_start": 2,
+                                                                                          "page_end": 2}]})
+    assert not b.is_right(doc, {"dominant_type_overall": "Clinical Note", "segments": [seg, other]})
+    multi = b.Doc(vb.BenchDoc(bundle, [vb.TruthSegment("Clinical Note", 1, 1),
+                                       vb.TruthSegment("Radiology Report", 2, 2)], []), "multi", "multi")
+    assert b.is_right(multi, {"segments": [other, seg]})
+    assert not b.is_right(multi, {"segments": [{**seg, "page_end": 2}]})
