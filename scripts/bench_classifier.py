@@ -33,11 +33,14 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
     sys.path.insert(0, str(REPO / "plugins"))
 
+from docverify.classify.calibration import calibrated, calibration  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
 from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the tests)
     PAGE_CHARS,
     SAMPLE,
     load_all_records,
+    load_large_records,
+    load_large_split,
     load_records,
     load_split,
     split_pages,
@@ -69,8 +72,12 @@ def evaluate(records: Iterable[dict[str, Any]], page_chars: int = PAGE_CHARS) ->
     bundles = [to_bundle(r, page_chars) for r in records]
     get_lexicon()  # compile outside the timing
     t0, c0 = time.perf_counter(), time.process_time()
-    predictions = [classify_offline(b) for b in bundles]
+    # the raw confidence (the calibration's input); the output is otherwise the calibrated run's
+    predictions = [classify_offline(b, calibrate=False) for b in bundles]
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
+    raw = [out.self_evaluation.confidence for out in predictions]
+    right = [int(out.dominant_type_overall == r["proposed_doc_type"])
+             for r, out in zip(records, predictions, strict=True)]
 
     confusion = {t: dict.fromkeys(DOC_TYPES, 0) for t in DOC_TYPES}
     corpus_n: Counter[str] = Counter()
@@ -86,7 +93,7 @@ def evaluate(records: Iterable[dict[str, Any]], page_chars: int = PAGE_CHARS) ->
             corpus_ok[rec["corpus"]] += 1
         else:
             errors.append({"id": rec["id"], "corpus": rec["corpus"], "expected": expected,
-                           "predicted": predicted, "confidence": out.self_evaluation.confidence})
+                           "predicted": predicted, "confidence": calibrated(out.self_evaluation.confidence)})
     n = len(records)
     correct = sum(confusion[t][t] for t in DOC_TYPES)
     per_type: dict[str, dict[str, Any]] = {}
@@ -121,7 +128,27 @@ def evaluate(records: Iterable[dict[str, Any]], page_chars: int = PAGE_CHARS) ->
         "cpu_seconds": cpu_seconds,
         "docs_per_cpu_second": n / cpu_seconds if cpu_seconds > 0 else None,
         "errors": errors,
+        "confidence": {"raw": confidence_scores(raw, right),
+                       "calibrated": confidence_scores([calibrated(x) for x in raw], right)},
     }
+
+
+def confidence_scores(ps: list[float], ys: list[int]) -> dict[str, float | None]:
+    """Confidence against correctness (ADR 0035): AUROC (None when every document is right or every
+    one wrong), ECE over 10 equal-width bins."""
+    n = len(ps)
+    if not n:
+        return {"auroc": None, "ece": None}
+    pos = [p for p, y in zip(ps, ys, strict=True) if y]
+    neg = [p for p, y in zip(ps, ys, strict=True) if not y]
+    auroc = (sum((p > q) + 0.5 * (p == q) for p in pos for q in neg) / (len(pos) * len(neg))
+             if pos and neg else None)
+    ece = 0.0
+    for k in range(10):
+        idx = [i for i, p in enumerate(ps) if k / 10 <= p < (k + 1) / 10 or (k == 9 and p >= 1.0)]
+        if idx:
+            ece += len(idx) / n * abs(sum(ys[i] for i in idx) / len(idx) - sum(ps[i] for i in idx) / len(idx))
+    return {"auroc": auroc, "ece": ece}
 
 
 MULTI_SEED = 2026
@@ -261,9 +288,21 @@ def evaluate_multidocs(docs) -> dict[str, Any]:
             "exact_n": exact}
 
 
+#: multi-document PDFs made from a part of both corpora (text_labeled(+_more) and text_labeled_large)
+LARGE_MULTI_DOCS = 200
+
+
+def large_part(corpora: pathlib.Path, part: str) -> list[dict[str, Any]]:
+    """The records of one part of ``docs/benchmarks/classifier_split_large.json`` ([] without the corpus)."""
+    records = {r["id"]: r for r in load_large_records(corpora)}
+    return [records[i] for i in load_large_split(REPO)[part] if i in records]
+
+
 def evaluate_parts(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> dict[str, Any]:
     """Both parts of the committed split (``docs/benchmarks/classifier_split.json``): single
-    documents and multi-document bundles made from each part's own texts."""
+    documents and multi-document bundles made from each part's own texts; and, per part, the
+    large corpus's part (``classifier_split_large.json``: its single documents, and multi-document
+    bundles made from both corpora's texts of that part, ADR 0035)."""
     records = {r["id"]: r for r in load_all_records(corpora)}
     split = load_split(REPO)
     parts: dict[str, Any] = {}
@@ -272,6 +311,13 @@ def evaluate_parts(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> dict[
         res = evaluate(recs, page_chars)
         res["multi"] = evaluate_multidocs(make_multidocs(recs, page_chars=page_chars))
         res["hard"] = evaluate_multidocs(make_hard_multidocs(recs))
+        large = large_part(corpora, part)
+        if large:
+            res["large"] = evaluate(large, page_chars)
+            res["both"] = evaluate(recs + large, page_chars)
+            res["large_multi"] = evaluate_multidocs(make_multidocs(recs + large, n=LARGE_MULTI_DOCS,
+                                                                   page_chars=page_chars))
+            res["large_hard"] = evaluate_multidocs(make_hard_multidocs(recs + large))
         parts[part] = res
     return parts
 
@@ -288,6 +334,7 @@ def evaluate_tune_only(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> d
     extra = [evaluate_multidocs(make_multidocs(recs, n=200, seed=s, page_chars=page_chars))
              for s in EXTRA_SEEDS]
     hard = evaluate_multidocs(make_hard_multidocs(recs))
+    large = large_part(corpora, "tune")
     summary = lambda m: (f"page {_pct(m['page_accuracy'])}, exact {_pct(m['exact_split'])} "  # noqa: E731
                          f"({m['exact_n']}/{m['documents']}), count {_pct(m['segment_count_right'])}")
     return {
@@ -301,6 +348,14 @@ def evaluate_tune_only(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> d
             "segment_count_right": sum(m["segment_count_right"] * m["documents"] for m in extra)
             / sum(m["documents"] for m in extra)}),
         f"tune hard ({HARD_DOCS}, seed {HARD_SEED})": summary(hard),
+        **({} if not large else {
+            "tune large single": (lambda r: f"{_pct(r['accuracy'])} ({r['correct']}/{r['documents']})")(
+                evaluate(large, page_chars)),
+            f"tune both multi ({LARGE_MULTI_DOCS}, seed {MULTI_SEED})": summary(evaluate_multidocs(
+                make_multidocs(recs + large, n=LARGE_MULTI_DOCS, page_chars=page_chars))),
+            f"tune both hard ({HARD_DOCS}, seed {HARD_SEED})": summary(evaluate_multidocs(
+                make_hard_multidocs(recs + large))),
+        }),
     }
 
 
@@ -404,11 +459,70 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         row("**test**", parts["test"]),
         "",
     ]
+    if "large" in parts["test"]:
+        lines += large_markdown(parts)
     for part in ("test", "tune"):
         body = to_markdown(parts[part]).split("\n")
         start = next(i for i, ln in enumerate(body) if ln.startswith("## Per corpus"))
         lines += [f"# The {part} part", ""] + [ln.replace("## ", "### ") for ln in body[start:]]
     return "\n".join(lines)
+
+
+LARGE_TARGETS = {"dominant": 0.99, "page": 0.97, "exact": 0.92}
+
+
+def large_markdown(parts: dict[str, Any]) -> list[str]:
+    """The large corpus's parts (ADR 0035): single documents, multi-document PDFs made from both
+    corpora's texts of the part, and the confidence against correctness, raw and calibrated."""
+    t = LARGE_TARGETS
+
+    def conf(r: dict[str, Any], kind: str) -> str:
+        c = r["confidence"][kind]
+        auroc = "–" if c["auroc"] is None else f"{c['auroc']:.3f}"
+        return f"{auroc} / {c['ece']:.3f}"
+
+    def row(part: str, r: dict[str, Any]) -> str:
+        lg, b, m, h = r["large"], r["both"], r["large_multi"], r["large_hard"]
+        return (f"| {part} | {lg['documents']} | {_pct(lg['accuracy'])} | {_pct(b['accuracy'])} ({b['correct']}/"
+                f"{b['documents']}) | {m['documents']} ({m['pages']} pages) | {_pct(m['page_accuracy'])} | "
+                f"{_pct(m['exact_split'])} ({m['exact_n']}/{m['documents']}) | {_pct(h['page_accuracy'])} | "
+                f"{_pct(h['exact_split'])} ({h['exact_n']}/{h['documents']}) | {conf(b, 'raw')} | "
+                f"{conf(b, 'calibrated')} |")
+    cal = calibration()
+    lines = [
+        "## With the large corpus (`text_labeled_large`, ADR 0035)",
+        "",
+        "- data: `text_labeled_large/records.jsonl` (2,166 clinical notes incl. operative notes and discharge "
+        "summaries, radiology and pathology reports incl. autopsies), split once by the lead (seed 13, half/half "
+        "per source × label × operative note; ids in `docs/benchmarks/classifier_split_large.json`). The "
+        "continuity thresholds were chosen on the tuning parts only.",
+        f"- multi-document PDFs: {LARGE_MULTI_DOCS} per part (seed {MULTI_SEED}) and the harder set "
+        f"({HARD_DOCS}, seed {HARD_SEED}) made from the part's texts of both corpora together (2–4 documents, "
+        "covers, short reports, tails, page lengths 1,500–4,000).",
+        f"- confidence: AUROC / ECE (10 bins) of the document confidence against \"the dominant type is right\" "
+        f"on all single documents of the part, raw and calibrated (`{cal['version']}`: Platt, a = {cal['a']}, "
+        f"b = {cal['b']}, fitted on the tuning parts by `scripts/calibrate_classifier.py`).",
+        "",
+        f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, page ≥ {t['page']:.0%}, exact split ≥ "
+        f"{t['exact']:.0%}.",
+        "",
+        "| part | large docs | large dominant | both corpora: dominant | multi-docs | page acc. | exact split | "
+        "harder set: page acc. | harder set: exact split | confidence raw: AUROC / ECE | calibrated: AUROC / ECE |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        row("tune", parts["tune"]),
+        row("**test**", parts["test"]),
+        "",
+        "### Misclassified records of the large corpus's test part",
+        "",
+    ]
+    errors = parts["test"]["large"]["errors"]
+    if errors:
+        lines += ["| id | source | expected | predicted | confidence |", "|---|---|---|---|---:|"]
+        lines += [f"| {e['id']} | {e['corpus']} | {e['expected']} | {e['predicted']} | {e['confidence']:.2f} |"
+                  for e in errors]
+    else:
+        lines.append("None.")
+    return lines + [""]
 
 
 def main(argv: list[str] | None = None) -> int:

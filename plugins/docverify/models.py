@@ -157,6 +157,26 @@ class SelfEvaluation(_Model):
     notes: StrictText = ""
 
 
+class PageDecision(_Model):
+    """One page as the offline classifier read it (ADR 0035): its score per type, how much it reads as the
+    continuation of the page before it, the type it was given and whether a segment starts there — why a
+    boundary was placed, for an SME and the benchmarks. Numbers and lexicon labels only, never page text."""
+
+    page: WholeNumber = Field(ge=1)
+    type_scores: dict[DocType, StrictNumber] = Field(
+        description="The page's lexicon score per document type (length-normalised cue weights)."
+    )
+    continuity: StrictNumber | None = Field(
+        default=None,
+        description="Share of distinct words the page has in common with the page before it (Jaccard, 0-1); "
+        "None on the first page or when either page has no words.",
+    )
+    opens_with_header: bool = Field(default=False, description="A section header within the page's first lines.")
+    label: DocType = Field(description="The dominant type of the segment the page was put in.")
+    starts_segment: bool = Field(description="A segment starts on this page.")
+    reason: StrictText = Field(default="", description="Why the page starts or continues its segment.")
+
+
 class ClassificationOutput(_Model):
     """The classifier's claims about one document."""
 
@@ -171,6 +191,11 @@ class ClassificationOutput(_Model):
         default="external",
         description="Which implementation produced this classification "
         "(e.g. 'offline-lexicon-v1', 'gemini:<model>', 'external').",
+    )
+    page_decisions: list[PageDecision] | None = Field(
+        default=None,
+        description="Optional: the classifier's per-page decision (scores, continuity, why a boundary was placed); "
+        "the offline classifier fills it, an LLM classifier leaves it out. No verifier reads it.",
     )
 
 

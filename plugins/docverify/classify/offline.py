@@ -27,6 +27,14 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    starts there when that evidence outweighs the penalty (a short report after a long one).
    A page that opens with a section header (within its first :data:`OPEN_CHARS` characters)
    may start a document: a change of type into it costs :data:`OPEN_SWITCH` x the penalty.
+   **Continuity** (ADR 0035): a page's continuity score is the share of distinct words (4+
+   letters) it has in common with the page before it (Jaccard). Pages of one document share
+   their vocabulary, the first page of another shares little (tuning parts: a new document's
+   first page scores under 0.1, a continuation page's median is 0.13). A page scoring at least
+   :data:`CONT_HIGH` reads as a continuation: its emissions under the types it scores at least
+   :data:`CONT_SUPPORT` of its best score for count :data:`CONT_EMIT` of their weight (it follows
+   a neighbour of such a type); a change of type into a page scoring under :data:`CONT_LOW` costs
+   :data:`BREAK_SWITCH` x the penalty.
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -56,18 +64,29 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 4. **Evidence.** 1–3 items per type that is not NO_EVIDENCE: the units (verbatim lines or
    sentences of 25–200 characters, never a header/footer line or a generic phrase) holding the
    most weight of that type's cues; ``anchors_found`` are that type's cues on that page, exactly
-   as they appear in the page text (those inside the snippet first).
+   as they appear in the page text (those inside the snippet first). Every quote passes V4's own
+   look-up (:func:`docverify.verify.v4_evidence.find_on_page`, ADR 0035): a unit cut out from under
+   a governing negation ("obvious tumor. ..." out of "no obvious tumor. ...") is extended back to
+   take the negation in (at most :data:`NEGATION_REACH` characters, within its line and
+   SNIPPET_MAX), else not quoted.
 5. **Document.** The mixture is the page-weighted average of the segment shares (rounded the
    same way); its presence level is the highest across segments; the dominant type overall is
    the type with the largest overall share. ``vendor_signals`` come from
-   :func:`~docverify.lexicon.find_vendors` over the whole text.
+   :func:`~docverify.lexicon.find_vendors` over the whole text. The document confidence is the
+   page-weighted dominant confidence, calibrated (:mod:`docverify.classify.calibration`: the
+   probability that the dominant type is right, Platt scaling fitted on the tuning parts).
+6. **Page decisions** (ADR 0035): ``page_decisions`` records, per page, its score per type, its
+   continuity score, whether it opens with a header, its segment's type and why a segment starts
+   or continues there — numbers and lexicon labels, never page text.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
+from docverify.classify.calibration import calibrated, calibration
 from docverify.lexicon import (
     SNIPPET_MAX,
     SNIPPET_MIN,
@@ -86,6 +105,7 @@ from docverify.models import (
     Evidence,
     MixtureEntry,
     Page,
+    PageDecision,
     PresenceLevel,
     Segment,
     SelfEvaluation,
@@ -119,6 +139,21 @@ CONTINUE_RATIO = 0.5
 #: type into it costs OPEN_SWITCH times the penalty.
 OPEN_SWITCH = 0.7
 OPEN_CHARS = 150
+#: Page continuity (ADR 0035): the share of distinct words (CONT_WORD: 4+ letters) a page has in common
+#: with the page before it (Jaccard). Pages of one document share their vocabulary (names, the
+#: diagnosis, the procedure, the form's boilerplate); the first page of another document shares little.
+#: A page scoring at least CONT_HIGH continues the page before it: its emissions under the types it
+#: scores at least CONT_SUPPORT of its best score for count CONT_EMIT of their weight, so it follows a
+#: neighbour of such a type (a clinical note's page of imaging findings stays in the note) but not one
+#: of a type it shows (next to) nothing of (two FHIR resources share their format words). A change
+#: of type into a page scoring under CONT_LOW costs BREAK_SWITCH times the penalty. A page without
+#: words is neutral. Chosen on the tuning parts' multi-document PDFs (ADR 0035).
+CONT_HIGH = 0.1
+CONT_EMIT = 0.1
+CONT_SUPPORT = 0.25
+CONT_LOW = 0.015
+BREAK_SWITCH = 0.6
+CONT_WORD = re.compile(r"[^\W\d_]{4,}")
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -155,6 +190,13 @@ class _Page:
     #: the bundle's page (V4 looks quotes up on it); an empty stand-in for a page missing from it
     bundle_page: Page
     _norm_text: str | None = None
+    _words: frozenset[str] | None = None
+
+    @property
+    def words(self) -> frozenset[str]:
+        if self._words is None:
+            self._words = frozenset(CONT_WORD.findall(self.text.lower()))
+        return self._words
 
     @property
     def norm_text(self) -> str:
@@ -218,6 +260,26 @@ def _preference(pages: list[_Page]) -> list[str]:
     return sorted(DOC_TYPES, key=lambda t: (-totals[t], 0 if t == OTHER else 1, DOC_TYPES.index(t)))
 
 
+def _opens(page: _Page) -> bool:
+    """The page opens with a section header (a header cue within its first OPEN_CHARS characters)."""
+    return any(h.entry.kind == "header" and h.start < OPEN_CHARS
+               for hs in page.analysis.hits.values() for h in hs)
+
+
+def continuity(prev: _Page, page: _Page) -> float | None:
+    """The continuity score of ``page`` after ``prev``: the Jaccard share of their distinct words
+    (None when either has no word: no evidence either way)."""
+    a, b = prev.words, page.words
+    if not a or not b:
+        return None
+    return len(a & b) / len(a | b)
+
+
+def _continuity_factor(score: float | None) -> float:
+    """The factor of the penalty for a change of type into a page of this continuity score."""
+    return BREAK_SWITCH if score is not None and score < CONT_LOW else 1.0
+
+
 def _viterbi(pages: list[_Page]) -> list[str]:
     """The cheapest type per page: emission ``best - score``, SWITCH_PENALTY per change."""
     pref = _preference(pages)
@@ -239,11 +301,18 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         # a weak page whose few cues all belong to another type does not continue a segment
         # of a type it shows (next to) nothing of
         # a page that opens with a section header may start a new document
-        opens.append(any(h.entry.kind == "header" and h.start < OPEN_CHARS
-                         for hs in p.analysis.hits.values() for h in hs))
+        opens.append(_opens(p))
         supports = {t: p.score(t) >= CONTINUE_RATIO * best for t in DOC_TYPES}
         support.append(supports)
         emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
+    scores: list[float | None] = [None, *(continuity(pages[i - 1], pages[i]) for i in range(1, n))]
+    conts = [_continuity_factor(c) for c in scores]
+    for i, c in enumerate(scores):
+        if c is not None and c >= CONT_HIGH:
+            # a continuation page follows its neighbours, into a type it shows some of
+            top = max(pages[i].score(t) for t in DOC_TYPES)
+            emit[i] = {t: (CONT_EMIT if pages[i].score(t) >= CONT_SUPPORT * top else 1.0) * e
+                       for t, e in emit[i].items()}
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
     for i in range(1, n):
@@ -257,7 +326,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
                     continue
                 # leaving u for a weak page costs more only when that page could continue u
                 sticky = weak[i] and support[i][u]
-                factor = (WEAK_SWITCH if sticky else 1.0) * (OPEN_SWITCH if opens[i] else 1.0)
+                factor = (WEAK_SWITCH if sticky else 1.0) * (OPEN_SWITCH if opens[i] else 1.0) * conts[i]
                 c = cost[i - 1][u] + SWITCH_PENALTY * factor
                 if c < best_c - 1e-12:
                     best_u, best_c = u, c
@@ -554,11 +623,50 @@ def _pages(bundle: DocumentBundle) -> list[_Page]:
     return out
 
 
-def classify_offline(bundle: DocumentBundle) -> ClassificationOutput:
-    """Classify one document without an LLM (see the module docstring for the algorithm)."""
+_SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.value: "Pathology",
+          DocType.GENOMIC_REPORT.value: "Genomic", DocType.RADIOLOGY_REPORT.value: "Radiology", OTHER: "Other"}
+
+
+def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> list[PageDecision]:
+    """Each page's scores, continuity and the decision made on it (ADR 0035): numbers and lexicon
+    labels only, never page text."""
+    label = {p.num: dom for seg, dom in segments for p in seg.pages}
+    starts = {seg.start for seg, _ in segments}
+    out: list[PageDecision] = []
+    for i, page in enumerate(pages):
+        cont = continuity(pages[i - 1], page) if i else None
+        opens = _opens(page)
+        t = label[page.num]
+        best = max(DOC_TYPES, key=lambda d: (page.score(d), -DOC_TYPES.index(d)))
+        c = "none" if cont is None else f"{cont:.2f}"
+        if i == 0:
+            reason = "first page"
+        elif page.num in starts:
+            prev = label[pages[i - 1].num]
+            reason = (f"new segment: {_SHORT[t]} {page.score(t):.1f} against {_SHORT[prev]} "
+                      f"{page.score(prev):.1f} on this page; continuity {c}"
+                      + ("; opens with a header" if opens else ""))
+        else:
+            reason = f"continues {_SHORT[t]}: continuity {c}"
+            if best != t and page.score(best) > page.score(t):
+                reason += f"; reads as {_SHORT[best]} {page.score(best):.1f} against {page.score(t):.1f}"
+            if not page.analysis.has_text:
+                reason += "; no text"
+        out.append(PageDecision(
+            page=page.num, type_scores={d: round(page.score(d), 3) for d in DOC_TYPES},
+            continuity=None if cont is None else round(cont, 4), opens_with_header=opens, label=t,
+            starts_segment=page.num in starts, reason=reason))
+    return out
+
+
+def classify_offline(bundle: DocumentBundle, *, calibrate: bool = True) -> ClassificationOutput:
+    """Classify one document without an LLM (see the module docstring for the algorithm).
+    ``calibrate``: the document confidence is the calibrated probability that the dominant type is
+    right (:mod:`docverify.classify.calibration`, ADR 0035); False gives the raw score it is fitted on."""
     pages = _pages(bundle)
     n_pages = len(pages)
-    results = [_classify_segment(i, seg, dom) for i, (seg, dom) in enumerate(_segments(pages), 1)]
+    segments = _segments(pages)
+    results = [_classify_segment(i, seg, dom) for i, (seg, dom) in enumerate(segments, 1)]
 
     weights = {t: sum(r.shares[t] * r.segment.segment_page_count for r in results) / n_pages
                for t in DOC_TYPES}
@@ -575,12 +683,15 @@ def classify_offline(bundle: DocumentBundle) -> ClassificationOutput:
         for t in DOC_TYPES
     ]
 
-    confidence = sum(r.confidence * r.segment.segment_page_count for r in results) / n_pages
+    raw = sum(r.confidence * r.segment.segment_page_count for r in results) / n_pages
+    confidence = calibrated(raw) if calibrate else raw
     empty = sum(1 for p in pages if not p.analysis.has_text)
     notes = (
         f"{IMPLEMENTATION}: deterministic lexicon/layout classifier (no LLM; lexicon "
         f"{get_lexicon().version}); {len(results)} segment(s) over {n_pages} page(s)"
         + (f"; {empty} page(s) without text" if empty else "")
+        + (f". Confidence: the calibrated probability that the dominant type is right (raw score {raw:.4f}; "
+           f"calibration {calibration()['version']})" if calibrate else ". Confidence: the raw score")
         + ". Weaker than an LLM classifier: read its confidence accordingly."
     )
     return ClassificationOutput(
@@ -592,4 +703,5 @@ def classify_offline(bundle: DocumentBundle) -> ClassificationOutput:
         vendor_signals=find_vendors(bundle.full_text()),
         self_evaluation=SelfEvaluation(confidence=round(confidence, 4), notes=notes),
         classifier=IMPLEMENTATION,
+        page_decisions=_page_decisions(pages, segments),
     )
