@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from tests.docverify.blind_reader import blind_aside
 
 from docverify import policy as P
 from docverify.examples import NOTE_P3, bundle, classification, genomic_then_note, mutate
@@ -73,18 +74,20 @@ def _no_findings(messages, info: AgentInfo) -> ModelResponse:
 
 
 def _llm() -> LLMJudge:
-    return LLMJudge(FunctionModel(_no_findings), "fake-gemini", retry_policy=None)
+    # V2's blind reading (ADR 0034) answered apart: no opinion, never a finding
+    return LLMJudge(FunctionModel(blind_aside(_no_findings)), "fake-gemini", retry_policy=None)
 
 
 def test_by_default_the_seed_v1_example_costs_no_llm_call():
-    """The repair is what the three judgment calls were spent on: by default none is made."""
+    """The repair is what the judgment calls were spent on (three, and V2's blind reading): by default none is
+    made."""
     b, c = _seed_v1_example()
     calls = {}
     for name, pol in (("default", DEFAULT_POLICY), ("repair", REPAIR)):
         usage = Usage()
         r = asyncio.run(verify_document(b, c, _llm(), usage=usage, policy=pol))
         calls[name] = (r.final_decision, usage.llm_calls)
-    assert calls == {"default": ("ESCALATE_TO_SME", 0), "repair": ("AUTO_ACCEPT", 3)}
+    assert calls == {"default": ("ESCALATE_TO_SME", 0), "repair": ("AUTO_ACCEPT", 4)}
 
 
 # --------------------------------------------------------------------------- item 7b: LOW_CONFIDENCE_PRIMARY

@@ -84,7 +84,7 @@ def test_the_layout_record_and_the_manifest_read_as_stored():
 
 # ----------------------------------------------------------------- a night: records and the report
 REPORT_KEYS = ["ds", "run_id", "documents", "routes_attempt_0", "final_routes", "rules", "issues_by_code_attempt_0",
-               "issues_by_code_final", "errors", "llm", "implementations", "stage_timings", "per_document", "feedback",
+               "issues_by_code_final", "errors", "llm", "implementations", "models", "stage_timings", "per_document", "feedback",
                "trend"]
 LLM_KEYS = ["calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens", "calls_per_document",
             "max_calls_per_document", "cost_usd", "price_model", "price_source", "cost_note", "mode"]
