@@ -9,7 +9,7 @@ bins, Brier), raw and calibrated.
 
     python scripts/calibrate_classifier.py [--write] [--report] [--corpora DIR]
 
-``--write`` stores ``include/rules/classifier_calibration.json`` (``make calibrate-classifier``);
+``--write`` stores ``include/rules/classifier_calibration.json``;
 without it, prints the fit and whether it equals the shipped one.
 """
 
