@@ -535,7 +535,8 @@ def llm_judge(conn_id: str, s: Settings | None = None, *, classifier: Any = None
         hook = PydanticAIHook.get_hook(conn_id)
     except AirflowNotFoundException as exc:  # missing: deterministic
         raise ValueError(f"the LLM connection {conn_id!r} could not give a model (it does not exist); create it "
-                         f"in airflow_settings.yaml or name another one in the Variable {VAR_LLM_CONN}") from exc
+                         f"in airflow_settings.yaml or name another one in the Variable that names it ({VAR_LLM_CONN} "
+                         f"for the classifier, {VAR_JUDGE_CONN} for the judge)") from exc
     except Exception as exc:  # could not be read (metadata DB / API server): transient, the task is retried
         raise ConfigUnavailable(f"the LLM connection {conn_id!r} could not be read ({type(exc).__name__}); "
                                 f"check the Airflow metadata database / API server, then clear the task") from None

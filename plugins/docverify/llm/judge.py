@@ -495,8 +495,8 @@ class LLMJudge(Judge):
 
     def _conn_text(self) -> str:
         conn = self.connection or "docverify_llm"
-        return (f"the LLM connection {conn!r} (Variable docverify_llm_conn_id, default docverify_llm; "
-                f"model {self.model_id})")
+        return (f"the LLM connection {conn!r} (Variable docverify_llm_conn_id, default docverify_llm, or "
+                f"docverify_judge_conn_id for the judgments; model {self.model_id})")
 
     def _configuration_fault(self, kind: str, doc_id: str, exc: BaseException) -> ConfigurationFault:
         """The message names the connection and the fix, never the provider's body."""
