@@ -423,7 +423,10 @@ def build(batch: Batch) -> Report:
         for c in so:
             total.update(c)
         extra["second_opinion"] = dict(sorted(total.items()))
-    inputs = {k: got for k in ("orphan_companions", "removed") if (got := (manifest.model_extra or {}).get(k))}
+    inputs = {k: got for k in ("orphan_companions", "removed", "ignored_files")
+              if (got := (manifest.model_extra or {}).get(k))}
+    if not manifest.documents and manifest.incoming:  # an empty night names the folder it read (ADR 0036)
+        inputs["folder_read"] = [manifest.incoming]
     if inputs:  # what the night's folder held besides its documents, and what left it (ADR 0024)
         extra["inputs"] = inputs
     batch_cost = batch_section.get("cost_usd")
@@ -593,11 +596,15 @@ def llm_line(llm: ReportLLM) -> str:
 
 def summary_line(rep: Report) -> str:
     routes = ", ".join(f"{k}={v}" for k, v in rep["final_routes"].items()) or "none"
+    inputs = rep.get("inputs") or {}
+    ignored = len(inputs.get("ignored_files") or [])
+    also = f"; {ignored} file(s) in the folder ignored (not PDFs)" if ignored else ""
     if not rep["documents"]:
-        return (f"batch {rep['ds']}: EMPTY NIGHT — 0 documents found, nothing was verified (check the delivery "
-                f"of this date's PDFs, then re-run it)")
+        folder = (inputs.get("folder_read") or [""])[0]
+        return (f"batch {rep['ds']}: EMPTY NIGHT — 0 documents found{f' in {folder}' if folder else ''}, nothing "
+                f"was verified (check the delivery of this date's PDFs and the batch_prefix, then re-run it){also}")
     return (f"batch {rep['ds']}: {rep['documents']} document(s); routes: {routes}; "
-            f"errors: {len(rep['errors'])}; LLM calls: {rep['llm']['calls']}")
+            f"errors: {len(rep['errors'])}; LLM calls: {rep['llm']['calls']}{also}")
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
