@@ -26,6 +26,12 @@ from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported
 from docverify.verify.registry import REGISTRY, Registry
 
 
+#: How an LLM judge asks a verifier that has a blind reading (V2, ADR 0034): ``instead`` of its labelled
+#: prompt (the specification's LLM call budget: V2 0 or 1 call; the default), ``before`` it (one more call
+#: per judged attempt), or ``off`` (the labelled prompt only).
+BLIND_READINGS = ("instead", "before", "off")
+
+
 class JudgeThrottled(RuntimeError):
     """The model's quota (429 / RESOURCE_EXHAUSTED) held a call back beyond the waiting budget.
 

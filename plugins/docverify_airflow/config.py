@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from docverify import policy as P
-from docverify.judges import Judge, OfflineJudge
+from docverify.judges import BLIND_READINGS, Judge, OfflineJudge
 
 if TYPE_CHECKING:
     from docverify.llm.judge import LLMJudge
@@ -52,6 +52,7 @@ VAR_JUDGE = "docverify_judge"
 VAR_LLM_CONN = "docverify_llm_conn_id"
 # ADR 0034: the judgments' connection apart from the classifier's (empty: the classifier's, with a warning)
 VAR_JUDGE_CONN = "docverify_judge_conn_id"
+VAR_V2_BLIND = "docverify_v2_blind_reading"
 VAR_LLM_TIMEOUT = "docverify_llm_timeout_s"
 VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
 VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
@@ -271,6 +272,10 @@ class Settings(BaseModel):
         "The Airflow connection of the model that judges (V2/V3/V4, and by default the jury and the V5 second "
         "opinion) when it is not the classifier's: empty = docverify_llm_conn_id, and then the classification "
         "is verified by its own model (a warning in the task log and the batch report)."))
+    v2_blind_reading: str = _var(VAR_V2_BLIND, "instead", _choice(BLIND_READINGS, "a blind-reading mode"), doc=(
+        "With the LLM judge, how V2 is asked (ADR 0034): instead (each segment's text without the classifier's "
+        "labels, in place of the labelled prompt: the specification's call budget), before (the blind reading, "
+        "then the labelled prompt: one more call per judged attempt) or off (the labelled prompt only)."))
     llm_timeout_s: float = _var(VAR_LLM_TIMEOUT, "120", _number(float, 0.0), doc=(
         "Limit in seconds of one LLM call, its output re-asks included."))
     llm_max_attempts: int = _var(VAR_LLM_ATTEMPTS, "4", _number(int, 1), doc=(
@@ -558,6 +563,7 @@ def llm_judge(conn_id: str, s: Settings | None = None, *, classifier: Any = None
         retry_policy=BackoffRetry(max_attempts=s.llm_max_attempts),
         connection=conn_id,
         classifier=classifier,
+        blind_reading=s.v2_blind_reading,
         **llm_quota(f"{conn_id}:{model_id}", s),
     )
 

@@ -75,7 +75,7 @@ def _no_findings(messages, info: AgentInfo) -> ModelResponse:
 
 def _llm() -> LLMJudge:
     # V2's blind reading (ADR 0034) answered apart: no opinion, never a finding
-    return LLMJudge(FunctionModel(blind_aside(_no_findings)), "fake-gemini", retry_policy=None)
+    return LLMJudge(FunctionModel(blind_aside(_no_findings)), "fake-gemini", retry_policy=None, blind_reading="before")
 
 
 def test_by_default_the_seed_v1_example_costs_no_llm_call():
@@ -171,7 +171,7 @@ def test_the_guard_leaves_out_what_the_llm_already_reported():
                          "location": "segments[1] → Other", "suggested_fix": "Re-label"}]
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"findings": findings})])
 
-    r = _verify(b, c, LLMJudge(FunctionModel(one_finding), "fake-gemini", retry_policy=None))
+    r = _verify(b, c, LLMJudge(FunctionModel(one_finding), "fake-gemini", retry_policy=None, blind_reading="off"))
     mismatches = [(i.location, i.details["implementation"]) for i in r.attempts[0].issues
                   if i.code == "LABEL_TEXT_MISMATCH"]
     llm_found = [m for m in mismatches if m[1] != GUARD_IMPLEMENTATION]

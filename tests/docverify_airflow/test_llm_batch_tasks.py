@@ -105,9 +105,9 @@ def test_two_rounds_through_the_provider_operator_fill_the_cache(night):
         out = T.ingest(context, rnd)
         assert out["succeeded"] == out["requests"] == plan["requests"] and out["online_fallback"] == 0
     assert fake.batch_jobs == 2 and fake.batch_polls >= 4 and fake.count == 0
-    # classify for the PDF without a companion; V2's blind reading (ADR 0034) and V2-V4 for both documents
-    # (judgments need the classification)
-    assert sum(1 for _ in (b.store.root / "cache" / "llm").glob("*.json")) == 1 + 4 + 4
+    # classify for the PDF without a companion; V2 (read blind instead of labelled, the default: ADR 0034),
+    # V3 and V4 for both documents (judgments need the classification)
+    assert sum(1 for _ in (b.store.root / "cache" / "llm").glob("*.json")) == 1 + 3 + 3
     # a re-run: everything cached, the collect tasks skip (no job)
     from airflow.sdk.exceptions import AirflowSkipException
 

@@ -70,7 +70,7 @@ from pydantic_ai.usage import RunUsage
 
 from docverify.codes import make_issue
 from docverify.cost import answered_price_model, price_model_of
-from docverify.judges import ClassifyResult, Judge, JudgeThrottled, JudgmentResult, Usage
+from docverify.judges import BLIND_READINGS, ClassifyResult, Judge, JudgeThrottled, JudgmentResult, Usage
 from docverify.llm.cache import _FRAMING_HASHES, VerdictCache, cache_key, canonical_json
 from docverify.llm.faults import (
     CONFIGURATION,
@@ -229,9 +229,15 @@ class LLMJudge(Judge):
         breaker_threshold: int = 5,
         registry: Registry = REGISTRY,
         classifier: LLMJudge | None = None,
+        blind_reading: str = "instead",
     ):
         if output_retries < 0:
             raise ValueError("output_retries must be >= 0")
+        if blind_reading not in BLIND_READINGS:
+            raise ValueError(f"blind_reading must be one of {', '.join(BLIND_READINGS)}, not {blind_reading!r}")
+        #: how a verifier with a blind reading (V2) is asked (ADR 0034): ``instead`` of its labelled prompt
+        #: (the specification's call budget, the default), ``before`` it (one more call), or ``off``
+        self.blind_reading = blind_reading
         self.model = infer_model(model)
         self.model_id = model_id
         self.name = f"llm:{model_id}"
@@ -567,16 +573,20 @@ class LLMJudge(Judge):
         self, agent: str, bundle: DocumentBundle, classification: ClassificationOutput
     ) -> JudgmentResult:
         """The LLM judgment of verifier ``agent``: its spec's inputs, prompt and findings model; a
-        verifier with a blind reading (V2, ADR 0034) is asked blind first — the segments' text without
-        the classifier's labels — and its comparison's issues come first in the result. Both calls
-        are made whatever the other answers (batch mode's collect pass records both)."""
+        verifier with a blind reading (V2, ADR 0034) is asked blind — the segments' text without the
+        classifier's labels — instead of its labelled prompt (``blind_reading="instead"``, the default:
+        the specification's call budget) or before it (``"before"``: both calls are made whatever the other
+        answers, and batch mode's collect pass records both); the blind comparison's issues come first."""
         spec = self.registry[agent]
         usage = Usage()
         issues: list[Issue] = []
-        if spec.blind:
+        mode = self.blind_reading if spec.blind else "off"
+        if mode != "off":
             blind_issues, blind_usage = await self._blind(agent, bundle, classification)
             issues += blind_issues
             usage.add(blind_usage)
+            if mode == "instead":
+                return JudgmentResult(issues, self.name, usage)
         try:
             inputs = self._inputs(agent, bundle, classification)
         except Exception as exc:  # noqa: BLE001

@@ -69,6 +69,7 @@ class Model:
 
 def judge_on(fn, model_id: str = "judge-model", **kw) -> LLMJudge:
     kw.setdefault("retry_policy", None)
+    kw.setdefault("blind_reading", "before")  # both of V2's calls (the default asks blind instead)
     return LLMJudge(FunctionModel(fn), model_id, **kw)
 
 
@@ -237,3 +238,34 @@ def test_the_offline_judge_names_its_classifier_and_runs_no_model():
 
     m = models_of(OfflineJudge())
     assert m["judge"] == "offline-v1" and m["classifier"].startswith("offline-v1+") and m["self_verifying"] is None
+
+
+# --------------------------------------------------------------------------- the call budget (ADR 0034)
+
+
+def test_by_default_v2_is_asked_blind_instead_of_labelled_within_the_specifications_budget():
+    """The specification's LLM budget: V2 0 or 1 call. By default the one call is the blind reading (no
+    labelled V2 prompt); V3 and V4 one each; a disagreement still becomes the finding."""
+    fn = Model({1: ("Pathology Report", 0.92)})
+    judge = LLMJudge(FunctionModel(fn), "judge-model", retry_policy=None)
+    assert judge.blind_reading == "instead"
+    bundle, cls = make_bundle(PAGE1, PAGE2), make_classification()
+    result = run(judge.judge("V2", bundle, cls))
+    assert [k for k, _ in fn.calls] == ["V2_BLIND"] and result.usage.llm_calls == 1
+    assert [i.code for i in result.issues] == ["INDEPENDENT_READING_DISAGREES"]
+    for agent in ("V3", "V4"):
+        assert run(judge.judge(agent, bundle, cls)).usage.llm_calls == 1
+    assert [k for k, _ in fn.calls] == ["V2_BLIND", "judgment", "judgment"]
+
+
+@pytest.mark.parametrize("mode, kinds", [("before", ["V2_BLIND", "judgment"]), ("off", ["judgment"])])
+def test_the_blind_reading_before_the_labelled_prompt_or_off_is_opt_in(mode, kinds):
+    fn = Model()
+    run(LLMJudge(FunctionModel(fn), "judge-model", retry_policy=None, blind_reading=mode)
+        .judge("V2", make_bundle(PAGE1, PAGE2), make_classification()))
+    assert [k for k, _ in fn.calls] == kinds
+
+
+def test_an_unknown_blind_reading_mode_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match="instead, before, off"):
+        LLMJudge(FunctionModel(Model()), "judge-model", blind_reading="sometimes")

@@ -58,6 +58,7 @@ def judge(fake: FakeGemini, **kw) -> LLMJudge:
     model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="fake-key", base_url=fake.base_url))
     kw.setdefault("retry_policy", FAST)
     kw.setdefault("throttle", QUICK_THROTTLE)
+    kw.setdefault("blind_reading", "before")  # V2's labelled call is scripted here (ADR 0034)
     return LLMJudge(model, "gemini-2.5-flash", **kw)
 
 

@@ -131,6 +131,7 @@ def judge_with(fn, **kw) -> LLMJudge:
     """A judge on ``fn`` that calls once per (re-)ask: transient-fault retries are off here and
     tested in test_llm_faults.py."""
     kw.setdefault("retry_policy", None)
+    kw.setdefault("blind_reading", "before")  # V2's labelled call is what these tests script (ADR 0034)
     return LLMJudge(FunctionModel(blind_aside(fn)), MODEL_ID, **kw)  # V2's blind reading: no opinion
 
 

@@ -45,6 +45,7 @@ def model_on(fake: FakeOpenAI):
 def judge_on(fake: FakeOpenAI, **kw) -> LLMJudge:
     kw.setdefault("retry_policy", FAST)
     kw.setdefault("throttle", QUICK)
+    kw.setdefault("blind_reading", "before")  # both of V2's calls (the default asks blind instead)
     return LLMJudge(model_on(fake), f"openai:{SERVED}", **kw)
 
 
@@ -148,7 +149,8 @@ def test_a_pydanticai_connection_selects_the_openai_compatible_model(monkeypatch
         got = asyncio.run(judge.classify(bundle))  # on Gemini
         assert got.implementation == "llm:google:gemini-2.5-flash" and gemini.kinds() == ["classify"]
         result = asyncio.run(judge.judge("V2", bundle, got.classification))  # on the local server
-        assert fake.kinds() == ["V2_BLIND", "judgment"] and all(k == "classify" for k in gemini.kinds())
+        # V2 asked blind instead of labelled by default (the specification's call budget, ADR 0034)
+        assert fake.kinds() == ["V2_BLIND"] and all(k == "classify" for k in gemini.kinds())
         assert result.implementation == f"llm:{judge.model_id}"
         # the jury and the V5 second opinion default to the judge's connection
         monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_V5_SECOND_OPINION", "on")

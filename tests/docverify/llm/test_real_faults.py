@@ -104,6 +104,7 @@ def judge(fake: FakeGemini, m=None, **kw) -> LLMJudge:
     kw.setdefault("retry_policy", FAST)
     kw.setdefault("throttle", SHORT)
     kw.setdefault("connection", CONN)
+    kw.setdefault("blind_reading", "before")  # V2's labelled call is scripted here (ADR 0034)
     return LLMJudge(m if m is not None else model(fake), "gemini-2.5-flash", **kw)
 
 
