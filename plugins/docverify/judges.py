@@ -25,7 +25,6 @@ from docverify.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported (the LLM judge's V3 input)
 from docverify.verify.registry import REGISTRY, Registry
 
-
 #: How an LLM judge asks a verifier that has a blind reading (V2, ADR 0034): ``instead`` of its labelled
 #: prompt (the specification's LLM call budget: V2 0 or 1 call; the default), ``before`` it (one more call
 #: per judged attempt), or ``off`` (the labelled prompt only).
