@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import datetime as _dt
 import json
-import os
 import pathlib
 import sys
 import time
@@ -46,6 +45,7 @@ for _p in (REPO / "plugins", REPO / "scripts"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
+from bench_verifiers import default_corpora, make_judge  # noqa: E402
 from benchlib import publish  # noqa: E402
 from docverify import verifier_bench as vb  # noqa: E402
 from docverify.labelled_corpus import (  # noqa: E402
@@ -64,15 +64,6 @@ HARD_DOCS = 150
 TARGET_STOPPED = 0.80
 TARGET_CORRECT_ESCALATED = 0.05
 TARGET_FALSE_ACCEPT = 0.01
-
-
-def default_corpora() -> pathlib.Path:
-    env = os.environ.get("DOCVERIFY_CORPORA")
-    if env:
-        return pathlib.Path(env)
-    from docverify.resources import default_corpora_dir
-
-    return default_corpora_dir()
 
 
 @dataclass
@@ -303,17 +294,6 @@ def render(parts: list[dict[str, Any]], meta: dict[str, str]) -> list[str]:
                   f"- time per document: classify {p['classify_ms']:.1f} ms, verify (all attempts) "
                   f"{p['verify_ms']:.1f} ms; part in {p['seconds']:.0f} s", ""]
     return lines
-
-
-def make_judge(model: str | None):
-    if not model:
-        from docverify.judges import OfflineJudge
-
-        return OfflineJudge()
-    from docverify.llm.cache import InMemoryVerdictCache
-    from docverify.llm.judge import LLMJudge
-
-    return LLMJudge(model, model, cache=InMemoryVerdictCache())
 
 
 def without_independent_reading(judge):

@@ -36,11 +36,10 @@ from docverify.labelled_corpus import (  # noqa: E402
 SEED = 13
 
 
-def make_split(records: list[dict]) -> dict:
-    by_stratum: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
-        by_stratum[(r["corpus"], r["proposed_doc_type"])][source_group(r)].append(r["id"])
-    rng = random.Random(SEED)
+def halves(by_stratum: dict, seed: int = SEED) -> tuple[list[str], list[str]]:
+    """Each stratum's groups (stratum → group → record ids) shuffled with one ``random.Random(seed)`` and
+    cut in half: the first half (rounded up) to the tuning part, the rest to the test part."""
+    rng = random.Random(seed)
     tune: list[str] = []
     test: list[str] = []
     for key in sorted(by_stratum):
@@ -49,29 +48,28 @@ def make_split(records: list[dict]) -> dict:
         half = (len(groups) + 1) // 2
         for i, g in enumerate(groups):
             (tune if i < half else test).extend(sorted(by_stratum[key][g]))
+    return sorted(tune), sorted(test)
+
+
+def make_split(records: list[dict]) -> dict:
+    by_stratum: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        by_stratum[(r["corpus"], r["proposed_doc_type"])][source_group(r)].append(r["id"])
+    tune, test = halves(by_stratum)
     return {"seed": SEED, "made_by": "scripts/make_classifier_split.py",
-            "sources": ["text_labeled/combined_sample.jsonl", MORE.as_posix()],
-            "tune": sorted(tune), "test": sorted(test)}
+            "sources": ["text_labeled/combined_sample.jsonl", MORE.as_posix()], "tune": tune, "test": test}
 
 
 def make_large_split(records: list[dict]) -> dict:
     """``text_labeled_large``: each record its own group (one TCGA report per patient already), split
-    half/half per stratum (source × label × operative note or not) with its own ``random.Random(SEED)``,
-    so the first split above is unchanged by it."""
-    by_stratum: dict[str, list[str]] = defaultdict(list)
+    half/half per stratum (source × label × operative note or not) by :func:`halves` with its own
+    generator, so the first split above is unchanged by it."""
+    by_stratum: dict[str, dict[str, list[str]]] = defaultdict(dict)
     for r in records:
-        by_stratum[large_stratum(r)].append(r["id"])
-    rng = random.Random(SEED)
-    tune: list[str] = []
-    test: list[str] = []
-    for key in sorted(by_stratum):
-        ids = sorted(by_stratum[key])
-        rng.shuffle(ids)
-        half = (len(ids) + 1) // 2
-        tune += ids[:half]
-        test += ids[half:]
+        by_stratum[large_stratum(r)][r["id"]] = [r["id"]]
+    tune, test = halves(by_stratum)
     return {"seed": SEED, "made_by": "scripts/make_classifier_split.py", "sources": [LARGE.as_posix()],
-            "tune": sorted(tune), "test": sorted(test)}
+            "tune": tune, "test": test}
 
 
 def main(argv: list[str] | None = None) -> int:
