@@ -377,7 +377,8 @@ SPEC = VerifierSpec(
     prompt="v2_consistency_v1",
     findings_model=ConsistencyFindings,
     llm_inputs=llm_inputs,
-    # ADR 0034: the LLM judge reads each segment blind first (docverify.verify.v2_blind)
+    # ADR 0034: the LLM judge reads each segment blind (docverify.verify.v2_blind), instead of the labelled
+    # prompt by default or before it (LLMJudge.blind_reading)
     blind_prompt=v2_blind.PROMPT,
     blind_model=v2_blind.BlindReading,
     blind_inputs=v2_blind.blind_inputs,
