@@ -47,13 +47,8 @@ for _p in (REPO / "plugins", REPO / "scripts"):
 
 from bench_verifiers import default_corpora, make_judge  # noqa: E402
 from benchlib import publish  # noqa: E402
+from docverify import labelled_corpus  # noqa: E402
 from docverify import verifier_bench as vb  # noqa: E402
-from docverify.labelled_corpus import (  # noqa: E402
-    load_all_records,
-    load_large_records,
-    load_large_split,
-    load_split,
-)
 
 OUT_NAME = "end_to_end.md"
 MULTI_SEED = 4242
@@ -86,13 +81,7 @@ class Doc:
 
 def part_records(corpora: pathlib.Path, part: str) -> list[dict[str, Any]]:
     """The labelled records of ``part`` (``tune`` or ``test``) of all three corpora."""
-    ids = set(load_split(REPO)[part])
-    records = [r for r in load_all_records(corpora) if str(r["id"]) in ids]
-    large = load_large_records(corpora)
-    if large:
-        large_ids = set(load_large_split(REPO)[part])
-        records += [r for r in large if r["id"] in large_ids]
-    return records
+    return labelled_corpus.part_records(corpora, REPO, part)
 
 
 def part_documents(records: list[dict[str, Any]], *, multi: int = MULTI_DOCS, hard: int = HARD_DOCS,
@@ -336,14 +325,13 @@ def main(argv: list[str] | None = None) -> int:
         judge = without_independent_reading(judge)
     deps = VerifyDeps(judge=judge, policy=policy)
     parts = []
-    for i, name in enumerate(("tune", "test") if args.part == "both" else (args.part,)):
+    for name in ("tune", "test") if args.part == "both" else (args.part,):
         docs = part_documents(part_records(corpora, name), seed_offset=int(name == "test"))
         if args.limit:
             docs = docs[: args.limit]
         t0 = time.perf_counter()
         outcomes = asyncio.run(run_all(docs, classifier, deps))
         parts.append(summarise(name, outcomes, time.perf_counter() - t0))
-        del i
     meta = {
         "date": _dt.date.today().isoformat(),
         "classifier": getattr(classifier, "classifier_id", classifier.name),

@@ -27,13 +27,8 @@ if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
 
 from docverify.classify.calibration import platt  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
-from docverify.labelled_corpus import (  # noqa: E402
-    load_all_records,
-    load_large_records,
-    load_large_split,
-    load_split,
-    to_bundle,
-)
+from docverify.labelled_corpus import part_records as labelled_part_records  # noqa: E402
+from docverify.labelled_corpus import to_bundle  # noqa: E402
 
 OUT = REPO / "include" / "rules" / "classifier_calibration.json"
 #: parameters are stored rounded, so that a retrain on another machine compares equal
@@ -43,10 +38,7 @@ BINS = 10
 
 def part_records(corpora: pathlib.Path, part: str) -> list[dict[str, Any]]:
     """The records of one part (``tune`` or ``test``) of both committed splits."""
-    old = {r["id"]: r for r in load_all_records(corpora)}
-    large = {r["id"]: r for r in load_large_records(corpora)}
-    return ([old[i] for i in load_split(REPO)[part] if i in old]
-            + [large[i] for i in load_large_split(REPO)[part] if i in large])
+    return labelled_part_records(corpora, REPO, part)
 
 
 def raw_scores(records: list[dict[str, Any]]) -> tuple[list[float], list[int]]:

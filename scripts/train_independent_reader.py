@@ -38,14 +38,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO / "plugins") not in sys.path:
     sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify.labelled_corpus import (  # noqa: E402
-    load_all_records,
-    load_large_records,
-    load_large_split,
-    load_split,
-    source_group,
-    split_pages,
-)
+from docverify.labelled_corpus import part_records, source_group, split_pages  # noqa: E402
 from docverify.models import DOC_TYPES  # noqa: E402
 from docverify.verify import independent as ind  # noqa: E402
 
@@ -63,11 +56,7 @@ DEFAULT_OUT = REPO / "include" / ind.ARTEFACT
 
 
 def tune_records(corpora: pathlib.Path) -> list[dict[str, Any]]:
-    ids = set(load_split(REPO)["tune"])
-    records = [r for r in load_all_records(corpora) if str(r["id"]) in ids]
-    large_ids = set(load_large_split(REPO)["tune"])
-    records += [r for r in load_large_records(corpora) if r["id"] in large_ids]
-    return sorted(records, key=lambda r: str(r["id"]))
+    return sorted(part_records(corpora, REPO, "tune"), key=lambda r: str(r["id"]))
 
 
 def samples(records: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:

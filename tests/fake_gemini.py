@@ -67,8 +67,10 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback import LoopbackServer
 
 MALFORMED = object()
 PAGE_RE = re.compile(r'<page number="(\d+)"[^>]*>\n(.*?)\n</page>', re.S)
@@ -270,7 +272,7 @@ def respond(h: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict |
         pass
 
 
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     def __init__(self, *, latency_s: float = 0.0, max_concurrency: int = 0, rpm: int = 0,
                  window_s: float = 60.0, keep_bodies: bool = True) -> None:
         self.script: list[tuple[int, Any]] = []
@@ -384,21 +386,7 @@ class FakeGemini:
             def log_message(self, *args):
                 pass
 
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 256  # a benchmark opens dozens of connections at once
-            daemon_threads = True
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.base_url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def start(self) -> FakeGemini:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
     def kinds(self) -> list[str]:
         return [request_kind(b) for _, b in self.requests]

@@ -22,8 +22,10 @@ import itertools
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback import LoopbackServer
 
 MALFORMED = object()
 _IDS = itertools.count(1)
@@ -87,7 +89,7 @@ def no_findings(body: dict) -> dict:
     return tool_call(body, {"findings": []})
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     def __init__(self) -> None:
         self.script: list[tuple[int, Any]] = []
         self.brain: Callable[[dict], dict] = no_findings
@@ -127,18 +129,7 @@ class FakeOpenAI:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
-
-    def start(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler, path="/v1")
 
     def kinds(self) -> list[str]:
         """Each request's call kind, from its output tool's schema: ``V2_BLIND``, ``classify`` or a judgment."""

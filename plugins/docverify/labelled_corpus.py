@@ -143,6 +143,17 @@ def large_stratum(record: dict[str, Any]) -> str:
     return f"{record['corpus']}|{record['proposed_doc_type']}|{note}"
 
 
+def part_records(corpora: pathlib.Path | str, repo: pathlib.Path | str, part: str) -> list[dict[str, Any]]:
+    """The records of one part (``tune`` or ``test``) of both committed splits, in split order: the
+    first split's ids, then ``text_labeled_large``'s (absent records are skipped)."""
+    old = {str(r["id"]): r for r in load_all_records(corpora)}
+    large = {r["id"]: r for r in load_large_records(corpora)}
+    records = [old[i] for i in load_split(repo)[part] if i in old]
+    if large:
+        records += [large[i] for i in load_large_split(repo)[part] if i in large]
+    return records
+
+
 def load_large_split(repo: pathlib.Path | str) -> dict[str, Any]:
     """The committed split of ``text_labeled_large`` (``docs/benchmarks/classifier_split_large.json``)."""
     return json.loads((pathlib.Path(repo) / LARGE_SPLIT_FILE).read_text(encoding="utf-8"))

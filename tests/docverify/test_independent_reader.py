@@ -10,13 +10,7 @@ import sys
 
 import pytest
 
-from docverify.labelled_corpus import (
-    load_all_records,
-    load_large_records,
-    load_large_split,
-    load_split,
-    split_pages,
-)
+from docverify.labelled_corpus import part_records, split_pages
 from docverify.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Page
 from docverify.verify import independent as ind
 from docverify.verify import v2_consistency
@@ -49,12 +43,9 @@ def test_a_missing_model_is_a_clear_error_and_never_an_accept(tmp_path, monkeypa
 
 
 def _test_records(corpora_dir) -> dict[str, list[dict]]:
-    ids = set(load_split(REPO)["test"])
-    recs = [r for r in load_all_records(corpora_dir) if str(r["id"]) in ids]
-    large_ids = set(load_large_split(REPO)["test"])
-    recs += [r for r in load_large_records(corpora_dir) if r["id"] in large_ids]
+    """The test part's texts over 2,500 characters, by type, in id order."""
     by_type: dict[str, list[dict]] = {}
-    for r in sorted(recs, key=lambda r: str(r["id"])):
+    for r in sorted(part_records(corpora_dir, REPO, "test"), key=lambda r: str(r["id"])):
         if len(r["text"]) > 2500:
             by_type.setdefault(r["proposed_doc_type"], []).append(r)
     return by_type

@@ -7,7 +7,7 @@ import functools
 import math
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
@@ -390,6 +390,23 @@ def iter_type_entries(cls: ClassificationOutput) -> Iterator[tuple[int, Segment,
     for pos, seg in enumerate(cls.segments):
         for tc in seg.classifications:
             yield pos, seg, tc
+
+
+def page_span(lo: int, hi: int) -> str:
+    """``page 3`` or ``pages 3–5`` (for messages)."""
+    return f"page {lo}" if lo == hi else f"pages {lo}–{hi}"
+
+
+def page_runs(pages: Iterable[tuple[int, str]]) -> list[tuple[str, int, int]]:
+    """Pages read as a type, ``(page number, type)`` in ascending page order → runs of consecutive pages
+    of the same type, ``(type, first page, last page)``."""
+    runs: list[tuple[str, int, int]] = []
+    for num, doc_type in pages:
+        if runs and runs[-1][0] == doc_type and runs[-1][2] == num - 1:
+            runs[-1] = (doc_type, runs[-1][1], num)
+        else:
+            runs.append((doc_type, num, num))
+    return runs
 
 
 def segment_text(bundle, seg: Segment) -> str:

@@ -28,13 +28,12 @@ import pathlib
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docverify.codes import make_issue
 from docverify.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
-from docverify.verify.common import seg_loc, segment_text
+from docverify.verify.common import page_runs, page_span, seg_loc, segment_text
 
 if TYPE_CHECKING:  # numpy is imported where a model is loaded, not when the verifiers are (DAG parse time)
     import numpy as np
@@ -183,18 +182,6 @@ def _best_other(probs: dict[str, float], own: str) -> tuple[str, float]:
     return other, probs[other]
 
 
-def _runs(pages: Iterable[tuple[int, str, float]]) -> list[tuple[str, int, int, float]]:
-    """Consecutive pages of the same read type → (type, first, last, lowest probability of the run)."""
-    runs: list[list[Any]] = []
-    for num, t, p in pages:
-        if runs and runs[-1][0] == t and runs[-1][2] == num - 1:
-            runs[-1][2] = num
-            runs[-1][3] = min(runs[-1][3], p)
-        else:
-            runs.append([t, num, num, p])
-    return [(t, a, b, p) for t, a, b, p in runs]
-
-
 def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Reader | None = None) -> list[Issue]:
     """Each segment, and each page of it with enough text, read without the classification; a reading of
     another type than the segment's ``dominant_type`` with at least the calibrated probability is one issue
@@ -225,7 +212,7 @@ def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Rea
             continue
         if seg.page_end <= seg.page_start:
             continue
-        foreign: list[tuple[int, str, float]] = []
+        foreign: dict[int, tuple[str, float]] = {}  # page → (type read, probability)
         for num in range(seg.page_start, seg.page_end + 1):
             page = pages_by_num.get(num)
             page_limit = r.threshold(page.text, whole=False) if page is not None else None
@@ -234,9 +221,10 @@ def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Rea
             pp = r.probabilities(page.text)
             t, p = _best_other(pp, own)
             if p >= page_limit and p > pp[own]:
-                foreign.append((num, t, p))
-        for t, a, b, p in _runs(foreign):
-            pages = f"page {a}" if a == b else f"pages {a}–{b}"
+                foreign[num] = (t, p)
+        for t, a, b in page_runs((num, read[0]) for num, read in foreign.items()):
+            p = min(foreign[num][1] for num in range(a, b + 1))  # the run's lowest probability
+            pages = page_span(a, b)
             issues.append(make_issue(
                 "INDEPENDENT_READING_DISAGREES",
                 f"Segment {seg.segment_index} is labelled {own}, but its {pages} read as {t} in a reading made "
@@ -248,7 +236,3 @@ def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Rea
             ))
     return issues
 
-
-def read_pages(reader: Reader, texts: Sequence[str]) -> list[dict[str, float]]:
-    """P(type | text) of each text (the benchmark's and the calibration's view)."""
-    return [reader.probabilities(t) for t in texts]

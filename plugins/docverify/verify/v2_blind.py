@@ -23,7 +23,7 @@ from pydantic import Field
 
 from docverify.codes import make_issue
 from docverify.models import ClassificationOutput, DocType, DocumentBundle, Issue
-from docverify.verify.common import seg_loc
+from docverify.verify.common import page_span, seg_loc
 from docverify.verify.llm_io import _LLMModel, page_entry
 
 PROMPT = "v2_blind_v1"
@@ -79,7 +79,7 @@ def compare(classification: ClassificationOutput, reading: Any, implementation: 
         blind, labelled = str(r.doc_type), str(seg.dominant_type)
         if blind == labelled or r.probability < DISAGREE_PROBABILITY:
             continue
-        pages = f"page {seg.page_start}" if seg.page_start == seg.page_end else f"pages {seg.page_start}–{seg.page_end}"
+        pages = page_span(seg.page_start, seg.page_end)
         issues.append(make_issue(
             "INDEPENDENT_READING_DISAGREES",
             f"Segment {seg.segment_index} ({pages}) is labelled {labelled} by the classifier, but a reading of its "

@@ -29,7 +29,7 @@ from docverify.models import (
     MixtureEntry,
 )
 from docverify.verify import independent, v2_blind
-from docverify.verify.common import is_number, seg_loc, segment_text
+from docverify.verify.common import is_number, page_runs, page_span, seg_loc, segment_text
 from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
 from docverify.verify.spec import VerifierSpec
 
@@ -91,7 +91,7 @@ def _page_overlaps(cls: ClassificationOutput) -> list[Issue]:
         if reach is not None and lo <= reach[1]:
             a_idx, b_idx = sorted((reach[2], idx))
             o_lo, o_hi = lo, min(hi, reach[1])
-            pages = f"page {o_lo}" if o_lo == o_hi else f"pages {o_lo}–{o_hi}"
+            pages = page_span(o_lo, o_hi)
             issues.append(make_issue(
                 "PAGE_OVERLAP",
                 f"Segments {a_idx} and {b_idx} both claim {pages}",
@@ -267,7 +267,7 @@ def page_types(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
     issues: list[Issue] = []
     for seg in cls.segments:
         levels: dict[str, str] = {tc.doc_type: tc.presence_level for tc in seg.classifications}
-        runs: list[list] = []  # [type, first page, last page]
+        foreign_pages: list[tuple[int, str]] = []
         for page in bundle.pages:
             if not seg.page_start <= page.page_num <= seg.page_end:
                 continue
@@ -276,14 +276,10 @@ def page_types(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
             foreign = (best != seg.dominant_type and levels.get(best) == "NO_EVIDENCE"
                        and scores[best] >= PAGE_MIN_SCORE
                        and scores.get(seg.dominant_type, 0.0) < PAGE_OWN_RATIO * scores[best])
-            if not foreign:
-                continue
-            if runs and runs[-1][0] == best and runs[-1][2] == page.page_num - 1:
-                runs[-1][2] = page.page_num
-            else:
-                runs.append([best, page.page_num, page.page_num])
-        for doc_type, lo, hi in runs:
-            pages = f"page {lo}" if lo == hi else f"pages {lo}–{hi}"
+            if foreign:
+                foreign_pages.append((page.page_num, best))
+        for doc_type, lo, hi in page_runs(foreign_pages):
+            pages = page_span(lo, hi)
             issues.append(make_issue(
                 "SEGMENT_HOLDS_OTHER_TYPE",
                 f"Segment {seg.segment_index} ({seg.dominant_type}, pages {seg.page_start}–{seg.page_end}) marks "
