@@ -9,6 +9,7 @@
     arbiter --kind cr_v2 VOTES.json        → the CR_V2 vote per item (--cr-version v1 for CR v1)
     arbiter --kind decision STATE.json     → {"decision": FraudDecision, …} (--model for the LLM, else fallback)
     evaluate --root ROOT [--corpus DIR]    → feedback figures: SME ground truth vs primary (text; --json)
+    trace DOC_ID --root ROOT [--json]      → one document's trail across nights and Dags (text; --json)
 
 Every failure prints one JSON object ``{"error": CODE, "message": …, "file": …}`` on stdout and
 exits with 2: never a traceback.
@@ -286,6 +287,28 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_trace(args) -> int:
+    """One document's trail (:func:`docverify.trace.document_trace`): every night, attempt, route,
+    packet, answer and ground-truth version, each with its Airflow task instance. An unknown doc id
+    or an unsafe one is the CLI's JSON error (exit 2)."""
+    from docverify.store import ArtifactStore
+    from docverify.trace import UnknownDocument, document_trace, render_text
+
+    store = ArtifactStore(args.root)
+    if isinstance(store.root, pathlib.Path) and not store.root.is_dir():
+        raise CLIError("ROOT_NOT_FOUND", f"storage root {args.root} is not a folder: pass the artifact store's "
+                       f"root (the folder holding runs/ and sme_packets/), a path or a URI", args.root)
+    try:
+        trace = document_trace(store, args.doc_id)
+    except UnknownDocument as exc:
+        raise CLIError(exc.code, exc.message, args.root) from None
+    if args.json:
+        _emit(trace.model_dump(mode="json", exclude_none=True))
+    else:
+        sys.stdout.write(render_text(trace))
+    return 0
+
+
 def _policy_flags(sv: argparse.ArgumentParser) -> None:
     """``verify``'s switches of :class:`docverify.policy.VerifyPolicy` (defaults: the policy's)."""
     from docverify.policy import DEFAULT_POLICY as D
@@ -344,6 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "its text_labeled folder or combined_sample.jsonl")
     se.add_argument("--json", action="store_true", help="print the figures as JSON instead of a text table")
     se.set_defaults(fn=cmd_evaluate)
+    st = sub.add_parser("trace", help="one document's trail: nights, attempts, route, packet, answer, ground truth, "
+                        "each with its Airflow task instance")
+    st.add_argument("doc_id", help="the document's id (its PDF's file name without .pdf, as the batch report lists it)")
+    st.add_argument("--root", required=True, help="artifact store root: a path or URI (file://, gs://)")
+    st.add_argument("--json", action="store_true", help="print the trace as JSON instead of text")
+    st.set_defaults(fn=cmd_trace)
     return p
 
 

@@ -704,12 +704,21 @@ def review_link(d: ReportDoc) -> str:
     return f"<a href='/docverify/reviews/{html.escape(rid)}'>review</a>" if rid else ""
 
 
+def trail_link(d: ReportDoc) -> str:
+    """The document's whole trail across nights and Dags (/docverify/trace/<doc_id>, served beside
+    this report: ids and codes, each step linked to its task's log)."""
+    from urllib.parse import quote
+
+    return f"<a class='trail' href='/docverify/trace/{html.escape(quote(d['doc_id'], safe=''))}'>trail</a>"
+
+
 def to_html(rep: Report) -> str:
     esc = html.escape
     docs = "".join(
         f"<tr><td>{esc(d['doc_id'])}</td><td>{esc(route_label(d))}</td><td>{esc(d['final_decision'])}</td>"
         f"<td>{esc(rule_label(d))}</td><td>{esc(str(d.get('attempts', '')))}</td>"
-        f"<td>{esc(codes_label(d))}</td><td>{review_link(d)}</td></tr>" for d in rep["per_document"])
+        f"<td>{esc(codes_label(d))}</td><td>{review_link(d)}</td><td>{trail_link(d)}</td></tr>"
+        for d in rep["per_document"])
     errors = "".join(f"<li><b>{esc(e['doc_id'])}</b> ({esc(e['stage'])}): <code>{esc(e['error'])}</code> — "
                      f"{esc(e['message'])}</li>" for e in rep["errors"]) or "<li>none</li>"
     stages = "".join(f"<tr><td>{esc(k)}</td><td>{v['tasks']}</td><td>{v['docs']}</td><td>{v['seconds']}</td></tr>"
@@ -732,7 +741,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3
 {_bars("V5 rules that decided", rep["rules"])}
 {_bars("Issues by code (attempt 0)", rep["issues_by_code_attempt_0"])}
 <h2>Documents</h2>
-<table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th><th>SME</th></tr>{docs}</table>
+<table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th><th>SME</th><th>trail</th></tr>{docs}</table>
 <h2>Errors</h2><ul>{errors}</ul>
 <h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
 {models_html(rep)}{jury_html(rep)}{audit_html(rep)}{trend_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
