@@ -33,12 +33,12 @@ from scripts.benchlib import publish  # noqa: E402
 from tests.batch_stages import llm_batch_rounds, run_stages  # noqa: E402
 from tests.fake_gemini import FakeGemini  # noqa: E402
 
-from docverify import report  # noqa: E402
 from docverify.llm.cache import VerdictCache  # noqa: E402
 from docverify.llm.faults import BackoffRetry  # noqa: E402
 from docverify.llm.judge import LLMJudge  # noqa: E402
+from docverify.reporting import report  # noqa: E402
 from docverify.stages.common import Batch  # noqa: E402
-from docverify.store import ArtifactStore  # noqa: E402
+from docverify.storage.store import ArtifactStore  # noqa: E402
 
 DS = "2026-11-24"
 

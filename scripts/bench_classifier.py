@@ -2,7 +2,7 @@
 
 Each record of ``<corpora>/text_labeled/combined_sample.jsonl`` ({id, corpus, proposed_doc_type,
 labels, text}) becomes a DocumentBundle (its text cut into pages of about 3,000 characters on
-paragraph boundaries, by :mod:`docverify.labelled_corpus`, which ``python -m docverify evaluate
+paragraph boundaries, by :mod:`docverify.domain.labelled_corpus`, which ``python -m docverify evaluate
 --corpus`` shares); ``classify_offline`` classifies it and its ``dominant_type_overall`` is
 compared with ``proposed_doc_type``. Reports overall and per-corpus accuracy, per-type
 precision/recall/F1, the 5x5 confusion matrix and the throughput.
@@ -35,7 +35,7 @@ if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
 
 from docverify.classify.calibration import calibrated, calibration  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
-from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the tests)
+from docverify.domain.labelled_corpus import (  # noqa: E402,F401  (re-exported for the tests)
     PAGE_CHARS,
     SAMPLE,
     load_all_records,
@@ -46,8 +46,8 @@ from docverify.labelled_corpus import (  # noqa: E402,F401  (re-exported for the
     split_pages,
     to_bundle,
 )
-from docverify.lexicon import get_lexicon  # noqa: E402
-from docverify.models import (  # noqa: E402
+from docverify.domain.lexicon import get_lexicon  # noqa: E402
+from docverify.domain.models import (  # noqa: E402
     DOC_TYPES,  # noqa: E402
     DocumentBundle,
     Page,
@@ -60,7 +60,7 @@ def default_corpora() -> pathlib.Path:
     env = os.environ.get("DOCVERIFY_CORPORA")
     if env:
         return pathlib.Path(env)
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     return default_corpora_dir()
 
@@ -448,7 +448,7 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "neighbour, absent vocabulary costs more) raised it there to 97.7 % but lowered the test part's exact split "
         "to 86.7 % and page accuracy to 95.1 %, and was not merged. `offline-lexicon-v4` segments as v3 by default "
         "(its page-continuity rule is measured but off, ADR 0035).",
-        "- texts are cut into pages of ~3000 characters (`docverify.labelled_corpus.split_pages`)",
+        "- texts are cut into pages of ~3000 characters (`docverify.domain.labelled_corpus.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
         f"Clinical precision ≥ {t['clinical_precision']:.0%}, page ≥ {t['page']:.0%}, exact split ≥ {t['exact']:.0%}.",

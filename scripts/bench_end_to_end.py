@@ -15,7 +15,7 @@ The documents of a part (the committed splits ``docs/benchmarks/classifier_split
   report, a last page holding only a signature block (seeded; ``bench_classifier.make_hard_multidocs``).
 
 Each document is classified (the offline classifier, or ``--model``), then verified, fixed and
-verified again exactly as the nightly tasks do (:func:`docverify.pipeline.verify_document`, at most
+verified again exactly as the nightly tasks do (:func:`docverify.pipeline.document.verify_document`, at most
 two retries; ``--judge-model`` for the judgments, default ``--model``). A classification is **right**
 when its dominant type is the text's label (single) or its segments are the true ones, types and page
 ranges (multi, hard). Reported: the classifier's errors and the share the verifiers **stop** (not
@@ -45,10 +45,11 @@ for _p in (REPO / "plugins", REPO / "scripts"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
+from scripts import verifier_bench as vb  # noqa: E402
+
 from bench_verifiers import default_corpora, make_judge  # noqa: E402
 from benchlib import publish  # noqa: E402
-from docverify import labelled_corpus  # noqa: E402
-from docverify import verifier_bench as vb  # noqa: E402
+from docverify.domain import labelled_corpus  # noqa: E402
 
 OUT_NAME = "end_to_end.md"
 MULTI_SEED = 4242
@@ -131,7 +132,7 @@ class Outcome:
 
 
 async def run_doc(doc: Doc, classifier, deps) -> Outcome:
-    from docverify.pipeline import verify_document
+    from docverify.pipeline.document import verify_document
 
     t0 = time.perf_counter()
     produced = await classifier.classify(doc.bench.bundle)
@@ -167,7 +168,7 @@ def _rate(k: int, n: int) -> float | None:
 
 def figures(outcomes: list[Outcome]) -> dict[str, Any]:
     """The headline figures of a list of outcomes."""
-    from docverify.audit import wilson_interval
+    from docverify.reporting.audit_sample import wilson_interval
 
     n = len(outcomes)
     wrong = [o for o in outcomes if not o.right]
@@ -290,7 +291,7 @@ def without_independent_reading(judge):
     measured against it)."""
     import dataclasses
 
-    from docverify.judges import OfflineJudge
+    from docverify.judging.judges import OfflineJudge
     from docverify.verify import v2_consistency
     from docverify.verify.registry import REGISTRY, build
 
@@ -314,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
-    from docverify.pipeline import VerifyDeps
-    from docverify.policy import VerifyPolicy
+    from docverify.domain.policy import VerifyPolicy
+    from docverify.pipeline.document import VerifyDeps
 
     corpora = args.corpora or default_corpora()
     classifier = make_judge(args.model)

@@ -30,22 +30,22 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 from scripts.benchlib import publish  # noqa: E402
 from tests.fake_gemini import FakeGemini, request_kind  # noqa: E402
 
+from docverify.arbiters.jury import Juror, Jury  # noqa: E402
 from docverify.arbiters.second_opinion import SecondOpinion  # noqa: E402
-from docverify.judges import OfflineJudge  # noqa: E402
-from docverify.jury import Juror, Jury  # noqa: E402
+from docverify.judging.judges import OfflineJudge  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
 from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
 from docverify.llm.cache import InMemoryVerdictCache  # noqa: E402
 from docverify.llm.faults import BackoffRetry  # noqa: E402
 from docverify.llm.judge import LLMJudge  # noqa: E402
-from docverify.pipeline import VerifyDeps, verify_document  # noqa: E402
+from docverify.pipeline.document import VerifyDeps, verify_document  # noqa: E402
 
 
 def main() -> int:
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
 
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpora", default=str(default_corpora_dir()))

@@ -28,14 +28,14 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 from scripts.benchlib import publish  # noqa: E402
 from tests.fake_gemini import FakeGemini, request_kind, user_text  # noqa: E402
 
-from docverify.cost import estimate_cost, price_source  # noqa: E402
-from docverify.judges import Usage  # noqa: E402
+from docverify.judging.judges import Usage  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
 from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
 from docverify.llm.cache import InMemoryVerdictCache  # noqa: E402
+from docverify.llm.cost import estimate_cost, price_source  # noqa: E402
 from docverify.llm.faults import BackoffRetry  # noqa: E402
 from docverify.llm.judge import LLMJudge  # noqa: E402
-from docverify.pipeline import verify_document  # noqa: E402
+from docverify.pipeline.document import verify_document  # noqa: E402
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -49,10 +49,10 @@ def _common_prefix(a: str, b: str) -> int:
 def _blocker_documents(fake, model, model_name: str) -> list[tuple[str, list[str], int, str]]:
     """LLM requests spent on documents that a rule phase already condemns (rule 1): the sample
     batch's BLOCKER companions, the worked examples and two V1 BLOCKERs."""
-    from docverify.examples import genomic_then_note, mutate, spec_escalate, spec_fabricated
+    from docverify.domain.examples import genomic_then_note, mutate, spec_escalate, spec_fabricated
+    from docverify.domain.models import ClassificationOutput
     from docverify.layout.local_pdf import parse_pdf
-    from docverify.models import ClassificationOutput
-    from docverify.pipeline import rule_phases
+    from docverify.pipeline.document import rule_phases
 
     samples = ROOT / "include" / "samples"
     cases = []
@@ -79,7 +79,7 @@ def _blocker_documents(fake, model, model_name: str) -> list[tuple[str, list[str
 
 
 def main() -> int:
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="gemini-2.5-flash")

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpora", type=pathlib.Path, default=None)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     pdfs = sorted(((args.corpora or default_corpora_dir()) / "pdfs").glob("clinical_tcga_*.pdf"))
     t_load = time.perf_counter()

@@ -154,15 +154,15 @@ def run_night(work: pathlib.Path, *, outage_s: float = 0.0, after_requests: int 
               initial_wait_s: float = 1.0, max_backoff_s: float = 60.0, reraise: bool = True) -> Night:
     """One night of the sample batch (or of the samples ``names``) in a fresh storage root ``work``;
     an overload window of ``outage_s`` seconds from request ``after_requests + 1`` (0: none). A
-    :class:`~docverify.judges.JudgeThrottled` (the task-failing error) propagates, or with
+    :class:`~docverify.judging.judges.JudgeThrottled` (the task-failing error) propagates, or with
     ``reraise=False`` ends the night: ``raised`` names it and the counts are those until then."""
     from tests.batch_stages import copy_samples, run_stages
     from tests.fake_gemini import FakeGemini, overload_body
 
-    from docverify import report
-    from docverify.judges import JudgeThrottled
+    from docverify.judging.judges import JudgeThrottled
+    from docverify.reporting import report
     from docverify.stages.common import Batch
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     if outage_s > 0:
         overload_body()  # the corpora's recording must be there before the night starts

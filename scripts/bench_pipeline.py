@@ -26,15 +26,15 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
 from scripts.benchlib import publish  # noqa: E402
 
-from docverify.judges import OfflineJudge, Usage  # noqa: E402
+from docverify.judging.judges import OfflineJudge, Usage  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
 from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
-from docverify.pipeline import verify_document  # noqa: E402
+from docverify.pipeline.document import verify_document  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     ap.add_argument("--corpora", default=str(default_corpora_dir()))
     ap.add_argument("--repeat", type=int, default=3)

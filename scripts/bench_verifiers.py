@@ -8,7 +8,7 @@ The documents are the labelled texts of ``text_labeled`` and ``text_labeled_more
 each) plus PDFs of 2–3 documents made of them (``--multi`` per part), split by the committed
 tuning/test split of the classifier benchmark (``docs/benchmarks/classifier_split.json``): the
 verifiers' rules and thresholds were tuned on the tuning part; the figures that count are the
-test part's. See :mod:`docverify.verifier_bench` for the gold classifications and the catalogue
+test part's. See :mod:`scripts.verifier_bench` for the gold classifications and the catalogue
 of injected errors.
 
 ``--model`` measures a real endpoint instead of the offline judgments (pydantic-ai model name,
@@ -36,8 +36,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO / "plugins") not in sys.path:
     sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify import verifier_bench as vb  # noqa: E402
-from docverify.labelled_corpus import load_all_records, load_split  # noqa: E402
+from scripts import verifier_bench as vb  # noqa: E402
+
+from docverify.domain.labelled_corpus import load_all_records, load_split  # noqa: E402
 
 OUT = REPO / "docs" / "benchmarks" / "verifiers.md"
 SEED = 2020
@@ -50,7 +51,7 @@ def default_corpora() -> pathlib.Path:
     env = os.environ.get("DOCVERIFY_CORPORA")
     if env:
         return pathlib.Path(env)
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     return default_corpora_dir()
 
@@ -62,7 +63,7 @@ def part_docs(records: list[dict[str, Any]], ids: set[str], multi: int, seed: in
 
 def make_judge(model: str | None):
     if not model:
-        from docverify.judges import OfflineJudge
+        from docverify.judging.judges import OfflineJudge
 
         return OfflineJudge()
     from docverify.llm.cache import InMemoryVerdictCache
@@ -90,7 +91,7 @@ def render(parts: list[dict[str, Any]], judge_name: str, policy_note: str) -> st
         "# Verifier benchmark: injected classifier errors on real documents",
         "",
         f"- date: {_dt.date.today().isoformat()}; judge: `{judge_name}`; {policy_note}",
-        "- script: `scripts/bench_verifiers.py` (`make bench`); cases built by `docverify.verifier_bench`",
+        "- script: `scripts/bench_verifiers.py` (`make bench`); cases built by `scripts.verifier_bench`",
         "- documents: the labelled real texts of `text_labeled/combined_sample.jsonl` and "
         "`text_labeled_more/records.jsonl`, one document each, plus PDFs of 2–3 documents of different types "
         f"made of them ({MULTI} per part, seed {SEED}); split by the classifier benchmark's committed tuning/test "
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     records = load_all_records(corpora)
     split = load_split(REPO)
     judge = make_judge(args.model)
-    from docverify.policy import VerifyPolicy
+    from docverify.domain.policy import VerifyPolicy
 
     policy = VerifyPolicy.from_overrides({
         "blocker_repair": args.blocker_repair, "patient_identity": not args.no_patient_identity,

@@ -27,8 +27,8 @@ if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
 
 from docverify.classify.calibration import platt  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
-from docverify.labelled_corpus import part_records as labelled_part_records  # noqa: E402
-from docverify.labelled_corpus import to_bundle  # noqa: E402
+from docverify.domain.labelled_corpus import part_records as labelled_part_records  # noqa: E402
+from docverify.domain.labelled_corpus import to_bundle  # noqa: E402
 
 OUT = REPO / "include" / "rules" / "classifier_calibration.json"
 #: parameters are stored rounded, so that a retrain on another machine compares equal
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="AUROC/ECE/Brier on both parts, raw and calibrated")
     args = ap.parse_args(argv)
     if args.corpora is None:
-        from docverify.resources import default_corpora_dir
+        from docverify.domain.resources import default_corpora_dir
 
         args.corpora = default_corpora_dir()
     cal = calibration_record(args.corpora)

@@ -37,10 +37,10 @@ def main() -> None:
         setattr(server.RequestHandler, f"do_{method}", counted)
     from tests.batch_stages import run_stages
 
-    from docverify import report
-    from docverify.judges import OfflineJudge
+    from docverify.judging.judges import OfflineJudge
+    from docverify.reporting import report
     from docverify.stages.common import Batch
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     store = ArtifactStore(GcsTestRoot(emulator, "count").path())
     docs = 0

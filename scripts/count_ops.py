@@ -28,7 +28,7 @@ OPS = ("exists", "read_bytes", "size", "sha256", "entries", "list", "write_bytes
 @contextlib.contextmanager
 def counting():
     """Count ArtifactStore requests: yields (by operation, by (stage, operation, file name))."""
-    from docverify import store as S
+    from docverify.storage import store as S
 
     counts: collections.Counter = collections.Counter()
     detail: collections.Counter = collections.Counter()
@@ -63,14 +63,14 @@ def sample_night(root: pathlib.Path, ds: str = "2026-11-20") -> int:
 
 def night(root: pathlib.Path, stage: list[str], ds: str = "2026-11-20") -> None:
     """The stages of tests/batch_stages.run_stages, naming the stage being counted, + the report."""
-    from docverify import report
-    from docverify.judges import OfflineJudge
+    from docverify.judging.judges import OfflineJudge
+    from docverify.reporting import report
     from docverify.stages.common import Batch
     from docverify.stages.discover import discover
     from docverify.stages.layout import layout_local
     from docverify.stages.routes import accept, write_sme_packets
     from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     b = Batch(store=ArtifactStore(root), ds=ds, run_id="count")
     judge = OfflineJudge()

@@ -5,7 +5,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "plugins"))
 
-from docverify.schemas import render  # noqa: E402
+from docverify.domain.json_schemas import render  # noqa: E402
 
 out = pathlib.Path(__file__).resolve().parents[1] / "include" / "schemas"
 out.mkdir(parents=True, exist_ok=True)

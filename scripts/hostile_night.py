@@ -21,8 +21,8 @@ sys.path[:0] = [str(REPO / "plugins"), str(REPO)]
 
 from tests.hostile import kit  # noqa: E402
 
-from docverify.judges import OfflineJudge  # noqa: E402
-from docverify.resources import default_corpora_dir  # noqa: E402
+from docverify.domain.resources import default_corpora_dir  # noqa: E402
+from docverify.judging.judges import OfflineJudge  # noqa: E402
 
 
 def main() -> None:

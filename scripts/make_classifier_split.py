@@ -22,7 +22,7 @@ from collections import defaultdict
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify.labelled_corpus import (  # noqa: E402
+from docverify.domain.labelled_corpus import (  # noqa: E402
     LARGE,
     LARGE_SPLIT_FILE,
     MORE,
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora", type=pathlib.Path, default=None)
     args = ap.parse_args(argv)
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     corpora = args.corpora or default_corpora_dir()
     split = make_split(load_all_records(corpora))

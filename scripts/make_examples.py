@@ -7,7 +7,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
 
-from docverify.examples import WORKED_EXAMPLES  # noqa: E402
+from docverify.domain.examples import WORKED_EXAMPLES  # noqa: E402
 
 for name, build in WORKED_EXAMPLES.items():
     bundle, classification = build()

@@ -38,8 +38,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO / "plugins") not in sys.path:
     sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify.labelled_corpus import part_records, source_group, split_pages  # noqa: E402
-from docverify.models import DOC_TYPES  # noqa: E402
+from docverify.domain.labelled_corpus import part_records, source_group, split_pages  # noqa: E402
+from docverify.domain.models import DOC_TYPES  # noqa: E402
 from docverify.verify import independent as ind  # noqa: E402
 
 MIN_DF = 3
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
     ap.add_argument("--check", action="store_true", help="compare a retrain with the shipped artefact")
     args = ap.parse_args(argv)
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     arrays, info = train(args.corpora or default_corpora_dir())
     print(json.dumps(info, indent=1))

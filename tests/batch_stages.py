@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from docverify.judges import Judge
+from docverify.judging.judges import Judge
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
@@ -65,7 +65,7 @@ def llm_batch_rounds(judge, *, poll_s: float = 0.02, timeout_s: float = 60.0) ->
 
     from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
 
-    from docverify.llm import batch as llm_batch
+    from docverify.stages import batch_mode as llm_batch
     from docverify_airflow.llm_batch import GCP_CONN_ID, results_of, upload_requests
 
     def run(b: Batch) -> None:

@@ -14,7 +14,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _corpora() -> pathlib.Path:
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     return default_corpora_dir()
 

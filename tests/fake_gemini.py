@@ -185,8 +185,8 @@ def _is_blind(body: dict) -> bool:
 
 def offline_brain(body: dict) -> dict:
     """Classification: the offline classifier on the prompt's pages. Judgments: no findings."""
-    from docverify.judges import OfflineJudge
-    from docverify.models import DocumentBundle, Page
+    from docverify.domain.models import DocumentBundle, Page
+    from docverify.judging.judges import OfflineJudge
 
     text = user_text(body)
     kind = request_kind(body)
@@ -215,8 +215,8 @@ def blind_readings(text: str) -> list[dict]:
     """The brain's blind reading (V2_BLIND): each segment of the prompt's ``<segments>`` block labelled
     with the offline classifier's dominant type on that segment's pages alone, at the confidence it
     gives that type (never the classification under verification: the prompt does not hold it)."""
-    from docverify.judges import OfflineJudge
-    from docverify.models import DocumentBundle, Page
+    from docverify.domain.models import DocumentBundle, Page
+    from docverify.judging.judges import OfflineJudge
 
     pages = {int(n): t for n, t in PAGE_RE.findall(text)}
     readings = []
@@ -249,7 +249,7 @@ def overload_body() -> dict:
     default corpora folder); FileNotFoundError when the corpora are absent."""
     import pathlib
 
-    from docverify.resources import default_corpora_dir
+    from docverify.domain.resources import default_corpora_dir
 
     path = pathlib.Path(default_corpora_dir()) / "realapi" / "errors" / "errors_from_issues.json"
     entry = json.loads(path.read_text())["err_503_overloaded"]

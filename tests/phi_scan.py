@@ -10,7 +10,7 @@ import json
 import pathlib
 import re
 
-from docverify.models import DOC_TYPES
+from docverify.domain.models import DOC_TYPES
 
 MIN = 14
 

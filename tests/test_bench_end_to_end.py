@@ -30,9 +30,10 @@ def test_the_end_to_end_benchmark_counts_what_it_says(corpora_dir, capsys, monke
 def test_rightness_of_a_single_document_needs_every_segment_of_its_type():
     sys.path.insert(0, str(REPO / "scripts"))
     try:
+        from scripts import verifier_bench as vb
+
         import bench_end_to_end as b
-        from docverify import verifier_bench as vb
-        from docverify.models import DocumentBundle, Page
+        from docverify.domain.models import DocumentBundle, Page
     finally:
         sys.path.remove(str(REPO / "scripts"))
     bundle = DocumentBundle(doc_id="x", file_path="x", total_pages=2,

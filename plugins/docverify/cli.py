@@ -38,7 +38,7 @@ class CLIError(Exception):
 
 
 def _emit(obj: Any) -> None:
-    from docverify.store import to_jsonable
+    from docverify.storage.store import to_jsonable
 
     text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)
     try:
@@ -49,10 +49,10 @@ def _emit(obj: Any) -> None:
 
 
 def _read_json(path: str, what: str, *, require_object: bool = False) -> Any:
-    """A JSON input within ``docverify.limits`` (size checked before the read, nesting, finite
+    """A JSON input within ``docverify.storage.limits`` (size checked before the read, nesting, finite
     numbers); a refusal is the CLI's JSON error with the limit's code, never a traceback. The
     message names the file and the limit, never the file's content."""
-    from docverify.limits import MAX_DOCAI_JSON_BYTES, InputError, check_size, load_json_object
+    from docverify.storage.limits import MAX_DOCAI_JSON_BYTES, InputError, check_size, load_json_object
 
     p = pathlib.Path(path)
     if not p.is_file():
@@ -69,7 +69,12 @@ def _read_json(path: str, what: str, *, require_object: bool = False) -> Any:
 def _read_classification(path: str) -> dict:
     """A classification file within every limit of a companion classification (a JSON object,
     segments, nesting, numbers)."""
-    from docverify.limits import MAX_COMPANION_BYTES, InputError, check_classification_shape, check_size
+    from docverify.storage.limits import (
+        MAX_COMPANION_BYTES,
+        InputError,
+        check_classification_shape,
+        check_size,
+    )
 
     p = pathlib.Path(path)
     if p.is_file():
@@ -87,7 +92,7 @@ def _read_classification(path: str) -> dict:
 def _load_bundle(path: str):
     from pydantic import ValidationError
 
-    from docverify.models import DocumentBundle
+    from docverify.domain.models import DocumentBundle
 
     raw = _read_json(path, "bundle", require_object=True)
     try:
@@ -104,7 +109,7 @@ def make_judge(model: str | None):
     (e.g. ``google-gla:gemini-2.5-flash``; credentials from the model provider's environment)."""
     model = model or os.environ.get("DOCVERIFY_MODEL")
     if not model:
-        from docverify.judges import OfflineJudge
+        from docverify.judging.judges import OfflineJudge
 
         return OfflineJudge()
     from docverify.llm.judge import LLMJudge
@@ -143,7 +148,7 @@ def cmd_parse(args) -> int:
 def _as_text(value: str) -> str:
     """A name that is not UTF-8 text (bytes of another encoding in a file name reach Python as lone
     surrogates) in its escaped form (``caf\\xe9``), so the bundle is text ``verify`` reads back."""
-    from docverify.paths import printable_name
+    from docverify.storage.paths import printable_name
 
     try:
         value.encode("utf-8")
@@ -161,9 +166,9 @@ def cmd_classify(args) -> int:
 
 
 def verify_policy(args):
-    """The :class:`~docverify.policy.VerifyPolicy` of ``verify``'s flags (the Airflow Variables'
+    """The :class:`~docverify.domain.policy.VerifyPolicy` of ``verify``'s flags (the Airflow Variables'
     counterparts; unset flags take the policy's defaults)."""
-    from docverify.policy import VerifyPolicy
+    from docverify.domain.policy import VerifyPolicy
 
     if not 0.0 <= args.min_primary_confidence <= 1.0:
         raise CLIError("INVALID_ARGUMENT", f"--min-primary-confidence {args.min_primary_confidence}: give a "
@@ -172,7 +177,7 @@ def verify_policy(args):
 
 
 def cmd_verify(args) -> int:
-    from docverify.pipeline import VerifyDeps, verify_document
+    from docverify.pipeline.document import VerifyDeps, verify_document
 
     bundle = _load_bundle(args.bundle)
     classification = _read_classification(args.classification)
@@ -180,8 +185,8 @@ def cmd_verify(args) -> int:
     deps = VerifyDeps(judge, policy=verify_policy(args))
     result = asyncio.run(verify_document(bundle, classification, deps))
     if args.out:
-        from docverify.outputs import write_outcome
-        from docverify.store import ArtifactStore
+        from docverify.reporting.outputs import write_outcome
+        from docverify.storage.store import ArtifactStore
 
         store = ArtifactStore(args.out)
         run_dir = ArtifactStore.run_dir(args.ds, bundle.doc_id)
@@ -202,7 +207,7 @@ def cmd_arbiter(args) -> int:
     from pydantic import TypeAdapter, ValidationError
 
     from docverify.arbiters.v5 import decide
-    from docverify.models import Issue
+    from docverify.domain.models import Issue
 
     raw = _read_json(args.issues, "issues")
     if isinstance(raw, dict) and "issues" in raw:
@@ -244,7 +249,7 @@ def _arbiter_cr(args) -> int:
 def _arbiter_decision(args) -> int:
     """``{"transaction", "evidence", "debate"?, "trace"?}`` → the decision arbiter's answer. With
     ``--model`` (or $DOCVERIFY_MODEL) the LLM is asked; otherwise the deterministic fallback runs."""
-    from docverify.arbiters.decision import decision_arbiter_agent, validate_state
+    from docverify.arbiters.fraud_decision import decision_arbiter_agent, validate_state
 
     raw = _read_json(args.issues, "decision input")
     try:
@@ -263,10 +268,10 @@ def _arbiter_decision(args) -> int:
 def cmd_evaluate(args) -> int:
     """Feedback figures of a store (and of the offline classifier on the labelled corpus with
     ``--corpus``). Unreadable ground-truth files are listed, not fatal: exit 0."""
-    from docverify.evaluate import evaluate_labelled_corpus, evaluate_store
-    from docverify.evaluate_render import render_text
-    from docverify.labelled_corpus import CorpusNotFound
-    from docverify.store import ArtifactStore
+    from docverify.domain.labelled_corpus import CorpusNotFound
+    from docverify.reporting.evaluate import evaluate_labelled_corpus, evaluate_store
+    from docverify.reporting.evaluate_render import render_text
+    from docverify.storage.store import ArtifactStore
 
     store = ArtifactStore(args.root)
     if isinstance(store.root, pathlib.Path) and not store.root.is_dir():
@@ -288,11 +293,11 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    """One document's trail (:func:`docverify.trace.document_trace`): every night, attempt, route,
+    """One document's trail (:func:`docverify.reporting.trace.document_trace`): every night, attempt, route,
     packet, answer and ground-truth version, each with its Airflow task instance. An unknown doc id
     or an unsafe one is the CLI's JSON error (exit 2)."""
-    from docverify.store import ArtifactStore
-    from docverify.trace import UnknownDocument, document_trace, render_text
+    from docverify.reporting.trace import UnknownDocument, document_trace, render_text
+    from docverify.storage.store import ArtifactStore
 
     store = ArtifactStore(args.root)
     if isinstance(store.root, pathlib.Path) and not store.root.is_dir():
@@ -310,8 +315,8 @@ def cmd_trace(args) -> int:
 
 
 def _policy_flags(sv: argparse.ArgumentParser) -> None:
-    """``verify``'s switches of :class:`docverify.policy.VerifyPolicy` (defaults: the policy's)."""
-    from docverify.policy import DEFAULT_POLICY as D
+    """``verify``'s switches of :class:`docverify.domain.policy.VerifyPolicy` (defaults: the policy's)."""
+    from docverify.domain.policy import DEFAULT_POLICY as D
 
     on_off = argparse.BooleanOptionalAction
     sv.add_argument("--blocker-repair", action=on_off, default=D.blocker_repair,
@@ -378,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from docverify.limits import InputError
+    from docverify.storage.limits import InputError
 
     try:
         return args.fn(args)

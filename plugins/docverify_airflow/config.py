@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
-from docverify import policy as P
-from docverify.judges import BLIND_READINGS, Judge, OfflineJudge
+from docverify.domain import policy as P
+from docverify.judging.judges import BLIND_READINGS, Judge, OfflineJudge
 
 if TYPE_CHECKING:
     from docverify.llm.judge import LLMJudge
@@ -56,7 +56,7 @@ VAR_V2_BLIND = "docverify_v2_blind_reading"
 VAR_LLM_TIMEOUT = "docverify_llm_timeout_s"
 VAR_LLM_ATTEMPTS = "docverify_llm_max_attempts"
 VAR_LLM_OUTPUT_RETRIES = "docverify_llm_output_retries"
-# ADR 0014: one LLM rate limiter shared by every task of the night (docverify.ratelimit)
+# ADR 0014: one LLM rate limiter shared by every task of the night (docverify.llm.ratelimit)
 VAR_LLM_RPM = "docverify_llm_rpm"
 VAR_LLM_TPM = "docverify_llm_tpm"
 VAR_LLM_LIMITER_HOSTS = "docverify_llm_limiter_hosts"
@@ -85,7 +85,7 @@ VAR_JURY_MAX_FINDINGS = "docverify_jury_max_findings"
 VAR_SECOND_OPINION = "docverify_v5_second_opinion"
 VAR_SECOND_OPINION_CONN = "docverify_v5_second_opinion_conn_id"
 JURY_MODES = ("off", "cr_v2", "cr_v1")
-# ADR 0022: the verification policy (docverify.policy.VerifyPolicy; its defaults are the Variables'
+# ADR 0022: the verification policy (docverify.domain.policy.VerifyPolicy; its defaults are the Variables'
 # defaults)
 VAR_BLOCKER_REPAIR = "docverify_blocker_repair"
 VAR_CHECK_PATIENT_IDENTITY = "docverify_check_patient_identity"
@@ -229,7 +229,7 @@ def _extra(f: FieldInfo) -> dict[str, str]:
     return cast("dict[str, str]", f.json_schema_extra)
 
 
-#: Settings field → :class:`docverify.policy.VerifyPolicy` field (config.policy; docverify.policy's defaults)
+#: Settings field → :class:`docverify.domain.policy.VerifyPolicy` field (config.policy; docverify.domain.policy's defaults)
 POLICY_FIELDS: dict[str, str] = {
     "blocker_repair": "blocker_repair",
     "check_patient_identity": "patient_identity",
@@ -458,7 +458,7 @@ def judge(s: Settings | None = None) -> Judge:
 
     Any other value fails loudly (when the settings are read) instead of silently running offline.
     The jury and the second opinion are not the judge's: :func:`docverify_airflow.wiring.verify_deps`
-    passes them beside it (:class:`docverify.pipeline.VerifyDeps`)."""
+    passes them beside it (:class:`docverify.pipeline.document.VerifyDeps`)."""
     s = s or Settings.load()
     if s.judge == "offline":
         return OfflineJudge()
@@ -484,7 +484,7 @@ def policy(s: Settings | None = None) -> P.VerifyPolicy:
     """The verification policy of the Variables ``docverify_blocker_repair`` (off),
     ``docverify_check_patient_identity`` (on), ``docverify_min_primary_confidence`` (0 = off) and
     ``docverify_label_text_guard`` (on) and ``docverify_admin_trap_per_segment`` (on) (:data:`POLICY_FIELDS`):
-    the tasks pass it to the verify and retry stages (in their :class:`~docverify.pipeline.VerifyDeps`) and to
+    the tasks pass it to the verify and retry stages (in their :class:`~docverify.pipeline.document.VerifyDeps`) and to
     the batch-mode collect pass (``policy=…``), never through the judge."""
     s = s or Settings.load()
     return P.VerifyPolicy.from_overrides({p: getattr(s, f) for f, p in POLICY_FIELDS.items()})
@@ -499,7 +499,7 @@ def jury(s: Settings | None = None):
     s = s or Settings.load()
     if s.jury == "off":
         return None
-    from docverify.jury import Juror, Jury
+    from docverify.arbiters.jury import Juror, Jury
 
     conns = s.jury_conns()
     llms: dict[str, Any] = {}
@@ -533,7 +533,7 @@ def llm_judge(conn_id: str, s: Settings | None = None, *, classifier: Any = None
     from docverify.llm.cache import VerdictCache
     from docverify.llm.faults import BackoffRetry
     from docverify.llm.judge import LLMJudge
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     s = s or Settings.load()
     try:
@@ -580,7 +580,7 @@ def llm_quota(key: str, s: Settings | None = None) -> dict[str, Any]:
     import pathlib
 
     from docverify.llm.faults import ThrottlePolicy
-    from docverify.ratelimit import RateLimiter
+    from docverify.llm.ratelimit import RateLimiter
 
     s = s or Settings.load()
     home = pathlib.Path(os.environ.get("AIRFLOW_HOME") or pathlib.Path.home() / "airflow")

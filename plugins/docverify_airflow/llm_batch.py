@@ -1,6 +1,6 @@
 """Batch mode's task bodies (Variable ``docverify_llm_mode = batch``, ADR 0016): per round
 (``classify``, then ``judgments``) collect → upload → the provider's batch job operator → ingest,
-around the domain core's :mod:`docverify.llm.batch`.
+around the domain core's :mod:`docverify.stages.batch_mode`.
 
 * ``collect`` runs the verify code with a recording judge over the night and uploads the requests
   that miss the verdict cache (JSONL, Files API through the Google provider's
@@ -8,7 +8,7 @@ around the domain core's :mod:`docverify.llm.batch`.
   judge, and when every request is cached — a re-run of a night creates no batch job;
 * the job: :class:`docverify_airflow.operators.gemini_batch.NightlyGeminiBatchOperator`;
 * ``ingest`` (``all_done_min_one_success``: also after a failed job) downloads the results file and writes the
-  answers into the verdict cache; failed, degenerate (:func:`docverify.llm.batch.degenerate_reason`: no
+  answers into the verdict cache; failed, degenerate (:func:`docverify.stages.batch_mode.degenerate_reason`: no
   candidate, a finishReason other than STOP, no output tokens, no tool arguments) and missing items are left to
   verify's online calls (XCom ``degenerate`` counts them).
 
@@ -24,7 +24,7 @@ import os
 import tempfile
 from typing import Any
 
-from docverify.llm import batch as llm_batch
+from docverify.stages import batch_mode as llm_batch
 from docverify_airflow import config
 
 log = logging.getLogger(__name__)

@@ -81,7 +81,7 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
 
 
 def _store():
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
     from docverify_airflow import config
 
     return ArtifactStore(config.settings().root)
@@ -149,7 +149,7 @@ def packet(doc_id: str) -> HTMLResponse:
 def reports_index() -> HTMLResponse:
     """One row per night that has a batch report, newest first: documents, accepted, escalated,
     documents in error, with links to the report and to the night's reviews (counts only)."""
-    from docverify.paths import safe_ds
+    from docverify.storage.paths import safe_ds
 
     store = _store()
     rows = []
@@ -183,7 +183,7 @@ def reports_index() -> HTMLResponse:
 def batch_report(ds: str) -> HTMLResponse:
     """A night's batch report (counts, routes, rules, issue codes; each escalated document linked
     to its review), as the nightly run wrote it."""
-    from docverify.paths import safe_ds
+    from docverify.storage.paths import safe_ds
 
     try:
         safe_ds(ds)
@@ -199,8 +199,8 @@ def batch_report(ds: str) -> HTMLResponse:
 def _trend_rows() -> list[dict]:
     """The trend rows, with the false-accept figures of the answers given so far (an audit is
     answered after its night's report was written)."""
-    from docverify import trend
-    from docverify.report import feedback_section
+    from docverify.reporting import trend
+    from docverify.reporting.report import feedback_section
 
     store = _store()
     return trend.build(store, feedback=feedback_section(store))
@@ -208,7 +208,7 @@ def _trend_rows() -> list[dict]:
 
 @app.get("/trend/", response_class=HTMLResponse, dependencies=TREND_AUTH)
 def trend_page() -> HTMLResponse:
-    from docverify.trend import COLUMNS
+    from docverify.reporting.trend import COLUMNS
 
     rows = _trend_rows()
 
@@ -234,7 +234,7 @@ def trend_page() -> HTMLResponse:
 
 @app.get("/trend/trend.csv", dependencies=TREND_AUTH)
 def trend_csv() -> Response:
-    from docverify.trend import to_csv
+    from docverify.reporting.trend import to_csv
 
     return Response(to_csv(_trend_rows()), media_type="text/csv",
                     headers={**HEADERS, "Content-Disposition": 'attachment; filename="docverify_trend.csv"'})
@@ -242,7 +242,7 @@ def trend_csv() -> Response:
 
 @app.get("/trend/trend.json", dependencies=TREND_AUTH)
 def trend_json() -> JSONResponse:
-    from docverify.trend import COLUMNS
+    from docverify.reporting.trend import COLUMNS
 
     return JSONResponse({"columns": list(COLUMNS), "nights": _trend_rows()}, headers=HEADERS)
 

@@ -48,7 +48,7 @@ router = APIRouter(prefix="/reviews")
 
 # --------------------------------------------------------------------------- helpers
 def _store():
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
     from docverify_airflow import config
 
     return ArtifactStore(config.settings().root)
@@ -335,7 +335,7 @@ def page_controls(task: Any, preset: list, values: dict[str, Any]) -> dict[int, 
 
 def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list, values: dict[str, Any],
                  choice: str, refused: str, q: str) -> str:
-    from docverify.models import DOC_TYPES
+    from docverify.domain.models import DOC_TYPES
     from docverify.sme.answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
 
     options = [o for o in (AGREE, CORRECT, CANNOT_CLASSIFY) if o in task.options]

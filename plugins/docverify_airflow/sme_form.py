@@ -33,7 +33,7 @@ def review_form_params(page_types: list[str | None] | None = None) -> dict[str, 
     Up to :data:`MAX_PAGE_FIELDS` pages, each page is a choice of the five types, preset to what
     the classifier said: the SME changes the pages that are wrong and the segments follow.
     Otherwise one optional text field takes page ranges, ``1-2 Genomic Report; 3 Clinical Note``."""
-    from docverify.models import DOC_TYPES
+    from docverify.domain.models import DOC_TYPES
 
     fields: dict[str, Param] = {
         "corrected_dominant_type": Param(

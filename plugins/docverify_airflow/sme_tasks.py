@@ -19,7 +19,7 @@ VAR_SME_ASSIGNEES = config.VAR_SME_ASSIGNEES
 
 
 def _store(context: Mapping[str, Any] | None = None):
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     return ArtifactStore(config.settings(context).root)
 

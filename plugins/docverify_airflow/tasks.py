@@ -25,7 +25,7 @@ from docverify.stages.routes import accept as accept_stage
 from docverify.stages.routes import write_sme_packets as write_sme_packets_stage
 from docverify.stages.verify import arbiter, auto_fix_retry_shard, retry_shards, verify_shard
 from docverify.stages.verify import plan_shards as plan_shards_stage
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 from docverify_airflow import config, wiring
 from docverify_airflow.night import night_of
 
@@ -49,7 +49,7 @@ def retry_rule(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from docverify.llm.faults import ConfigurationFault, DailyQuotaExhausted
-        from docverify.store import OutsideRootError
+        from docverify.storage.store import OutsideRootError
 
         try:
             return fn(*args, **kwargs)
@@ -254,7 +254,7 @@ def write_sme_packets(context) -> dict:
 
 @retry_rule
 def batch_report(context) -> dict:
-    from docverify import report
+    from docverify.reporting import report
 
     out = report.write(make_batch(context))
     log.info("%s", out["summary"])

@@ -1,5 +1,5 @@
 """The one place a task turns its :class:`~docverify_airflow.config.Settings` into what the core
-runs with (ADR 0003): :func:`verify_deps` builds the :class:`docverify.pipeline.VerifyDeps` — the
+runs with (ADR 0003): :func:`verify_deps` builds the :class:`docverify.pipeline.document.VerifyDeps` — the
 judge, the verification policy, the CR_V2 jury and the V5 second opinion — once per task, and the
 tasks pass it explicitly to the stages. Nothing is patched onto the judge and nothing is read back
 with ``getattr``; the core never reads a Variable."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docverify.pipeline import VerifyDeps
+from docverify.pipeline.document import VerifyDeps
 from docverify_airflow import config
 
 

@@ -12,7 +12,7 @@ from tests.dags.airflow_env import airflow_cmd
 from tests.hostile import kit
 
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 
 def _xcom_values(ds_run_id_prefix: str = "") -> list:

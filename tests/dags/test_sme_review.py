@@ -38,7 +38,7 @@ def night(tmp_path, monkeypatch):
     run_night(root)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_SME_ASSIGNEES", "sme.anna, 7:sme.ben")
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     return ArtifactStore(root)
 

@@ -7,9 +7,9 @@ import pathlib
 
 from tests.batch_stages import copy_samples, run_stages
 
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-21"
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docverify.arbiters.v5 import RULES, decide
-from docverify.models import Issue
+from docverify.domain.models import Issue
 
 
 def issue(sev, fixable=False, n=0):

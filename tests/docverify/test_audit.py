@@ -1,4 +1,4 @@
-"""The audit sample and the false-accept estimate (docverify.audit, issue 21)."""
+"""The audit sample and the false-accept estimate (docverify.reporting.audit_sample, issue 21)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from docverify.audit import (
+from docverify.reporting.audit_sample import (
     draw_sample,
     error_kinds,
     false_accept_estimate,

@@ -8,15 +8,15 @@ import json
 
 from tests.batch_stages import copy_samples, run_stages
 
-from docverify import report
-from docverify.evaluate import evaluate_store
-from docverify.evaluate_render import render_text
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
+from docverify.reporting import report
+from docverify.reporting.evaluate import evaluate_store
+from docverify.reporting.evaluate_render import render_text
 from docverify.sme.ground_truth import save_review
 from docverify.sme.packets import list_pending_reviews
 from docverify.stages.audit import audit_sample
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-21"
 NAMES = ["note_mts_19", "radiology_iu_101", "genomic_brca_ngs", "quest_cbc_panel"]

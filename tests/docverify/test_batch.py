@@ -7,14 +7,14 @@ import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.packets import packet_file
 
-from docverify import report
-from docverify.judges import OfflineJudge
-from docverify.paths import doc_id_for
+from docverify.judging.judges import OfflineJudge
+from docverify.reporting import report
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
 from docverify.stages.verify import arbiter, plan_shards, verify_shard
-from docverify.store import ArtifactStore
+from docverify.storage.paths import doc_id_for
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 

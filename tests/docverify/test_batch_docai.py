@@ -14,7 +14,7 @@ from docverify.stages.common import Batch
 from docverify.stages.discover import discover
 from docverify.stages.layout import docs_to_layout, layout_docai_online, layout_docai_outputs
 from docverify.stages.verify import plan_shards
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-18"
 NAMES = ["genomic_brca_ngs", "note_mts_19", "corrupt_truncated", "fax_cover_sheet"]

@@ -13,13 +13,13 @@ import pytest
 from tests.docverify.test_batch_llm import DS, run_all, sample_batch
 from tests.fake_gemini import FakeGemini
 
+from docverify.arbiters.jury import Juror, Jury
 from docverify.arbiters.second_opinion import SecondOpinion
-from docverify.judges import OfflineJudge
-from docverify.jury import Juror, Jury
+from docverify.judging.judges import OfflineJudge
 from docverify.llm.cache import VerdictCache
 from docverify.llm.faults import BackoffRetry
 from docverify.llm.judge import LLMJudge
-from docverify.pipeline import VerifyDeps
+from docverify.pipeline.document import VerifyDeps
 from docverify.stages.common import Batch
 
 

@@ -12,12 +12,12 @@ import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
-from docverify import report
 from docverify.llm.cache import VerdictCache
 from docverify.llm.faults import BackoffRetry
 from docverify.llm.judge import LLMJudge
+from docverify.reporting import report
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 

@@ -8,9 +8,9 @@ import json
 from tests.batch_stages import run_stages
 from tests.docverify.review_night import REPO
 
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 
 class NewerOffline(OfflineJudge):

@@ -4,13 +4,13 @@ BLOCKER, fixes that travel together, auto-fixable BLOCKERs, V3 trap 3 phone/fax 
 import pytest
 
 from docverify.arbiters.v5 import decide
-from docverify.autofix import apply_fixes
-from docverify.codes import CATALOGUE
-from docverify.examples import NOTE_P3, bundle, genomic_then_note, mutate
-from docverify.judges import OfflineJudge
-from docverify.models import ClassificationOutput
-from docverify.pipeline import rule_phases, verify_document_sync
-from docverify.policy import VerifyPolicy
+from docverify.domain.codes import CATALOGUE
+from docverify.domain.examples import NOTE_P3, bundle, genomic_then_note, mutate
+from docverify.domain.models import ClassificationOutput
+from docverify.domain.policy import VerifyPolicy
+from docverify.judging.judges import OfflineJudge
+from docverify.pipeline.autofix import apply_fixes
+from docverify.pipeline.document import rule_phases, verify_document_sync
 from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
 
 
@@ -286,7 +286,7 @@ def test_the_v5_table_still_escalates_any_blocker():
 
 
 def test_the_repair_happens_once_only():
-    from docverify.retry import needs_blocker_repair
+    from docverify.pipeline.retry import needs_blocker_repair
 
     b, c = genomic_then_note()
     issues = _all_rules(b, mutate(c, lambda c: c.update(number_of_segments=5)))
@@ -303,7 +303,7 @@ def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path, policy, route):
 
     from docverify.stages.common import Batch
     from docverify.stages.verify import arbiter, auto_fix_retry_shard, verify_shard
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     b, c = genomic_then_note()
     store = ArtifactStore(tmp_path)
@@ -373,7 +373,7 @@ def test_fixers_answer_only_their_contradiction():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from docverify.models import DOC_TYPES, PRESENCE_RANK  # noqa: E402
+from docverify.domain.models import DOC_TYPES, PRESENCE_RANK  # noqa: E402
 
 LEVELS = ["PRIMARY", "EMBEDDED_RAW", "MENTION_ONLY", "NO_EVIDENCE"]
 TRUTH = ["Genomic Report", "Genomic Report", "Clinical Note"]

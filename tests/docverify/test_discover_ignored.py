@@ -9,7 +9,7 @@ from tests.batch_stages import copy_samples
 
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-21"
 

@@ -10,12 +10,12 @@ import re
 import pytest
 from tests.docverify.review_night import run_night
 
-from docverify.codes import CATALOGUE, blocker_why, plain_words
-from docverify.resources import load_rule
+from docverify.domain.codes import CATALOGUE, blocker_why, plain_words
+from docverify.domain.resources import load_rule
 from docverify.sme.context import load_bundle, load_pdf
 from docverify.sme.document_view import document_html, document_view, headline
 from docverify.sme.packets import list_pending_reviews, load_packet
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 
 @pytest.fixture(scope="module")

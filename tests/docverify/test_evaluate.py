@@ -1,4 +1,4 @@
-"""Feedback figures (docverify.evaluate): hand-computed stores, the CLI, the batch report's
+"""Feedback figures (docverify.reporting.evaluate): hand-computed stores, the CLI, the batch report's
 section, and the offline classifier on the labelled real corpus."""
 
 from __future__ import annotations
@@ -11,23 +11,23 @@ import sys
 
 import pytest
 
-from docverify import report
-from docverify.evaluate import (
-    FeedbackFigures,
-    Ratio,
-    evaluate_labelled_corpus,
-    evaluate_store,
-)
-from docverify.evaluate_render import render_markdown, render_text
-from docverify.models import (
+from docverify.domain.models import (
     DOC_TYPES,
     ClassificationOutput,
     GroundTruthRecord,
     SMEIssueSummary,
     SMEPacket,
 )
+from docverify.reporting import report
+from docverify.reporting.evaluate import (
+    FeedbackFigures,
+    Ratio,
+    evaluate_labelled_corpus,
+    evaluate_store,
+)
+from docverify.reporting.evaluate_render import render_markdown, render_text
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -353,7 +353,7 @@ def test_batch_report_without_ground_truth_and_when_evaluation_fails(tmp_path, m
     def boom(store):
         raise PermissionError("denied")
 
-    monkeypatch.setattr("docverify.evaluate.evaluate_store", boom)
+    monkeypatch.setattr("docverify.reporting.evaluate.evaluate_store", boom)
     rep = report.build(b)
     assert rep["feedback"]["error"] == "PermissionError"
     assert "not computed: `PermissionError`" in report.to_markdown(rep)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tests.docverify.test_evaluate import NOTE, PATH, build_scenario, classification, put_gt, put_packet
 
-from docverify.evaluate import evaluate_store
-from docverify.evaluate_render import render_markdown
+from docverify.reporting.evaluate import evaluate_store
+from docverify.reporting.evaluate_render import render_markdown
 
 
 def verification(doc_id: str, votes: list[tuple[str, str]]) -> dict:

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from docverify.labelled_corpus import part_records, split_pages
-from docverify.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Page
+from docverify.domain.labelled_corpus import part_records, split_pages
+from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Page
 from docverify.verify import independent as ind
 from docverify.verify import v2_consistency
 
@@ -24,7 +24,7 @@ def test_the_reader_shares_no_code_with_the_classifier():
     tree = ast.parse(MODULE.read_text(encoding="utf-8"))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not {m for m in imported if m.startswith(("docverify.lexicon", "docverify.classify"))}
+    assert not {m for m in imported if m.startswith(("docverify.domain.lexicon", "docverify.classify"))}
 
 
 def test_the_shipped_model_loads_without_network_and_names_its_hash():

@@ -1,4 +1,4 @@
-"""The CR_V2 jury over the judgment phases' findings (docverify.jury): votes → KEEP / DROP / FLIP
+"""The CR_V2 jury over the judgment phases' findings (docverify.arbiters.jury): votes → KEEP / DROP / FLIP
 (a fix the retry applies) / FLAG (escalates); only judgment findings go to it; bounded; cached (a
 re-run costs no call); a juror's fault is its FLAG vote; off by default changes nothing."""
 
@@ -11,14 +11,14 @@ import pytest
 from pydantic_ai.models.function import FunctionModel
 from tests.docverify.scripted_tools import votes as Voter
 
-from docverify.codes import make_issue
-from docverify.judges import JudgmentResult, OfflineJudge
-from docverify.jury import CONFLICT_TYPES, Juror, Jury, flip_target
+from docverify.arbiters.jury import CONFLICT_TYPES, Juror, Jury, flip_target
+from docverify.domain.codes import make_issue
+from docverify.domain.models import ClassificationOutput, DocumentBundle
+from docverify.domain.resources import include_dir
+from docverify.judging.judges import JudgmentResult, OfflineJudge
 from docverify.llm.cache import InMemoryVerdictCache
 from docverify.llm.judge import LLMJudge
-from docverify.models import ClassificationOutput, DocumentBundle
-from docverify.pipeline import VerifyDeps, verify_document
-from docverify.resources import include_dir
+from docverify.pipeline.document import VerifyDeps, verify_document
 
 EX = include_dir() / "examples" / "spec_auto_retry"
 BUNDLE = DocumentBundle.model_validate(json.loads((EX / "bundle.json").read_text()))
@@ -169,13 +169,13 @@ class ThrottledLLM:
     model_id = "throttled"
 
     async def ask(self, kind, doc_id, inputs):
-        from docverify.judges import JudgeThrottled
+        from docverify.judging.judges import JudgeThrottled
 
         raise JudgeThrottled("quota held the call back")
 
 
 def test_a_throttled_juror_is_not_a_failed_vote_the_stage_waits():
-    from docverify.judges import JudgeThrottled
+    from docverify.judging.judges import JudgeThrottled
 
     j = Jury([Juror("A", llm(Voter(("KEEP", "OTHER")), "a")), Juror("B", ThrottledLLM()),
               Juror("C", llm(Voter(("KEEP", "OTHER")), "c"), "JURY_EVIDENCE")])

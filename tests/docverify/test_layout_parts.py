@@ -15,7 +15,7 @@ from docverify.stages.layout import (
     merge_layout_local,
     plan_layout_local,
 )
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 

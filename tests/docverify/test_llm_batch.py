@@ -13,14 +13,14 @@ import pytest
 from tests.batch_stages import copy_samples, llm_batch_rounds, run_stages
 from tests.fake_gemini import FakeGemini, error_body
 
-from docverify import report
-from docverify.cost import estimate_cost
-from docverify.llm import batch as llm_batch
 from docverify.llm.cache import InMemoryVerdictCache, VerdictCache
+from docverify.llm.cost import estimate_cost
 from docverify.llm.faults import BackoffRetry
 from docverify.llm.judge import LLMJudge
+from docverify.reporting import report
+from docverify.stages import batch_mode as llm_batch
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-21"
 
@@ -89,8 +89,8 @@ def online(tmp_path_factory, repo_dir):
 def test_the_collect_pass_records_the_body_the_online_judge_sends(tmp_path, fake):
     import asyncio
 
-    from docverify.judges import CallDeferred
-    from docverify.models import DocumentBundle, Page
+    from docverify.domain.models import DocumentBundle, Page
+    from docverify.judging.judges import CallDeferred
 
     bundle = DocumentBundle(doc_id="d1", file_path="d1.pdf", sha256="1" * 64, total_pages=1,
                             processing_timestamp="2026-01-01T00:00:00Z", parser="t",
@@ -365,7 +365,7 @@ def _response(model_name: str, i: int, o: int):
 
 
 def test_each_call_is_priced_by_the_model_that_answered():
-    from docverify.cost import price_responses
+    from docverify.llm.cost import price_responses
 
     msgs = [_response("gemini-2.5-flash", 1000, 100), _response("models/gemini-2.5-pro", 2000, 300)]
     flash = estimate_cost("gemini-2.5-flash", input_tokens=1000, output_tokens=100).usd
@@ -380,7 +380,7 @@ def test_the_price_model_of_a_fallback_judge_is_the_answering_model():
     from pydantic_ai.models.fallback import FallbackModel
     from pydantic_ai.models.test import TestModel
 
-    from docverify.cost import answered_price_model, price_call, price_model_of, price_name
+    from docverify.llm.cost import answered_price_model, price_call, price_model_of, price_name
 
     assert price_name("fallback:gemini-2.5-flash,gemini-2.5-pro") is None
     assert price_name("google-gla:gemini-2.5-flash") == price_name("models/gemini-2.5-flash") == "gemini-2.5-flash"

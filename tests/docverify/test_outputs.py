@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from docverify.judges import OfflineJudge
-from docverify.models import DocumentBundle
-from docverify.outputs import write_outcome
-from docverify.pipeline import verify_document_sync
-from docverify.resources import include_dir
-from docverify.store import ArtifactStore
+from docverify.domain.models import DocumentBundle
+from docverify.domain.resources import include_dir
+from docverify.judging.judges import OfflineJudge
+from docverify.pipeline.document import verify_document_sync
+from docverify.reporting.outputs import write_outcome
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 

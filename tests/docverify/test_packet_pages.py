@@ -9,7 +9,7 @@ import shutil
 
 from tests.docverify.review_night import REPO
 
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
 from docverify.sme.packets import load_packet, resolve_key
 from docverify.sme.render import packet_markdown
 from docverify.stages.common import Batch
@@ -17,7 +17,7 @@ from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
 from docverify.stages.routes import write_sme_packets
 from docverify.stages.verify import arbiter, plan_shards, verify_shard
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 

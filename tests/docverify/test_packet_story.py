@@ -9,11 +9,11 @@ import sys
 from tests.docverify.review_night import DS, REPO, run_night
 from tests.packets import packet_file
 
-from docverify import report
-from docverify.examples import genomic_then_note, mutate
-from docverify.judges import OfflineJudge
-from docverify.pipeline import verify_document_sync
-from docverify.policy import VerifyPolicy
+from docverify.domain.examples import genomic_then_note, mutate
+from docverify.domain.policy import VerifyPolicy
+from docverify.judging.judges import OfflineJudge
+from docverify.pipeline.document import verify_document_sync
+from docverify.reporting import report
 from docverify.sme.packets import build_packet
 from docverify.sme.render import decided_by, packet_html, packet_markdown
 

@@ -1,4 +1,4 @@
-"""Issue 20, items 6 and 7: the verification policy (docverify.policy.VerifyPolicy), passed
+"""Issue 20, items 6 and 7: the verification policy (docverify.domain.policy.VerifyPolicy), passed
 explicitly through verify_document. The specification's routing by default (any BLOCKER escalates
 at rule 1, the BLOCKER repair is opt-in); LOW_CONFIDENCE_PRIMARY; the label-versus-text guard
 beside an LLM judge (pydantic-ai FunctionModel, no network)."""
@@ -14,13 +14,13 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.docverify.blind_reader import blind_aside
 
-from docverify import policy as P
-from docverify.examples import NOTE_P3, bundle, classification, genomic_then_note, mutate
-from docverify.judges import OfflineJudge, Usage
+from docverify.domain import policy as P
+from docverify.domain.examples import NOTE_P3, bundle, classification, genomic_then_note, mutate
+from docverify.domain.models import DOC_TYPES
+from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
+from docverify.judging.judges import OfflineJudge, Usage
 from docverify.llm.judge import LLMJudge
-from docverify.models import DOC_TYPES
-from docverify.pipeline import GUARD_IMPLEMENTATION, verify_document, verify_document_sync
-from docverify.policy import DEFAULT_POLICY, VerifyPolicy
+from docverify.pipeline.document import GUARD_IMPLEMENTATION, verify_document, verify_document_sync
 
 REPAIR = VerifyPolicy(blocker_repair=True)
 

@@ -8,11 +8,11 @@ import asyncio
 
 import pytest
 
-from docverify.judges import OfflineJudge
+from docverify.domain.models import ClassificationOutput, DocumentBundle
+from docverify.judging.judges import OfflineJudge
 from docverify.layout.local_pdf import parse_pdf
 from docverify.llm.prompts import classify_inputs, load_prompt, render_user_prompt
-from docverify.models import ClassificationOutput, DocumentBundle
-from docverify.pipeline import rule_phases
+from docverify.pipeline.document import rule_phases
 from docverify.verify.v2_consistency import llm_inputs as consistency_inputs
 from docverify.verify.v4_evidence import llm_inputs as evidence_inputs
 

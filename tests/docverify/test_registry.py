@@ -16,15 +16,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from tests.docverify.llm.test_llm_judge import PAGE1, PAGE2, make_bundle, make_classification
 
-from docverify import codes
-from docverify.codes import CATALOGUE, CodeSpec, make_issue
-from docverify.judges import Judge, OfflineJudge
+from docverify.domain import codes
+from docverify.domain.codes import CATALOGUE, CodeSpec, make_issue
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Severity, VerificationReport
+from docverify.domain.resources import include_dir
+from docverify.judging.judges import Judge, OfflineJudge
 from docverify.llm import prompts as llm_prompts
 from docverify.llm.judge import LLMJudge
 from docverify.llm.schemas import AGENT_CODES, OUTPUT_TYPES
-from docverify.models import ClassificationOutput, DocumentBundle, Issue, Severity, VerificationReport
-from docverify.pipeline import AGENTS, VerifyDeps, verify_attempt, verify_document
-from docverify.resources import include_dir
+from docverify.pipeline.document import AGENTS, VerifyDeps, verify_attempt, verify_document
 from docverify.verify import registry as R
 from docverify.verify.llm_io import Finding, JudgmentFindings, page_entry
 from docverify.verify.spec import VerifierSpec

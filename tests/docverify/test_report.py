@@ -7,11 +7,11 @@ import json
 
 from tests.batch_stages import copy_samples, run_stages
 
-from docverify import report
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
 from docverify.layout.local_pdf import parse_pdf
+from docverify.reporting import report
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 

@@ -2,10 +2,10 @@
 
 from tests.batch_stages import run_stages
 
-from docverify import report
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
+from docverify.reporting import report
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 
 def test_empty_night_says_so(tmp_path):

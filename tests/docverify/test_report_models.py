@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from docverify import report
-from docverify.cost import estimate_cost
-from docverify.judges import Judge, Usage
+from docverify.judging.judges import Judge, Usage
+from docverify.llm.cost import estimate_cost
+from docverify.reporting import report
 from docverify.stages.common import StageStats
 
 

@@ -9,12 +9,12 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docverify.codes import make_issue
-from docverify.examples import genomic_then_note, mutate, spec_auto_retry
-from docverify.judges import Judge, JudgmentResult
-from docverify.models import VerificationReport
-from docverify.pipeline import verify_document
-from docverify.retry import MAX_RETRIES, fingerprint, run_loop
+from docverify.domain.codes import make_issue
+from docverify.domain.examples import genomic_then_note, mutate, spec_auto_retry
+from docverify.domain.models import VerificationReport
+from docverify.judging.judges import Judge, JudgmentResult
+from docverify.pipeline.document import verify_document
+from docverify.pipeline.retry import MAX_RETRIES, fingerprint, run_loop
 
 
 class RulesOnlyJudge(Judge):
@@ -102,7 +102,7 @@ def test_fix_that_changes_nothing_is_a_cycle():
 
 
 def test_fingerprint_sees_every_fixable_field():
-    from docverify.models import ClassificationOutput
+    from docverify.domain.models import ClassificationOutput
     _, c = genomic_then_note()
     base = fingerprint(ClassificationOutput.model_validate(c))
     changes = [

@@ -10,12 +10,12 @@ import shutil
 from tests.batch_stages import run_stages
 from tests.docverify.review_night import REPO
 
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
 from docverify.sme.ground_truth import ground_truth_versions, save_review
 from docverify.sme.helper import SMEReviewHelper
 from docverify.sme.packets import list_pending_reviews, load_packet, resolve_key, review_id
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 SAMPLES = REPO / "include" / "samples"
 

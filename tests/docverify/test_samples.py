@@ -8,7 +8,7 @@ import sys
 import pypdfium2 as pdfium
 import pytest
 
-from docverify.models import ClassificationOutput
+from docverify.domain.models import ClassificationOutput
 
 COMPANIONS = ("quest_cbc_panel", "retry_shares", "fabricated_evidence")
 EXPECTED_PDFS = {

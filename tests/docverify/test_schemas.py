@@ -2,7 +2,7 @@
 
 import json
 
-from docverify.schemas import render
+from docverify.domain.json_schemas import render
 
 
 def test_committed_schemas_match_models(repo_dir):

@@ -12,8 +12,8 @@ import pytest
 from tests.docverify.review_night import DS, REPO, run_night
 from tests.packets import packet_name
 
+from docverify.domain.models import DOC_TYPES, DocumentBundle, Page, SMEPacket
 from docverify.layout.local_pdf import parse_pdf
-from docverify.models import DOC_TYPES, DocumentBundle, Page, SMEPacket
 from docverify.sme.context import PdfPages, find_in_paragraphs, get_issue_context
 from docverify.sme.ground_truth import ground_truth_versions, save_review
 from docverify.sme.helper import SMEReviewHelper
@@ -28,7 +28,7 @@ from docverify.sme.packets import (
     write_packet,
 )
 from docverify.sme.render import packet_html, packet_markdown
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 # --------------------------------------------------------------------------- fixtures
 

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.docverify.review_night import run_night
 
-from docverify.evaluate import evaluate_store
-from docverify.models import DOC_TYPES
+from docverify.domain.models import DOC_TYPES
+from docverify.reporting.evaluate import evaluate_store
 from docverify.sme.answer import (
     AGREE,
     CANNOT_CLASSIFY,
@@ -30,7 +30,7 @@ from docverify.sme.answer import (
 )
 from docverify.sme.ground_truth import ground_truth_versions, validate_segments
 from docverify.sme.packets import load_packet
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 
 @pytest.fixture(scope="module")

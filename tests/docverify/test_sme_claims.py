@@ -5,7 +5,7 @@ import datetime as dt
 import threading
 
 from docverify.sme.claims import claim, current_claim, is_free, release
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 T0 = dt.datetime(2026, 11, 20, 2, 0, tzinfo=dt.UTC)
 H = dt.timedelta(hours=72)

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.docverify.test_consistency import classifications, contradictions
 
-from docverify.examples import genomic_then_note, spec_escalate, spec_fabricated
-from docverify.models import DOC_TYPES, ClassificationOutput
-from docverify.pipeline import rule_phases
+from docverify.domain.examples import genomic_then_note, spec_escalate, spec_fabricated
+from docverify.domain.models import DOC_TYPES, ClassificationOutput
+from docverify.pipeline.document import rule_phases
 from docverify.sme.ground_truth import apply_correction
 from docverify.verify import v2_consistency
 

@@ -1,4 +1,4 @@
-"""The typed contracts between the stages (``docverify.runstore``'s models and TypedDicts, the
+"""The typed contracts between the stages (``docverify.storage.runstore``'s models and TypedDicts, the
 report's sections) read what older nights wrote and write the same JSON as the plain dicts did;
 and the lineage choice is explicit: batch mode's collect pass writes no lineage lines, verify does."""
 
@@ -10,14 +10,14 @@ import logging
 import pytest
 from tests.batch_stages import copy_samples, run_stages
 
-from docverify import report
-from docverify.judges import OfflineJudge
-from docverify.runstore import DocResult, ErrorRecord, Manifest, NightIndex, Routes
+from docverify.judging.judges import OfflineJudge
+from docverify.reporting import report
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
 from docverify.stages.verify import _error_decision, plan_shards, verify_shard
-from docverify.store import ArtifactStore, dumps
+from docverify.storage.runstore import DocResult, ErrorRecord, Manifest, NightIndex, Routes
+from docverify.storage.store import ArtifactStore, dumps
 
 DS = "2026-11-22"
 
@@ -150,9 +150,9 @@ def test_the_collect_pass_writes_no_lineage_and_verify_does(tmp_path, caplog, mo
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
 
-    from docverify.llm import batch as llm_batch
     from docverify.llm.cache import InMemoryVerdictCache
     from docverify.llm.judge import LLMJudge
+    from docverify.stages import batch_mode as llm_batch
 
     monkeypatch.delenv("AIRFLOW_CTX_TASK_ID", raising=False)
     # a companion classification (read by the pass: the path that logs) and one the classifier makes

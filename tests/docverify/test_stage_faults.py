@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 
-from docverify.judges import JudgeThrottled, OfflineJudge
+from docverify.judging.judges import JudgeThrottled, OfflineJudge
 from docverify.stages.common import Batch, split
 from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
 from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 

@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from docverify.limits import InputError
-from docverify.store import ArtifactStore, OutsideRootError, lock_name
+from docverify.storage.limits import InputError
+from docverify.storage.store import ArtifactStore, OutsideRootError, lock_name
 
 
 def test_write_is_atomic_and_leaves_no_temporary_file(tmp_path):
@@ -144,7 +144,7 @@ def test_delete_if_deletes_only_the_version_read(tmp_path):
 def test_delete_if_waits_for_a_compare_and_swap_in_progress(tmp_path, monkeypatch):
     """The delete and a concurrent replace_if of the same version are serialised by the lock:
     exactly one of them wins, whichever starts first."""
-    import docverify.store as store_mod
+    import docverify.storage.store as store_mod
 
     s = ArtifactStore(tmp_path)
     rel = "sme_packets/sme_packet_r1.json"

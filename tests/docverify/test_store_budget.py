@@ -11,8 +11,8 @@ import json
 
 from scripts.count_ops import counting, night, sample_night
 
-from docverify.runstore import RunStore
-from docverify.store import ArtifactStore
+from docverify.storage.runstore import RunStore
+from docverify.storage.store import ArtifactStore
 
 BUDGET_PER_DOCUMENT = 10
 #: per night, not per document: the report's trend export (one listing of reports/, trend.json,

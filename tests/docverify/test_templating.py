@@ -7,13 +7,13 @@ import re
 import jinja2
 import pytest
 
-from docverify import templating
-from docverify.evaluate import FeedbackFigures, UnreadableFile
-from docverify.evaluate_render import render_html, render_markdown, render_text
-from docverify.models import SMEPacket
-from docverify.resources import include_dir
+from docverify.domain import templating
+from docverify.domain.models import SMEPacket
+from docverify.domain.resources import include_dir
+from docverify.domain.templating import environment, md_table, render
+from docverify.reporting.evaluate import FeedbackFigures, UnreadableFile
+from docverify.reporting.evaluate_render import render_html, render_markdown, render_text
 from docverify.sme.render import packet_html, packet_markdown
-from docverify.templating import environment, md_table, render
 
 
 def test_html_escapes_untrusted_text_and_markdown_does_not():

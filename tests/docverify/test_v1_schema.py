@@ -2,8 +2,8 @@
 
 import pytest
 
-from docverify.examples import genomic_then_note, mutate
-from docverify.models import ClassificationOutput
+from docverify.domain.examples import genomic_then_note, mutate
+from docverify.domain.models import ClassificationOutput
 from docverify.verify import v1_schema
 
 
@@ -133,8 +133,8 @@ def test_wrong_input_type_is_a_typed_schema_blocker(mutation, path, expected, go
 
 
 def test_wrong_input_type_escalates():
-    from docverify.judges import OfflineJudge
-    from docverify.pipeline import verify_document_sync
+    from docverify.judging.judges import OfflineJudge
+    from docverify.pipeline.document import verify_document_sync
 
     b, c = genomic_then_note()
     r = verify_document_sync(b, mutate(c, lambda c: _tc(c, confidence=True)), OfflineJudge())

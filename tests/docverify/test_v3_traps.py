@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from docverify.examples import bundle, classification, genomic_then_note, mutate
-from docverify.models import ClassificationOutput
-from docverify.resources import load_rule
+from docverify.domain.examples import bundle, classification, genomic_then_note, mutate
+from docverify.domain.models import ClassificationOutput
+from docverify.domain.resources import load_rule
 from docverify.verify import v3_traps
 from docverify.verify.common import match_form, term_pattern
 
@@ -298,7 +298,7 @@ def test_trap2_a_form_in_its_own_segment_beside_a_report_is_no_trap_per_segment(
 def test_trap2_reads_per_segment_by_default_and_the_whole_document_in_strict_mode():
     """ADR 0037: the default policy reads trap 2 per segment; ``admin_trap_per_segment=False`` is the
     opt-in strict reading (the verifier's rule phase as the pipeline calls it)."""
-    from docverify.policy import DEFAULT_POLICY, VerifyPolicy
+    from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
     from docverify.verify.v3_traps import SPEC
 
     b = bundle([AUTH_FORM, PATH_REPORT])

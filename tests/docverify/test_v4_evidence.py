@@ -2,8 +2,8 @@
 
 import pytest
 
-from docverify.examples import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
-from docverify.models import ClassificationOutput
+from docverify.domain.examples import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
+from docverify.domain.models import ClassificationOutput
 from docverify.verify import v4_evidence
 
 
@@ -77,14 +77,14 @@ def test_evidence_on_a_page_beyond_the_document_is_fabricated():
 @pytest.mark.parametrize("sev,expected", [([], 1.0), (["BLOCKER"], 0.7), (["MAJOR", "MINOR"], 0.8),
                                           (["BLOCKER"] * 4, 0.0)])
 def test_quality_score(sev, expected):
-    from docverify.codes import make_issue
+    from docverify.domain.codes import make_issue
     codes = {"BLOCKER": "EVIDENCE_FABRICATED", "MAJOR": "ANCHOR_NOT_ON_PAGE", "MINOR": "EVIDENCE_MISSING"}
     issues = [make_issue(codes[s], "x", agent="V4") for s in sev]
     assert v4_evidence.quality_score(issues) == pytest.approx(expected)
 
 
 def test_quality_score_counts_only_v4():
-    from docverify.codes import make_issue
+    from docverify.domain.codes import make_issue
     assert v4_evidence.quality_score([make_issue("PAGE_OVERLAP", "x")]) == 1.0
 
 
@@ -107,7 +107,7 @@ def test_ocr_pages_take_the_measured_ocr_threshold():
     (fuzzy_threshold_ocr = 85, measured in docs/benchmarks/ocr.md) than a text-layer page (90)."""
     from rapidfuzz import fuzz
 
-    from docverify.models import DocumentBundle, Page
+    from docverify.domain.models import DocumentBundle, Page
     from docverify.verify.common import normalise
     from docverify.verify.v4_evidence import locate
 
@@ -218,7 +218,7 @@ def test_stage_tnm_and_gleason_must_be_as_written():
 def test_ocr_page_tolerates_letters_for_digits_never_another_digit():
     """On an OCR'd page a digit read as a letter (l0 for 10) and a unit read on one side only
     (6 em for 6 cm) still match; a digit for another digit never does, OCR or not."""
-    from docverify.models import DocumentBundle, Page
+    from docverify.domain.models import DocumentBundle, Page
 
     ocr_text = "Ki-67 index lO% of tumour cells; tumour extends 6 em into the fat."
 

@@ -8,11 +8,11 @@ import asyncio
 import random
 
 import pytest
+from scripts import verifier_bench as vb
 
-from docverify import verifier_bench as vb
-from docverify.examples import GENOMIC_P1, GENOMIC_P2, NOTE_P3
-from docverify.judges import OfflineJudge
-from docverify.models import ClassificationOutput
+from docverify.domain.examples import GENOMIC_P1, GENOMIC_P2, NOTE_P3
+from docverify.domain.models import ClassificationOutput
+from docverify.judging.judges import OfflineJudge
 from docverify.verify import v1_schema
 
 RADIOLOGY = ("CHEST RADIOGRAPH, TWO VIEWS\nCOMPARISON: None.\nFINDINGS: The left lung is clear. No pleural effusion "
@@ -47,7 +47,7 @@ def test_gold_is_valid_complete_and_true_to_the_labels():
 
 
 def test_gold_is_accepted_by_the_offline_verifiers():
-    from docverify.pipeline import verify_document_sync
+    from docverify.pipeline.document import verify_document_sync
 
     doc = _doc()
     assert verify_document_sync(doc.bundle, vb.gold_classification(doc), OfflineJudge()).final_decision == "AUTO_ACCEPT"
@@ -97,7 +97,7 @@ def test_caught_means_escalated_or_fixed():
 def test_a_small_run_on_real_documents(corpora_dir, repo_dir):
     """Ten documents of the test part: the summary counts every case once and the gold of real
     texts builds (the figures themselves are the benchmark's)."""
-    from docverify.labelled_corpus import load_all_records, load_split
+    from docverify.domain.labelled_corpus import load_all_records, load_split
 
     records = load_all_records(corpora_dir)
     test_ids = set(load_split(repo_dir)["test"])

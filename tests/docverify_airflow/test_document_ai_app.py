@@ -24,7 +24,7 @@ def test_every_package_error_code_maps_onto_a_core_parse_error_code():
 
 def _batch(tmp_path):
     from docverify.stages.common import Batch
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     return Batch(store=ArtifactStore(tmp_path), ds="2026-11-20", run_id="r", prefix="", reuse=True, concurrency=1)
 

@@ -15,14 +15,14 @@ import tests.dags.airflow_env  # noqa: F401 - the private AIRFLOW_HOME, before a
 from tests.batch_stages import run_stages
 from tests.dags.airflow_env import REPO, airflow_cmd
 
-from docverify import report
-from docverify.codes import make_issue
-from docverify.judges import OfflineJudge
+from docverify.domain.codes import make_issue
+from docverify.domain.models import Issue
+from docverify.judging.judges import OfflineJudge
 from docverify.llm.cache import VerdictCache
-from docverify.models import Issue
+from docverify.reporting import report
 from docverify.stages.common import Batch
 from docverify.stages.layout import layout_local
-from docverify.store import TMP_PREFIX, ArtifactStore
+from docverify.storage.store import TMP_PREFIX, ArtifactStore
 
 DS = "2026-11-20"
 SAMPLES = REPO / "include" / "samples"

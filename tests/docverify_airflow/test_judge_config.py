@@ -26,7 +26,7 @@ def _conn(base_url: str, model: str = "google:gemini-2.5-flash") -> str:
 
 
 def test_offline_is_the_default(monkeypatch):
-    from docverify.judges import OfflineJudge
+    from docverify.judging.judges import OfflineJudge
     from docverify_airflow import config
 
     monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", raising=False)
@@ -42,8 +42,8 @@ def test_unknown_judge_fails_loudly(monkeypatch):
 
 
 def test_llm_judge_from_the_connection_calls_the_endpoint(monkeypatch, tmp_path, fake):
+    from docverify.domain.models import DocumentBundle, Page
     from docverify.llm.judge import LLMJudge
-    from docverify.models import DocumentBundle, Page
     from docverify_airflow import config
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", "llm")

@@ -18,7 +18,7 @@ from tests.fake_gemini import FakeGemini
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-22"
 
@@ -161,7 +161,7 @@ def test_a_vertex_connection_without_a_key_is_refused(night, monkeypatch):
 
 
 def _recorded(b, rnd):
-    from docverify.llm import batch as llm_batch
+    from docverify.stages import batch_mode as llm_batch
 
     return b.store.read_json(llm_batch.job_rel(b, rnd))
 

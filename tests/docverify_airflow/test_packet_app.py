@@ -63,7 +63,7 @@ def test_the_review_form_links_the_served_page(tmp_path, monkeypatch):
     run_night(root)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     from docverify.sme.packets import resolve_key
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     key = resolve_key(ArtifactStore(root), "quest_cbc_panel")
     body = sme_tasks.review_body(key)
@@ -83,7 +83,7 @@ def test_the_form_body_is_short_when_the_page_is_served(tmp_path, monkeypatch):
     and pages, none of the page text (Airflow shows the form to Viewers, ADR 0036)."""
     from docverify.sme.packets import load_packet, resolve_key
     from docverify.sme.render import packet_markdown
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
     from docverify_airflow import sme_tasks
 
     root = tmp_path / "root"
@@ -111,9 +111,9 @@ def test_the_trend_page_and_its_exports(client):
 
     from tests.docverify.review_night import DS
 
-    from docverify import report
+    from docverify.reporting import report
     from docverify.stages.common import Batch
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     c, packet_app = client
     report.write(Batch(store=ArtifactStore(pathlib.Path(os.environ["AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT"])), ds=DS,
@@ -163,7 +163,7 @@ def test_the_batch_report_is_served_with_a_link_to_each_review(tmp_path, monkeyp
 
     from fastapi.testclient import TestClient
 
-    from docverify import report
+    from docverify.reporting import report
     from docverify_airflow import packet_app
 
     root = tmp_path / "root"
@@ -205,7 +205,7 @@ def test_the_packet_page_shows_every_page_once_with_the_classification_on_it(log
     folded after the pages."""
     import re
 
-    from docverify.codes import plain_words
+    from docverify.domain.codes import plain_words
 
     listing = logged_in.get("/packets/")
     key = re.search(r'href="(\S+_fabricated_evidence_[0-9a-f]{10})"', listing.text).group(1)

@@ -15,7 +15,7 @@ from docverify.sme.context import load_bundle
 from docverify.sme.packets import list_pending_reviews, load_packet
 from docverify.sme.render import packet_markdown
 from docverify.stages.audit import audit_sample
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 
 def _phi(store: ArtifactStore, key: str) -> set[str]:

@@ -157,7 +157,7 @@ def test_a_wrong_value_fails_naming_the_variable(monkeypatch, var, value, messag
 
 def test_the_verification_policy_comes_from_its_variables():
     """issue 20: the Variables' defaults are VerifyPolicy's; the tasks pass config.policy(settings)."""
-    from docverify.policy import DEFAULT_POLICY, VerifyPolicy
+    from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
     from docverify_airflow import config
 
     assert config.policy(config.Settings.parse({})) == DEFAULT_POLICY

@@ -338,13 +338,13 @@ def run_night(night: Night, judge: Any, *, run_id: str = "hostile", watch: bool 
     puts on XCom) and every log line kept for the leak scan. ``after``: stage name (``discover``,
     ``layout``) → a callable run once that stage is done (the file system changing under the night)."""
     after = after or {}
-    from docverify import report
+    from docverify.reporting import report
     from docverify.stages.common import Batch
     from docverify.stages.discover import discover
     from docverify.stages.layout import layout_local
     from docverify.stages.routes import accept, write_sme_packets
     from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
-    from docverify.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore
 
     b = Batch(store=ArtifactStore(night.root), ds=DS, run_id=run_id)
     xcom: list[Any] = []
@@ -433,7 +433,7 @@ def check_night(night: Night, run: dict) -> dict[str, Any]:
     """The three promises (plus confinement), asserted; returns the night's figures."""
     rep, b = run["report"], run["batch"]
     manifest = b.manifest()["documents"]
-    from docverify.paths import printable_name
+    from docverify.storage.paths import printable_name
 
     # expectations name files as reports print them; the manifest keeps a readable file's real name
     # (e.g. a private-use or bidi character) and an unsafe name (never read) already printable

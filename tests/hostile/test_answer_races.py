@@ -12,12 +12,12 @@ import threading
 
 import pytest
 
-from docverify import store as store_mod
 from docverify.sme.ground_truth import save_review
 from docverify.sme.packets import build_packet, load_packet, write_packet
 from docverify.stages.common import Batch
 from docverify.stages.routes import _withdraw_pending_packets, withdraw
-from docverify.store import ArtifactStore
+from docverify.storage import store as store_mod
+from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
 DOC = "quest_cbc_panel"

@@ -1,4 +1,4 @@
-"""Bounded inputs: a companion classification beyond any limit of docverify.limits is a typed
+"""Bounded inputs: a companion classification beyond any limit of docverify.storage.limits is a typed
 error of its document (tested in the night) and, through the CLI, a JSON error with exit 2 —
 never a traceback; the V2 page-overlap check reports at most n − 1 issues for n segments;
 error messages never quote the input; the Markdown/HTML report escapes names."""
@@ -14,9 +14,9 @@ import sys
 import pytest
 from tests.hostile import kit
 
-from docverify import report
-from docverify.limits import InputError, load_classification
-from docverify.models import ClassificationOutput
+from docverify.domain.models import ClassificationOutput
+from docverify.reporting import report
+from docverify.storage.limits import InputError, load_classification
 from docverify.verify import v2_consistency
 
 BUNDLE = {"doc_id": "d", "file_path": "d.pdf", "sha256": "0" * 64, "total_pages": 1,

@@ -30,7 +30,7 @@ def test_an_unreadable_variable_fails_naming_it(monkeypatch):
 
 
 def test_a_missing_variable_keeps_its_default(monkeypatch):
-    from docverify.judges import OfflineJudge
+    from docverify.judging.judges import OfflineJudge
     from docverify_airflow import config
 
     monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", raising=False)

@@ -1,4 +1,4 @@
-"""The safe path builder (docverify.paths) as properties: over arbitrary names and ids nothing is
+"""The safe path builder (docverify.storage.paths) as properties: over arbitrary names and ids nothing is
 written or read outside the storage root — on a local root and on a gs:// root (the GCS
 emulator) — every doc id is a safe, stable path component, and different names never share one."""
 
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docverify.limits import InputError
-from docverify.paths import check_part, doc_id_for, safe_id
 from docverify.stages.common import Batch
-from docverify.store import ArtifactStore, OutsideRootError
+from docverify.storage.limits import InputError
+from docverify.storage.paths import check_part, doc_id_for, safe_id
+from docverify.storage.store import ArtifactStore, OutsideRootError
 
 DS = "2026-11-20"
 #: names as an attacker writes them: separators, dots, control characters, unicode, long runs

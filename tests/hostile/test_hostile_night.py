@@ -11,10 +11,10 @@ import pathlib
 import pytest
 from tests.hostile import kit
 
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_heavy_hostile_night_20000_pages_5mb_page_flate_bomb(tmp_path, corpora_d
 def test_parse_workers_run_under_the_memory_cap(tmp_path, monkeypatch):
     from docverify.layout.errors import ParseError
     from docverify.layout.local_pdf import parse_pdf_bounded
-    from docverify.limits import PARSE_WORKER_MEMORY_BYTES
+    from docverify.storage.limits import PARSE_WORKER_MEMORY_BYTES
 
     pdf = tmp_path / "x.pdf"
     pdf.write_bytes(kit.text_pdf(kit.CLINICAL_LINES))

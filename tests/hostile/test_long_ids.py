@@ -15,15 +15,15 @@ import os
 
 import pytest
 
-from docverify.limits import InputError
-from docverify.paths import MAX_PART_BYTES, bounded_part
 from docverify.sme.answer import ReviewAnswer, save_answer
 from docverify.sme.claims import claim, current_claim, release
 from docverify.sme.ground_truth import save_review
 from docverify.sme.packets import build_packet, load_packet, write_packet
 from docverify.stages.common import Batch
 from docverify.stages.routes import withdraw
-from docverify.store import LOCK_PREFIX, ArtifactStore, lock_name
+from docverify.storage.limits import InputError
+from docverify.storage.paths import MAX_PART_BYTES, bounded_part
+from docverify.storage.store import LOCK_PREFIX, ArtifactStore, lock_name
 
 DS = "2026-11-20"
 NOW = dt.datetime(2026, 11, 20, 8, 0, tzinfo=dt.UTC)

@@ -13,14 +13,14 @@ import time
 import pytest
 from tests.hostile import kit
 
-from docverify import report
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
+from docverify.reporting import report
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
 from docverify.stages.routes import accept, write_sme_packets
 from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
-from docverify.store import ArtifactStore, is_tmp_name
+from docverify.storage.store import ArtifactStore, is_tmp_name
 
 DS = kit.DS
 

@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.hostile import kit
 
-from docverify.judges import OfflineJudge
+from docverify.judging.judges import OfflineJudge
 from docverify.layout.errors import ParseError
 from docverify.layout.local_pdf import parse_pdf
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 DS = kit.DS
 NOTE = kit.sample("note_mts_19.pdf")
@@ -34,7 +34,7 @@ GENOMIC = kit.sample("genomic_brca_ngs.pdf")
 OTHER_NOTE = kit.text_pdf(kit.CLINICAL_LINES)
 #: what an entry named ``*.pdf`` can be; ``removed``: no entry
 STATES = ("file", "link_outside", "link_inside", "folder", "fifo", "removed")
-#: the words the error message names each state with (docverify.inputs)
+#: the words the error message names each state with (docverify.storage.inputs)
 WORDS = {"link_outside": "symbolic link", "link_inside": "symbolic link", "folder": "folder",
          "fifo": "FIFO", "removed": "gone"}
 

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.hostile import kit
 
-from docverify.judges import OfflineJudge
-from docverify.limits import InputError, load_classification
-from docverify.paths import doc_id_for, name_problem, printable_name, safe_id
-from docverify.store import ArtifactStore
+from docverify.judging.judges import OfflineJudge
+from docverify.storage.limits import InputError, load_classification
+from docverify.storage.paths import doc_id_for, name_problem, printable_name, safe_id
+from docverify.storage.store import ArtifactStore
 
 DS = kit.DS
 NOTE = kit.sample("note_mts_19.pdf")
@@ -97,8 +97,8 @@ def test_printable_names_are_injective_and_ids_distinct():
 
 @pytest.mark.parametrize("bad", ["abc\n", "2026-11-21\n", "\ud83e", "caf\udce9", "a\x7f"])
 def test_ids_with_a_final_newline_or_a_lone_surrogate_are_typed_refusals(tmp_path, bad):
-    from docverify.paths import check_part, safe_ds
     from docverify.sme.helper import SMEReviewHelper
+    from docverify.storage.paths import check_part, safe_ds
 
     for check in (safe_id, safe_ds, check_part):
         with pytest.raises(InputError) as exc:
@@ -254,7 +254,7 @@ def test_a_removed_input_keeps_its_answered_packet(tmp_path):
 
 
 def test_cli_parse_of_a_file_name_that_is_not_utf8_gives_a_bundle_verify_reads(tmp_path):
-    from docverify.limits import load_json_object
+    from docverify.storage.limits import load_json_object
 
     with open(os.fsencode(tmp_path) + b"/caf\xe9.pdf", "wb") as fh:
         fh.write(NOTE)

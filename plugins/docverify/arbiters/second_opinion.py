@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from docverify.arbiters.v5 import Counts, count
-from docverify.judges import JudgeThrottled, Usage
-from docverify.models import ArbiterDecision, ClassificationOutput, Decision, DocumentBundle, Issue
+from docverify.domain.models import ArbiterDecision, ClassificationOutput, Decision, DocumentBundle, Issue
+from docverify.judging.judges import JudgeThrottled, Usage
 
 STRICTNESS = {"AUTO_ACCEPT": 0, "AUTO_RETRY": 1, "ESCALATE_TO_SME": 2}
 MIN_CONFIDENCE = 0.55
@@ -125,7 +125,7 @@ class SecondOpinion:
 
     async def review(self, bundle: DocumentBundle, cls: ClassificationOutput | None, issues: list[Issue],
                      table: ArbiterDecision) -> tuple[ArbiterDecision, Usage]:
-        """Never raises but :class:`~docverify.judges.JudgeThrottled` (the quota held the call back:
+        """Never raises but :class:`~docverify.judging.judges.JudgeThrottled` (the quota held the call back:
         the task waits and retries, the document is not decided): any other fault is the table's
         decision (``LLM_FAILURE``)."""
         if Decision(table.decision).value == ESC or cls is None:
@@ -141,20 +141,3 @@ class SecondOpinion:
         if out is not None:
             proposal = Proposal(out.route, min(1.0, max(0.0, float(out.confidence))), out.reasoning)
         return combine(table, issues, proposal, error=err, model=self.llm.model_id), usage
-
-
-def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None, usage: Usage | None = None):
-    """For :func:`docverify.retry.run_loop`: ``async (report, cls, earlier) -> AttemptRecord`` with the
-    second opinion applied, or None (no second opinion: the loop uses the table alone)."""
-    if second_opinion is None:
-        return None
-    from docverify.retry import attempt_record
-
-    async def decide(report, cls, earlier=()):
-        rec = attempt_record(report, earlier)
-        decision, u = await second_opinion.review(bundle, cls, report.issues, rec.decision)
-        if usage is not None:
-            usage.add(u)
-        return rec.model_copy(update={"decision": decision})
-
-    return decide

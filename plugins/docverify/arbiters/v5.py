@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from docverify.models import ArbiterDecision, Decision, Issue, Severity
+from docverify.domain.models import ArbiterDecision, Decision, Issue, Severity
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,8 @@ _SME_WHAT = {
 def sme_explanation(decision: Decision, rule: Rule, reason: str, issues: list[Issue]) -> str:
     """For the SME: why the table decided, issue by issue (id, severity, code title, pages) — the
     catalogue's titles, never page text."""
-    from docverify.codes import CATALOGUE
-    from docverify.models import SEVERITY_ORDER
+    from docverify.domain.codes import CATALOGUE
+    from docverify.domain.models import SEVERITY_ORDER
 
     lines = [f"This classification {_SME_WHAT[decision]}: {reason}."]
 

@@ -14,7 +14,7 @@ import functools
 import math
 from typing import Any
 
-from docverify.resources import load_rule
+from docverify.domain.resources import load_rule
 
 RULE = "classifier_calibration"
 

@@ -1,12 +1,12 @@
 """The offline classifier: the embedded default's "judgment" without an LLM.
 
-A real, deterministic algorithm over the lexicon of :mod:`docverify.lexicon` — weaker
+A real, deterministic algorithm over the lexicon of :mod:`docverify.domain.lexicon` — weaker
 than Gemini, never a canned answer. It produces a complete :class:`ClassificationOutput` that
 passes V1 and V2's rule checks by construction: all five types in every segment and in the
 mixture, shares summing to 1, pages in bounds, no overlaps, confidences in [0, 1], evidence for
 every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 
-1. **Pages.** Every page 1..N is scored (:func:`~docverify.lexicon.analyse`): one
+1. **Pages.** Every page 1..N is scored (:func:`~docverify.domain.lexicon.analyse`): one
    length-normalised score per type. N is ``max(total_pages, highest page_num)``; a page missing
    from the bundle counts as a page without text.
 2. **Segmentation** — a Viterbi pass over the pages. Labelling page *p* with type *t* costs
@@ -74,7 +74,7 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 5. **Document.** The mixture is the page-weighted average of the segment shares (rounded the
    same way); its presence level is the highest across segments; the dominant type overall is
    the type with the largest overall share. ``vendor_signals`` come from
-   :func:`~docverify.lexicon.find_vendors` over the whole text. The document confidence is the
+   :func:`~docverify.domain.lexicon.find_vendors` over the whole text. The document confidence is the
    page-weighted dominant confidence, calibrated (:mod:`docverify.classify.calibration`: the
    probability that the dominant type is right, Platt scaling fitted on the tuning parts).
 6. **Page decisions** (ADR 0035): ``page_decisions`` records, per page, its score per type, its
@@ -89,7 +89,7 @@ import re
 from dataclasses import dataclass
 
 from docverify.classify.calibration import calibrated, calibration
-from docverify.lexicon import (
+from docverify.domain.lexicon import (
     SNIPPET_MAX,
     SNIPPET_MIN,
     TextAnalysis,
@@ -98,7 +98,7 @@ from docverify.lexicon import (
     find_vendors,
     get_lexicon,
 )
-from docverify.models import (
+from docverify.domain.models import (
     DOC_TYPES,
     PRESENCE_RANK,
     ClassificationOutput,

@@ -1,4 +1,4 @@
-"""Document AI output (the ``Document`` JSON) → :class:`~docverify.models.DocumentBundle`.
+"""Document AI output (the ``Document`` JSON) → :class:`~docverify.domain.models.DocumentBundle`.
 
 Pure domain code: no Google client, no Airflow. The JSON comes from a batch operation's output
 folder, an online ``process_document`` answer (a ``ProcessResponse`` ``{"document": …}`` is
@@ -90,6 +90,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from docverify.domain.models import DocumentBundle, LayoutMetadata, Page
 from docverify.layout.errors import (
     DOCAI_INVALID_JSON,
     DOCAI_NO_CONTENT,
@@ -99,8 +100,7 @@ from docverify.layout.errors import (
     UNSUPPORTED,
     ParseError,
 )
-from docverify.limits import DOCAI_MAX_DEPTH, MAX_DOCAI_JSON_BYTES, scan_depth
-from docverify.models import DocumentBundle, LayoutMetadata, Page
+from docverify.storage.limits import DOCAI_MAX_DEPTH, MAX_DOCAI_JSON_BYTES, scan_depth
 
 PARSER_ID_LAYOUT = "document_ai:layout-parser"
 """``DocumentBundle.parser`` of a bundle made from Layout Parser output (``documentLayout``)."""
@@ -774,10 +774,10 @@ def _size(f: Any) -> int | None:
 
 def _read(f: Any) -> bytes:
     size = _size(f)
-    if size is not None and size > MAX_DOCAI_JSON_BYTES:  # checked before the read (docverify.limits)
+    if size is not None and size > MAX_DOCAI_JSON_BYTES:  # checked before the read (docverify.storage.limits)
         raise ParseError(
             DOCAI_INVALID_JSON, f"{f.name} has {size} bytes, over the limit of {MAX_DOCAI_JSON_BYTES} for one "
-            f"Document AI output shard (docverify.limits.MAX_DOCAI_JSON_BYTES); it was not read", str(f))
+            f"Document AI output shard (docverify.storage.limits.MAX_DOCAI_JSON_BYTES); it was not read", str(f))
     try:
         return f.read_bytes()
     except FileNotFoundError as exc:
@@ -802,7 +802,7 @@ def _parse_json(data: bytes, f: Any) -> dict:
         )
     if not scan_depth(data, DOCAI_MAX_DEPTH):
         raise ParseError(
-            DOCAI_INVALID_JSON, f"{name} nests deeper than {DOCAI_MAX_DEPTH} levels (docverify.limits); it is not "
+            DOCAI_INVALID_JSON, f"{name} nests deeper than {DOCAI_MAX_DEPTH} levels (docverify.storage.limits); it is not "
             f"a Document AI output: download it again or reprocess the document", str(f))
     try:
         obj = json.loads(data)

@@ -1,4 +1,4 @@
-"""Why a PDF (or its Document AI output) could not become a :class:`~docverify.models.DocumentBundle`.
+"""Why a PDF (or its Document AI output) could not become a :class:`~docverify.domain.models.DocumentBundle`.
 
 Every failure of the local parser, and of the Document AI JSON converter
 (:mod:`docverify.layout.docai`: the ``DOCAI_*`` codes and ``TOO_MANY_PAGES``), is a

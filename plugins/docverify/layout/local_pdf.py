@@ -1,4 +1,4 @@
-"""Local PDF parsing: a PDF file → :class:`~docverify.models.DocumentBundle`, or a :class:`ParseError`.
+"""Local PDF parsing: a PDF file → :class:`~docverify.domain.models.DocumentBundle`, or a :class:`ParseError`.
 
 Library: **pypdfium2** (PDFium; Apache-2.0 / BSD-3-Clause), chosen by measurement on the 45 PDFs
 of the shared corpus (``scripts/bench_parse.py`` → ``docs/benchmarks/parse.md``): on the files
@@ -72,6 +72,7 @@ from importlib import metadata as _metadata
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from docverify.domain.models import DocumentBundle, LayoutMetadata, Page
 from docverify.layout.errors import (
     CORRUPT,
     EMPTY_FILE,
@@ -92,8 +93,7 @@ from docverify.layout.pool import (  # noqa: F401 - the bounded entry points, re
     worker_main,
 )
 from docverify.layout.structure import BlockType, PageLayout, clip, normalise_line, page_layout  # noqa: F401
-from docverify.limits import MAX_PAGES, MAX_PDF_BYTES
-from docverify.models import DocumentBundle, LayoutMetadata, Page
+from docverify.storage.limits import MAX_PAGES, MAX_PDF_BYTES
 
 
 def _pypdfium2_version() -> str:
@@ -106,7 +106,7 @@ def _pypdfium2_version() -> str:
 PARSER_ID = f"local:pypdfium2-{_pypdfium2_version()}"
 """Names the library and version that produced a bundle (``DocumentBundle.parser``)."""
 
-DEFAULT_MAX_BYTES = MAX_PDF_BYTES  # docverify.limits: every limit in one place
+DEFAULT_MAX_BYTES = MAX_PDF_BYTES  # docverify.storage.limits: every limit in one place
 DEFAULT_MAX_PAGES = MAX_PAGES
 HEADER_WINDOW = 1024
 """``%PDF`` must occur within the first 1024 bytes (as Acrobat tolerates)."""
@@ -267,7 +267,7 @@ def _check_size(size: int, name: str, file_ref: str, max_bytes: int) -> None:
 def _read_input(p: pathlib.Path, root: str, max_bytes: int) -> bytes:
     """The bytes of the input ``p`` of the storage root ``root``, opened without following a link
     and read only when what was opened is a regular file under ``root`` (see :func:`parse_pdf`)."""
-    from docverify.inputs import opened_inside
+    from docverify.storage.inputs import opened_inside
 
     name, file_ref = p.name, str(p)
     try:

@@ -11,7 +11,7 @@ multiprocessing, whose spawn/forkserver children re-import the parent's ``__main
 an Airflow task, the ``airflow`` entry script, which fails there) and never ``fork`` (Airflow task
 processes are threaded). ``SPEC`` (``module:function``, default
 :data:`DEFAULT_PARSE_FN`) is what a child runs on each file; its address space is capped at
-``docverify.limits.PARSE_WORKER_MEMORY_BYTES``.
+``docverify.storage.limits.PARSE_WORKER_MEMORY_BYTES``.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from docverify.domain.models import DocumentBundle
 from docverify.layout.errors import CORRUPT, TIMEOUT, TOO_LARGE, ParseError
-from docverify.limits import PARSE_WORKER_MEMORY_BYTES
-from docverify.models import DocumentBundle
+from docverify.storage.limits import PARSE_WORKER_MEMORY_BYTES
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_PARSE_FN = "docverify.layout.local_pdf:parse_pdf"
@@ -194,7 +194,7 @@ class _Pool:
             CORRUPT, lambda name: (
                 f"{name} crashed the PDF parser (child process exit code {code}); the file is probably "
                 f"damaged, or needed more than the parse worker's memory cap "
-                f"(docverify.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or repair it "
+                f"(docverify.storage.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or repair it "
                 f"(e.g. with qpdf) and retry, or route it through Document AI"))
 
     def _on_timeout(self, w: _Worker) -> Result:
@@ -459,7 +459,7 @@ def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:
         name = pathlib.Path(path).name
         return {"error": ParseError(
             TOO_LARGE, f"{name} needs more memory to parse than the worker's cap of "
-            f"{PARSE_WORKER_MEMORY_BYTES // 1048576} MB (docverify.limits.PARSE_WORKER_MEMORY_BYTES); "
+            f"{PARSE_WORKER_MEMORY_BYTES // 1048576} MB (docverify.storage.limits.PARSE_WORKER_MEMORY_BYTES); "
             f"the file may be a decompression bomb: repair or split it", path).to_dict(),
             "recycle": True}  # this worker's heap may stay near the cap: the pool replaces it
     except BaseException as exc:  # noqa: BLE001 - a custom parse_fn may raise anything

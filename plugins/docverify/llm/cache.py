@@ -9,9 +9,9 @@ import json
 import logging
 from typing import Any
 
+from docverify.domain.resources import sha256_bytes
 from docverify.llm.prompts import RENDER_VERSION, SYSTEM_INSTRUCTIONS, prompt_hash
 from docverify.llm.schemas import OUTPUT_TYPES
-from docverify.resources import sha256_bytes
 
 logger = logging.getLogger("docverify.llm")
 

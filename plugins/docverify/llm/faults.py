@@ -1,5 +1,5 @@
 """Faults of a model call: which are transient (retried with backoff), which are throttling (waited
-out, then :class:`~docverify.judges.JudgeThrottled`), and the classifier's typed error.
+out, then :class:`~docverify.judging.judges.JudgeThrottled`), and the classifier's typed error.
 
 Issue 22: :func:`fault_family` sorts every fault into one of four families — an *outage* (429,
 overload, 5xx, an unreachable service: waited out, then :class:`ServiceOutage`), a *configuration*
@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from docverify.judges import JudgeThrottled, Usage
+from docverify.judging.judges import JudgeThrottled, Usage
 
 logger = logging.getLogger("docverify.llm")
 

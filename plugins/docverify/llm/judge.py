@@ -10,11 +10,11 @@ escalates; a failed classification raises :class:`ClassificationError`. Nothing 
 accepted.
 
 Throttling is not a fault of the model (ADR 0014): a 429 / ``RESOURCE_EXHAUSTED`` is waited out
-(the provider's ``Retry-After``, or the shared :class:`~docverify.ratelimit.RateLimiter` every task
+(the provider's ``Retry-After``, or the shared :class:`~docverify.llm.ratelimit.RateLimiter` every task
 of the night reserves its requests from) without spending the per-call failure budget of
 :class:`BackoffRetry`, up to :class:`ThrottlePolicy`'s waiting budget; beyond it — or when the
 provider says the quota is exhausted for the day — the call raises
-:class:`~docverify.judges.JudgeThrottled`, the only exception that leaves a judgment method: the
+:class:`~docverify.judging.judges.JudgeThrottled`, the only exception that leaves a judgment method: the
 stage fails the task and Airflow retries it later, the document is never escalated for it.
 
 Issue 22: overload (503 UNAVAILABLE), 500 INTERNAL, any 5xx and an unreachable service are the same
@@ -68,10 +68,23 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
-from docverify.codes import make_issue
-from docverify.cost import answered_price_model, price_model_of
-from docverify.judges import BLIND_READINGS, ClassifyResult, Judge, JudgeThrottled, JudgmentResult, Usage
+from docverify.domain.codes import make_issue
+from docverify.domain.models import (
+    ClassificationOutput,
+    DocumentBundle,
+    Issue,
+)
+from docverify.domain.resources import sha256_bytes
+from docverify.judging.judges import (
+    BLIND_READINGS,
+    ClassifyResult,
+    Judge,
+    JudgeThrottled,
+    JudgmentResult,
+    Usage,
+)
 from docverify.llm.cache import _FRAMING_HASHES, VerdictCache, cache_key, canonical_json
+from docverify.llm.cost import answered_price_model, price_model_of
 from docverify.llm.faults import (
     CONFIGURATION,
     DAILY_QUOTA,
@@ -99,14 +112,8 @@ from docverify.llm.prompts import (
     register_text_prompts,
     render_user_prompt,
 )
+from docverify.llm.ratelimit import LimiterWaitExceeded, RateLimiter
 from docverify.llm.schemas import OUTPUT_TYPES
-from docverify.models import (
-    ClassificationOutput,
-    DocumentBundle,
-    Issue,
-)
-from docverify.ratelimit import LimiterWaitExceeded, RateLimiter
-from docverify.resources import sha256_bytes
 from docverify.verify.llm_io import Finding
 from docverify.verify.registry import REGISTRY, Registry
 
@@ -173,7 +180,7 @@ class LLMJudge(Judge):
         model_settings: pydantic-ai model settings (default: temperature 0); part of the key.
         retry_policy: transient-fault retries around each call (default :class:`BackoffRetry`:
             4 attempts, exponential backoff with jitter); None calls once.
-        limiter: the night's shared :class:`~docverify.ratelimit.RateLimiter` of this model; every
+        limiter: the night's shared :class:`~docverify.llm.ratelimit.RateLimiter` of this model; every
             model request reserves a slot from it first (None: no limit).
         throttle: how long a call may wait for the quota or a service outage (429, overload,
             5xx) before :class:`ServiceOutage` (a :class:`JudgeThrottled`; default

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic_ai.framing import close_tag, open_tag, register_tag, wrap
 
-from docverify.models import DocumentBundle
-from docverify.resources import include_dir, read_include, sha256_bytes
+from docverify.domain.models import DocumentBundle
+from docverify.domain.resources import include_dir, read_include, sha256_bytes
 from docverify.verify.llm_io import page_entry
 from docverify.verify.registry import REGISTRY, Registry
 

@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from docverify.limits import MAX_PAGES
-from docverify.models import DOC_TYPES, GroundTruthRecord, SMEPacket, UnclassifiableReason
-from docverify.store import ArtifactStore
+from docverify.domain.models import DOC_TYPES, GroundTruthRecord, SMEPacket, UnclassifiableReason
+from docverify.storage.limits import MAX_PAGES
+from docverify.storage.store import ArtifactStore
 
 AGREE = "Agree"
 CORRECT = "Correct"

@@ -7,7 +7,7 @@ absent), lasts the review's response timeout plus a margin, and is released when
 (answered, timed out, or found already answered) so that a later run may open the packet again.
 A released or expired claim is taken over by the next run that asks, atomically: the taker reads
 the claim with its version and replaces it only if it still is that version
-(:meth:`~docverify.store.ArtifactStore.replace_if`: on gs:// one upload with
+(:meth:`~docverify.storage.store.ArtifactStore.replace_if`: on gs:// one upload with
 ``ifGenerationMatch=<generation>``, locally a compare and rename under an exclusive ``flock``), so
 of several runs taking over one expired claim exactly one wins (ADR 0005; the earlier
 write-then-read-back let several win: 14 of 15 rounds of 6 processes). A release is the same
@@ -23,7 +23,7 @@ import json
 import uuid
 from typing import Any
 
-from docverify.store import ArtifactStore, dumps
+from docverify.storage.store import ArtifactStore, dumps
 
 CLAIMS_DIR = "sme_packets/claims"
 MARGIN = dt.timedelta(hours=1)

@@ -42,8 +42,8 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from docverify.models import PRESENCE_RANK, DocumentBundle
-from docverify.resources import load_rule
+from docverify.domain.models import PRESENCE_RANK, DocumentBundle
+from docverify.domain.resources import load_rule
 from docverify.verify.common import normalise
 
 BEFORE = 2
@@ -411,8 +411,8 @@ class PdfPages:
 
 def read_uri(store: Any, uri: str) -> bytes:
     """Bytes behind a URI the pipeline wrote (``file://…`` / ``gs://…``): through ``store`` when
-    the URI is under its root, else through :func:`docverify.store.as_root`."""
-    from docverify.store import as_root
+    the URI is under its root, else through :func:`docverify.storage.store.as_root`."""
+    from docverify.storage.store import as_root
 
     if store is not None:
         root_uri = store.uri("").rstrip("/")
@@ -463,7 +463,7 @@ def get_issue_context(source: Any, packet: Any, issue_id: str, *, pdf_bytes: byt
                       highlight: bool = True, scale: float = DEFAULT_SCALE) -> dict[str, Any]:
     """The page text around issue ``issue_id`` of ``packet`` (an ``SMEPacket`` or its dict).
 
-    ``source`` is an :class:`~docverify.store.ArtifactStore` (the bundle and the PDF are read
+    ``source`` is an :class:`~docverify.storage.store.ArtifactStore` (the bundle and the PDF are read
     from the packet's URIs) or a :class:`DocumentBundle` (then pass ``pdf_bytes`` for boxes).
 
     Returns ``{issue_id, page, before: list[str], match: str, after: list[str], found, how,

@@ -28,7 +28,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from docverify.models import DOC_TYPES, PRESENCE_RANK, ClassificationOutput, DocumentBundle, PresenceLevel
+from docverify.domain.models import (
+    DOC_TYPES,
+    PRESENCE_RANK,
+    ClassificationOutput,
+    DocumentBundle,
+    PresenceLevel,
+)
 
 LEVELS = tuple(p.value for p in PresenceLevel)
 LEVEL_SHARE_WEIGHT = {"PRIMARY": 1.0, "EMBEDDED_RAW": 0.3, "MENTION_ONLY": 0.05, "NO_EVIDENCE": 0.0}

@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from docverify.codes import blocker_why, plain_words
-from docverify.models import DOC_TYPES, DocumentBundle, SMEPacket
+from docverify.domain.codes import blocker_why, plain_words
+from docverify.domain.models import DOC_TYPES, DocumentBundle, SMEPacket
+from docverify.domain.templating import render
 from docverify.sme.context import PdfPages, get_issue_context, png_data_uri
 from docverify.sme.render import decided_by, file_facts, history_lines
-from docverify.templating import render
 
 log = logging.getLogger("docverify.sme")
 

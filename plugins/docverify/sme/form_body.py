@@ -18,7 +18,7 @@ from __future__ import annotations
 import urllib.parse
 from collections import Counter
 
-from docverify.models import SMEPacket
+from docverify.domain.models import SMEPacket
 from docverify.sme.render import decided_by, md_escape
 
 SEVERITIES = ("BLOCKER", "MAJOR", "MINOR")

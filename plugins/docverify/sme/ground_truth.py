@@ -14,8 +14,7 @@ import logging
 import threading
 from typing import Any
 
-from docverify.limits import MAX_PAGES
-from docverify.models import (
+from docverify.domain.models import (
     DOC_TYPES,
     DocumentBundle,
     GroundTruthRecord,
@@ -23,7 +22,8 @@ from docverify.models import (
 )
 from docverify.sme.packets import _segment_shape, html_rel, load_packet, now_iso, packet_key, resolve_key
 from docverify.sme.render import write_packet_html
-from docverify.store import ArtifactStore
+from docverify.storage.limits import MAX_PAGES
+from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger("docverify.sme")
 
@@ -201,12 +201,12 @@ def _mark_reviewed(store: ArtifactStore, doc_id: str, answered: SMEPacket | None
 
 def _set_reviewed(store: ArtifactStore, key: str, newest: GroundTruthRecord, answered: SMEPacket | None) -> None:
     """One compare-and-swap of the packet to ``reviewed`` (ADR 0030): read it versioned, update
-    it, :meth:`~docverify.store.ArtifactStore.replace_if`; when a re-run rewrote it in between,
+    it, :meth:`~docverify.storage.store.ArtifactStore.replace_if`; when a re-run rewrote it in between,
     read again and mark what is there now. A packet withdrawn in between (deleted after the SME
     loaded it) is put back, answered, from ``answered`` (create-if-absent), so the ground truth's
     ``packet_path`` names a packet."""
     from docverify.sme.packets import PACKET_CAS_ATTEMPTS
-    from docverify.store import dumps
+    from docverify.storage.store import dumps
 
     rel = ArtifactStore.packet_rel(key)
     update = dict(review_status="reviewed", reviewed_at=newest.reviewed_at, reviewer=newest.reviewer,
@@ -310,7 +310,7 @@ def save_unclassifiable(store: ArtifactStore, doc_id: str, *, reason: str, notes
     """
     from typing import get_args
 
-    from docverify.models import UnclassifiableReason
+    from docverify.domain.models import UnclassifiableReason
 
     packet = load_packet(store, doc_id)
     if not isinstance(reviewer, str) or not reviewer.strip():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import getpass
 from typing import Any
 
-from docverify.models import GroundTruthRecord, SMEPacket
+from docverify.domain.models import GroundTruthRecord, SMEPacket
 from docverify.sme.context import get_issue_context
 from docverify.sme.ground_truth import (
     ground_truth_versions,
@@ -27,7 +27,7 @@ from docverify.sme.packets import (
     packet_key,
 )
 from docverify.sme.render import packet_markdown
-from docverify.store import ArtifactStore, as_root
+from docverify.storage.store import ArtifactStore, as_root
 
 __all__ = ["SMEReviewHelper"]
 

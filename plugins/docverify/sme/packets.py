@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from docverify.models import (
+from docverify.domain.models import (
     DOC_TYPES,
     PRESENCE_RANK,
     SEVERITY_ORDER,
@@ -25,8 +25,8 @@ from docverify.models import (
     SMEPacket,
     VerificationResult,
 )
-from docverify.runstore import RunStore
-from docverify.store import ArtifactStore
+from docverify.storage.runstore import RunStore
+from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger("docverify.sme")
 
@@ -242,13 +242,13 @@ def write_packet(store: ArtifactStore | RunStore, packet: SMEPacket, write_json=
     Every write is conditional on the packet as it is at the moment of the write (ADR 0030), so a
     re-run can never set a packet an SME just answered back to pending: one versioned read, then
     absent → create-if-absent; reviewed → kept; pending and equal apart from the volatile keys
-    (:data:`docverify.runstore.VOLATILE`) → left byte for byte; pending and changed →
-    :meth:`~docverify.store.ArtifactStore.replace_if` with the version read. A lost race (someone
+    (:data:`docverify.storage.runstore.VOLATILE`) → left byte for byte; pending and changed →
+    :meth:`~docverify.storage.store.ArtifactStore.replace_if` with the version read. A lost race (someone
     created, answered or rewrote it meanwhile) reads again and decides again. ``write_json`` (the
     callers' ``write_if_changed``) is accepted for compatibility and not called: no writer but the
     compare-and-swap may touch a packet. On a :class:`RunStore` the memo follows."""
-    from docverify.runstore import VOLATILE
-    from docverify.store import dumps
+    from docverify.storage.runstore import VOLATILE
+    from docverify.storage.store import dumps
 
     rel = ArtifactStore.packet_rel(packet_key(packet))
     data = dumps(packet)

@@ -9,7 +9,7 @@ images are embedded once per page (CSS background, base64 PNG) and shared by the
 that page. No script, no external resource.
 
 The markup is in ``include/templates/`` (``sme_packet.html.j2`` with ``_macros.html.j2`` and
-``sme_packet.css``; ``sme_packet.md.j2``), rendered by :func:`docverify.templating.render`: this
+``sme_packet.css``; ``sme_packet.md.j2``), rendered by :func:`docverify.domain.templating.render`: this
 module reads the packet, the bundle and the PDF and prepares the templates' context as plain text
 (the HTML template escapes it; the Markdown one escapes through its ``md_*`` filters).
 
@@ -35,8 +35,8 @@ from typing import Any
 
 import jinja2
 
-from docverify.models import DOC_TYPES, DocumentBundle, SMEPacket
-from docverify.runstore import RunStore
+from docverify.domain.models import DOC_TYPES, DocumentBundle, SMEPacket
+from docverify.domain.templating import environment, render
 from docverify.sme.context import (
     DEFAULT_SCALE,
     PdfPages,
@@ -46,8 +46,8 @@ from docverify.sme.context import (
     png_data_uri,
 )
 from docverify.sme.packets import html_rel, load_packet, packet_key
-from docverify.store import ArtifactStore
-from docverify.templating import environment, render
+from docverify.storage.runstore import RunStore
+from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger("docverify.sme")
 

@@ -18,11 +18,11 @@ def audit_key(review_id: str) -> str:
 
 def audit_sample(batch: Batch, rate: float) -> dict:
     """Draw the night's audit sample among the documents whose final decision is AUTO_ACCEPT
-    (the accept and retry routes; :func:`docverify.audit.draw_sample`, ``rate`` 0 = off) and write
+    (the accept and retry routes; :func:`docverify.reporting.audit_sample.draw_sample`, ``rate`` 0 = off) and write
     an audit packet for each: the classification to confirm, the page images, the verifiers'
     issues if any. A re-run draws the same sample; an audit packet that exists (pending or
     answered) is never rewritten."""
-    from docverify.audit import classification_confidence, draw_sample
+    from docverify.reporting.audit_sample import classification_confidence, draw_sample
     from docverify.sme.packets import build_packet, review_id, write_packet
     from docverify.sme.render import write_packet_html
     from docverify.stages.verify import read_bundle

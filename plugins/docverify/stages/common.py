@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from docverify.cost import SEVERAL
-from docverify.judges import Judge, Usage
-from docverify.paths import safe_ds, safe_prefix
-from docverify.runstore import (
+from docverify.judging.judges import Judge, Usage
+from docverify.llm.cost import SEVERAL
+from docverify.storage.paths import safe_ds, safe_prefix
+from docverify.storage.runstore import (
     RunStore,
     StageRecord,
 )
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger("docverify.stages")
 lineage_log = logging.getLogger("docverify.lineage")

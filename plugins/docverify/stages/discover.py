@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import logging
 
-from docverify.inputs import sha256_regular
-from docverify.limits import (
+from docverify.domain.resources import sha256_bytes
+from docverify.stages.common import Batch, StageStats, lineage
+from docverify.stages.routes import withdraw_removed
+from docverify.storage.inputs import sha256_regular
+from docverify.storage.limits import (
     INPUT_UNSAFE_NAME,
     MAX_PDF_BYTES,
     InputError,
     check_size,
 )
-from docverify.paths import doc_id_for, name_problem, printable_name, quoted_name
-from docverify.resources import sha256_bytes
-from docverify.runstore import (
+from docverify.storage.paths import doc_id_for, name_problem, printable_name, quoted_name
+from docverify.storage.runstore import (
     VOLATILE,
     ErrorRecord,
     Manifest,
     ManifestDoc,
 )
-from docverify.stages.common import Batch, StageStats, lineage
-from docverify.stages.routes import withdraw_removed
 
 log = logging.getLogger("docverify.stages")
 
@@ -41,7 +41,7 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     no longer holds (the file was fixed) is cleared, known from the earlier manifest (one read).
 
     The boundary is total (ADR 0024): a name that cannot name a stored object (a control
-    character, a backslash, bytes that are not UTF-8, over 255 bytes — :func:`~docverify.paths.
+    character, a backslash, bytes that are not UTF-8, over 255 bytes — :func:`~docverify.storage.paths.
     name_problem`) is one document with the error ``INPUT_UNSAFE_NAME``, never read, named by its
     doc id (a readable prefix plus a hash of the name's bytes), its escaped name (``pdf_rel``) and
     its percent-encoded URI. Outputs of a PDF no longer listed are withdrawn
@@ -101,7 +101,7 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
                 check_size(size, MAX_PDF_BYTES, entry.pdf_uri, "PDF")
             except InputError:
                 error = ("TOO_LARGE", f"{entry.pdf_uri} has {size} bytes, over the limit of {MAX_PDF_BYTES} "
-                         f"(docverify.limits.MAX_PDF_BYTES); it was not read — split it")
+                         f"(docverify.storage.limits.MAX_PDF_BYTES); it was not read — split it")
             else:
                 try:  # the entry listed, never a link put in its place since (ADR 0033)
                     entry.sha256 = sha256_regular(batch.store, rel, entry.pdf_uri)

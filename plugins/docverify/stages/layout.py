@@ -9,13 +9,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from docverify.inputs import GONE, LINK, entry_problem, not_regular, read_regular, real_root
-from docverify.limits import (
-    MAX_PAGE_CHARS,
-    MAX_PDF_BYTES,
-    InputError,
-)
-from docverify.runstore import ErrorRecord
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -24,6 +17,13 @@ from docverify.stages.common import (
     lineage,
     shard_size_for,
 )
+from docverify.storage.inputs import GONE, LINK, entry_problem, not_regular, read_regular, real_root
+from docverify.storage.limits import (
+    MAX_PAGE_CHARS,
+    MAX_PDF_BYTES,
+    InputError,
+)
+from docverify.storage.runstore import ErrorRecord
 
 if TYPE_CHECKING:
     from docverify.layout.errors import ParseError
@@ -41,7 +41,7 @@ def _parser_matches(parser: Any, parsers: Iterable[str], prefix: str) -> bool:
 @dataclass
 class _Layout:
     """What the layout stage learns per document, saved as its record (a
-    :class:`~docverify.runstore.NightIndex`, which the later stages read instead of the manifest):
+    :class:`~docverify.storage.runstore.NightIndex`, which the later stages read instead of the manifest):
     the documents with a bundle, the error records of the others, and those whose run folder did
     not exist before (``new``: nothing of theirs to reuse downstream, no request to find out)."""
 
@@ -257,7 +257,7 @@ class _PartState:
 
 
 def merge_layout_local(batch: Batch, *, ocr: bool = True) -> dict:
-    """The local layout's record (the :class:`~docverify.runstore.NightIndex` every later stage
+    """The local layout's record (the :class:`~docverify.storage.runstore.NightIndex` every later stage
     reads): the plan plus its parts' records, which must all be this plan's (its token)."""
     from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID
 
@@ -302,7 +302,7 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     """The local path a parse worker reads: the PDF itself on a local root, else a copy in
     ``tmp``. ``INPUT_NOT_REGULAR`` (an :class:`InputError`) when the entry discovery listed as a
     regular file is now a symbolic link, a folder, a FIFO or gone (ADR 0033)."""
-    from docverify.store import OutsideRootError, _local_path
+    from docverify.storage.store import OutsideRootError, _local_path
 
     rel, uri = doc["pdf_rel"], doc["pdf_uri"]
     if real_root(batch.store) is not None:
@@ -366,7 +366,7 @@ def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type
     longest = max((len(p.text) for p in result.pages), default=0)
     if longest > MAX_PAGE_CHARS:  # one limit for every parser: such a page is never classified
         result = error_type("TOO_LARGE", f"{doc['pdf_uri']}: a page holds {longest} characters of text, over the "
-                            f"limit of {MAX_PAGE_CHARS} (docverify.limits.MAX_PAGE_CHARS); split or re-export it",
+                            f"limit of {MAX_PAGE_CHARS} (docverify.storage.limits.MAX_PAGE_CHARS); split or re-export it",
                             doc["pdf_uri"])
         return _record_layout(batch, doc, result, parser, error_type, stats, state)
     bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from docverify.limits import (
-    InputError,
-)
-from docverify.models import DocumentBundle
-from docverify.runstore import (
-    Routes,
-)
+from docverify.domain.models import DocumentBundle
 from docverify.stages.common import Batch, StageStats, lineage
 from docverify.stages.verify import read_bundle, read_companion
+from docverify.storage.limits import (
+    InputError,
+)
+from docverify.storage.runstore import (
+    Routes,
+)
 
 
 def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str | None:
@@ -24,7 +24,7 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     another run of the same night withdrew it first.
 
     Conditional on the object as it is at the moment of the delete (ADR 0030): it is read
-    versioned, copied aside, then deleted with :meth:`~docverify.store.ArtifactStore.delete_if`.
+    versioned, copied aside, then deleted with :meth:`~docverify.storage.store.ArtifactStore.delete_if`.
     When the delete is refused (an SME answered the packet meanwhile, another run rewrote or moved
     it), the object is kept, the copy just written is removed and the lineage says so (None). A
     packet (``kind`` ``sme_packet``) whose review_status is not pending is never withdrawn."""
@@ -159,7 +159,7 @@ def accept(batch: Batch) -> dict:
     it may write (the accept and retry routes), nothing else per document. A pending packet of an
     earlier run of this night for such a document is withdrawn (moved aside with the reason): one
     route per document."""
-    from docverify.outputs import accepted_record
+    from docverify.reporting.outputs import accepted_record
 
     rs = batch.rs
     stats = StageStats("accept")

@@ -1,7 +1,7 @@
 """plan_shards → verify[shard] → route → auto_fix_retry: every attempt through
-:func:`docverify.pipeline.verify_document`; one result per document, one summary per shard.
+:func:`docverify.pipeline.document.verify_document`; one result per document, one summary per shard.
 
-The verify and retry stages take the night's :class:`~docverify.pipeline.VerifyDeps` (judge, policy,
+The verify and retry stages take the night's :class:`~docverify.pipeline.document.VerifyDeps` (judge, policy,
 jury, second opinion; the Airflow task builds it once: ``docverify_airflow.wiring.verify_deps``) —
 or a bare judge and ``policy=…`` — and hand it to every ``verify_document`` call, so attempt 0 and
 the retry decide under the same switches."""
@@ -15,27 +15,10 @@ from typing import Any, cast
 
 from typing_extensions import TypedDict
 
-from docverify.judges import CallDeferred, Judge, JudgeThrottled, Usage, models_of
-from docverify.limits import (
-    MAX_COMPANION_BYTES,
-    InputError,
-    check_size,
-    load_classification,
-)
-from docverify.models import DocumentBundle, VerificationReport, VerificationResult
-from docverify.pipeline import VerifyDeps, as_deps, verify_document
-from docverify.policy import VerifyPolicy
-from docverify.runstore import (
-    BundleMeta,
-    ClassificationMeta,
-    DocResult,
-    DocSummary,
-    ErrorRecord,
-    ManifestDoc,
-    NightIndex,
-    Routes,
-    V5Decision,
-)
+from docverify.domain.models import DocumentBundle, VerificationReport, VerificationResult
+from docverify.domain.policy import VerifyPolicy
+from docverify.judging.judges import CallDeferred, Judge, JudgeThrottled, Usage, models_of
+from docverify.pipeline.document import VerifyDeps, as_deps, verify_document
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -48,6 +31,23 @@ from docverify.stages.common import (
     no_lineage,
     shard_size_for,
     split,
+)
+from docverify.storage.limits import (
+    MAX_COMPANION_BYTES,
+    InputError,
+    check_size,
+    load_classification,
+)
+from docverify.storage.runstore import (
+    BundleMeta,
+    ClassificationMeta,
+    DocResult,
+    DocSummary,
+    ErrorRecord,
+    ManifestDoc,
+    NightIndex,
+    Routes,
+    V5Decision,
 )
 
 log = logging.getLogger("docverify.stages")
@@ -102,11 +102,11 @@ def read_bundle(batch: Batch, doc_id: str) -> DocumentBundle:
 
 
 def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict:
-    """A ``<doc>.classification.json`` beside a PDF, within ``docverify.limits`` (size checked
+    """A ``<doc>.classification.json`` beside a PDF, within ``docverify.storage.limits`` (size checked
     before the read — from discovery's listing when given; bytes, nesting, numbers, segment
     counts, a JSON object), or InputError — ``INPUT_NOT_REGULAR`` when it is no longer a regular
     file (a symbolic link, a folder, gone since discovery: never followed, ADR 0033)."""
-    from docverify.inputs import read_regular
+    from docverify.storage.inputs import read_regular
 
     uri = batch.rs.uri(rel)
     if size is not None:
@@ -227,12 +227,12 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
                  policy: VerifyPolicy | None = None) -> dict:
     """The ``verify[shard]`` task: per document classify (unless a companion classification is
     given or the earlier run's is reusable), V1, V2–V4 (judgments concurrent) and V5 on attempt 0,
-    through :func:`docverify.pipeline.verify_document`; one ``result.json`` per document and one
+    through :func:`docverify.pipeline.document.verify_document`; one ``result.json`` per document and one
     summary for the shard (routes, decisions, what the report shows) for the arbiter.
     A document's fault is that document's error (it escalates); throttling propagates.
     ``deps``: the judge, the policy (what runs beyond the specification), the jury and the second
-    opinion (:class:`~docverify.pipeline.VerifyDeps`), or a bare judge with ``policy``."""
-    from docverify.summaries import doc_summary
+    opinion (:class:`~docverify.pipeline.document.VerifyDeps`), or a bare judge with ``policy``."""
+    from docverify.storage.summaries import doc_summary
 
     deps = as_deps(deps, policy)
     rs = batch.rs
@@ -291,7 +291,7 @@ class _VerifyExtra(TypedDict, total=False):
 
     #: the V5 second opinion's counts (asked, each override, changed): when the deps have one
     second_opinion: dict[str, int]
-    #: what classified and what judged (:func:`docverify.judges.models_of`, ADR 0034)
+    #: what classified and what judged (:func:`docverify.judging.judges.models_of`, ADR 0034)
     models: dict[str, Any]
 
 
@@ -375,7 +375,7 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judg
     """Fix → verify again (same pipeline, V1–V5) for documents routed AUTO_RETRY, from the stored
     attempt 0; the final result goes into the document's ``result.json``. ``deps`` (or a bare judge
     and ``policy``): the ones the verify stage used."""
-    from docverify.summaries import doc_summary
+    from docverify.storage.summaries import doc_summary
 
     deps = as_deps(deps, policy)
     judge = deps.judge

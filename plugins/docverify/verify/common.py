@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
-from docverify.models import PRESENCE_RANK, ClassificationOutput, Segment, TypeClassification
+from docverify.domain.models import PRESENCE_RANK, ClassificationOutput, Segment, TypeClassification
 
 #: V3's judgment phase reads only the start of the document (spec slide 5).
 V3_CONTEXT_CHARS = 4000

@@ -21,9 +21,9 @@ import hmac
 import re
 from dataclasses import dataclass
 
-from docverify.codes import make_issue
-from docverify.models import ClassificationOutput, DocumentBundle, Issue, Segment
-from docverify.resources import load_rule
+from docverify.domain.codes import make_issue
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Segment
+from docverify.domain.resources import load_rule
 from docverify.verify.common import seg_loc
 
 IMPLEMENTATION = "identity-rules-v1"

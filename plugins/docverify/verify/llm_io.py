@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from docverify.codes import CATALOGUE
-from docverify.models import SEVERITY_ORDER, ClassificationOutput, Severity
+from docverify.domain.codes import CATALOGUE
+from docverify.domain.models import SEVERITY_ORDER, ClassificationOutput, Severity
 
 
 class _LLMModel(BaseModel):

@@ -1,5 +1,5 @@
 """V2 rule-phase checks beyond the specification (ADR 0022), each switched by the
-:class:`~docverify.policy.VerifyPolicy` that :func:`docverify.verify.v2_consistency.rule_phase`
+:class:`~docverify.domain.policy.VerifyPolicy` that :func:`docverify.verify.v2_consistency.rule_phase`
 is given (without a policy, or without the bundle, none runs: the rule phase is the
 specification's).
 
@@ -14,9 +14,9 @@ specification's).
 
 from __future__ import annotations
 
-from docverify.codes import make_issue
-from docverify.models import ClassificationOutput, DocumentBundle, Issue
-from docverify.policy import VerifyPolicy
+from docverify.domain.codes import make_issue
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.policy import VerifyPolicy
 from docverify.verify.common import is_number, type_loc
 
 

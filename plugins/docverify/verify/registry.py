@@ -85,7 +85,7 @@ _active: Registry = REGISTRY
 
 
 def active() -> Registry:
-    """The registry the agent type of issues and runs accepts (:data:`docverify.models.AgentId`):
+    """The registry the agent type of issues and runs accepts (:data:`docverify.domain.models.AgentId`):
     :data:`REGISTRY`, or the extended one a test put in place with :func:`use`."""
     return _active
 

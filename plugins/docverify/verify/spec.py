@@ -18,11 +18,11 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from docverify.codes import CATALOGUE, CodeSpec, register_codes
-from docverify.models import SEVERITY_ORDER, ClassificationOutput, DocumentBundle, Issue, Severity
+from docverify.domain.codes import CATALOGUE, CodeSpec, register_codes
+from docverify.domain.models import SEVERITY_ORDER, ClassificationOutput, DocumentBundle, Issue, Severity
 
 #: ``rule_phase(bundle, classification, policy)`` → the rule phase's issues (``policy``: a
-#: :class:`docverify.policy.VerifyPolicy`).
+#: :class:`docverify.domain.policy.VerifyPolicy`).
 RulePhase = Callable[[DocumentBundle, ClassificationOutput, Any], list[Issue]]
 #: ``offline_judgment(bundle, classification)`` → the offline judgment's issues.
 OfflineJudgment = Callable[[DocumentBundle, ClassificationOutput], list[Issue]]
@@ -35,7 +35,7 @@ BlindInputs = Callable[[DocumentBundle, ClassificationOutput], dict[str, Any]]
 #: disagrees with the classification (raises ``ValueError`` when the reading is unusable, e.g. a
 #: segment left unread: the judgment is then incomplete, never "no issue").
 BlindCompare = Callable[[ClassificationOutput, Any, str], list[Issue]]
-#: ``fixer(classification, issues)`` → what it changed, or None (:mod:`docverify.autofix`).
+#: ``fixer(classification, issues)`` → what it changed, or None (:mod:`docverify.pipeline.autofix`).
 Fixer = Callable[[ClassificationOutput, list[Issue]], "str | None"]
 
 
@@ -47,7 +47,7 @@ class VerifierSpec:
         agent: the id written on its issues and runs (``V2``); the registry's ids are the agent type.
         title: one word for messages (``consistency``).
         codes: every issue code it may raise (rule phase and judgment), each in the catalogue
-            (:mod:`docverify.codes`) under this agent.
+            (:mod:`docverify.domain.codes`) under this agent.
         rule_phase: its rule phase, ``(bundle, classification, policy) -> issues``.
         judgment_codes: the codes its judgment phase may report (non-fixable in the catalogue).
         offline_judgment / offline_implementation: the offline judgment and its implementation id.
@@ -56,8 +56,8 @@ class VerifierSpec:
         findings_model: the structured output of its LLM judgment (a ``JudgmentFindings``).
         llm_inputs: what its LLM judgment reads.
         new_codes: catalogue rows of codes this verifier brings (added to the catalogue when the
-            spec is registered), so a new verifier needs no edit of :mod:`docverify.codes`.
-        fixers: auto-fixers of its auto-fixable codes that :mod:`docverify.autofix` does not have.
+            spec is registered), so a new verifier needs no edit of :mod:`docverify.domain.codes`.
+        fixers: auto-fixers of its auto-fixable codes that :mod:`docverify.pipeline.autofix` does not have.
         blind_prompt / blind_model / blind_inputs / blind_compare: an optional *blind* LLM reading
             asked before the judgment (ADR 0034): the model reads ``blind_inputs`` (the text without
             the classifier's labels) under ``blind_prompt`` (a file, version line first) and answers

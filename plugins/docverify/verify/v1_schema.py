@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from docverify.codes import make_issue
-from docverify.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.codes import make_issue
+from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
 from docverify.verify.common import is_number, iter_type_entries, seg_loc, type_loc
 from docverify.verify.spec import VerifierSpec
 
@@ -251,7 +251,7 @@ def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> li
 
 
 #: V1 in the registry (:mod:`docverify.verify.registry`): rules only, no judgment. Its parse step
-#: (:func:`parse`) runs before every other verifier (:func:`docverify.pipeline.run_v1`).
+#: (:func:`parse`) runs before every other verifier (:func:`docverify.pipeline.document.run_v1`).
 SPEC = VerifierSpec(
     agent="V1",
     title="schema",

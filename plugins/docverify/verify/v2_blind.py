@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import Field
 
-from docverify.codes import make_issue
-from docverify.models import ClassificationOutput, DocType, DocumentBundle, Issue
+from docverify.domain.codes import make_issue
+from docverify.domain.models import ClassificationOutput, DocType, DocumentBundle, Issue
 from docverify.verify.common import page_span, seg_loc
 from docverify.verify.llm_io import _LLMModel, page_entry
 

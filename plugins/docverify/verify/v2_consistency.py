@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from docverify.codes import make_issue
-from docverify.models import (
+from docverify.domain.codes import make_issue
+from docverify.domain.models import (
     DOC_TYPES,
     PRESENCE_RANK,
     ClassificationOutput,
@@ -48,7 +48,7 @@ def _share_sum(values: list[float]) -> float | None:
 
 def rule_phase(cls: ClassificationOutput, bundle: DocumentBundle | None = None, policy=None) -> list[Issue]:
     """The checks above, plus the ones beyond the specification that ``policy`` (a
-    :class:`docverify.policy.VerifyPolicy`) switches on (:mod:`docverify.verify.policy_checks`)."""
+    :class:`docverify.domain.policy.VerifyPolicy`) switches on (:mod:`docverify.verify.policy_checks`)."""
     from docverify.verify.policy_checks import rule_checks
 
     issues: list[Issue] = rule_checks(bundle, cls, policy)
@@ -262,7 +262,7 @@ def page_types(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
     NO_EVIDENCE (two documents merged into one segment, a boundary a page off) are one issue per
     run of consecutive pages of that type. The label check below reads a segment's text as one
     whole, where a short foreign part is outweighed by the rest."""
-    from docverify.lexicon import best_type, score_text
+    from docverify.domain.lexicon import best_type, score_text
 
     issues: list[Issue] = []
     for seg in cls.segments:
@@ -306,7 +306,7 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
 def lexical_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
     """Lexical support of every PRIMARY label by its segment's whole page text, and every page
     of a segment read for a type the segment does not claim (:func:`page_types`)."""
-    from docverify.lexicon import lexical_support
+    from docverify.domain.lexicon import lexical_support
 
     issues: list[Issue] = page_types(bundle, cls)
     for seg in cls.segments:

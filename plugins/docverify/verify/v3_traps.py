@@ -27,9 +27,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from docverify.codes import make_issue
-from docverify.models import ClassificationOutput, DocumentBundle, Issue
-from docverify.resources import load_rule
+from docverify.domain.codes import make_issue
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.resources import load_rule
 from docverify.verify.common import (
     V3_CONTEXT_CHARS,
     iter_type_entries,

@@ -47,9 +47,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from docverify.codes import make_issue
-from docverify.models import ClassificationOutput, DocumentBundle, Issue, Severity
-from docverify.resources import load_rule
+from docverify.domain.codes import make_issue
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Severity
+from docverify.domain.resources import load_rule
 from docverify.verify.common import (
     CriticalTokens,
     TextMatch,
@@ -235,7 +235,7 @@ def _worded_as_other(scores: dict[str, float], doc_type: str) -> str:
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
-    from docverify.lexicon import score_text
+    from docverify.domain.lexicon import score_text
 
     cfg = _cfg()
     generic = {normalise(g) for g in cfg["generic_phrases"]}

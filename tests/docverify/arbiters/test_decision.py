@@ -11,8 +11,8 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
 from tests.fake_gemini import FakeGemini, Slow, error_body, text_reply
 
-from docverify.arbiters import decision as D
-from docverify.resources import include_dir
+from docverify.arbiters import fraud_decision as D
+from docverify.domain.resources import include_dir
 
 EXAMPLE = json.loads((include_dir() / "examples" / "arbiters" / "decision_block.json").read_text())
 DOC_AUDIT_EXAMPLE = ("DECISIÓN: BLOCK (confianza: 0.85) | Riesgo compuesto: 72.0/100 (high) | "

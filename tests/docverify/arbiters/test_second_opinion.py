@@ -15,11 +15,11 @@ from tests.docverify.scripted_tools import ToolScript as Proposer
 
 from docverify.arbiters.second_opinion import OVERRIDES, STRICTNESS, Proposal, SecondOpinion, combine
 from docverify.arbiters.v5 import decide
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.resources import include_dir
 from docverify.llm.cache import InMemoryVerdictCache
 from docverify.llm.judge import LLMJudge
-from docverify.models import ClassificationOutput, DocumentBundle, Issue
-from docverify.pipeline import verify_document
-from docverify.resources import include_dir
+from docverify.pipeline.document import verify_document
 
 
 def issue(sev, fixable=False, n=1, code="X", **details):
@@ -124,10 +124,10 @@ def test_llm_fault_is_the_tables_decision_and_escalations_are_not_asked():
 
 
 def test_in_the_retry_loop_every_attempt_is_reviewed():
-    from docverify.judges import OfflineJudge
+    from docverify.judging.judges import OfflineJudge
 
     fn = Proposer({"route": "AUTO_ACCEPT", "confidence": 0.95, "reasoning": "ok"})
-    from docverify.pipeline import VerifyDeps
+    from docverify.pipeline.document import VerifyDeps
 
     res = asyncio.run(verify_document(BUNDLE, RAW, VerifyDeps(OfflineJudge(), second_opinion=opinion(fn))))
     plain = asyncio.run(verify_document(BUNDLE, RAW, OfflineJudge()))
@@ -138,7 +138,7 @@ def test_in_the_retry_loop_every_attempt_is_reviewed():
 
 
 def test_throttling_is_not_an_llm_failure_it_propagates():
-    from docverify.judges import JudgeThrottled
+    from docverify.judging.judges import JudgeThrottled
 
     class Throttled:
         model_id = "throttled"

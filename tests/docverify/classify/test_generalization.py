@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from docverify.classify.offline import WEAK_FALLBACK_CONFIDENCE, classify_offline
-from docverify.lexicon import analyse
-from docverify.models import DocumentBundle, Page
+from docverify.domain.lexicon import analyse
+from docverify.domain.models import DocumentBundle, Page
 
 RELEASE_FORM = """AUTHORIZATION FOR RELEASE OF PROTECTED HEALTH INFORMATION
 Patient name: ____________________  Date of birth: __________

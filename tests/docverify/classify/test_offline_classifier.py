@@ -1,4 +1,4 @@
-"""The offline classifier (docverify.classify.offline) and its lexicon (docverify.lexicon):
+"""The offline classifier (docverify.classify.offline) and its lexicon (docverify.domain.lexicon):
 synthetic documents, the structural invariants (also as a hypothesis property), and an accuracy
 floor on the labelled real texts of the shared corpora."""
 
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docverify.classify.offline import IMPLEMENTATION, classify_offline
-from docverify.lexicon import best_type, find_vendors, lexical_support, score_text
-from docverify.models import DOC_TYPES, REPORT_TYPES, ClassificationOutput, DocumentBundle, Page
+from docverify.domain.lexicon import best_type, find_vendors, lexical_support, score_text
+from docverify.domain.models import DOC_TYPES, REPORT_TYPES, ClassificationOutput, DocumentBundle, Page
 
 # --------------------------------------------------------------------------- synthetic texts
 # Written for these tests (no corpus text). Header/footer lines (page N of M, MRN, DOB, phone and

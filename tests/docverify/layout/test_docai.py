@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from docverify.domain.models import DocumentBundle
 from docverify.layout import docai
 from docverify.layout.docai import (
     MAX_PAGES,
@@ -34,7 +35,6 @@ from docverify.layout.docai import (
     load_docai_output,
 )
 from docverify.layout.errors import PARSE_ERROR_CODES, ParseError
-from docverify.models import DocumentBundle
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 

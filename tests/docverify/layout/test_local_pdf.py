@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from docverify.domain.models import DocumentBundle
 from docverify.layout import local_pdf
 from docverify.layout.errors import PARSE_ERROR_CODES, ParseError
 from docverify.layout.local_pdf import (
@@ -27,7 +28,6 @@ from docverify.layout.local_pdf import (
     parse_pdf,
     parse_pdf_bounded,
 )
-from docverify.models import DocumentBundle
 
 pytestmark = pytest.mark.corpus
 

@@ -20,12 +20,12 @@ from pydantic_ai.models.function import FunctionModel
 from tests.docverify.blind_reader import SEGMENTS_RE, is_blind, prompt_text
 from tests.docverify.llm.test_llm_judge import PAGE1, PAGE2, answer_dict, make_bundle, make_classification
 
-from docverify.codes import CATALOGUE
-from docverify.judges import models_of
+from docverify.domain.codes import CATALOGUE
+from docverify.domain.models import ClassificationOutput
+from docverify.judging.judges import models_of
 from docverify.llm.cache import InMemoryVerdictCache
 from docverify.llm.judge import LLMJudge
 from docverify.llm.prompts import PROMPTS, load_prompt, prompt_hash
-from docverify.models import ClassificationOutput
 from docverify.verify import v2_blind
 from docverify.verify.registry import REGISTRY
 from docverify.verify.spec import VerifierSpec
@@ -234,7 +234,7 @@ def test_one_model_for_both_is_self_verifying():
 
 
 def test_the_offline_judge_names_its_classifier_and_runs_no_model():
-    from docverify.judges import OfflineJudge
+    from docverify.judging.judges import OfflineJudge
 
     m = models_of(OfflineJudge())
     assert m["judge"] == "offline-v1" and m["classifier"].startswith("offline-v1+") and m["self_verifying"] is None

@@ -18,7 +18,8 @@ from pydantic_ai.exceptions import (
 )
 from tests.fake_gemini import MALFORMED, FakeGemini, Slow, error_body, function_call
 
-from docverify.judges import JudgeThrottled
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Page
+from docverify.judging.judges import JudgeThrottled
 from docverify.llm.faults import (
     BackoffRetry,
     ClassificationError,
@@ -28,7 +29,6 @@ from docverify.llm.faults import (
     is_transient,
 )
 from docverify.llm.judge import LLMJudge
-from docverify.models import ClassificationOutput, DocumentBundle, Page
 
 FAST = BackoffRetry(max_attempts=3, initial_wait_s=0.01, max_wait_s=0.05)
 QUICK_THROTTLE = ThrottlePolicy(max_wait_s=0.5, initial_wait_s=0.01, max_backoff_s=0.05)

@@ -15,14 +15,14 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RequestUsage
 from tests.docverify.blind_reader import blind_aside
 
-from docverify.judges import V3_CONTEXT_CHARS, JudgeThrottled, Usage
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Page
+from docverify.domain.resources import include_dir
+from docverify.judging.judges import V3_CONTEXT_CHARS, JudgeThrottled, Usage
 from docverify.llm.cache import InMemoryVerdictCache, VerdictCache
 from docverify.llm.faults import ClassificationError, ThrottlePolicy
 from docverify.llm.judge import LLMJudge
 from docverify.llm.prompts import PROMPTS, SYSTEM_INSTRUCTIONS, load_prompt, prompt_hash
-from docverify.models import ClassificationOutput, DocumentBundle, Page
-from docverify.resources import include_dir
-from docverify.store import ArtifactStore
+from docverify.storage.store import ArtifactStore
 from docverify.verify.llm_io import judgment_view
 from docverify.verify.v3_traps import llm_inputs as context_inputs
 

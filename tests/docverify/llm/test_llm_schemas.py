@@ -2,8 +2,8 @@
 
 from typing import get_args
 
+from docverify.domain.models import DOC_TYPES, PresenceLevel
 from docverify.llm.schemas import JURY_REASON_CODES, DocTypeName, JuryReason, PresenceName
-from docverify.models import DOC_TYPES, PresenceLevel
 
 
 def test_the_answer_literals_are_the_domains_types_presences_and_reasons():

@@ -12,11 +12,11 @@ import time
 import pytest
 from tests.fake_gemini import FakeGemini, function_call
 
-from docverify.judges import JudgeThrottled
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Page
+from docverify.judging.judges import JudgeThrottled
 from docverify.llm.faults import BackoffRetry, ThrottlePolicy
 from docverify.llm.judge import LLMJudge
-from docverify.models import ClassificationOutput, DocumentBundle, Page
-from docverify.ratelimit import LimiterWaitExceeded, RateLimiter, pool_slots_for
+from docverify.llm.ratelimit import LimiterWaitExceeded, RateLimiter, pool_slots_for
 
 # real time windows and two processes (≈ 18 s): the full suite, not the inner loop
 pytestmark = pytest.mark.slow

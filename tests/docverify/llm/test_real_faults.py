@@ -27,7 +27,8 @@ import pathlib
 import pytest
 from tests.fake_gemini import FakeGemini, function_call
 
-from docverify.judges import JudgeThrottled
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Page
+from docverify.judging.judges import JudgeThrottled
 from docverify.llm.faults import (
     CONFIGURATION,
     DAILY_QUOTA,
@@ -43,8 +44,7 @@ from docverify.llm.faults import (
     next_pacific_midnight,
 )
 from docverify.llm.judge import LLMJudge
-from docverify.models import ClassificationOutput, DocumentBundle, Page
-from docverify.pipeline import verify_attempt
+from docverify.pipeline.document import verify_attempt
 
 FAST = BackoffRetry(max_attempts=3, initial_wait_s=0.01, max_wait_s=0.05)
 #: the waits shrunk for the test: the same policy as the night's, a 3 s budget instead of 1200 s
@@ -358,7 +358,7 @@ def test_a_fallback_answer_is_priced_by_the_model_that_answered(fake, errors, re
     from pydantic_ai import Agent
     from pydantic_ai.models.fallback import FallbackModel
 
-    from docverify.cost import answered_price_model, estimate_cost, price_model_of, price_responses
+    from docverify.llm.cost import answered_price_model, estimate_cost, price_model_of, price_responses
     from docverify.llm.schemas import OUTPUT_TYPES
 
     usage = json.loads((realapi / "gemini" / "tool_output_25flash_thoughtsig.json")
@@ -394,7 +394,7 @@ def test_the_limiter_charges_input_tokens_only(fake, realapi):
     """Issue 22: Gemini's TPM quota counts input tokens (GenerateContentInputTokensPerModelPerMinute),
     so thought and output tokens are not charged. The answer carries the real usage block of
     gemini/tool_output_25flash_thoughtsig.json (219 prompt / 93 candidates / 323 thoughts)."""
-    from docverify.ratelimit import RateLimiter
+    from docverify.llm.ratelimit import RateLimiter
 
     usage = json.loads((realapi / "gemini" / "tool_output_25flash_thoughtsig.json").read_text())["usageMetadata"]
 

@@ -1,0 +1,510 @@
+"""One document's whole trail, across nights and both Dags, from what the store already holds.
+
+:func:`document_trace` reads, for one doc id, every night that has a run folder for it
+(``runs/<night>/<doc_id>/result.json`` or ``error.json``), that night's manifest, stage records
+(which ``layout_parse`` part, ``verify`` shard and ``auto_fix_retry`` shard held it), accepted
+record, SME packets (escalation and audit), withdrawn copies, batch report, and every ground-truth
+version answering its packets — nothing else, and nothing is written. The result is a
+:class:`Trace`: an ordered list of :class:`Step`, each naming the Airflow task whose log holds its
+lineage line (:class:`TaskRef`: Dag id, run id, task id, map index).
+
+Run ids: the stage records carry none, so a night's steps take the run id of the night's batch
+report (the report is written at the end of every run: its run is the night's latest, the one
+whose records these are); a packet, an accepted record and a withdrawn copy name the run that
+wrote them; an answer names its ``sme_review`` run, task and map index (the ground truth's
+``channel``). When a night has no report yet (its run has not finished) the step has no run id and
+:meth:`TaskRef.ui_path` gives the Dag's runs of that logical date instead (ADR 0041).
+
+PHI: a trace carries ids, hashes, codes, severities, page numbers, rules, decisions, times and
+user names — never page text, evidence snippets, reasoning or issue messages. A few fields may
+name the patient indirectly and are listed in :data:`PHI_FIELDS` (the input URI and file name,
+an error's message, the SME's notes); :meth:`Trace.redacted` blanks them for readers who may not
+read packets."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+from urllib.parse import quote, urlencode
+
+from pydantic import BaseModel, Field, computed_field
+
+from docverify.storage.paths import safe_id
+from docverify.storage.runstore import RunStore
+from docverify.storage.store import ArtifactStore, uri_of
+
+NIGHTLY_DAG = "clinical_doc_verification"
+REVIEW_DAG = "sme_review"
+#: fields of a :class:`Step` that may name a patient indirectly (shown to packet readers only)
+PHI_FIELDS = ("input_uri", "file_name", "error_message", "notes")
+#: issue details that name pages (V4's claimed page and where the text was found, V2's pages …)
+_PAGE_KEYS = ("page", "claimed_page", "pages", "found_on_pages", "page_start", "page_end")
+_CHANNEL = re.compile(r"airflow-hitl:(?P<dag>[^/]+)/(?P<run>.+)/(?P<task>[^/\[]+)\[(?P<map>-?\d+)\]")
+
+StepKind = Literal["discover", "layout", "verify", "route", "auto_fix_retry", "accept", "sme_packet", "audit_packet",
+                   "withdrawn", "answer", "batch_report"]
+
+
+class UnknownDocument(LookupError):
+    """No night of the store holds the doc id; the message names the fix."""
+
+    code = "UNKNOWN_DOCUMENT"
+
+    def __init__(self, doc_id: str, root: str, nights: int):
+        self.doc_id = doc_id
+        self.message = (f"no document {doc_id!r} in any of the {nights} night(s) under {root}: give the doc id as the "
+                        f"batch report lists it (the PDF's file name without .pdf, e.g. quest_cbc_panel; "
+                        f"reports/<night>/batch_report.json → per_document[].doc_id), and the storage root the "
+                        f"nightly Dag writes to (Variable docverify_storage_root)")
+        super().__init__(self.message)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"error": self.code, "message": self.message, "file": ""}
+
+
+class TaskRef(BaseModel):
+    """The Airflow task instance whose log holds a step's lineage line."""
+
+    dag_id: str
+    task_id: str
+    map_index: int = -1
+    run_id: str | None = Field(default=None, description="None: the store names only the night (no finished run "
+                               "wrote a record naming its run); ui_path() then lists the Dag's runs of that date")
+    night: str = ""
+    run_id_from: str = Field(default="", description="which record named the run: batch report, SME packet, "
+                             "accepted record, withdrawn copy, ground truth (channel); empty when none did")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ui(self) -> str:
+        """:meth:`ui_path`, in the JSON."""
+        return self.ui_path()
+
+    def ui_path(self) -> str:
+        """The task instance in Airflow 3's UI, relative to its base URL (its log is the first tab):
+        ``/dags/<dag>/runs/<run>/tasks/<task>[/mapped/<i>]``; without a run id, the Dag's runs of
+        the night's logical date."""
+        if self.run_id:
+            path = f"/dags/{quote(self.dag_id, safe='')}/runs/{quote(self.run_id, safe='')}/tasks/" \
+                   f"{quote(self.task_id, safe='')}"
+            return path + (f"/mapped/{self.map_index}" if self.map_index >= 0 else "")
+        q = {"logical_date_gte": f"{self.night}T00:00:00Z", "logical_date_lte": f"{self.night}T23:59:59Z"} \
+            if re.fullmatch(r"\d{4}-\d\d-\d\d", self.night) else {}
+        return f"/dags/{quote(self.dag_id, safe='')}/runs" + (f"?{urlencode(q)}" if q else "")
+
+
+class IssueRef(BaseModel):
+    """An issue by its codes and pages (never its message: it may quote the document)."""
+
+    issue_id: str
+    agent: str
+    code: str
+    severity: str
+    pages: list[int] = Field(default_factory=list)
+    auto_fixable: bool = False
+
+
+class AttemptTrace(BaseModel):
+    attempt: int
+    decision: str
+    rule: int | None
+    issues: list[IssueRef] = Field(default_factory=list)
+    fixes_after: list[str] = Field(default_factory=list, description="fixer (codes) applied after this attempt")
+
+
+class Step(BaseModel):
+    """One step of the trail. Which fields are set depends on ``kind``; none holds document text."""
+
+    kind: StepKind
+    night: str = Field(description="the nightly partition this step belongs to")
+    title: str = Field(description="one line for a person: ids, codes, decisions")
+    task: TaskRef | None = None
+    at: str | None = Field(default=None, description="when, where the store records it (UTC)")
+    first_seen: bool = False
+    # discover / layout
+    sha256: str | None = None
+    size_bytes: int | None = None
+    input_uri: str | None = None
+    file_name: str | None = None
+    parser: str | None = None
+    total_pages: int | None = None
+    parsed_this_run: bool | None = None
+    # verify / retry / route
+    classification_source: str | None = None
+    classifier: str | None = None
+    attempts: list[AttemptTrace] = Field(default_factory=list)
+    decision: str | None = None
+    rule: int | None = None
+    route: str | None = None
+    stop_reason: str | None = None
+    error: str | None = None
+    error_message: str | None = None
+    # packets, answers
+    review_id: str | None = None
+    review_kind: str | None = None
+    review_status: str | None = None
+    inclusion_probability: float | None = None
+    withdrawn_reason: str | None = None
+    reviewer: str | None = None
+    ground_truth_source: str | None = None
+    ground_truth_version: int | None = None
+    unclassifiable_reason: str | None = None
+    channel: str | None = None
+    notes: str | None = None
+    record: str | None = Field(default=None, description="the record's path under the storage root")
+
+
+class Trace(BaseModel):
+    doc_id: str
+    nights: list[str]
+    first_seen: str | None = Field(description="the first night that holds the document")
+    steps: list[Step]
+    hidden: list[str] = Field(default_factory=list, description="PHI-prone fields blanked by redacted()")
+
+    def redacted(self) -> Trace:
+        """The trace with :data:`PHI_FIELDS` blanked (for readers who may not read packets)."""
+        hidden = sorted({f for s in self.steps for f in PHI_FIELDS if getattr(s, f)})
+        steps = [s.model_copy(update=dict.fromkeys(PHI_FIELDS)) for s in self.steps]
+        return self.model_copy(update={"steps": steps, "hidden": hidden})
+
+    def review_ids(self) -> list[str]:
+        return list(dict.fromkeys(s.review_id for s in self.steps if s.review_id))
+
+
+# =========================================================================== reading the store
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """A JSON object as read, or {} for anything else (a record of another shape is not trusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _pages(details: Any) -> list[int]:
+    out: set[int] = set()
+    if isinstance(details, dict):
+        for k in _PAGE_KEYS:
+            v = details.get(k)
+            for p in v if isinstance(v, list) else [v]:
+                if isinstance(p, int) and not isinstance(p, bool) and p > 0:
+                    out.add(p)
+    return sorted(out)
+
+
+def _attempts(result: dict) -> list[AttemptTrace]:
+    fixes: dict[int, list[str]] = {}
+    for f in result.get("fixes_applied") or []:
+        if isinstance(f, dict):
+            fixes.setdefault(int(f.get("attempt", 0)), []).append(
+                f"{f.get('fixer', '')} ({', '.join(str(c) for c in f.get('codes') or [])})")
+    out = []
+    for a in result.get("attempts") or []:
+        d = a.get("decision") or {}
+        out.append(AttemptTrace(
+            attempt=int(a.get("attempt", 0)), decision=str(d.get("decision", "")), rule=d.get("rule"),
+            issues=[IssueRef(issue_id=str(i.get("issue_id", "")), agent=str(i.get("agent", "")), code=str(i.get("code", "")),
+                             severity=str(i.get("severity", "")), pages=_pages(i.get("details")),
+                             auto_fixable=bool(i.get("auto_fixable")))
+                    for i in a.get("issues") or [] if isinstance(i, dict)],
+            fixes_after=fixes.get(int(a.get("attempt", 0)), [])))
+    return out
+
+
+def _codes(a: AttemptTrace) -> str:
+    if not a.issues:
+        return "no issue"
+    return ", ".join(f"{i.code} {i.severity}" + (f" p.{','.join(map(str, i.pages))}" if i.pages else "")
+                     for i in a.issues)
+
+
+class _Night:
+    """What one night's records say about the document (each object read at most once)."""
+
+    def __init__(self, store: ArtifactStore, ds: str, doc_id: str):
+        self.rs = RunStore(store, ds)
+        self.ds, self.doc_id = ds, doc_id
+        self.result = self.rs.get_json(self.rs.result_rel(doc_id))
+        self.error = self.rs.get_json(self.rs.error_rel(doc_id)) if self.result is None else None
+        self._stages: list[str] | None = None
+        self.report = None
+
+    @property
+    def present(self) -> bool:
+        return isinstance(self.result, dict) or isinstance(self.error, dict)
+
+    def stage_names(self) -> list[str]:
+        if self._stages is None:
+            self._stages = self.rs.list(self.rs.stages_dir, ".json")
+        return self._stages
+
+    def shard_of(self, stage: str, key: str = "documents") -> int | None:
+        """The map index of the ``stage`` shard whose record holds the document."""
+        for name in self.stage_names():
+            m = re.fullmatch(rf"{stage}_(\d+)\.json", name)
+            if not m:
+                continue
+            rec = self.rs.get_json(f"{self.rs.stages_dir}/{name}") or {}
+            held = rec.get(key) if key in rec else rec.get("documents")
+            if isinstance(held, dict | list) and self.doc_id in held:
+                return int(m.group(1))
+        return None
+
+    def layout_part(self) -> tuple[int | None, bool]:
+        """(map index of the ``layout_parse`` part that parsed or failed it this run, parsed?)."""
+        folder = f"{self.rs.stages_dir}/layout"
+        for name in self.rs.list(folder, ".json"):
+            m = re.fullmatch(r"part_(\d+)\.json", name)
+            if not m:
+                continue
+            rec = self.rs.get_json(f"{folder}/{name}") or {}
+            if self.doc_id in (rec.get("parsed") or {}):
+                return int(m.group(1)), True
+            if self.doc_id in (rec.get("failed") or {}):
+                return int(m.group(1)), False
+        return None, False
+
+
+def _task(n: _Night, task_id: str, map_index: int = -1, run_id: str | None = None, source: str = "") -> TaskRef:
+    if run_id is None and isinstance(n.report, dict) and n.report.get("run_id"):
+        run_id, source = str(n.report["run_id"]), "batch report"
+    return TaskRef(dag_id=NIGHTLY_DAG, task_id=task_id, map_index=map_index, run_id=run_id or None, night=n.ds,
+                   run_id_from=source if run_id else "")
+
+
+def _night_steps(n: _Night, first: bool) -> list[Step]:
+    ds, doc_id, rs = n.ds, n.doc_id, n.rs
+    manifest = _obj(rs.get_json(rs.manifest_rel))
+    mdoc = next((d for d in manifest.get("documents") or [] if isinstance(d, dict) and d.get("doc_id") == doc_id), {})
+    rec = _obj(n.result)
+    err: dict[str, Any] | None = n.error if isinstance(n.error, dict) else \
+        rec.get("error") if isinstance(rec.get("error"), dict) else None
+    e: dict[str, Any] = err or {}
+    bundle = _obj(rec.get("bundle"))
+    sha = mdoc.get("sha256") or bundle.get("sha256") or e.get("sha256")
+    uri = mdoc.get("pdf_uri") or bundle.get("file_path") or e.get("file")
+    steps = [Step(kind="discover", night=ds, first_seen=first, task=_task(n, "discover"), sha256=sha or None,
+                  size_bytes=mdoc.get("bytes"), input_uri=uri or None,
+                  file_name=str(uri).rstrip("/").rsplit("/", 1)[-1] if uri else None,
+                  title=("First seen" if first else "Seen again") + f" on night {ds}: sha256 "
+                        f"{(sha or 'unknown')[:12]}…" + (f", {mdoc['bytes']} bytes" if mdoc.get("bytes") else ""))]
+    if err is not None and e.get("stage") == "discover":
+        steps[0].error, steps[0].error_message = e.get("error"), e.get("message")
+        steps[0].title += f"; refused at discovery: {e.get('error')}"
+    part, parsed = n.layout_part()
+    parser = bundle.get("parser") or e.get("parser")
+    if bundle or (err is not None and e.get("stage") == "layout"):
+        layout_err = err is not None and e.get("stage") == "layout"
+        task = _task(n, "layout_parse", part) if part is not None else _task(n, "layout")
+        what = (f"layout failed: {e.get('error')}" if layout_err and err else
+                f"{bundle.get('total_pages')} page(s) by {parser}" + ("" if parsed or part is not None or
+                                                                      str(parser).startswith("document_ai")
+                                                                      else " (the bundle of an earlier run, unchanged)"))
+        steps.append(Step(kind="layout", night=ds, task=task, parser=parser, total_pages=bundle.get("total_pages"),
+                          parsed_this_run=parsed if part is not None else False if bundle else None,
+                          error=e.get("error") if layout_err and err else None,
+                          error_message=e.get("message") if layout_err and err else None,
+                          sha256=bundle.get("sha256"), title=f"Layout: {what}",
+                          record=rs.error_rel(doc_id) if layout_err and n.error is not None else
+                          rs.bundle_rel(doc_id) if bundle else None))
+    result = rec.get("result") if isinstance(rec.get("result"), dict) else None
+    meta = _obj(rec.get("classification_meta"))
+    attempts = _attempts(result) if result else []
+    if rec.get("attempt_0") and not attempts:
+        attempts = _attempts({"attempts": [rec["attempt_0"]]})
+    if rec:
+        first_attempt = attempts[:1]
+        shard = n.shard_of("verify", "shard")
+        verify_title = ("Verified: " + (f"attempt 0 → {first_attempt[0].decision} rule {first_attempt[0].rule}; "
+                                       f"{_codes(first_attempt[0])}" if first_attempt else
+                                       f"not verified ({(rec.get('error') or {}).get('error', 'no result')})"))
+        steps.append(Step(kind="verify", night=ds, task=_task(n, "verify", shard if shard is not None else -1),
+                          classification_source=meta.get("source"), classifier=meta.get("implementation"),
+                          attempts=first_attempt, title=verify_title, record=rs.result_rel(doc_id)))
+        decision = _obj(rec.get("decision"))
+        steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route=rec.get("route"),
+                          decision=decision.get("decision"), rule=decision.get("rule"),
+                          title=f"V5 arbiter: {decision.get('decision')} by rule {decision.get('rule')} → route "
+                                f"{rec.get('route')}"))
+        if rec.get("route") == "auto_fix_retry":
+            shard = n.shard_of("auto_fix_retry")
+            last = attempts[-1] if attempts else None
+            fixes = [f for a in attempts for f in a.fixes_after]
+            steps.append(Step(kind="auto_fix_retry", night=ds, task=_task(n, "auto_fix_retry",
+                                                                          shard if shard is not None else -1),
+                              attempts=attempts[1:], stop_reason=(result or {}).get("stop_reason"),
+                              decision=(result or {}).get("final_decision"), rule=(result or {}).get("final_rule"),
+                              title=f"Automatic fix and retry: {len(fixes)} fix(es) ({'; '.join(fixes) or 'none'}), "
+                                    f"{max(0, len(attempts) - 1)} more attempt(s)"
+                                    + (f"; attempt {last.attempt} → {last.decision} rule {last.rule} ({_codes(last)})"
+                                       if last else "")))
+    elif err is not None and e.get("stage") not in ("discover", "layout"):
+        steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route="write_sme_packets",
+                          error=e.get("error"), error_message=e.get("message"),
+                          title=f"Not verified ({e.get('error')}): escalated without a V5 rule"))
+    elif err is not None:  # refused at discover or layout: the route escalates it, no V5 rule
+        steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route="write_sme_packets",
+                          decision="ESCALATE_TO_SME", error=e.get("error"),
+                          title=f"Escalated without verification ({e.get('error')}): no V5 rule applies"))
+    accepted = rs.get_json(rs.accepted_rel(doc_id))
+    if isinstance(accepted, dict):
+        run = accepted.get("run_id") or None
+        steps.append(Step(kind="accept", night=ds, at=accepted.get("accepted_at"),
+                          task=_task(n, "accept", run_id=run, source="accepted record"),
+                          decision="AUTO_ACCEPT", rule=(result or {}).get("final_rule"),
+                          title=f"Accepted (rule {(result or {}).get('final_rule')}): accepted/{ds}/{doc_id}.json",
+                          record=rs.accepted_rel(doc_id)))
+    return steps
+
+
+def _packet_step(n: _Night | None, ds: str, key: str, packet: dict, rel: str) -> Step:
+    audit = packet.get("review_kind") == "audit"
+    run = packet.get("run_id") or None
+    task_id = "audit_sample" if audit else "write_sme_packets"
+    task = _task(n, task_id, run_id=run, source="SME packet") if n is not None else \
+        TaskRef(dag_id=NIGHTLY_DAG, task_id=task_id, run_id=run, night=ds, run_id_from="SME packet" if run else "")
+    status = packet.get("review_status", "pending")
+    why = (f"audit of an accepted document (drawn with probability {packet.get('audit_inclusion_probability')})"
+           if audit else f"V5 rule {packet.get('v5_rule')} ({packet.get('escalation_reason')})"
+           if packet.get("v5_rule") is not None else f"not processed ({(packet.get('error') or {}).get('error')})")
+    return Step(kind="audit_packet" if audit else "sme_packet", night=ds, at=packet.get("created_at"), task=task,
+                review_id=key, review_kind=packet.get("review_kind", "escalation"), review_status=status,
+                rule=packet.get("v5_rule"), stop_reason=packet.get("escalation_reason"),
+                inclusion_probability=packet.get("audit_inclusion_probability"),
+                ground_truth_version=packet.get("ground_truth_version"),
+                error=(packet.get("error") or {}).get("error"),
+                title=f"{'Audit packet' if audit else 'SME packet'} {key}: {why}; {status}"
+                      + (f" (ground truth v{packet.get('ground_truth_version')})" if packet.get("ground_truth_version")
+                         else ""), record=rel)
+
+
+def _answer_step(ds: str, key: str, gt: dict, rel: str) -> Step:
+    channel = str(gt.get("channel") or "")
+    m = _CHANNEL.fullmatch(channel)
+    task = TaskRef(dag_id=m["dag"], task_id=m["task"], map_index=int(m["map"]), run_id=m["run"], night=ds,
+                   run_id_from="ground truth (channel)") if m else None
+    source = gt.get("ground_truth_source")
+    audit = gt.get("review_kind") == "audit"
+    return Step(kind="answer", night=ds, at=gt.get("reviewed_at"), task=task, review_id=key,
+                review_kind=gt.get("review_kind", "escalation"), reviewer=gt.get("reviewer"),
+                ground_truth_source=source, ground_truth_version=gt.get("version"),
+                unclassifiable_reason=gt.get("unclassifiable_reason"), channel=channel or None,
+                decision=gt.get("corrected_dominant_type"), notes=gt.get("correction_notes") or None,
+                title=f"{'Audit answered' if audit else 'Answered'} by {gt.get('reviewer')} at {gt.get('reviewed_at')}: "
+                      f"{source} → ground truth version {gt.get('version')}"
+                      + (f" ({gt.get('unclassifiable_reason')})" if gt.get("unclassifiable_reason") else "")
+                      + ("" if m else f" (answered through {channel or 'an unnamed channel'}: no Airflow task)"),
+                record=rel)
+
+
+def _withdrawn_steps(n: _Night, keys: set[str]) -> list[Step]:
+    out = []
+    for name in n.rs.list(f"withdrawn/{n.ds}", ".json"):
+        kind = "sme_packet" if name.startswith("sme_packet_") else "accepted" if name.startswith("accepted_") else None
+        if kind is None:
+            continue
+        stem = re.sub(r"(\.\d+)?\.json$", "", name)[len(kind) + 1:]
+        if stem != n.doc_id and stem not in keys and not stem.startswith(f"{n.ds}_{n.doc_id}_"):
+            continue
+        rel = f"withdrawn/{n.ds}/{name}"
+        moved = n.rs.get_json(rel)
+        if not isinstance(moved, dict):
+            continue
+        record = _obj(moved.get("record"))
+        if record.get("doc_id", n.doc_id) != n.doc_id:
+            continue
+        reason = str(moved.get("reason") or "")
+        task_id = ("discover" if "no longer in the incoming folder" in reason else
+                   "accept" if reason.startswith("accepted by") else "write_sme_packets")
+        run = moved.get("run_id") or None
+        out.append(Step(kind="withdrawn", night=n.ds, at=moved.get("withdrawn_at"), withdrawn_reason=reason,
+                        task=_task(n, task_id, run_id=run, source="withdrawn copy"),
+                        review_id=str(moved.get("doc_id")) if kind == "sme_packet" else None,
+                        title=f"Withdrawn {'SME packet' if kind == 'sme_packet' else 'accepted record'}"
+                              f" {moved.get('doc_id')}: {reason}", record=rel))
+    return out
+
+
+def document_trace(store: ArtifactStore, doc_id: str) -> Trace:
+    """Every step of ``doc_id``'s trail in the store (see the module docstring).
+
+    Raises:
+        InputError: the doc id cannot be part of a storage path (INPUT_UNSAFE_NAME).
+        UnknownDocument: no night holds it.
+    """
+    safe_id(doc_id, "doc id")
+    nights_all = [name for name, kind, _ in store.entries("runs") if kind == "other"]
+    nights = [n for n in (_Night(store, ds, doc_id) for ds in nights_all) if n.present]
+    packets = store.list(RunStore.PACKETS_DIR, ".json")
+    truths = store.list("ground_truth", ".json")
+    own = re.compile(rf"sme_packet_(?P<key>(?P<ds>.+?)_{re.escape(doc_id)}(?:_[0-9a-f]{{10}})?(?P<audit>_audit)?)\.json"
+                     rf"|sme_packet_(?P<legacy>{re.escape(doc_id)})\.json")
+    found: list[tuple[str, str, dict]] = []  # (night, key, packet)
+    for name in packets:
+        m = own.fullmatch(name)
+        if not m:
+            continue
+        rel = f"{RunStore.PACKETS_DIR}/{name}"
+        try:
+            packet = store.read_json(rel)
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(packet, dict) and packet.get("doc_id") == doc_id:
+            found.append((m["ds"] or "", m["key"] or m["legacy"], packet))
+    if not nights and not found:
+        raise UnknownDocument(doc_id, uri_of(store.root), len(nights_all))
+    steps: list[Step] = []
+    by_night = {n.ds: n for n in nights}
+    order = sorted(set(by_night) | {ds for ds, _, _ in found if ds})
+    keys = {k for _, k, _ in found}
+    for i, ds in enumerate(order):
+        n = by_night.get(ds)
+        if n is not None:
+            n.report = n.rs.get_json(n.rs.report_rel("json"))
+            steps += _night_steps(n, first=i == 0)
+            steps += _withdrawn_steps(n, keys)
+        for pds, key, packet in sorted((f for f in found if f[0] == ds), key=lambda f: f[1]):
+            steps.append(_packet_step(n, pds, key, packet, RunStore.packet_rel(key)))
+            for name in truths:
+                m = re.fullmatch(rf"gt_{re.escape(key)}(?:\.v(\d+))?\.json", name)
+                if m:
+                    gt = store.read_json_if_exists(f"ground_truth/{name}")
+                    if isinstance(gt, dict):
+                        steps.append(_answer_step(pds, key, gt, f"ground_truth/{name}"))
+        if n is not None and isinstance(n.report, dict):
+            latest = n.report.get("run_id") or ""
+            earlier = sorted({s.task.run_id for s in steps if s.night == ds and s.task is not None
+                              and s.task.dag_id == NIGHTLY_DAG and s.task.run_id and s.task.run_id != latest})
+            steps.append(Step(kind="batch_report", night=ds, task=_task(n, "batch_report"),
+                              title=f"Batch report of {ds} (run {latest or 'unknown'})"
+                                    + (f"; this night ran again after {', '.join(earlier)}, whose records it left "
+                                       f"unchanged" if earlier else ""), record=n.rs.report_rel("json")))
+    for _, key, packet in (f for f in found if not f[0]):  # packets of the older layout (keyed by doc id)
+        steps.append(_packet_step(None, "", key, packet, RunStore.packet_rel(key)))
+    return Trace(doc_id=doc_id, nights=[n.ds for n in nights], first_seen=order[0] if order else None, steps=steps)
+
+
+def render_text(trace: Trace) -> str:
+    """The trail as lines for a terminal: one per step, the task instance under it."""
+    lines = [f"Document {trace.doc_id}: {len(trace.nights)} night(s) ({', '.join(trace.nights) or 'none'}), "
+             f"first seen {trace.first_seen or 'unknown'}", ""]
+    night = None
+    for s in trace.steps:
+        if s.night != night:
+            night = s.night
+            lines.append(f"== night {night or '(older packet layout)'}")
+        lines.append(f"- [{s.kind}] {s.title}" + (f"  ({s.at})" if s.at else ""))
+        if s.input_uri:
+            lines.append(f"    input: {s.input_uri}")
+        if s.error_message:
+            lines.append(f"    error: {s.error}: {s.error_message}")
+        for a in s.attempts if s.kind == "auto_fix_retry" else []:
+            lines.append(f"    attempt {a.attempt}: {a.decision} rule {a.rule}; {_codes(a)}")
+        if s.notes:
+            lines.append(f"    notes: {s.notes}")
+        if s.task is not None:
+            t = s.task
+            lines.append(f"    task: {t.dag_id} / {t.run_id or f'(run of {t.night}: not recorded)'} / {t.task_id}"
+                         + (f"[{t.map_index}]" if t.map_index >= 0 else "") + f"  → {t.ui_path()}")
+        if s.record:
+            lines.append(f"    record: {s.record}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,104 @@
+"""The trend over the last nights (ADR 0023): one row per night from the stored batch reports
+(``reports/<ds>/batch_report.json``), with the false-accept rate of each night from the ground
+truth so far (audits are answered after their night's report was written). Exported as
+``reports/trend.json`` and ``reports/trend.csv`` for a warehouse, and shown in the batch report.
+
+Columns: night, documents, the final routes (accepted, retried then accepted, escalated, unknown),
+escalation rate (escalated / documents), audited (documents drawn for the audit), the night's
+false-accept rate with its 95 % Wilson interval and n (answered audits), the LLM cost (USD, None
+when unpriced) and ``task_seconds`` — the sum of the night's stage timings (task time, not the
+run's wall-clock span, which the report does not hold)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+from docverify.storage.store import ArtifactStore
+
+TREND_NIGHTS = 14
+COLUMNS = ("night", "documents", "accepted", "retried_accepted", "escalated", "unknown", "escalation_rate",
+           "audited", "false_accept_rate", "false_accept_ci95_low", "false_accept_ci95_high", "false_accept_n",
+           "cost_usd", "task_seconds")
+_NIGHT = re.compile(r"\d{4}-\d\d-\d\d")
+
+
+def _row(rep: dict[str, Any], false_accept: dict[str, Any] | None) -> dict[str, Any]:
+    routes = rep.get("final_routes") or {}
+    n = int(rep.get("documents") or 0)
+    escalated = sum(v for k, v in routes.items() if k.endswith("ESCALATE_TO_SME"))
+    fa = false_accept or {}
+    return {
+        "night": rep.get("ds"), "documents": n,
+        "accepted": routes.get("AUTO_ACCEPT", 0), "retried_accepted": routes.get("AUTO_RETRY→AUTO_ACCEPT", 0),
+        "escalated": escalated, "unknown": routes.get("UNKNOWN", 0),
+        "escalation_rate": round(escalated / n, 4) if n else None,
+        "audited": len((rep.get("audit") or {}).get("sample") or {}),
+        "false_accept_rate": fa.get("rate"), "false_accept_ci95_low": fa.get("ci95_low") if fa else None,
+        "false_accept_ci95_high": fa.get("ci95_high") if fa else None, "false_accept_n": fa.get("n", 0),
+        "cost_usd": (rep.get("llm") or {}).get("cost_usd"),
+        "task_seconds": round(sum(t.get("seconds", 0.0) for t in (rep.get("stage_timings") or {}).values()), 3),
+    }
+
+
+def build(store: ArtifactStore, current: dict[str, Any] | None = None, nights: int = TREND_NIGHTS, *,
+          feedback: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The last ``nights`` nights, oldest first: the stored reports, with ``current`` (the report
+    being written) in place of its night's stored one. A report that cannot be read is skipped.
+    The false-accept figures come from ``feedback`` (the feedback figures as a dict), else from
+    ``current``'s."""
+    reports: dict[str, dict] = {}
+    for name, kind, _ in store.entries("reports"):
+        if kind != "other" or not _NIGHT.fullmatch(name):
+            continue
+        try:
+            rep = store.read_json_if_exists(f"reports/{name}/batch_report.json")
+        except (OSError, ValueError):
+            continue
+        if isinstance(rep, dict):
+            reports[name] = rep
+    if current is not None:
+        reports[current["ds"]] = current
+    fb = feedback if feedback is not None else (current or {}).get("feedback") or {}
+    by_night = fb.get("false_accept_by_night") or {} if "error" not in fb else {}
+    return [_row(reports[d], by_night.get(d)) for d in sorted(reports)[-nights:]]
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: "" if r.get(k) is None else r[k] for k in COLUMNS})
+    return out.getvalue()
+
+
+def write(store: ArtifactStore, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """``reports/trend.json`` and ``reports/trend.csv`` (rewritten with every report)."""
+    store.write_text("reports/trend.json", json.dumps({"nights": rows, "columns": list(COLUMNS)}, indent=1))
+    store.write_text("reports/trend.csv", to_csv(rows))
+    return {"json": store.uri("reports/trend.json"), "csv": store.uri("reports/trend.csv")}
+
+
+def _pct(x: Any) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The trend table as Markdown lines ([] without rows)."""
+    if not rows:
+        return []
+    lines = ["## Trend over the last nights", "",
+             "| night | documents | accepted | escalated | escalation rate | audited | false-accept rate (95% CI, n) "
+             "| cost | task seconds |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        fa = ("n/a" if r["false_accept_rate"] is None else
+              f"{_pct(r['false_accept_rate'])} ({_pct(r['false_accept_ci95_low'])}–{_pct(r['false_accept_ci95_high'])}, "
+              f"n={r['false_accept_n']})")
+        cost = "n/a" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
+        lines.append(f"| {r['night']} | {r['documents']} | {r['accepted'] + r['retried_accepted']} | {r['escalated']} | "
+                     f"{_pct(r['escalation_rate'])} | {r['audited']} | {fa} | {cost} | {r['task_seconds']} |")
+    return lines + ["", "Exported as `reports/trend.json` and `reports/trend.csv`.", ""]
