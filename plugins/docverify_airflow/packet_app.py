@@ -9,6 +9,9 @@
 * ``GET /docverify/reports/`` — the nights that have a batch report (counts, links; Browse →
   Nightly reports); ``GET /docverify/reports/{night}`` — a night's batch report, each escalation
   linked to its review;
+* ``GET /docverify/trace/{doc_id}`` — one document's trail across nights and Dags, each step linked
+  to its task's log (:mod:`docverify_airflow.trace_app`; the nightly Dag's readers, PHI-prone
+  fields for packet readers only);
 * ``GET /docverify/trend/`` — the last nights side by side (documents, routes, escalation rate,
   audited accepts, the false-accept rate with its 95 % interval from the answers so far, cost,
   task time), with ``trend.csv`` and ``trend.json`` beside it for a warehouse. Counts only, no
@@ -67,12 +70,15 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
                if "/reports/" in path else
                "No such packet: the address is wrong, or the packet was withdrawn (its PDF left the night's folder)."
                if "/packets/" in path else
+               "No such document: no night of the store holds that id (a document's id is its PDF's file name "
+               "without .pdf, as the batch report lists it)."
+               if "/trace/" in path else
                "No such review: it may have been answered or withdrawn, or the address is wrong.")
     what = {403: "You may not open this page: it holds clinical text, for reviewers only (users who may answer "
                  "the sme_review Dag's reviews). Ask an Airflow admin for that access.",
             404: missing,
             400: "This address is not valid."}.get(exc.status_code, "The request could not be served.")
-    links = ("<a href='/docverify/reports/'>Nightly reports</a>" if "/reports/" in path
+    links = ("<a href='/docverify/reports/'>Nightly reports</a>" if "/reports/" in path or "/trace/" in path
              else "<a href='/docverify/reviews/'>The review queue</a>")
     body = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{exc.status_code}</title><style>"
             f"{STYLE}</style></head><body><h1>{html.escape(what)}</h1><p class='muted'>{html.escape(str(exc.detail))}"
@@ -250,3 +256,7 @@ def trend_json() -> JSONResponse:
 from docverify_airflow.review_app import router as _review_router  # noqa: E402 - the workspace shares the app
 
 app.include_router(_review_router)
+
+from docverify_airflow.trace_app import router as _trace_router  # noqa: E402 - one document's trail
+
+app.include_router(_trace_router)

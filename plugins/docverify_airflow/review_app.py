@@ -26,7 +26,7 @@ import html
 import logging
 import secrets
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.common.db.common import SessionDep
@@ -414,7 +414,9 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     task = open_reviews(session).get(review_id)
     head = (f"<p class='muted crumbs'><a href='./{q}'>← Queue</a> · {_e(packet.review_id[:10] if packet.review_id else '')}"
             f" · {_e(packet.total_pages or '?')} page(s)</p>"
-            f"<h1>{'AUDIT — ' if packet.review_kind == 'audit' else ''}{_e(packet.doc_id)}</h1>")
+            f"<h1>{'AUDIT — ' if packet.review_kind == 'audit' else ''}{_e(packet.doc_id)}</h1>"
+            f"<p class='muted crumbs'><a id='trail' href='/docverify/trace/{_e(quote(packet.doc_id, safe=''))}'>"
+            f"The document's trail</a> (every night, attempt and answer, with the task logs)</p>")
     if packet.review_status != "pending":
         return _page(f"Review {packet.doc_id}", head + f"<p class='ok'>Answered by {_e(packet.reviewer)} at "
                      f"{_e(packet.reviewed_at)}.</p><p><a href='next?{urlencode({'after': review_id})}'>Next review</a></p>")

@@ -106,6 +106,46 @@ class Workspace(UI):
         Select(el).select_by_visible_text(value)
 
 
+#: what the SME reads at the start of each step of an escalated, answered document's trail (ADR 0041)
+TRAIL = ("First seen on night", "Layout:", "Verified: attempt 0 → ESCALATE_TO_SME rule 1", "V5 arbiter: ESCALATE_TO_SME",
+         "SME packet", "Answered by admin", "Batch report of")
+
+
+def follow_the_trail(ui: Workspace, stack: AirflowStack, root, doc: str) -> list[str]:
+    """From the night's batch report, the document's trail link; on the trail every step from discovery to
+    ground truth as the SME reads it; every task link opens its task instance (which the API knows,
+    finished), the packet and report links their pages. Returns the task links' addresses."""
+    from urllib.parse import unquote, urlparse
+
+    night = sorted(p.name for p in (root / "reports").iterdir() if p.is_dir())[-1]
+    ui.d.get(f"{stack.base_url}/docverify/reports/{night}")
+    link = ui.wait(lambda: ui.d.find_elements(
+        "xpath", f"//tr[td[1][normalize-space()='{doc}']]//a[normalize-space()='trail']"), 30, f"{doc}'s trail link")
+    link[0].click()
+    ui.wait(lambda: f"Trail of {doc}" in ui.d.find_element("tag name", "body").text, 30, "the trail page")
+    ui.shot("18_document_trail")
+    steps = [e.text for e in ui.d.find_elements("css selector", "li.step")]
+    assert [next((t for t in TRAIL if s.startswith(t)), s) for s in steps] == list(TRAIL), steps
+    assert "Hidden from you" not in ui.d.find_element("tag name", "body").text
+    assert "EVIDENCE_FABRICATED" in steps[2] and "ground truth version 1" in steps[5], steps
+    logs = [a.get_attribute("href") for a in ui.d.find_elements("css selector", "a.log")]
+    pages = {a.get_attribute("href"): a.text for a in ui.d.find_elements("css selector", "a.packet, a.report")}
+    assert len(logs) == len(steps) and {"packet", "batch report"} <= set(pages.values()), (logs, pages)
+    for href in dict.fromkeys(logs):
+        parts = [unquote(p) for p in urlparse(href).path.split("/")]  # /dags/<dag>/runs/<run>/tasks/<task>[/mapped/<i>]
+        dag_id, run_id, task_id = parts[2], parts[4], parts[6]
+        api = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
+        ti = stack.api("GET", api + (f"/{parts[8]}" if len(parts) > 8 else ""))
+        assert ti["state"] == "success", (href, ti["state"])
+        ui.d.get(href)
+        ui.wait(lambda t=task_id: t in ui.d.find_element("tag name", "body").text, 60, f"task {task_id} at {href}")
+    for href, what in pages.items():
+        ui.d.get(href)
+        expect = f"SME packet — {doc}" if what == "packet" else "docverify batch report"
+        ui.wait(lambda e=expect: e in ui.d.find_element("tag name", "body").text, 30, f"{what} at {href}")
+    return logs
+
+
 def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
     work = tmp_path_factory.mktemp("workspace")
     root, home = work / "store", work / "airflow_home"
@@ -203,6 +243,7 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
                 assert doc == skipped or "saved=" in ui.d.current_url, doc
             t0, clicks0, keys0 = time.monotonic(), ui.clicks, ui.keys
             assert ui.answer_is_on_screen(), f"{doc}: the answer is not on the first screen"
+            assert ui.d.find_element("id", "trail").get_attribute("href").endswith(f"/docverify/trace/{doc}")
             # the document first (ADR 0036): every page once, in order; page 1 and its classification
             # on the first screen, fit to the pane's width; an audit worded as an audit
             shown = ui.first_screen()
@@ -268,6 +309,7 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
         assert unreadable["ground_truth_classification"] is None and unreadable["unclassifiable_reason"] == "unreadable"
         for (doc, _), r in records.items():
             assert r["reviewer"] == "admin", doc
+        trail_links = follow_the_trail(ui, stack, root, "fabricated_evidence")
 
         # no failed task; every review task ended by its answer
         for run in stack.runs("sme_review"):
@@ -298,6 +340,17 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
             shown = ui.d.find_element("tag name", "body").text
             assert not leaks(shown, phi), f"clinical text on {path} for a Viewer: {leaks(shown, phi)[:3]}"
         ui.shot("16_viewer_required_actions")
+        # the trail for a Viewer of the Dags: the same steps and task links, nothing that may name the patient
+        ui.d.get(f"{stack.base_url}/docverify/trace/fabricated_evidence")
+        ui.wait(lambda: "Trail of fabricated_evidence" in ui.d.find_element("tag name", "body").text, 30,
+                "the trail for the Viewer")
+        shown = ui.d.find_element("tag name", "body").text
+        assert "Hidden from you" in shown and "the input file's URI" in shown, shown
+        assert "fabricated_evidence.pdf" not in ui.d.page_source and "file://" not in ui.d.page_source
+        assert not leaks(shown, phi), leaks(shown, phi)[:3]
+        assert [a.get_attribute("href") for a in ui.d.find_elements("css selector", "a.log")] == trail_links
+        assert not ui.d.find_elements("css selector", "a.packet")
+        ui.shot("17_viewer_trail")
         rendered = []
         for dag_id in (DAG, "sme_review"):
             for run in stack.runs(dag_id):

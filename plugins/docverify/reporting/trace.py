@@ -389,7 +389,7 @@ def _answer_step(ds: str, key: str, gt: dict, rel: str) -> Step:
                 ground_truth_source=source, ground_truth_version=gt.get("version"),
                 unclassifiable_reason=gt.get("unclassifiable_reason"), channel=channel or None,
                 decision=gt.get("corrected_dominant_type"), notes=gt.get("correction_notes") or None,
-                title=f"{'Audit answered' if audit else 'Answered'} by {gt.get('reviewer')} at {gt.get('reviewed_at')}: "
+                title=f"{'Audit answered' if audit else 'Answered'} by {gt.get('reviewer')}: "
                       f"{source} → ground truth version {gt.get('version')}"
                       + (f" ({gt.get('unclassifiable_reason')})" if gt.get("unclassifiable_reason") else "")
                       + ("" if m else f" (answered through {channel or 'an unnamed channel'}: no Airflow task)"),

@@ -1,0 +1,94 @@
+"""/docverify/trace/<doc_id>: the nightly Dag's readers see a document's trail with a link per
+step to its task instance; what may name the patient only for those who may read packets."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
+from tests.docverify.review_night import DS, run_night
+from tests.phi_scan import leaks, night_phi
+
+
+@pytest.fixture(scope="module")
+def night_root(tmp_path_factory):
+    from docverify.reporting import report
+    from docverify.sme.ground_truth import save_review
+    from docverify.sme.packets import resolve_key
+    from docverify.storage.store import ArtifactStore
+
+    root = tmp_path_factory.mktemp("trace_page") / "root"
+    b = run_night(root)
+    report.write(b.fresh())
+    store = ArtifactStore(root)
+    save_review(store, resolve_key(store, "quest_cbc_panel"), agrees=True, reviewer="dr_sme",
+                correction_notes="see the patient's referral", channel="airflow-hitl:sme_review/r1/review[0]")
+    return root
+
+
+@pytest.fixture
+def client(night_root, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from docverify_airflow import packet_app, trace_app
+
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(night_root))
+    yield TestClient(packet_app.app), packet_app.app, trace_app
+    packet_app.app.dependency_overrides.clear()
+
+
+def _as(client, *, reader: bool):
+    c, app, trace_app = client
+    for dep in trace_app.READ:
+        app.dependency_overrides[dep.dependency] = lambda: None
+    app.dependency_overrides[trace_app.may_read_packets] = lambda: reader
+    return c
+
+
+def test_an_anonymous_request_is_refused(client):
+    c, _, _ = client
+    assert c.get("/trace/quest_cbc_panel").status_code == 401
+
+
+def test_a_reviewer_sees_every_step_with_its_task_log(client, night_root):
+    page = _as(client, reader=True).get("/trace/quest_cbc_panel")
+    assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
+    kinds = re.findall(r"data-kind='(\w+)'", page.text)
+    assert kinds == ["discover", "layout", "verify", "route", "sme_packet", "answer", "batch_report"]
+    logs = re.findall(r"class='log' href='([^']+)'", page.text)
+    assert "/dags/clinical_doc_verification/runs/night-test/tasks/verify/mapped/0" in logs
+    assert "/dags/clinical_doc_verification/runs/night-test/tasks/write_sme_packets" in logs
+    assert "/dags/sme_review/runs/r1/tasks/review/mapped/0" in logs
+    assert re.search(rf"href='/docverify/packets/{DS}_quest_cbc_panel_[0-9a-f]{{10}}'", page.text)
+    assert f"href='/docverify/reports/{DS}'" in page.text
+    assert "quest_cbc_panel.pdf" in page.text and "see the patient" in html.unescape(page.text)  # a reader sees them
+    assert "dr_sme" in page.text and "Hidden from you" not in page.text
+    assert not leaks(page.text, night_phi(night_root))
+
+
+def test_a_viewer_sees_the_steps_without_what_may_name_the_patient(client, night_root):
+    page = _as(client, reader=False).get("/trace/quest_cbc_panel")
+    assert page.status_code == 200
+    assert re.findall(r"data-kind='(\w+)'", page.text)[-1] == "batch_report"
+    assert "Hidden from you" in page.text and "the SME's notes" in html.unescape(page.text)
+    assert "quest_cbc_panel.pdf" not in page.text and "file://" not in page.text and "see the patient" not in page.text
+    assert "/docverify/packets/" not in page.text and "packet: for reviewers" in page.text
+    assert not leaks(page.text, night_phi(night_root))
+    broken = _as(client, reader=False).get("/trace/corrupt_truncated")
+    assert broken.status_code == 200 and "CORRUPT" in broken.text and "corrupt_truncated.pdf" not in broken.text
+
+
+def test_unknown_and_unsafe_ids(client):
+    c = _as(client, reader=True)
+    missing = c.get("/trace/no_such_doc", headers={"accept": "text/html"})
+    assert missing.status_code == 404 and "No such document" in missing.text
+    for bad in ("..", ".hidden", "a..b"):
+        assert c.get(f"/trace/{bad}").status_code in (400, 404)
+
+
+def test_the_batch_report_links_each_document_to_its_trail(night_root):
+    html = (night_root / "reports" / DS / "batch_report.html").read_text()
+    for doc in ("quest_cbc_panel", "genomic_brca_ngs", "corrupt_truncated"):
+        assert f"href='/docverify/trace/{doc}'>trail</a>" in html
