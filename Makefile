@@ -48,12 +48,14 @@ celery-deps:
 
 test: $(STAMP) browser celery-deps  ## lint, then the whole suite: everything but the real-stack tests on both cores, then the real Airflow stacks and browsers one at a time (pytest exits non-zero when it collects nothing)
 	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(PY) scripts/check_layers.py
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -m "not e2e" -n 2 --dist load
 	$(PY) -m pytest -q -m e2e
 
 test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser), on both cores (pytest-xdist)
 	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(PY) scripts/check_layers.py
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -m "not slow" -n 2 --dist load
 
@@ -114,8 +116,9 @@ up: export DOCVERIFY_DEADLINE_MINUTES ?= 240
 up: airflow-init  ## the Airflow UI at http://127.0.0.1:8080, loopback only (login: airflow_home/simple_auth_manager_passwords.json.generated, mode 600)
 	exec scripts/up.sh
 
-lint: $(STAMP)  ## ruff, then mypy
+lint: $(STAMP)  ## ruff, the layer contract of the core (ADR 0039: imports point down, no circle), then mypy
 	$(VENV)/bin/ruff check plugins dags tests scripts
+	$(PY) scripts/check_layers.py
 	$(VENV)/bin/mypy
 
 # mypy over plugins/ and dags/ ([tool.mypy] in pyproject.toml); incremental: .mypy_cache/ keeps a

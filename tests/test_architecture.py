@@ -1,13 +1,20 @@
-"""The rooms of DESIGN.md, checked on the source: no two modules import each other (also not
-lazily, inside a function), the domain core imports no Airflow, and (ADR 0032) every name has one
-address: no package re-exports, ``docverify.sme.*`` / ``docverify.llm.*`` names come from their module."""
+"""The rooms of the design, checked on the source: the core's layers (ADR 0039: every import points
+down or within its layer, lazy ones included; no import circle of any length), the domain core imports
+no Airflow, and (ADR 0032) every name has one address: no package re-exports, ``docverify.sme.*`` /
+``docverify.llm.*`` names come from their module."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import shutil
+import subprocess
+import sys
 
-PLUGINS = pathlib.Path(__file__).resolve().parents[1] / "plugins"
+from scripts import check_layers
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PLUGINS = ROOT / "plugins"
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -18,21 +25,55 @@ def _modules() -> dict[str, pathlib.Path]:
     return out
 
 
-def _imports(f: pathlib.Path, known: dict[str, pathlib.Path]) -> set[str]:
-    deps = set()
-    for node in ast.walk(ast.parse(f.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            deps |= {m for m in (node.module, *(f"{node.module}.{a.name}" for a in node.names)) if m in known}
-        elif isinstance(node, ast.Import):
-            deps |= {a.name for a in node.names if a.name in known}
-    return deps
+def test_the_core_keeps_its_layers_and_nothing_imports_in_a_circle():
+    """ADR 0039: the layer contract of ``scripts/check_layers.py`` (``make lint``) holds on the tree:
+    every import of the core points down or within its layer, and no import circle, of any length
+    and lazy imports included, among the modules of ``plugins/``."""
+    assert check_layers.check(ROOT) == []
 
 
-def test_no_two_modules_import_each_other():
-    mods = _modules()
-    deps = {m: _imports(f, mods) for m, f in mods.items()}
-    loops = sorted((a, b) for a in deps for b in deps[a] if a < b and a in deps.get(b, ()))
-    assert loops == []
+def _copy(tmp_path: pathlib.Path) -> pathlib.Path:
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    # the core alone: the planted fault is then the only one, whatever the Airflow packages hold today
+    shutil.copytree(PLUGINS / "docverify", tmp_path / "plugins/docverify", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def test_an_upward_import_fails_the_check_naming_file_line_and_fix(tmp_path):
+    root = _copy(tmp_path)
+    models = root / "plugins/docverify/domain/models.py"
+    lines = models.read_text().splitlines()
+    # a lazy one, inside a function: the kind the old pairwise test could not see in a longer circle
+    lines += ["", "", "def _planted():", "    from docverify.reporting.report import write", "", "    return write"]
+    models.write_text("\n".join(lines) + "\n")
+    # the upward arrow, and the circle it closes (the report imports the models)
+    errors = [e for e in check_layers.check(root) if not e.startswith("import circle")]
+    assert len(errors) == 1, errors
+    line = len(lines) - 2
+    assert errors[0].startswith(f"plugins/docverify/domain/models.py:{line}: docverify.domain.models (layer domain) "
+                                "imports docverify.reporting.report (layer reporting, above it)")
+    assert "Fix: move what docverify.domain.models needs from docverify.reporting.report down" in errors[0]
+    result = subprocess.run([sys.executable, str(ROOT / "scripts/check_layers.py"), "--root", str(root)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and f"domain/models.py:{line}:" in result.stderr
+
+
+def test_a_circle_within_one_layer_and_a_module_in_no_layer_fail_the_check(tmp_path):
+    root = _copy(tmp_path)
+    store = root / "plugins/docverify/storage/store.py"
+    store.write_text(store.read_text() + "\n\ndef _planted():\n    from docverify.storage import runstore\n\n"
+                                         "    return runstore\n")
+    (root / "plugins/docverify/stray.py").write_text('"""a module dropped at the top."""\n')
+    airflow = root / "plugins/docverify/domain/policy.py"
+    airflow.write_text(airflow.read_text() + "\nimport airflow  # noqa\n")
+    errors = check_layers.check(root)
+    assert any(e.startswith("plugins/docverify/stray.py:1: docverify.stray is in no layer. Fix: move it into")
+               for e in errors), errors
+    assert any(e.startswith("import circle docverify.storage.runstore → docverify.storage.store → "
+                            "docverify.storage.runstore") for e in errors), errors
+    assert any("plugins/docverify/domain/policy.py" in e and "the domain core imports no Airflow. Fix:" in e
+               for e in errors), errors
+    assert len(errors) == 3, errors
 
 
 def test_the_domain_core_imports_no_airflow():

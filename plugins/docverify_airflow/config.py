@@ -39,6 +39,7 @@ from docverify.judging.judges import BLIND_READINGS, Judge, OfflineJudge
 
 if TYPE_CHECKING:
     from docverify.llm.judge import LLMJudge
+    from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger(__name__)
 
@@ -436,6 +437,13 @@ def settings(context: Any = None) -> Settings:
         context[CONTEXT_KEY] = s
         return s
     return Settings.load()
+
+
+def artifact_store(context: Any = None) -> ArtifactStore:
+    """The artifact store on the settings' root: the one the tasks and the plugin's pages read."""
+    from docverify.storage.store import ArtifactStore
+
+    return ArtifactStore(settings(context).root)
 
 
 def storage_root(s: Settings | None = None):

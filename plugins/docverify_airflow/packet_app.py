@@ -37,6 +37,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from docverify_airflow import config
 from docverify_airflow.web import HEADERS, SAFE_ID, STYLE, check_id, wants_html  # noqa: F401 - names of this app
 
 app = FastAPI(title="docverify SME packets", description="SME review packets of the nightly verification")
@@ -86,23 +87,11 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     return HTMLResponse(body, status_code=exc.status_code, headers=HEADERS)
 
 
-def _store():
-    from docverify.storage.store import ArtifactStore
-    from docverify_airflow import config
-
-    return ArtifactStore(config.settings().root)
-
-
-def packet_url(doc_id: str) -> str:
-    """The packet's address on the api-server, relative to its root (works behind any host name)."""
-    return f"/docverify/packets/{doc_id}"
-
-
 @app.get("/packets/", response_class=HTMLResponse, dependencies=AUTH)
 def pending() -> HTMLResponse:
     from docverify.sme.packets import list_pending_reviews
 
-    rows = list_pending_reviews(_store())
+    rows = list_pending_reviews(config.artifact_store())
     items = "".join(
         f'<tr><td><a href="{html.escape(r["review_id"])}">{html.escape(r["doc_id"])}</a></td>'
         f'<td>{html.escape(r["review_id"])}</td>'
@@ -127,7 +116,7 @@ def packet(doc_id: str) -> HTMLResponse:
     from docverify.sme.packets import PacketNotFoundError, html_rel, load_packet, packet_key
     from docverify_airflow.review_app import _document
 
-    store = _store()
+    store = config.artifact_store()
     try:
         pkt = load_packet(store, doc_id)
     except (PacketNotFoundError, FileNotFoundError, ValueError):
@@ -157,7 +146,7 @@ def reports_index() -> HTMLResponse:
     documents in error, with links to the report and to the night's reviews (counts only)."""
     from docverify.storage.paths import safe_ds
 
-    store = _store()
+    store = config.artifact_store()
     rows = []
     for name, kind, _ in reversed(store.entries("reports")):
         if kind == "file" or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", name):  # a night's folder only
@@ -196,7 +185,7 @@ def batch_report(ds: str) -> HTMLResponse:
     except ValueError:
         raise HTTPException(status_code=400, detail="not a night (2026-11-24)") from None
     try:
-        data = _store().read_bytes(f"reports/{ds}/batch_report.html")
+        data = config.artifact_store().read_bytes(f"reports/{ds}/batch_report.html")
     except FileNotFoundError:
         raise HTTPException(status_code=404, detail=f"no batch report for {ds}") from None
     return HTMLResponse(data.decode("utf-8", errors="replace"), headers=HEADERS)
@@ -208,7 +197,7 @@ def _trend_rows() -> list[dict]:
     from docverify.reporting import trend
     from docverify.reporting.report import feedback_section
 
-    store = _store()
+    store = config.artifact_store()
     return trend.build(store, feedback=feedback_section(store))
 
 

@@ -34,6 +34,8 @@ from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_da
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from docverify_airflow import config
+
 log = logging.getLogger(__name__)
 
 #: Every page of the workspace shows PHI: only those who may answer the reviews (an SME; a Viewer
@@ -47,13 +49,6 @@ router = APIRouter(prefix="/reviews")
 
 
 # --------------------------------------------------------------------------- helpers
-def _store():
-    from docverify.storage.store import ArtifactStore
-    from docverify_airflow import config
-
-    return ArtifactStore(config.settings().root)
-
-
 def _user_name(user: Any) -> str:
     return str(user.get_name() or user.get_id() or "").strip()
 
@@ -97,7 +92,7 @@ def _release_lease(store, review_id: str, user: str, reason: str) -> bool:
 
 def _refusal(store, review_id: str) -> dict | None:
     """The reason the review task refused the last answer given in the Required Actions form."""
-    from docverify_airflow.sme_tasks import refusal_rel
+    from docverify.sme.packets import refusal_rel
 
     value = store.read_json_if_exists(refusal_rel(review_id))
     return value if isinstance(value, dict) else None
@@ -198,7 +193,7 @@ def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skippe
 def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str = "", saved: str = "") -> HTMLResponse:
     from docverify_airflow.review_hitl import review_dag_state
 
-    store = _store()
+    store = config.artifact_store()
     filters = _filters(request)
     rows = _queue(store, session, **filters)
     escalations = [r for r in rows if r.get("review_kind", "escalation") != "audit"]
@@ -275,7 +270,7 @@ def next_review(request: Request, session: SessionDep, user: GetUserDep, after: 
 
         check_id(after)
         skipped.append(after)  # a skip holds for the session (ADR 0036)
-    rows = [r for r in _queue(_store(), session, **filters) if r["task"] and r["holder"] in ("", name)]
+    rows = [r for r in _queue(config.artifact_store(), session, **filters) if r["task"] and r["holder"] in ("", name)]
     ids = [r["review_id"] for r in rows if r["review_id"] not in skipped]
     later = ids[ids.index(after) + 1:] + ids[:ids.index(after)] if after in ids else ids
     later = [i for i in later if i != after]
@@ -485,7 +480,7 @@ def review(review_id: str, request: Request, session: SessionDep, user: GetUserD
     from docverify_airflow.web import check_id
 
     check_id(review_id)
-    return _review_page(_store(), session, review_id, _user_name(user), request)
+    return _review_page(config.artifact_store(), session, review_id, _user_name(user), request)
 
 
 @router.post("/{review_id}/release", dependencies=ANSWER)
@@ -497,7 +492,7 @@ def release_review(review_id: str, request: Request, user: GetUserDep,
     name = _user_name(user)
     if not hmac.compare_digest(token, _token(review_id, name)):
         raise HTTPException(status_code=400, detail="the form is stale: reload the page")
-    _release_lease(_store(), review_id, name, "released")
+    _release_lease(config.artifact_store(), review_id, name, "released")
     q = urlencode(_filters(request))
     return RedirectResponse(f"../{f'?{q}' if q else ''}", status_code=303)
 
@@ -516,7 +511,7 @@ async def answer(review_id: str, request: Request, session: SessionDep, user: Ge
     if not hmac.compare_digest(values.pop("token", ""), _token(review_id, name)):
         raise HTTPException(status_code=400, detail="the form is stale: reload the review page")
     choice = values.pop("choice", "")
-    store = _store()
+    store = config.artifact_store()
     task = open_reviews(session).get(review_id)
     holder = _lease_holder(store, review_id)
     if task is None or (holder and holder != name):

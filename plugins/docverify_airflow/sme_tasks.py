@@ -12,16 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from docverify_airflow import config
+from docverify_airflow.page_urls import packet_url, review_url
 
 log = logging.getLogger(__name__)
 
 VAR_SME_ASSIGNEES = config.VAR_SME_ASSIGNEES
-
-
-def _store(context: Mapping[str, Any] | None = None):
-    from docverify.storage.store import ArtifactStore
-
-    return ArtifactStore(config.settings(context).root)
 
 
 def _assignees(params: dict[str, Any], context: Mapping[str, Any] | None = None) -> str:
@@ -47,7 +42,7 @@ def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
     from docverify.sme.packets import list_pending_reviews
 
     params = context["params"]
-    store = _store(context)
+    store = config.artifact_store(context)
     pending = list_pending_reviews(store)
     cap = max(1, int(params.get("max_reviews", 50)))
     assignees = _assignees(params, context)
@@ -87,33 +82,30 @@ def review_subject(row: dict[str, Any]) -> str:
             + f", {row.get('total_issues', 0)} issue(s)")
 
 
-REFUSALS_DIR = "sme_packets/refusals"
-
-
-def refusal_rel(review_id: str) -> str:
-    return f"{REFUSALS_DIR}/{review_id}.json"
-
-
 def record_refusal(context: dict[str, Any], doc_id: str, reason: str, answer: dict[str, Any]) -> None:
     """An answer the rules refused: kept beside the packet (the workspace shows it on the review)
     and logged. The reason names pages and types only, never document text."""
+    from docverify.sme.packets import refusal_rel
+
     user = answer.get("responded_by_user") or {}
     who = (user.get("name") or user.get("id") or "") if isinstance(user, dict) else ""
-    _store(context).write_json(refusal_rel(doc_id), {"review_id": doc_id, "reason": reason, "user": who,
+    config.artifact_store(context).write_json(refusal_rel(doc_id), {"review_id": doc_id, "reason": reason, "user": who,
                                                      "at": _utc(dt.datetime.now(dt.UTC))})
     log.warning("doc_id=%s: the answer of %s was refused and the review is open again: %s", doc_id, who or "?",
                 reason)
 
 
 def clear_refusal(context: dict[str, Any], doc_id: str) -> None:
-    _store(context).delete(refusal_rel(doc_id))
+    from docverify.sme.packets import refusal_rel
+
+    config.artifact_store(context).delete(refusal_rel(doc_id))
 
 
 def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
     """The review of ``doc_id`` in this run has ended: another run may open the packet again."""
     from docverify.sme.claims import release
 
-    if release(_store(context), doc_id, _owner(context), reason):
+    if release(config.artifact_store(context), doc_id, _owner(context), reason):
         log.info("doc_id=%s: review claim released (%s)", doc_id, reason)
 
 
@@ -125,7 +117,7 @@ def review_body(doc_id: str) -> str:
     from docverify.sme.form_body import review_form_markdown
     from docverify.sme.packets import html_rel, load_packet
 
-    store = _store()
+    store = config.artifact_store()
     packet = load_packet(store, doc_id)
     if packet.review_status != "pending":
         from airflow.sdk.exceptions import AirflowSkipException
@@ -134,11 +126,10 @@ def review_body(doc_id: str) -> str:
                  packet.ground_truth_path)
         raise AirflowSkipException(f"packet {doc_id} is already {packet.review_status}")
     from docverify.sme.packets import packet_key
-    from docverify_airflow.packet_app import packet_url
 
     key = packet_key(packet)
     html = html_rel(key)  # served by the api-server (plugin docverify) behind the reviewers' permission
-    return review_form_markdown(packet, workspace_url=f"/docverify/reviews/{key}",
+    return review_form_markdown(packet, workspace_url=review_url(key),
                                 packet_url=packet_url(key) if store.exists(html) else None)
 
 
@@ -147,7 +138,7 @@ def has_primary(doc_id: str) -> bool:
     that could not be parsed or classified has none: its form offers only Correct)."""
     from docverify.sme.packets import load_packet
 
-    return isinstance(load_packet(_store(), doc_id).primary_classification, dict)
+    return isinstance(load_packet(config.artifact_store(), doc_id).primary_classification, dict)
 
 
 def timed_out(doc_id: str) -> None:
@@ -165,7 +156,7 @@ def page_types(doc_id: str) -> list[str | None]:
     from docverify.sme.answer import page_types as types_of
     from docverify.sme.packets import load_packet
 
-    return types_of(load_packet(_store(), doc_id))
+    return types_of(load_packet(config.artifact_store(), doc_id))
 
 
 def parse_segments(raw: Any) -> list[dict] | None:
@@ -216,7 +207,7 @@ def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], 
     channel = "airflow-hitl:" + "/".join(str(x) for x in (
         getattr(ti, "dag_id", ""), getattr(ti, "run_id", ""), getattr(ti, "task_id", ""))) + \
         f"[{getattr(ti, 'map_index', -1)}]"
-    record, uri = save_answer(_store(), doc_id, review, reviewer=reviewer,
+    record, uri = save_answer(config.artifact_store(), doc_id, review, reviewer=reviewer,
                               reviewed_at=_utc(answer.get("responded_at")), channel=channel)
     from docverify.stages.common import lineage
 

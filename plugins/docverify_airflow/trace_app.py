@@ -23,6 +23,8 @@ from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_da
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
+from docverify_airflow import config
+
 #: the batch reports' permission: whoever may read the nightly Dag
 READ = [Depends(requires_access_dag("GET", param_dag_id="clinical_doc_verification"))]
 #: the packet pages' permission (docverify_airflow.packet_app.AUTH): may answer sme_review reviews = may read PHI
@@ -47,13 +49,6 @@ def may_read_packets(request: Request, user: GetUserDep) -> bool:
             return False
         raise
     return True
-
-
-def _store():
-    from docverify.storage.store import ArtifactStore
-    from docverify_airflow import config
-
-    return ArtifactStore(config.settings().root)
 
 
 def _e(value: Any) -> str:
@@ -148,7 +143,7 @@ def trace_page(doc_id: str, reader: Annotated[bool, Depends(may_read_packets)]) 
 
     check_id(doc_id)
     try:
-        trace = document_trace(_store(), doc_id)
+        trace = document_trace(config.artifact_store(), doc_id)
     except InputError:
         raise HTTPException(status_code=400, detail="not a document id") from None
     except UnknownDocument:

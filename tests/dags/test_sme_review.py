@@ -269,10 +269,9 @@ def test_refused_answers_reopen_the_review_with_the_reason_and_write_nothing(dag
     from airflow.sdk.exceptions import TaskAwaitingInput
     from airflow.sdk.execution_time import hitl
 
-    from docverify.sme.packets import load_packet
+    from docverify.sme.packets import load_packet, refusal_rel
     from docverify_airflow import sme_tasks
     from docverify_airflow.operators.sme_review import review_form_params
-    from docverify_airflow.sme_tasks import refusal_rel
 
     reopened = []
     monkeypatch.setattr(hitl, "upsert_hitl_detail", lambda **kw: reopened.append(kw))

@@ -16,7 +16,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from tests.docverify.llm.test_llm_judge import PAGE1, PAGE2, make_bundle, make_classification
 
-from docverify.domain import codes
 from docverify.domain.codes import CATALOGUE, CodeSpec, make_issue
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Severity, VerificationReport
 from docverify.domain.resources import include_dir
@@ -24,7 +23,14 @@ from docverify.judging.judges import Judge, OfflineJudge
 from docverify.llm import prompts as llm_prompts
 from docverify.llm.judge import LLMJudge
 from docverify.llm.schemas import AGENT_CODES, OUTPUT_TYPES
-from docverify.pipeline.document import AGENTS, VerifyDeps, verify_attempt, verify_document
+from docverify.pipeline.document import (
+    AGENTS,
+    AgentOutcome,
+    VerifyDeps,
+    assemble,
+    verify_attempt,
+    verify_document,
+)
 from docverify.verify import registry as R
 from docverify.verify.llm_io import Finding, JudgmentFindings, page_entry
 from docverify.verify.spec import VerifierSpec
@@ -65,10 +71,11 @@ def test_the_llm_tables_and_the_agent_type_are_read_from_the_registry():
     for spec in R.REGISTRY.judged:
         assert OUTPUT_TYPES[spec.agent] is spec.findings_model
         assert AGENT_CODES[spec.agent] == spec.judgment_codes
-    schema = Issue.model_json_schema()["properties"]["agent"]
-    assert schema["enum"] == list(R.REGISTRY.agent_ids)
+    # the models check an agent id's form; the pipeline, its membership of the registry (ADR 0039)
+    with pytest.raises(ValueError, match="pattern"):
+        make_issue("TRAP_CONTEXT", "m", agent="X9")
     with pytest.raises(ValueError, match="unknown verifier"):
-        make_issue("TRAP_CONTEXT", "m", agent="V9")
+        assemble("d", 0, {}, [AgentOutcome([make_issue("TRAP_CONTEXT", "m", agent="V9")], [])])
 
 
 def test_the_judge_interface_has_one_judgment_method():
@@ -96,13 +103,18 @@ class ToyFindings(JudgmentFindings):
     findings: list[ToyFinding] = Field(description="One entry per problem; empty when there is none.")
 
 
+#: the toy's own catalogue rows (no edit of codes.py); its issues are made from them
+SHOUTING = CodeSpec("TOY_SHOUTING", "V6", Severity.MINOR, False, "IG-99", "A page is all capitals")
+WORD = CodeSpec("TOY_WORD", "V6", Severity.MAJOR, False, "IG-99", "A page names a clinic")
+
+
 def _toy_rules(bundle: DocumentBundle, cls: ClassificationOutput, policy: Any) -> list[Issue]:
-    return [make_issue("TOY_SHOUTING", "A page shouts", agent="V6", location=f"pages[{p.page_num}]")
+    return [make_issue(SHOUTING, "A page shouts", agent="V6", location=f"pages[{p.page_num}]")
             for p in bundle.pages if p.text.isupper()]
 
 
 def _toy_offline(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
-    return [make_issue("TOY_WORD", "The word 'clinic' appears", agent="V6", location=f"pages[{p.page_num}]",
+    return [make_issue(WORD, "The word 'clinic' appears", agent="V6", location=f"pages[{p.page_num}]",
                        details={"implementation": "offline-toy-v1"})
             for p in bundle.pages if "clinic" in p.text]
 
@@ -123,31 +135,22 @@ TOY = VerifierSpec(
     prompt_text="prompt: v6_toy_v1\nReport every page that names a clinic as TOY_WORD (MAJOR).",
     findings_model=ToyFindings,
     llm_inputs=_toy_inputs,
-    new_codes=(CodeSpec("TOY_SHOUTING", "V6", Severity.MINOR, False, "IG-99", "A page is all capitals"),
-               CodeSpec("TOY_WORD", "V6", Severity.MAJOR, False, "IG-99", "A page names a clinic")),
+    new_codes=(SHOUTING, WORD),
 )
 
 
 @pytest.fixture
 def extended():
-    """The registry plus the toy V6, accepted as an agent id while the test runs; the catalogue and
-    the accepted agents are put back afterwards."""
-    saved, fixable = dict(CATALOGUE), codes.AUTO_FIXABLE_CODES
-    reg = R.REGISTRY.extended(TOY)
-    previous = R.use(reg)
-    try:
-        yield reg
-    finally:
-        R.use(previous)
-        CATALOGUE.clear()
-        CATALOGUE.update(saved)
-        codes.AUTO_FIXABLE_CODES = fixable
+    """The registry plus the toy V6: a new registry, built once; nothing global changes, so nothing is
+    put back afterwards (ADR 0039)."""
+    return R.REGISTRY.extended(TOY)
 
 
 def test_the_toy_is_in_the_extended_registry_only(extended):
     assert extended.agent_ids == ("V1", "V2", "V3", "V4", "V6") and "V6" not in R.REGISTRY
-    assert CATALOGUE["TOY_WORD"].agent == "V6"  # its own catalogue rows, no edit of codes.py
-    assert Issue.model_json_schema()["properties"]["agent"]["enum"][-1] == "V6"
+    assert extended.catalogue["TOY_WORD"].agent == "V6"  # its own catalogue rows, no edit of codes.py
+    assert "TOY_WORD" not in CATALOGUE and "TOY_WORD" not in R.REGISTRY.catalogue
+    assert Issue(issue_id="", agent="V6", severity="MAJOR", message="m", code="TOY_WORD").agent == "V6"
 
 
 def test_the_toy_runs_through_the_pipeline_offline(extended):

@@ -4,7 +4,9 @@ Every verifier creates issues through :func:`make_issue`, so a code's severity, 
 and IG code live here and nowhere else. A test checks that every auto-fixable code has a fixer
 registered in :mod:`docverify.pipeline.autofix`. Which verifier may raise which code is its spec's
 (:mod:`docverify.verify.registry`; ``tests/docverify/test_registry.py`` checks both agree); a new
-verifier brings its own rows (``VerifierSpec.new_codes``, added by :func:`register_codes`).
+verifier brings its own rows (``VerifierSpec.new_codes``): the registry builds its catalogue once, this
+table plus those rows (``Registry.catalogue``), and a verifier makes an issue of its own code from its row
+(``make_issue(ROW, …)``). Nothing here changes after import (ADR 0039).
 
 IG codes group the checks by the integrity guideline they protect:
 IG-0 input (the document or the classification could not be read), IG-1 segment count,
@@ -16,7 +18,9 @@ could not be completed, IG-12 patient identity (one segment, one patient).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from docverify.domain.models import Issue, Severity
@@ -34,7 +38,8 @@ class CodeSpec:
 
 _B, _M, _m = Severity.BLOCKER, Severity.MAJOR, Severity.MINOR
 
-CATALOGUE: dict[str, CodeSpec] = {
+#: The specification's codes (read-only); a registry's full catalogue adds its verifiers' rows.
+CATALOGUE: Mapping[str, CodeSpec] = MappingProxyType({
     c.code: c
     for c in (
         # V1 — schema & completeness (spec slide 4, six checks)
@@ -93,26 +98,13 @@ CATALOGUE: dict[str, CodeSpec] = {
         CodeSpec("LOW_CONFIDENCE_PRIMARY", "V2", _M, False, "IG-4",
                  "A PRIMARY type's confidence is below the policy's minimum"),
     )
-}
+})
 
 AUTO_FIXABLE_CODES: frozenset[str] = frozenset(c.code for c in CATALOGUE.values() if c.auto_fixable)
 
 
-def register_codes(rows: tuple[CodeSpec, ...] | list[CodeSpec]) -> None:
-    """Add the catalogue rows a verifier brings (its spec's ``new_codes``, :mod:`docverify.verify.spec`):
-    so a new verifier declares its codes in its own module. Registering the same row again is a no-op;
-    a different row under a code already catalogued is refused."""
-    global AUTO_FIXABLE_CODES
-    for row in rows:
-        known = CATALOGUE.get(row.code)
-        if known is not None and known != row:
-            raise ValueError(f"{row.code}: already in the catalogue as {known}")
-        CATALOGUE[row.code] = row
-    AUTO_FIXABLE_CODES = frozenset(c.code for c in CATALOGUE.values() if c.auto_fixable)
-
-
 def make_issue(
-    code: str,
+    code: str | CodeSpec,
     message: str,
     *,
     agent: str | None = None,
@@ -124,17 +116,19 @@ def make_issue(
 ) -> Issue:
     """An issue with the catalogue's severity/fix flag/IG code. ``issue_id`` is assigned later
     by :func:`number_issues`; ``severity`` may only be raised above the catalogue's, never
-    lowered, and ``auto_fixable`` may only be switched off."""
-    spec = CATALOGUE[code]
+    lowered, and ``auto_fixable`` may only be switched off. ``code``: a code of the specification's
+    catalogue, or the row of a code a verifier brings (its ``new_codes``)."""
+    spec = code if isinstance(code, CodeSpec) else CATALOGUE[code]
+    name = spec.code
     sev = Severity(severity) if severity is not None else spec.severity
     from docverify.domain.models import SEVERITY_ORDER
 
     if SEVERITY_ORDER[sev] > SEVERITY_ORDER[spec.severity]:
-        raise ValueError(f"{code}: severity {sev.value} is below the catalogue's {spec.severity.value}")
+        raise ValueError(f"{name}: severity {sev.value} is below the catalogue's {spec.severity.value}")
     fixable = spec.auto_fixable if auto_fixable is None else (spec.auto_fixable and auto_fixable)
     ag = agent or spec.agent
     if ag in ("ANY",):
-        raise ValueError(f"{code}: give the agent explicitly")
+        raise ValueError(f"{name}: give the agent explicitly")
     return Issue(
         issue_id="",
         agent=ag,
@@ -142,7 +136,7 @@ def make_issue(
         message=message,
         location=location,
         auto_fixable=fixable,
-        code=code,
+        code=name,
         ig_code=spec.ig_code,
         suggested_fix=suggested_fix,
         details=details or {},

@@ -636,7 +636,7 @@ class LLMJudge(Judge):
             raise ValueError(f"{finding.code} is not a {agent} code")
         details: dict[str, Any] = {"implementation": self.name, **finding.issue_details()}
         return make_issue(
-            finding.code,
+            self.registry.catalogue[finding.code],
             finding.message,
             agent=agent,
             location=finding.location,

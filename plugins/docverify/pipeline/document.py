@@ -184,9 +184,14 @@ def label_text_guard(bundle: DocumentBundle, cls: ClassificationOutput, findings
 
 
 def assemble(doc_id: str, attempt: int, cls: ClassificationOutput | Any,
-             outcomes: list[AgentOutcome]) -> VerificationReport:
-    """One attempt's report from the agents' outcomes (V1 first, then V2, V3, V4)."""
-    issues = number_issues([i for o in outcomes for i in o.issues])
+             outcomes: list[AgentOutcome], registry: Registry = REGISTRY) -> VerificationReport:
+    """One attempt's report from the agents' outcomes (V1 first, then V2, V3, V4). Every issue's agent
+    must be a verifier of ``registry`` (the models check only the id's form)."""
+    made = [i for o in outcomes for i in o.issues]
+    strangers = sorted({i.agent for i in made} - set(registry.agent_ids))
+    if strangers:
+        raise ValueError(f"unknown verifier(s) {', '.join(strangers)}: one of {', '.join(registry.agent_ids)}")
+    issues = number_issues(made)
     return VerificationReport(
         doc_id=doc_id, attempt=attempt, fingerprint=fingerprint(cls), issues=issues,
         runs=[r for o in outcomes for r in o.runs], quality_score=v4_evidence.quality_score(issues),
@@ -216,7 +221,7 @@ async def verify_attempt(bundle: DocumentBundle, classification: Any, deps: Veri
     deps = as_deps(deps, policy)
     cls, v1 = run_v1(bundle, classification)
     if cls is None:
-        return assemble(bundle.doc_id, attempt, classification, [v1])
+        return assemble(bundle.doc_id, attempt, classification, [v1], deps.verifiers)
     registry = deps.verifiers
     # once per attempt, shared by the agents
     phases = rule_phases(bundle, cls, v1.issues, policy=deps.policy, registry=registry)
@@ -228,7 +233,7 @@ async def verify_attempt(bundle: DocumentBundle, classification: Any, deps: Veri
     if usage is not None:
         for o in outcomes:
             usage.add(o.usage)
-    return assemble(bundle.doc_id, attempt, cls, [v1, *outcomes])
+    return assemble(bundle.doc_id, attempt, cls, [v1, *outcomes], registry)
 
 
 async def verify_document(bundle: DocumentBundle, classification: Any, deps: VerifyDeps | Judge, *,

@@ -278,6 +278,16 @@ def html_rel(doc_id: str) -> str:
     return RunStore.packet_html_rel(doc_id)
 
 
+#: Why the review task refused an answer given in the Required Actions form, one file per review
+REFUSALS_DIR = "sme_packets/refusals"
+
+
+def refusal_rel(review_id: str) -> str:
+    """``sme_packets/refusals/<review_id>.json``: the reason the review task refused the last answer
+    (written by the review task, shown by the review workspace)."""
+    return f"{REFUSALS_DIR}/{review_id}.json"
+
+
 def load_packet(store: ArtifactStore | RunStore, doc_id: str) -> SMEPacket:
     """The stored packet of ``doc_id``.
 

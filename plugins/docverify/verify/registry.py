@@ -3,16 +3,20 @@
 Adding a verifier V6 is: a module ``verify/v6_<name>.py`` declaring its ``SPEC``
 (:class:`~docverify.verify.spec.VerifierSpec`: codes, rule phase, offline judgment, prompt,
 findings model, LLM inputs, new catalogue rows), one line below, its prompt file
-``include/prompts/<prompt>.md``, and ``make schemas`` (the agent id of issues and runs is the
-registry's ids). ``tests/docverify/test_registry.py`` checks the registry, the code catalogue and
+``include/prompts/<prompt>.md``. Its new codes are rows of its spec (``new_codes``); the registry's
+catalogue (:attr:`Registry.catalogue`) is the specification's plus those, built once; an issue's agent
+must be one of the registry's ids (checked by :func:`docverify.pipeline.document.assemble`). A test's
+toy verifier is ``REGISTRY.extended(TOY)``: nothing global changes (ADR 0039). ``tests/docverify/test_registry.py`` checks the registry, the code catalogue and
 the prompts against each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
+from docverify.domain.codes import CATALOGUE, CodeSpec
 from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
 from docverify.verify.spec import VerifierSpec
 
@@ -22,6 +26,8 @@ class Registry:
     """An ordered, checked set of verifiers (V1 first: its parse step runs before the others)."""
 
     specs: tuple[VerifierSpec, ...]
+    #: the specification's catalogue plus every verifier's ``new_codes``, built once (read-only)
+    catalogue: Mapping[str, CodeSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ids = [s.agent for s in self.specs]
@@ -32,8 +38,15 @@ class Registry:
         codes = [c for s in self.specs for c in s.codes]
         if len(set(codes)) != len(codes):
             raise ValueError("a code is claimed by two verifiers")
+        rows = dict(CATALOGUE)
         for spec in self.specs:
-            spec.check()
+            for row in spec.new_codes:
+                if rows.get(row.code, row) != row:
+                    raise ValueError(f"verifier {spec.agent}: {row.code} is already in the catalogue as {rows[row.code]}")
+                rows[row.code] = row
+        object.__setattr__(self, "catalogue", MappingProxyType(rows))
+        for spec in self.specs:
+            spec.check(self.catalogue)
 
     def __iter__(self) -> Iterator[VerifierSpec]:
         return iter(self.specs)
@@ -65,6 +78,11 @@ class Registry:
         """A copy with ``specs`` appended (a test's toy verifier; this registry is unchanged)."""
         return Registry((*self.specs, *specs))
 
+    @property
+    def auto_fixable_codes(self) -> frozenset[str]:
+        """The auto-fixable codes of :attr:`catalogue`."""
+        return frozenset(c.code for c in self.catalogue.values() if c.auto_fixable)
+
     def code_owner(self, code: str) -> VerifierSpec | None:
         return next((s for s in self.specs if code in s.codes), None)
 
@@ -80,19 +98,3 @@ REGISTRY = build([
     v3_traps.SPEC,
     v4_evidence.SPEC,
 ])
-
-_active: Registry = REGISTRY
-
-
-def active() -> Registry:
-    """The registry the agent type of issues and runs accepts (:data:`docverify.domain.models.AgentId`):
-    :data:`REGISTRY`, or the extended one a test put in place with :func:`use`."""
-    return _active
-
-
-def use(registry: Registry) -> Registry:
-    """Make ``registry`` the accepted set of agent ids (tests of a toy verifier); returns the
-    previous one, to put back."""
-    global _active
-    previous, _active = _active, registry
-    return previous

@@ -18,7 +18,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from docverify.domain.codes import CATALOGUE, CodeSpec, register_codes
+from docverify.domain.codes import CATALOGUE, CodeSpec
 from docverify.domain.models import SEVERITY_ORDER, ClassificationOutput, DocumentBundle, Issue, Severity
 
 #: ``rule_phase(bundle, classification, policy)`` → the rule phase's issues (``policy``: a
@@ -55,8 +55,8 @@ class VerifierSpec:
         prompt_text: the prompt itself instead of a file (same format: version line first).
         findings_model: the structured output of its LLM judgment (a ``JudgmentFindings``).
         llm_inputs: what its LLM judgment reads.
-        new_codes: catalogue rows of codes this verifier brings (added to the catalogue when the
-            spec is registered), so a new verifier needs no edit of :mod:`docverify.domain.codes`.
+        new_codes: catalogue rows of codes this verifier brings (in its registry's catalogue,
+            ``Registry.catalogue``; its issues are made from them: ``make_issue(ROW, …)``), so a new verifier needs no edit of :mod:`docverify.domain.codes`.
         fixers: auto-fixers of its auto-fixable codes that :mod:`docverify.pipeline.autofix` does not have.
         blind_prompt / blind_model / blind_inputs / blind_compare: an optional *blind* LLM reading
             asked before the judgment (ADR 0034): the model reads ``blind_inputs`` (the text without
@@ -100,18 +100,21 @@ class VerifierSpec:
         """Whether it has a judgment phase (V1 has none: rules only)."""
         return self.offline_judgment is not None or self.findings_model is not None
 
-    def check(self) -> None:
-        """Refuse a spec that contradicts the catalogue or itself (raises ``ValueError``)."""
-        register_codes(self.new_codes)
+    def check(self, catalogue: Mapping[str, CodeSpec] | None = None) -> None:
+        """Refuse a spec that contradicts the catalogue or itself (raises ``ValueError``).
+        ``catalogue``: the registry's (the specification's rows and every verifier's ``new_codes``);
+        alone, the specification's rows and this spec's own."""
+        if catalogue is None:
+            catalogue = {**CATALOGUE, **{row.code: row for row in self.new_codes}}
         problems = []
         for code in self.codes:
-            spec = CATALOGUE.get(code)
+            spec = catalogue.get(code)
             if spec is None:
                 problems.append(f"{code} is not in the catalogue")
             elif spec.agent != self.agent:
                 problems.append(f"{code} belongs to {spec.agent} in the catalogue")
         for code in self.judgment_codes:
-            spec = CATALOGUE.get(code)
+            spec = catalogue.get(code)
             if code not in self.codes:
                 problems.append(f"judgment code {code} is not one of its codes")
             elif spec is not None and (spec.auto_fixable or SEVERITY_ORDER[spec.severity] > SEVERITY_ORDER[Severity.MAJOR]):
