@@ -86,7 +86,7 @@ hostile: $(STAMP)  ## the hostile night's figures of the README ("What can go wr
 	$(PY) scripts/hostile_night.py
 
 # ------------------------------------------------------------------ the nightly DAG, locally
-$(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml
+$(AIRFLOW_STAMP): $(STAMP) airflow_settings.yaml scripts/write_airflow_cfg.py
 	mkdir -p $(AIRFLOW_HOME)
 	$(PY) scripts/write_airflow_cfg.py $(AIRFLOW_HOME)/airflow.cfg
 	airflow db migrate > $(AIRFLOW_HOME)/db_migrate.log 2>&1 || (tail -30 $(AIRFLOW_HOME)/db_migrate.log; exit 1)

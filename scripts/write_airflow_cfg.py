@@ -25,6 +25,19 @@ SETTINGS = {
         "load_examples": "False",
         "dags_are_paused_at_creation": "True",
     },
+    # Lineage (ADR 0040, docs/lineage.md): the project's extractor gives its tasks their datasets
+    # and facets; task source code never travels in an event.
+    "openlineage": {
+        "extractors": "docverify_airflow.ol_extractor.DocverifyExtractor",
+        "disable_source_code": "True",
+    },
+}
+
+#: Lineage defaults, kept when the file (or the deployment) says otherwise: events in the task logs
+#: (the console transport) and the namespace of the project's jobs. A backend instead: e.g.
+#: AIRFLOW__OPENLINEAGE__TRANSPORT='{"type": "http", "url": "http://marquez:5000"}' (docs/lineage.md).
+LINEAGE_DEFAULTS = {
+    "openlineage": {"transport": '{"type": "console"}', "namespace": "docverify"},
 }
 
 #: Memory (ADR 0017): set when the file does not say otherwise (a value already there is kept).
@@ -47,7 +60,7 @@ def write(path: pathlib.Path) -> None:
             cfg.add_section(section)
         for key, value in values.items():
             cfg.set(section, key, value)
-    for section, values in LEAN_DEFAULTS.items():
+    for section, values in (*LEAN_DEFAULTS.items(), *LINEAGE_DEFAULTS.items()):
         if not cfg.has_section(section):
             cfg.add_section(section)
         for key, value in values.items():

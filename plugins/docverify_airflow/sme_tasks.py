@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from docverify_airflow import config
+from docverify_airflow import config, lineage
 from docverify_airflow.page_urls import packet_url, review_url
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,13 @@ def _owner(context: Mapping[str, Any]) -> str:
     return f"{context['dag'].dag_id if context.get('dag') else 'sme_review'}/{context.get('run_id', '')}"
 
 
+def lineage_uris(context: Mapping[str, Any], roles: Sequence[str]) -> list[str]:
+    """The review Dag's datasets of these roles (``docverify_airflow.lineage.DATASETS``): the
+    packets and the ground truth, whatever the night."""
+    return lineage.uris_for(roles, config.artifact_store(context).uri, "", "")
+
+
+@lineage.task(lineage_uris)
 def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One ``SMEReviewOperator`` kwargs dict per pending packet this run claims, most severe
     first, at most ``max_reviews``. A packet open in another active run (claimed, see

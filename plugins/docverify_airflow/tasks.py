@@ -26,7 +26,7 @@ from docverify.stages.routes import write_sme_packets as write_sme_packets_stage
 from docverify.stages.verify import arbiter, auto_fix_retry_shard, retry_shards, verify_shard
 from docverify.stages.verify import plan_shards as plan_shards_stage
 from docverify.storage.store import ArtifactStore
-from docverify_airflow import config, wiring
+from docverify_airflow import config, lineage, wiring
 from docverify_airflow.night import night_of
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,18 @@ def make_batch(context: dict[str, Any]) -> Batch:
                    concurrency=int(params.get("concurrency", 8)))
 
 
+def lineage_uris(context, roles) -> list[str]:
+    """The night's datasets of these roles (``docverify_airflow.lineage.DATASETS``) as URIs."""
+    batch = make_batch(context)
+    return lineage.uris_for(roles, batch.rs.uri, batch.ds, batch.incoming)
+
+
+#: every task body below: its OpenLineage datasets and counts, its run id on the lineage lines
+traced = lineage.task(lineage_uris)
+
+
 @retry_rule
+@traced
 def discover(context) -> dict:
     batch = make_batch(context)
     out = discover_stage(batch, int(context["params"].get("max_documents", 0)))
@@ -90,6 +101,7 @@ def discover(context) -> dict:
 
 
 @retry_rule
+@traced
 def plan_document_ai(context) -> dict:
     """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.document_ai.plan`."""
     from docverify_airflow import document_ai
@@ -98,6 +110,7 @@ def plan_document_ai(context) -> dict:
 
 
 @retry_rule
+@traced
 def layout_plan(context) -> list[dict]:
     """The local layout's parts (one mapped ``layout_parse`` each), after settling what needs no
     parsing (refused at discovery, unchanged bundles); none with Document AI (``layout`` does it
@@ -112,6 +125,7 @@ def layout_plan(context) -> list[dict]:
 
 
 @retry_rule
+@traced
 def layout_parse(context, part: dict) -> dict:
     """One part of the local layout: its PDFs through the parser's bounded child processes."""
     params, s = context["params"], config.settings(context)
@@ -120,6 +134,7 @@ def layout_parse(context, part: dict) -> dict:
 
 
 @retry_rule
+@traced
 def layout(context) -> dict:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
     processes, mapped: this task merges the ``layout_parse`` parts' records into the night's index)
@@ -147,6 +162,20 @@ def _small(stats: dict) -> dict:
     return {k: stats[k] for k in ("stage", "docs", "errors", "cache_hits", "seconds", "parser") if k in stats}
 
 
+def _with_routes(stats: dict) -> dict:
+    """A shard's XCom record: :func:`_small` and its documents counted by route (and final decision
+    after the retry) — the task's OpenLineage facet shows them."""
+    from collections import Counter
+
+    docs = (stats.get("documents") or {}).values()
+    out = _small(stats)
+    out["routes"] = dict(Counter(str(d.get("route")) for d in docs))
+    finals = Counter(str(d["final_decision"]) for d in docs if d.get("final_decision"))
+    if finals:
+        out["final_decisions"] = dict(finals)
+    return out
+
+
 def map_limit() -> int:
     """Airflow's ``[core] max_map_length``: more mapped task instances cannot be created."""
     from airflow.sdk import conf
@@ -171,6 +200,7 @@ def _shards(context, ids_of) -> list[list[str]]:
 
 
 @retry_rule
+@traced
 def plan_shards(context) -> list[list[str]]:
     """At most ``max_shards`` shards (``shard_size`` is their minimum size); a bad value or one over
     Airflow's map limit is a ValueError → fails at once (``retry_rule``), never retried."""
@@ -182,13 +212,15 @@ def _key(context) -> str:
 
 
 @retry_rule
+@traced
 def verify(context, shard: list[str]) -> dict:
     """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.stages.verify.verify_shard``)."""
     _, deps = wiring.task_deps(context)
-    return _small(verify_shard(make_batch(context), shard, deps, _key(context)))
+    return _with_routes(verify_shard(make_batch(context), shard, deps, _key(context)))
 
 
 @retry_rule
+@traced
 def route(context, shards: list[list[str]]) -> list[str]:
     """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
     the second opinion, when on, was asked in ``verify`` — its VerifyDeps carry it)."""
@@ -197,17 +229,20 @@ def route(context, shards: list[list[str]]) -> list[str]:
 
 
 @retry_rule
+@traced
 def plan_retry_shards(context) -> list[list[str]]:
     return _shards(context, retry_shards)
 
 
 @retry_rule
+@traced
 def auto_fix_retry(context, shard: list[str]) -> dict:
     _, deps = wiring.task_deps(context)
-    return _small(auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)))
+    return _with_routes(auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)))
 
 
 @retry_rule
+@traced
 def accept(context) -> dict:
     out = accept_stage(make_batch(context))
     if not out["accepted"]:
@@ -218,6 +253,7 @@ def accept(context) -> dict:
 
 
 @retry_rule
+@traced
 def audit_sample(context) -> dict:
     """The night's audit of accepted documents (Variable ``docverify_audit_rate``; 0 = off): audit
     packets for the sample, reviewed in the ``sme_review`` DAG like escalations."""
@@ -237,6 +273,7 @@ def audit_sample(context) -> dict:
 
 
 @retry_rule
+@traced
 def write_sme_packets(context) -> dict:
     out = write_sme_packets_stage(make_batch(context))
     if out["packets"]:
@@ -253,10 +290,12 @@ def write_sme_packets(context) -> dict:
 
 
 @retry_rule
+@traced
 def batch_report(context) -> dict:
     from docverify.reporting import report
 
     out = report.write(make_batch(context))
+    out["night"]["policy"] = config.policy(config.settings(context)).model_dump(mode="json")
     log.info("%s", out["summary"])
     log.info("report: %s | %s | %s", out["json"], out["markdown"], out["html"])
     _false_accept_alert(context, out)

@@ -11,7 +11,9 @@ import shutil
 
 import pytest
 from tests.dags.airflow_env import REPO, airflow_cmd
+from tests.lineage_events import check_facet, datasets, events_from_log, leaks, parse, task_events
 from tests.packets import has_packet, packet_file
+from tests.phi_scan import night_phi
 
 # airflow dags test runs of the sample night (~80 s): the full suite, not the inner loop
 pytestmark = pytest.mark.slow
@@ -185,3 +187,47 @@ def test_no_sample_text_in_the_logs(sample_run):
                     leaks.append((bundle.parent.name, sentence[:40]))
     assert not leaks, leaks
     assert "lineage {" in log  # the lineage lines are there, and carry no text
+
+
+def test_the_nights_log_carries_its_openlineage_events(sample_run):
+    """The console transport (the embedded default) writes every task's START and COMPLETE into the
+    log, with the night's datasets and facets; the lineage lines join to their task's event by
+    ol_run_id; no event holds clinical text or a file name (ADR 0040)."""
+    root, first_log, *_ = sample_run
+    events = events_from_log(first_log)
+    for e in events:
+        parse(e)
+    runs = task_events(events, "clinical_doc_verification")
+    by_task: dict[str, list[list[dict]]] = {}
+    for (job, _), evs in runs.items():
+        by_task.setdefault(job.split(".", 1)[1], []).append(evs)
+    for task_id in ("discover", "layout", "verify", "route", "accept", "write_sme_packets", "batch_report"):
+        assert task_id in by_task, f"no OpenLineage event of {task_id}"
+        for evs in by_task[task_id]:
+            assert sorted(e["eventType"] for e in evs) == ["COMPLETE", "START"], (task_id, evs)
+    assert len(by_task["layout_parse"]) >= 3  # the mapped parts: one run id each
+
+    def complete(task_id):
+        return next(e for evs in by_task[task_id] for e in evs if e["eventType"] == "COMPLETE")
+
+    file = lambda rel: ("file", str(root / rel))  # noqa: E731
+    assert datasets(complete("discover"), "inputs") == {file(f"incoming/{DS}")}
+    assert datasets(complete("accept"), "outputs") == {file(f"accepted/{DS}")}
+    assert datasets(complete("write_sme_packets"), "outputs") == {file("sme_packets")}
+    assert datasets(complete("batch_report"), "outputs") == {file(f"reports/{DS}")}
+    report = json.loads((root / "reports" / DS / "batch_report.json").read_text())
+    night = complete("batch_report")["run"]["facets"]["docverify_night"]
+    check_facet("docverify_night", night)
+    assert (night["documents"], night["final_routes"], night["rules"]) == (
+        report["documents"], report["final_routes"], report["rules"])
+    verify = complete("verify")["run"]["facets"]["docverify_task"]
+    check_facet("docverify_task", verify)
+    assert sum(verify["counts"]["routes"].values()) == verify["counts"]["docs"]
+    assert complete("verify")["run"]["facets"].get("sourceCode") is None  # disable_source_code
+
+    # every lineage line of discover names the run id of discover's events
+    ids = {json.loads(m)["ol_run_id"] for m in re.findall(r'lineage (\{.*?"task": "discover"\})', first_log)}
+    assert ids == {complete("discover")["run"]["runId"]}
+
+    names = {p.name for p in (root / "incoming" / DS).iterdir()}
+    assert leaks(events, night_phi(root), names) == []

@@ -835,4 +835,17 @@ def write(batch: Batch) -> dict:
     return {"summary": summary_line(rep), "json": rs.uri(rs.report_rel("json")),
             "markdown": rs.uri(rs.report_rel("md")), "html": rs.uri(rs.report_rel("html")),
             "final_routes": rep["final_routes"], "errors": len(rep["errors"]), "trend": trend_uris,
-            "false_accept_night": (rep.get("audit") or {}).get("false_accept_night")}
+            "false_accept_night": (rep.get("audit") or {}).get("false_accept_night"), "night": night_facts(rep)}
+
+
+def night_facts(rep: Report) -> dict[str, Any]:
+    """The night in counts, codes and implementation ids (the OpenLineage night facet): no
+    document id, no file name, no message."""
+    llm = rep["llm"]
+    return {"night": rep["ds"], "documents": rep["documents"], "final_routes": dict(rep["final_routes"]),
+            "rules": dict(rep["rules"]), "issue_codes": dict(rep["issues_by_code_final"]),
+            "error_codes": dict(Counter(str(e.get("error")) for e in rep["errors"])),
+            "implementations": list(rep["implementations"]),
+            "models": {k: rep["models"].get(k) for k in ("classifier", "judge", "self_verifying")},
+            "llm": {k: llm.get(k) for k in ("mode", "calls", "cache_hits", "input_tokens", "output_tokens",
+                                            "cost_usd", "price_model")}}

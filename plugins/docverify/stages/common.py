@@ -23,6 +23,8 @@ from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger("docverify.stages")
 lineage_log = logging.getLogger("docverify.lineage")
+#: where a task's OpenLineage run id is exported while it runs (docverify_airflow.lineage)
+OL_RUN_ID_ENV = "DOCVERIFY_OL_RUN_ID"
 
 
 ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
@@ -39,9 +41,12 @@ def lineage(step: str, doc_id: str, **fields: Any) -> None:
     text from the document. ``task`` is the Airflow task whose log holds the line (the task
     runner exports it as ``AIRFLOW_CTX_TASK_ID``); ``step`` is added when the step has another
     name (``classify`` and ``v5_arbiter`` run inside ``verify``). Outside Airflow, ``task`` is
-    the step."""
+    the step. ``ol_run_id``: the task's OpenLineage run id, when the glue exported it (ADR 0040),
+    so the line joins to the task's events."""
     task = os.environ.get("AIRFLOW_CTX_TASK_ID") or step
-    line = {"task": task, "doc_id": doc_id, **({"step": step} if step != task else {}), **fields}
+    run = os.environ.get(OL_RUN_ID_ENV)
+    line = {"task": task, "doc_id": doc_id, **({"step": step} if step != task else {}),
+            **({"ol_run_id": run} if run else {}), **fields}
     lineage_log.info("lineage %s", json.dumps(line, sort_keys=True))
 
 

@@ -83,16 +83,20 @@ class SMEReviewOperator(HITLOperator):
         self.params = ParamsDict(review_form_params(preset))
         answer = super().execute_complete(context=context, event=event)
         from docverify.sme.answer import AnswerRefused
+        from docverify_airflow import lineage
 
-        try:
-            saved = sme_tasks.record_answer(context, self.doc_id, answer, preset_pages=preset)
-        except AnswerRefused as exc:
-            # never a silent retry loop: the reason is stored (the workspace and the packet list show
-            # it), logged (no document text in it), and the same review opens again at once
-            sme_tasks.record_refusal(context, self.doc_id, exc.reason, answer)
-            self._reopen(context)
-        sme_tasks.clear_refusal(context, self.doc_id)
-        sme_tasks.release_claim(context, self.doc_id, "answered")
+        with lineage.traced(context, sme_tasks.lineage_uris) as traced:
+            try:
+                saved = sme_tasks.record_answer(context, self.doc_id, answer, preset_pages=preset)
+            except AnswerRefused as exc:
+                # never a silent retry loop: the reason is stored (the workspace and the packet list show
+                # it), logged (no document text in it), and the same review opens again at once
+                sme_tasks.record_refusal(context, self.doc_id, exc.reason, answer)
+                self._reopen(context)
+            sme_tasks.clear_refusal(context, self.doc_id)
+            sme_tasks.release_claim(context, self.doc_id, "answered")
+            traced.result = {"answered": 1, "chosen_option": saved["chosen_option"],
+                             "ground_truth_source": saved["ground_truth_source"], "version": saved["version"]}
         return saved
 
     def _reopen(self, context: Any) -> None:

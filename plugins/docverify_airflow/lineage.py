@@ -1,0 +1,205 @@
+"""OpenLineage for the project's tasks (ADR 0040): what each task read and wrote, and the night's facts.
+
+Airflow's OpenLineage provider emits a START and a COMPLETE (or FAIL) event for every task instance
+and every Dag run; this module gives docverify's tasks their datasets and facets:
+
+* **datasets** at the granularity a data engineer queries, never one per PDF: the night's input
+  prefix (``incoming/<ds>`` or the ``batch_prefix``), the night's run store (``runs/<ds>``), the
+  outputs per route (``accepted/<ds>``, ``sme_packets``, ``reports/<ds>``) and ``ground_truth``;
+  namespaces as Airflow's own asset translations make them (``file`` + absolute path locally,
+  ``gs://<bucket>`` + key in production). A file name never appears: file names are PHI-prone.
+* **facets**: ``docverify_task`` on every task's COMPLETE event (the task's counts: numbers and
+  codes from its return value, never lists or text) and ``docverify_night`` on ``batch_report``'s
+  (documents, routes, V5 rules, issue codes, implementations and models, LLM calls and cost, the
+  verification policy).
+
+How: the task body (:func:`task`, the decorator of ``docverify_airflow.tasks``) records what it
+declared in this process; :class:`docverify_airflow.ol_extractor.DocverifyExtractor` — registered for the task types of the two
+Dags in ``[openlineage] extractors`` (``scripts/write_airflow_cfg.py``) — hands it to the listener,
+which runs after the body in the same process (or a fork of it). Returning our datasets also keeps
+the provider's hook-level lineage (per-object URIs that a storage hook may report) out of our
+tasks' events. The per-document ``lineage`` log lines carry the task's OpenLineage run id
+(``ol_run_id``), so a line joins to its task's events.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from docverify.stages.common import OL_RUN_ID_ENV
+
+log = logging.getLogger(__name__)
+
+#: The environment variable the core's ``lineage`` lines read their task's run id from (a task
+#: runs in its own process; Airflow exports its own ``AIRFLOW_CTX_*`` the same way).
+RUN_ID_ENV = OL_RUN_ID_ENV
+DAGS = ("clinical_doc_verification", "sme_review")
+
+# What each task reads and writes, by role (resolved against the night's storage root).
+INCOMING, RUNS, ACCEPTED, PACKETS, REPORTS, GROUND_TRUTH = (
+    "incoming", "runs", "accepted", "sme_packets", "reports", "ground_truth")
+DATASETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "discover": ((INCOMING,), (RUNS,)),
+    "plan_document_ai": ((RUNS,), ()),
+    "layout_plan": ((RUNS,), (RUNS,)),
+    "layout_parse": ((INCOMING,), (RUNS,)),
+    "layout": ((INCOMING, RUNS), (RUNS,)),
+    "plan_shards": ((RUNS,), ()),
+    "verify": ((RUNS,), (RUNS,)),
+    "route": ((RUNS,), (RUNS,)),
+    "plan_retry_shards": ((RUNS,), ()),
+    "auto_fix_retry": ((RUNS,), (RUNS,)),
+    "accept": ((RUNS,), (ACCEPTED,)),
+    "write_sme_packets": ((RUNS,), (PACKETS,)),
+    "audit_sample": ((ACCEPTED, RUNS), (PACKETS,)),
+    "batch_report": ((RUNS, ACCEPTED, PACKETS, GROUND_TRUTH), (REPORTS,)),
+    "list_pending_reviews": ((PACKETS,), ()),
+    "review": ((PACKETS,), (GROUND_TRUTH,)),
+}
+
+
+@dataclass
+class Declared:
+    """What one task instance declared: dataset URIs and facets."""
+
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    facets: dict[str, Any] = field(default_factory=dict)  # name → an OpenLineage RunFacet
+
+
+#: Per process, per task instance: a task runs in its own process (the listener reads this after
+#: the body, in the same process or a fork of it); ``airflow dags test`` runs a night's tasks one
+#: after the other in one process, hence the key.
+_DECLARED: dict[tuple[str, str, int], Declared] = {}
+
+
+def _key(dag_id: str, task_id: str, map_index: int | None) -> tuple[str, str, int]:
+    return dag_id, task_id, -1 if map_index is None else int(map_index)
+
+
+def declared(dag_id: str, task_id: str, map_index: int | None) -> Declared | None:
+    return _DECLARED.get(_key(dag_id, task_id, map_index))
+
+
+def counts_of(result: Any) -> dict[str, Any]:
+    """The facet-safe part of a task's result: numbers, booleans and short code-like strings of
+    its top level (and one level of ``{name: number}`` maps, e.g. routes); lists (document ids),
+    URIs and free text are left out."""
+    if not isinstance(result, Mapping):
+        return {"items": len(result)} if isinstance(result, list | tuple) else {}
+    out: dict[str, Any] = {}
+    for k, v in result.items():
+        if isinstance(v, bool | int | float) or isinstance(v, str) and _code_like(v):
+            out[str(k)] = v
+        elif isinstance(v, Mapping) and v and all(isinstance(x, int | float) for x in v.values()):
+            out[str(k)] = {str(a): b for a, b in v.items()}
+        elif isinstance(v, list | tuple):
+            out[f"{k}_count"] = len(v)
+    return out
+
+
+def _code_like(v: str) -> bool:
+    return 0 < len(v) <= 40 and all(c.isalnum() or c in "_-.:+ " for c in v)
+
+
+def uris_for(roles: Sequence[str], uri: Callable[[str], str], ds: str, prefix_rel: str) -> list[str]:
+    rel = {INCOMING: prefix_rel, RUNS: f"runs/{ds}", ACCEPTED: f"accepted/{ds}", PACKETS: "sme_packets",
+           REPORTS: f"reports/{ds}", GROUND_TRUTH: "ground_truth"}
+    return [uri(rel[r]) for r in roles]
+
+
+def ol_run_id(context: Mapping[str, Any]) -> str | None:
+    """The OpenLineage run id the provider gives this task instance (its ``lineage_run_id``
+    macro); None when the provider is not installed or the context has no task instance."""
+    ti = context.get("ti")
+    if ti is None:
+        return None
+    try:
+        from airflow.providers.openlineage.plugins.macros import lineage_run_id
+    except ImportError:
+        return None
+    try:
+        return str(lineage_run_id(ti))
+    except Exception as exc:  # a lineage id must never fail a task
+        log.warning("no OpenLineage run id for this task: %s", type(exc).__name__)
+        return None
+
+
+def declare(context: Mapping[str, Any], *, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
+            facets: Mapping[str, Any] | None = None) -> None:
+    ti = context["ti"]
+    entry = _DECLARED.setdefault(_key(ti.dag_id, ti.task_id, getattr(ti, "map_index", -1)), Declared())
+    entry.inputs[:] = list(dict.fromkeys([*entry.inputs, *inputs]))
+    entry.outputs[:] = list(dict.fromkeys([*entry.outputs, *outputs]))
+    entry.facets.update(facets or {})
+
+
+Uris = Callable[[Mapping[str, Any], Sequence[str]], list[str]]
+
+
+@dataclass
+class Traced:
+    """What :func:`traced` declares when its block ends: set :attr:`result` to the task's result."""
+
+    result: Any = None
+
+
+@contextmanager
+def traced(context: Mapping[str, Any], uris: Uris) -> Iterator[Traced]:
+    """A task body's block: the task's OpenLineage run id exported for the core's ``lineage``
+    lines while it runs; when it ends (also by an exception or a skip) the task's datasets
+    (:data:`DATASETS`, resolved by ``uris(context, roles)``) and the counts of ``result`` declared
+    for :class:`docverify_airflow.ol_extractor.DocverifyExtractor`. Lineage never fails a task:
+    a fault here is logged."""
+    run_id, before = ol_run_id(context), os.environ.get(RUN_ID_ENV)
+    if run_id:
+        os.environ[RUN_ID_ENV] = run_id
+    out = Traced()
+    try:
+        yield out
+    finally:
+        if before is None:
+            os.environ.pop(RUN_ID_ENV, None)
+        else:
+            os.environ[RUN_ID_ENV] = before
+        declare_task(context, uris, out.result)
+
+
+def task(uris: Uris) -> Callable:
+    """:func:`traced` as the decorator of a task body ``fn(context, …)``."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(context: Any, *args: Any, **kwargs: Any) -> Any:
+            with traced(context, uris) as t:
+                t.result = fn(context, *args, **kwargs)
+                return t.result
+
+        return wrapper
+
+    return wrap
+
+
+def declare_task(context: Mapping[str, Any], uris: Uris, result: Any) -> None:
+    """Declare the task's datasets (by its id in :data:`DATASETS`) and its facets."""
+    try:
+        from docverify_airflow.ol_extractor import DocverifyTaskRunFacet, night_facet
+
+        ti = context["ti"]
+        ins, outs = DATASETS.get(ti.task_id, ((), ()))
+        map_index = getattr(ti, "map_index", None)
+        facets: dict[str, Any] = {"docverify_task": DocverifyTaskRunFacet(
+            dag_id=ti.dag_id, task_id=ti.task_id, map_index=-1 if map_index is None else int(map_index),
+            counts=counts_of({k: v for k, v in result.items() if k != "night"} if isinstance(result, Mapping)
+                             else result))}
+        if isinstance(result, Mapping) and isinstance(result.get("night"), Mapping):
+            facets["docverify_night"] = night_facet(result["night"])
+        declare(context, inputs=uris(context, ins), outputs=uris(context, outs), facets=facets)
+    except Exception as exc:
+        log.warning("OpenLineage datasets not declared for this task: %s", type(exc).__name__)

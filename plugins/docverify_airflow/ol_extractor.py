@@ -1,0 +1,96 @@
+"""The OpenLineage side of :mod:`docverify_airflow.lineage` (ADR 0040): the custom run facets, the
+datasets, and the extractor registered in ``[openlineage] extractors`` for the two Dags' task types.
+Imported by the provider's listener (and by a task ending), never at Dag parse time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attr
+from airflow.providers.openlineage.extractors.base import BaseExtractor, OperatorLineage
+from openlineage.client.event_v2 import Dataset
+from openlineage.client.facet_v2 import RunFacet
+
+from docverify_airflow.lineage import DAGS, declared
+
+#: The schemas of the custom facets ship in the repository (include/openlineage/); the URL names
+#: them where a reader of an event can find them.
+SCHEMA_BASE = "https://github.com/docverify/docverify/blob/main/include/openlineage/"
+
+
+@attr.define
+class DocverifyTaskRunFacet(RunFacet):
+    """A docverify task's counts: numbers, booleans and short codes from its result, no text."""
+
+    dag_id: str
+    task_id: str
+    map_index: int
+    counts: dict[str, Any]
+
+    @staticmethod
+    def _get_schema() -> str:
+        return SCHEMA_BASE + "DocverifyTaskRunFacet.json#/$defs/DocverifyTaskRunFacet"
+
+
+@attr.define
+class DocverifyNightRunFacet(RunFacet):
+    """The night: documents, routes, V5 rules, issue codes, what classified and judged, LLM use and
+    cost, the verification policy. Counts, codes and implementation ids only."""
+
+    night: str
+    documents: int
+    final_routes: dict[str, int]
+    rules: dict[str, int]
+    issue_codes: dict[str, int]
+    error_codes: dict[str, int]
+    implementations: list[str]
+    models: dict[str, Any]
+    llm: dict[str, Any]
+    policy: dict[str, Any]
+
+    @staticmethod
+    def _get_schema() -> str:
+        return SCHEMA_BASE + "DocverifyNightRunFacet.json#/$defs/DocverifyNightRunFacet"
+
+
+def night_facet(night: Mapping[str, Any]) -> DocverifyNightRunFacet:
+    return DocverifyNightRunFacet(**{f.name: night[f.name] for f in attr.fields(DocverifyNightRunFacet)
+                                     if not f.name.startswith("_")})
+
+
+def dataset(uri: str) -> Any:
+    """An OpenLineage dataset for a storage URI, named as Airflow's asset translations name it
+    (``file`` + absolute path; ``gs://<bucket>`` + key)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme in ("", "file"):
+        return Dataset(namespace=f"file://{parts.netloc}" if parts.netloc else "file", name=parts.path)
+    return Dataset(namespace=f"{parts.scheme}://{parts.netloc}", name=parts.path.lstrip("/") or "/")
+
+
+class DocverifyExtractor(BaseExtractor):
+    """The extractor of the two Dags' tasks: the datasets and facets the task body declared
+    (:func:`task`). For a task of another Dag it returns nothing, and the provider falls back to
+    what it does without an extractor (hook lineage, then the task's inlets and outlets)."""
+
+    @classmethod
+    def get_operator_classnames(cls) -> list[str]:
+        return ["_PythonDecoratedOperator", "_BranchPythonDecoratedOperator", "SMEReviewOperator"]
+
+    def _execute_extraction(self) -> Any:
+        return None  # START: the body has not run; its datasets are known when it ends
+
+    def extract_on_complete(self, task_instance: Any) -> Any:
+        op = self.operator
+        if getattr(op, "dag_id", None) not in DAGS:
+            return None
+        found = declared(op.dag_id, op.task_id, getattr(task_instance, "map_index", -1))
+        if found is None:
+            return None
+        return OperatorLineage(inputs=[dataset(u) for u in found.inputs],
+                               outputs=[dataset(u) for u in found.outputs], run_facets=dict(found.facets))
+
+    def extract_on_failure(self, task_instance: Any) -> Any:
+        return self.extract_on_complete(task_instance)
