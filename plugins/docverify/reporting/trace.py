@@ -35,7 +35,6 @@ from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore, uri_of
 
 NIGHTLY_DAG = "clinical_doc_verification"
-REVIEW_DAG = "sme_review"
 #: fields of a :class:`Step` that may name a patient indirectly (shown to packet readers only)
 PHI_FIELDS = ("input_uri", "file_name", "error_message", "notes")
 #: issue details that name pages (V4's claimed page and where the text was found, V2's pages …)
@@ -167,9 +166,6 @@ class Trace(BaseModel):
         hidden = sorted({f for s in self.steps for f in PHI_FIELDS if getattr(s, f)})
         steps = [s.model_copy(update=dict.fromkeys(PHI_FIELDS)) for s in self.steps]
         return self.model_copy(update={"steps": steps, "hidden": hidden})
-
-    def review_ids(self) -> list[str]:
-        return list(dict.fromkeys(s.review_id for s in self.steps if s.review_id))
 
 
 # =========================================================================== reading the store
