@@ -173,7 +173,14 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
     built = build_night(store / "incoming" / ds, n, args.corpora)
     variables = {"docverify_judge": judge, "docverify_ocr": "off" if args.no_ocr else "on"}
     env: dict[str, str] = {}
-    fake = None
+    fake = receiver = None
+    if args.lineage == "off":  # the provider installed but switched off: the cost of lineage, by difference
+        env["AIRFLOW__OPENLINEAGE__DISABLED"] = "True"
+    elif args.lineage == "http":  # a lineage backend on loopback: every event counted (ADR 0040)
+        from tests.lineage_events import LineageReceiver
+
+        receiver = LineageReceiver().start()
+        env["AIRFLOW__OPENLINEAGE__TRANSPORT"] = receiver.transport()
     if judge == "llm":
         fake = FakeGemini(latency_s=args.latency, max_concurrency=args.fake_concurrency, rpm=args.rpm,
                           keep_bodies=False).start()
@@ -197,8 +204,16 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
         before = fake.stats() if fake else {}
         profile = InFlight(fake) if fake else None
         conf = {k: v for k, v in (("concurrency", args.concurrency), ("max_shards", args.max_shards)) if v}
+        if receiver is not None:
+            receiver.events.clear()  # the settled empty night's events are not the measured night's
         result = under_scheduler(stack, ds, conf or None)
+        if receiver is not None:
+            time.sleep(5)  # the last COMPLETE events are posted from forked listeners
+            result["lineage_events"] = len(receiver.events)
+            result["lineage_bytes"] = sum(len(json.dumps(e)) for e in receiver.events)
     finally:
+        if receiver is not None:
+            receiver.stop()
         if fake is not None and profile is not None:
             profile.stop.set()
         stack.stop()
@@ -245,6 +260,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the Airflow homes and storage roots")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--label", default="", help="a note for the table's last column")
+    ap.add_argument("--lineage", choices=("console", "off", "http"), default="console",
+                    help="OpenLineage: as make configures it (console transport: events in the task logs), "
+                         "switched off, or the HTTP transport to a loopback receiver that counts the events")
     args = ap.parse_args()
     work = pathlib.Path(tempfile.mkdtemp(prefix="docverify-bench-night-"))
     rows = []
@@ -267,6 +285,8 @@ def main() -> int:
              f"docverify_llm_rpm={args.limiter_rpm if args.limiter_rpm is not None else args.rpm}, llm pool "
              f"{args.pool_slots or 'as in airflow_settings.yaml'}"
              f"{f'; batch mode, a job succeeds after {args.batch_delay:g} s' if args.llm_mode == 'batch' else ''})" if llm else "embedded default (offline judge)")
+    if args.lineage != "console":
+        setup += f", OpenLineage {'off' if args.lineage == 'off' else 'HTTP transport to a loopback receiver'}"
     lines = [f"## {dt.date.today().isoformat()}: {setup}", "",
              f"`{cmd}` at commit {commit} on {os.cpu_count()} cores **shared with other sessions' work (figures taken under "
              f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
@@ -277,6 +297,9 @@ def main() -> int:
     head = ("| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | documents read | final decisions "
             "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |")
     sep = "|---|---|---|---|---|---|---|---|---|---|---|"
+    if args.lineage == "http":
+        head += " OpenLineage events | event bytes |"
+        sep += "---|---|"
     if llm:
         head += " requests | 429s | peak / effective concurrency | LLM traffic (s) | bound (s) | ratio | batch jobs / items |"
         sep += "---|---|---|---|---|---|---|"
@@ -286,6 +309,8 @@ def main() -> int:
                 f"{r['peak_rss_mb']:.0f} | {r['reported']} | {r['decisions']} | {r['accepted']} | "
                 f"{r['verification_incomplete']} | "
                 f"{r['classification_failed']} |")
+        if args.lineage == "http":
+            line += f" {r['lineage_events']} | {r['lineage_bytes']:,} |"
         if llm:
             line += (f" {r['requests']} | {r['throttled']} ({100 * r['throttled'] / max(1, r['requests']):.1f} %) | "
                      f"{r['peak_concurrency']} / {r['effective_concurrency']:.1f} | {r['llm_span_s']:.1f} | "

@@ -66,11 +66,19 @@ DATASETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 @dataclass
 class Declared:
-    """What one task instance declared: dataset URIs and facets."""
+    """What one task instance declared: dataset URIs, its counts (the ``docverify_task`` facet) and,
+    for ``batch_report``, the night (the ``docverify_night`` facet); plain data — the facet objects
+    are built by :mod:`docverify_airflow.ol_extractor`."""
 
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
-    facets: dict[str, Any] = field(default_factory=dict)  # name → an OpenLineage RunFacet
+    counts: dict[str, Any] | None = None
+    night: dict[str, Any] | None = None
+
+
+#: The fields of the night facet (``ol_extractor.DocverifyNightRunFacet``; a test keeps them equal).
+NIGHT_FIELDS = ("night", "documents", "final_routes", "rules", "issue_codes", "error_codes", "implementations",
+                "models", "llm", "policy")
 
 
 #: Per process, per task instance: a task runs in its own process (the listener reads this after
@@ -132,12 +140,21 @@ def ol_run_id(context: Mapping[str, Any]) -> str | None:
 
 
 def declare(context: Mapping[str, Any], *, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
-            facets: Mapping[str, Any] | None = None) -> None:
+            counts: Mapping[str, Any] | None = None, night: Mapping[str, Any] | None = None) -> None:
+    """Record what this task instance read and wrote (URIs) and its facets' data. A night without
+    every field of the night facet is refused (KeyError), never declared half."""
+    if night is not None:
+        missing = [f for f in NIGHT_FIELDS if f not in night]
+        if missing:
+            raise KeyError(f"the night facet lacks {', '.join(missing)}")
     ti = context["ti"]
     entry = _DECLARED.setdefault(_key(ti.dag_id, ti.task_id, getattr(ti, "map_index", -1)), Declared())
     entry.inputs[:] = list(dict.fromkeys([*entry.inputs, *inputs]))
     entry.outputs[:] = list(dict.fromkeys([*entry.outputs, *outputs]))
-    entry.facets.update(facets or {})
+    if counts is not None:
+        entry.counts = dict(counts)
+    if night is not None:
+        entry.night = {f: night[f] for f in NIGHT_FIELDS}
 
 
 Uris = Callable[[Mapping[str, Any], Sequence[str]], list[str]]
@@ -187,19 +204,13 @@ def task(uris: Uris) -> Callable:
 
 
 def declare_task(context: Mapping[str, Any], uris: Uris, result: Any) -> None:
-    """Declare the task's datasets (by its id in :data:`DATASETS`) and its facets."""
+    """Declare the task's datasets (by its id in :data:`DATASETS`) and its facets' data."""
     try:
-        from docverify_airflow.ol_extractor import DocverifyTaskRunFacet, night_facet
-
-        ti = context["ti"]
-        ins, outs = DATASETS.get(ti.task_id, ((), ()))
-        map_index = getattr(ti, "map_index", None)
-        facets: dict[str, Any] = {"docverify_task": DocverifyTaskRunFacet(
-            dag_id=ti.dag_id, task_id=ti.task_id, map_index=-1 if map_index is None else int(map_index),
-            counts=counts_of({k: v for k, v in result.items() if k != "night"} if isinstance(result, Mapping)
-                             else result))}
-        if isinstance(result, Mapping) and isinstance(result.get("night"), Mapping):
-            facets["docverify_night"] = night_facet(result["night"])
-        declare(context, inputs=uris(context, ins), outputs=uris(context, outs), facets=facets)
+        ins, outs = DATASETS.get(context["ti"].task_id, ((), ()))
+        night = result.get("night") if isinstance(result, Mapping) else None
+        counts = counts_of({k: v for k, v in result.items() if k != "night"} if isinstance(result, Mapping)
+                           else result)
+        declare(context, inputs=uris(context, ins), outputs=uris(context, outs), counts=counts,
+                night=night if isinstance(night, Mapping) else None)
     except Exception as exc:
         log.warning("OpenLineage datasets not declared for this task: %s", type(exc).__name__)

@@ -12,7 +12,7 @@ from airflow.providers.openlineage.extractors.base import BaseExtractor, Operato
 from openlineage.client.event_v2 import Dataset
 from openlineage.client.facet_v2 import RunFacet
 
-from docverify_airflow.lineage import DAGS, declared
+from docverify_airflow.lineage import DAGS, Declared, declared
 
 #: The schemas of the custom facets ship in the repository (include/openlineage/); the URL names
 #: them where a reader of an event can find them.
@@ -54,6 +54,17 @@ class DocverifyNightRunFacet(RunFacet):
         return SCHEMA_BASE + "DocverifyNightRunFacet.json#/$defs/DocverifyNightRunFacet"
 
 
+def facets(found: Declared, dag_id: str, task_id: str, map_index: int) -> dict[str, RunFacet]:
+    """The run facets of what a task declared."""
+    out: dict[str, RunFacet] = {}
+    if found.counts is not None:
+        out["docverify_task"] = DocverifyTaskRunFacet(dag_id=dag_id, task_id=task_id, map_index=int(map_index),
+                                                      counts=found.counts)
+    if found.night is not None:
+        out["docverify_night"] = night_facet(found.night)
+    return out
+
+
 def night_facet(night: Mapping[str, Any]) -> DocverifyNightRunFacet:
     return DocverifyNightRunFacet(**{f.name: night[f.name] for f in attr.fields(DocverifyNightRunFacet)
                                      if not f.name.startswith("_")})
@@ -89,8 +100,10 @@ class DocverifyExtractor(BaseExtractor):
         found = declared(op.dag_id, op.task_id, getattr(task_instance, "map_index", -1))
         if found is None:
             return None
+        map_index = getattr(task_instance, "map_index", -1)
         return OperatorLineage(inputs=[dataset(u) for u in found.inputs],
-                               outputs=[dataset(u) for u in found.outputs], run_facets=dict(found.facets))
+                               outputs=[dataset(u) for u in found.outputs],
+                               run_facets=facets(found, op.dag_id, op.task_id, -1 if map_index is None else map_index))
 
     def extract_on_failure(self, task_instance: Any) -> Any:
         return self.extract_on_complete(task_instance)

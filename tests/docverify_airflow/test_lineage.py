@@ -16,7 +16,13 @@ from tests.lineage_events import check_facet, parse
 
 from docverify.stages.common import OL_RUN_ID_ENV, lineage
 from docverify_airflow import lineage as L
-from docverify_airflow.ol_extractor import DocverifyExtractor, DocverifyNightRunFacet, dataset, night_facet
+from docverify_airflow.ol_extractor import (
+    DocverifyExtractor,
+    DocverifyNightRunFacet,
+    dataset,
+    facets,
+    night_facet,
+)
 
 
 def _context(task_id: str = "verify", map_index: int = 3, dag_id: str = "clinical_doc_verification"):
@@ -59,7 +65,7 @@ def test_a_task_declares_its_roles_datasets_and_counts():
     got = L.declared("clinical_doc_verification", "verify", 3)
     assert got is not None
     assert got.inputs == ["gs://bucket/docverify/runs/2026-11-27"] == got.outputs
-    counts = got.facets["docverify_task"].counts
+    counts = got.counts
     # numbers, short codes and {name: number} maps; a list only as its length; never URIs or sentences
     assert counts == {"stage": "verify", "docs": 2, "errors": 0, "routes": {"accept": 2}, "doc_ids_count": 2}
 
@@ -80,7 +86,7 @@ def test_a_failing_task_still_declares_and_restores_the_run_id(monkeypatch):
     assert os.environ[OL_RUN_ID_ENV] == "outer"
     got = L.declared("clinical_doc_verification", "accept", None)
     assert got is not None and got.outputs == ["gs://bucket/docverify/accepted/2026-11-27"]
-    assert got.facets["docverify_task"].counts == {}
+    assert got.counts == {}
 
 
 def test_a_lineage_line_carries_the_tasks_run_id(monkeypatch, caplog):
@@ -116,10 +122,14 @@ def _extract(dag_id: str, task_id: str, map_index: int):
 
 def test_the_extractor_hands_over_what_the_task_declared():
     L.declare(_context("write_sme_packets", -1), inputs=["file:///srv/data/runs/2026-11-27"],
-              outputs=["file:///srv/data/sme_packets"])
+              outputs=["file:///srv/data/sme_packets"], counts={"packets": 4})
     got = _extract("clinical_doc_verification", "write_sme_packets", -1)
     assert [(d.namespace, d.name) for d in got.inputs] == [("file", "/srv/data/runs/2026-11-27")]
     assert [(d.namespace, d.name) for d in got.outputs] == [("file", "/srv/data/sme_packets")]
+    task = got.run_facets["docverify_task"]
+    assert (task.dag_id, task.task_id, task.map_index, task.counts) == (
+        "clinical_doc_verification", "write_sme_packets", -1, {"packets": 4})
+    assert "docverify_night" not in got.run_facets
     # START: the body has not run yet; another Dag's task, or nothing declared: the provider's own fallback
     op = SimpleNamespace(dag_id="clinical_doc_verification", task_id="write_sme_packets", task_type="x")
     assert DocverifyExtractor(op).extract() is None
@@ -142,8 +152,14 @@ def test_facets_serialise_and_match_their_schemas():
     facet = night_facet(night)
     assert isinstance(facet, DocverifyNightRunFacet)
     check_facet("docverify_night", json.loads(Serde.to_json(facet)))
-    with pytest.raises(KeyError):  # a night without its policy is refused, not emitted half
-        night_facet({k: v for k, v in night.items() if k != "policy"})
+    # the glue names the same fields (it imports no OpenLineage class)
+    assert tuple(a.name for a in DocverifyNightRunFacet.__attrs_attrs__ if not a.name.startswith("_")) == L.NIGHT_FIELDS
+    with pytest.raises(KeyError, match="policy"):  # a night without its policy is refused, not emitted half
+        L.declare(_context("batch_report", -1), night={k: v for k, v in night.items() if k != "policy"})
+    L.declare(_context("batch_report", -1), night=night, counts={"errors": 1})
+    found = L.declared("clinical_doc_verification", "batch_report", -1)
+    assert found is not None
+    assert set(facets(found, "clinical_doc_verification", "batch_report", -1)) == {"docverify_task", "docverify_night"}
 
 
 def test_an_event_with_our_datasets_parses_with_the_client_classes():

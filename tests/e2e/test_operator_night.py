@@ -17,6 +17,8 @@ import time
 import pytest
 from scripts.airflow_stack import AirflowStack
 from tests.e2e.conftest import REPO, SHOTS
+from tests.lineage_events import LineageReceiver, check_facet, datasets, leaks, parse, task_events
+from tests.phi_scan import night_phi
 
 DAG = "clinical_doc_verification"
 SAMPLES = REPO / "include" / "samples"
@@ -186,7 +188,9 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
     for day in [today, *backfilled]:
         _copy_samples(root, day)
 
-    with AirflowStack(home, root) as stack:
+    # a data engineer's lineage backend (ADR 0040): the provider's HTTP transport to a loopback receiver
+    receiver = LineageReceiver().start()
+    with AirflowStack(home, root, env={"AIRFLOW__OPENLINEAGE__TRANSPORT": receiver.transport()}) as stack:
         ui = UI(driver, stack.base_url)
         ui.login(stack.password)
         ui.shot("02_home")
@@ -282,6 +286,58 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
             for ti in stack.task_instances(run["dag_id"], run["dag_run_id"]):
                 assert ti["state"] != "failed", (run["dag_run_id"], ti["task_id"])
         assert all(p.poll() is None for p in stack.procs.values())
+        _check_lineage(stack, receiver.events, root, today, manual["dag_run_id"])
+    receiver.stop()
+
+
+def _check_lineage(stack: AirflowStack, events: list[dict], root: pathlib.Path, today: dt.date, manual: str) -> None:
+    """What the lineage backend received: a START and a COMPLETE for every task instance that ran,
+    both Dags' runs, the night's datasets and facets, events openlineage-python parses, and no
+    clinical text or file name in any of them."""
+    deadline = time.monotonic() + 60  # the last events are posted from forked listeners
+    while time.monotonic() < deadline and not any(
+            e["job"]["name"] == "sme_review.review" and e["eventType"] == "COMPLETE" for e in events):
+        time.sleep(1)
+    for e in events:
+        parse(e)
+    ran = {(ti["task_id"], ti["map_index"]) for ti in stack.task_instances(DAG, manual) if ti["state"] == "success"}
+    manual_events = [e for e in events if e["run"]["facets"].get("airflow", {}).get("dagRun", {}).get("run_id") == manual]
+    runs = task_events(manual_events, DAG)
+    got = {(job.split(".", 1)[1], next((e["run"]["facets"]["airflow"]["taskInstance"].get("map_index", -1)
+                                       for e in evs), -1)): sorted(e["eventType"] for e in evs)
+           for (job, _), evs in runs.items()}
+    for key in ran:
+        assert got.get(key) == ["COMPLETE", "START"], (key, got.get(key))
+    dag_runs = [e for e in events if e["job"]["name"] == DAG and e["eventType"] in ("START", "COMPLETE")]
+    assert {e["eventType"] for e in dag_runs} == {"START", "COMPLETE"}  # the scheduler's Dag-run events
+
+    def complete(task_id: str) -> dict:
+        return next(e for (job, _), evs in runs.items() if job == f"{DAG}.{task_id}" for e in evs
+                    if e["eventType"] == "COMPLETE")
+
+    file = lambda rel: ("file", str(root / rel))  # noqa: E731
+    assert datasets(complete("discover"), "inputs") == {file(f"incoming/{today}")}
+    assert datasets(complete("discover"), "outputs") == {file(f"runs/{today}")}
+    assert datasets(complete("accept"), "outputs") == {file(f"accepted/{today}")}
+    assert datasets(complete("write_sme_packets"), "outputs") == {file("sme_packets")}
+    assert datasets(complete("batch_report"), "outputs") == {file(f"reports/{today}")}
+    night = complete("batch_report")["run"]["facets"]["docverify_night"]
+    check_facet("docverify_night", night)
+    assert night["night"] == today.isoformat() and night["final_routes"]
+    for evs in runs.values():
+        for e in evs:
+            if e["eventType"] == "COMPLETE" and "docverify_task" in e["run"]["facets"]:
+                check_facet("docverify_task", e["run"]["facets"]["docverify_task"])
+    # the SME's three answers: the review Dag's tasks, packets in, ground truth out
+    reviews = [e for e in events if e["job"]["name"] == "sme_review.review" and e["eventType"] == "COMPLETE"
+               and "docverify_task" in e["run"]["facets"]]
+    assert len(reviews) == 3
+    assert all(datasets(e, "outputs") == {file("ground_truth")} and datasets(e, "inputs") == {file("sme_packets")}
+               for e in reviews)
+    assert sorted(e["run"]["facets"]["docverify_task"]["counts"]["chosen_option"] for e in reviews) == [
+        "Agree", "Agree", "Correct"]
+    names = {p.name for p in root.glob("incoming/*/*")}
+    assert leaks(events, night_phi(root), names) == []
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -841,11 +841,12 @@ def write(batch: Batch) -> dict:
 def night_facts(rep: Report) -> dict[str, Any]:
     """The night in counts, codes and implementation ids (the OpenLineage night facet): no
     document id, no file name, no message."""
-    llm = rep["llm"]
+    llm: dict[str, Any] = dict(rep.get("llm") or {})
+    models: dict[str, Any] = dict(rep.get("models") or {})  # an empty night classified nothing
     return {"night": rep["ds"], "documents": rep["documents"], "final_routes": dict(rep["final_routes"]),
-            "rules": dict(rep["rules"]), "issue_codes": dict(rep["issues_by_code_final"]),
-            "error_codes": dict(Counter(str(e.get("error")) for e in rep["errors"])),
-            "implementations": list(rep["implementations"]),
-            "models": {k: rep["models"].get(k) for k in ("classifier", "judge", "self_verifying")},
+            "rules": dict(rep.get("rules") or {}), "issue_codes": dict(rep.get("issues_by_code_final") or {}),
+            "error_codes": dict(Counter(str(e.get("error")) for e in rep.get("errors") or [])),
+            "implementations": list(rep.get("implementations") or []),
+            "models": {k: models.get(k) for k in ("classifier", "judge", "self_verifying")},
             "llm": {k: llm.get(k) for k in ("mode", "calls", "cache_hits", "input_tokens", "output_tokens",
                                             "cost_usd", "price_model")}}
