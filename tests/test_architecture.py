@@ -126,3 +126,13 @@ def test_sme_and_llm_names_are_imported_from_the_module_that_defines_them():
                 offenders += [f"{f.name}:{node.lineno}: {node.module}.{a.name}" for a in node.names
                               if a.name not in defined and f"{node.module}.{a.name}" not in mods]
     assert offenders == []
+
+
+def test_the_plugin_loader_skips_every_package():
+    """``plugins/.airflowignore`` names every package of ``plugins/`` (ADR 0039): the plugin manager
+    imports only ``docverify_plugin.py``, never a package's modules (PDF, LLM and Google libraries)."""
+    ignored = {line.strip() for line in (PLUGINS / ".airflowignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    packages = {f"{d.name}/" for d in PLUGINS.iterdir() if (d / "__init__.py").exists()}
+    assert packages - ignored == set()
+

@@ -120,14 +120,15 @@ def _confirm_missing(key: str, default: str) -> str:
     means the first answer was a fault (→ the value); anything else raises. Outside a task (no
     supervisor channel: tests, the api-server) the backends' answer stands."""
     try:
-        from airflow.sdk.execution_time import task_runner
+        from docverify_airflow.airflow_internals import task_runner
     except ImportError:  # pragma: no cover - the Task SDK is always installed with Airflow 3
         return default
     comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
     if comms is None:
         return default
     from airflow.sdk.exceptions import ErrorType
-    from airflow.sdk.execution_time.comms import ErrorResponse, GetVariable, VariableResult
+
+    from docverify_airflow.airflow_internals import ErrorResponse, GetVariable, VariableResult
 
     try:
         msg = comms.send(GetVariable(key=key))
@@ -177,17 +178,12 @@ def _choice(choices: tuple[str, ...], what: str):
 
 
 def _switch(key: str, raw: str, default: str) -> bool:
+    """Every on/off Variable, one vocabulary: on/true/1/yes, off/false/0/no (any case)."""
     value = raw.strip().lower() or default
     if value not in _ON + _OFF:
-        raise ValueError(f"Variable {key}={value!r} is not a switch: use 'on' or 'off'")
+        raise ValueError(f"Variable {key}={value!r} is not a switch: use on or off "
+                         f"(also {'/'.join(_ON[1:])} or {'/'.join(_OFF[1:])})")
     return value in _ON
-
-
-def _on_off(key: str, raw: str, default: str) -> bool:
-    value = raw.strip().lower() or default
-    if value not in ("off", "on"):
-        raise ValueError(f"Variable {key}={value!r}: use off or on")
-    return value == "on"
 
 
 def _number(kind: type, minimum: float):
@@ -305,20 +301,20 @@ class Settings(BaseModel):
         "docverify_judge_conn_id, else docverify_llm_conn_id)."))
     jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0), doc=(
         "At most this many findings of one judgment are put to the jury."))
-    second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _on_off, doc=(
+    second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _switch, doc=(
         "The V5 second opinion (an LLM route beside the decision table; the stricter of the two wins): off/on."))
     second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", lambda k, raw, d: raw.strip(), doc=(
         "The LLM connection of the V5 second opinion (empty: the judge's connection, docverify_judge_conn_id, "
         "else docverify_llm_conn_id)."))
-    blocker_repair: bool = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR), _on_off,
+    blocker_repair: bool = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR), _switch,
                                 doc=P.VerifyPolicy.model_fields["blocker_repair"].description or "")
-    check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _on_off,
+    check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _switch,
                                         doc=P.VerifyPolicy.model_fields["patient_identity"].description or "")
     min_primary_confidence: float = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE), _fraction,
                                          doc=P.VerifyPolicy.model_fields["min_primary_confidence"].description or "")
-    label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _on_off,
+    label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _switch,
                                   doc=P.VerifyPolicy.model_fields["label_text_guard"].description or "")
-    admin_trap_per_segment: bool = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT), _on_off,
+    admin_trap_per_segment: bool = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT), _switch,
                                         doc=P.VerifyPolicy.model_fields["admin_trap_per_segment"].description or "")
     sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip(), doc=(
         "Comma-separated SME reviewers of the review packets when the sme_review DAG's assignees param is "

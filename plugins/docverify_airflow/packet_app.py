@@ -31,14 +31,13 @@ from __future__ import annotations
 import html
 import re
 
-from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from docverify_airflow import config
-from docverify_airflow.web import HEADERS, SAFE_ID, STYLE, check_id, wants_html  # noqa: F401 - names of this app
+from docverify_airflow.airflow_internals import DagAccessEntity, requires_access_dag
+from docverify_airflow.web import HEADERS, STYLE, check_id, wants_html
 
 app = FastAPI(title="docverify SME packets", description="SME review packets of the nightly verification")
 #: Packets hold PHI: readable by those who may answer the reviews (the ``sme_review`` Dag's
@@ -56,7 +55,7 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     if exc.status_code == 401:
         from urllib.parse import urlencode
 
-        from airflow.api_fastapi.app import get_auth_manager
+        from docverify_airflow.airflow_internals import get_auth_manager
 
         target = str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
         try:

@@ -28,13 +28,11 @@ import secrets
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
-from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-from airflow.api_fastapi.common.db.common import SessionDep
-from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from docverify_airflow import config
+from docverify_airflow.airflow_internals import DagAccessEntity, GetUserDep, SessionDep, requires_access_dag
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +54,7 @@ def _user_name(user: Any) -> str:
 def _token(review_id: str, user: str) -> str:
     """The form's anti-forgery token: bound to the review and the user, keyed by the api-server's
     secret (a page of another site cannot know it)."""
-    from airflow.configuration import conf
+    from docverify_airflow.airflow_internals import conf
 
     key = (conf.get("api", "secret_key", fallback="") or "docverify").encode()
     return hmac.new(key, f"{review_id}\x00{user}".encode(), hashlib.sha256).hexdigest()

@@ -32,9 +32,8 @@ class OpenReview:
 
 def open_reviews(session: Session) -> dict[str, OpenReview]:
     """Review key → its waiting task (the newest when several runs have one)."""
-    from airflow.models.hitl import HITLDetail
-    from airflow.models.taskinstance import TaskInstance as TI
-    from airflow.utils.state import TaskInstanceState
+    from docverify_airflow.airflow_internals import HITLDetail, TaskInstanceState
+    from docverify_airflow.airflow_internals import TaskInstance as TI
 
     # TaskInstance.rendered_map_index is a hybrid property whose expression Airflow redefines under
     # `# type: ignore[no-redef]`: its stub is a plain method, which no overload of select() takes
@@ -66,8 +65,7 @@ def submit(session: Session, user: Any, review: OpenReview, chosen: str, params_
     response only, assignees, allowed options), the audit columns and the task's resumption are
     exactly those of the Required Actions form. Raises FastAPI's HTTPException (409 answered
     meanwhile, 403 not an assignee, 400 not an option)."""
-    from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
-    from airflow.api_fastapi.core_api.routes.public.hitl import update_hitl_detail
+    from docverify_airflow.airflow_internals import UpdateHITLDetailPayload, update_hitl_detail
 
     fields = form_defaults(review)
     unknown = set(params_input) - set(fields)
@@ -82,9 +80,7 @@ def submit(session: Session, user: Any, review: OpenReview, chosen: str, params_
 
 def review_dag_state(session: Session) -> dict[str, Any]:
     """Whether the review Dag is known and paused, and its runs still going."""
-    from airflow.models.dag import DagModel
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.state import DagRunState
+    from docverify_airflow.airflow_internals import DagModel, DagRun, DagRunState
 
     paused = session.scalar(select(DagModel.is_paused).where(DagModel.dag_id == DAG_ID))
     active = session.scalar(select(DagRun.run_id).where(
@@ -94,8 +90,7 @@ def review_dag_state(session: Session) -> dict[str, Any]:
 
 def start_review_run(session: Session, user_name: str) -> str:
     """A manual ``sme_review`` run: it opens a review for every pending packet nobody has open."""
-    from airflow.api.common.trigger_dag import trigger_dag
-    from airflow.utils.types import DagRunTriggeredByType
+    from docverify_airflow.airflow_internals import DagRunTriggeredByType, trigger_dag
 
     run = trigger_dag(DAG_ID, triggered_by=DagRunTriggeredByType.REST_API, triggering_user_name=user_name,
                       note="opened from the review workspace", session=session)

@@ -10,7 +10,7 @@ from airflow.sdk import Param
 from docverify.sme.answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
 
 if TYPE_CHECKING:
-    from airflow.sdk.execution_time.hitl import HITLUser
+    from docverify_airflow.airflow_internals import HITLUser
 
 __all__ = ["AGREE", "CANNOT_CLASSIFY", "CORRECT", "MAX_PAGE_FIELDS", "NOT_CORRECTED", "UNCLASSIFIABLE_REASONS",
            "assigned_users", "page_field", "review_form_params"]

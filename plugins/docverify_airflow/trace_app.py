@@ -18,12 +18,11 @@ import html
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from docverify_airflow import config
+from docverify_airflow.airflow_internals import DagAccessEntity, GetUserDep, requires_access_dag
 
 #: the batch reports' permission: whoever may read the nightly Dag
 READ = [Depends(requires_access_dag("GET", param_dag_id="clinical_doc_verification"))]

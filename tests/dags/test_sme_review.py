@@ -311,7 +311,8 @@ def test_the_form_has_a_type_per_page_preset_to_the_classifier(dag, night):
     import re
 
     from docverify_airflow import sme_tasks
-    from docverify_airflow.operators.sme_review import MAX_PAGE_FIELDS, review_form_params
+    from docverify_airflow.operators.sme_review import review_form_params
+    from docverify_airflow.sme_form import MAX_PAGE_FIELDS
 
     types = sme_tasks.page_types("fabricated_evidence")
     form = review_form_params(types)

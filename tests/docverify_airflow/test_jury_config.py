@@ -59,7 +59,7 @@ def test_jury_and_second_opinion_from_connections(monkeypatch, tmp_path, fake):
 @pytest.mark.parametrize("var, value, match", [
     ("JURY", "maybe", "not a jury mode"),
     ("JURY_CONN_IDS", "a,b", "three connection ids"),
-    ("V5_SECOND_OPINION", "yes", "use off or on"),
+    ("V5_SECOND_OPINION", "maybe", "is not a switch: use on or off"),
 ])
 def test_bad_values_fail_loudly(monkeypatch, var, value, match):
     from docverify_airflow import config

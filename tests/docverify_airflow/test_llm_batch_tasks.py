@@ -71,8 +71,8 @@ def run_job(task_id: str, plan: dict, context: dict, **trigger_kw):
     trigger polls it; the event resumes the task (which may defer again: a re-attach)."""
     from airflow.sdk.exceptions import TaskDeferred
 
-    from docverify_airflow.gemini_batch_trigger import GeminiBatchJobTrigger
     from docverify_airflow.operators.gemini_batch import NightlyGeminiBatchOperator
+    from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
 
     op = NightlyGeminiBatchOperator(task_id=task_id, model=plan["model"], input_source=plan["file_name"],
                                     polling_interval=0)
@@ -90,7 +90,7 @@ def run_job(task_id: str, plan: dict, context: dict, **trigger_kw):
             deferred = type("D", (), {"value": again})
 
 
-def test_two_rounds_through_the_provider_operator_fill_the_cache(night):
+def test_two_rounds_through_the_job_operator_fill_the_cache(night):
     from docverify_airflow import llm_batch as T
 
     fake, b, context = night
@@ -253,7 +253,7 @@ def test_the_recorded_real_batches_get_through_the_trigger(night, corpora_dir):
     """The real finished batches.get (ellmer) served verbatim: the trigger reads it as done with its
     results file; the same body without its results file is polled again (bounded), then reported
     without results. The fake's finished job has the recording's fields."""
-    from docverify_airflow.gemini_batch_trigger import GeminiBatchJobTrigger
+    from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
 
     fake, b, context = night
     real = json.loads((corpora_dir / "realapi" / "batch" / "ellmer_state-capitals-gemini.json").read_text())["batch"]
@@ -285,7 +285,7 @@ def test_the_job_trigger_serializes_and_tells_transient_poll_errors():
     import httpx
     from google.genai import errors
 
-    from docverify_airflow.gemini_batch_trigger import GeminiBatchJobTrigger, is_transient
+    from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger, is_transient
 
     trigger = GeminiBatchJobTrigger(job_name="batches/x", gemini_api_key="k", polling_interval=5, results_polls=2)
     classpath, kwargs = trigger.serialize()

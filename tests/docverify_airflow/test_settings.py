@@ -144,7 +144,7 @@ def test_every_declared_variable_is_a_field_with_the_declared_default(repo_dir):
     ("docverify_ocr", "maybe", "docverify_ocr='maybe' is not a switch"),
     ("docverify_llm_max_attempts", "four", "docverify_llm_max_attempts='four' is not a int number"),
     ("docverify_docai_poll_s", "-1", "docverify_docai_poll_s='-1': at least 0"),
-    ("docverify_blocker_repair", "maybe", "docverify_blocker_repair='maybe': use off or on"),
+    ("docverify_blocker_repair", "maybe", "docverify_blocker_repair='maybe' is not a switch: use on or off"),
     ("docverify_min_primary_confidence", "1.5", "docverify_min_primary_confidence='1.5': at most 1"),
 ])
 def test_a_wrong_value_fails_naming_the_variable(monkeypatch, var, value, message):
@@ -153,6 +153,19 @@ def test_a_wrong_value_fails_naming_the_variable(monkeypatch, var, value, messag
     monkeypatch.setenv(f"AIRFLOW_VAR_{var.upper()}", value)
     with pytest.raises(ValueError, match=message):
         config.settings()
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("on", True), ("True", True), ("1", True), ("yes", True),
+                                             ("off", False), ("FALSE", False), ("0", False), ("no", False)])
+def test_every_switch_takes_one_vocabulary(raw, expected):
+    """ADR 0039: every on/off Variable reads on/off, true/false, 1/0 and yes/no alike (there were two
+    vocabularies: the policy switches refused 'true' and 'yes')."""
+    from docverify_airflow import config
+
+    switches = [name for name, f in config.Settings.model_fields.items() if f.annotation in (bool, "bool")]
+    assert len(switches) >= 6, switches
+    s = config.Settings.parse({config._extra(config.Settings.model_fields[n])["variable"]: raw for n in switches})
+    assert {n: getattr(s, n) for n in switches} == dict.fromkeys(switches, expected)
 
 
 def test_the_verification_policy_comes_from_its_variables():

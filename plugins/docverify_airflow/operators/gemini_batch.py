@@ -1,15 +1,15 @@
 """Batch mode's job step (ADR 0016): a Gemini batch job through the Google provider's
-:class:`GenAIGeminiCreateBatchJobOperator` (its hook and settings), deferrable (a Gemini batch job
+:class:`GenAIGeminiAPIHook` (:func:`docverify_airflow.llm_batch.hook`), deferrable (a Gemini batch job
 can take up to 24 hours; the wait is on the triggerer, not a worker slot), told by the upstream
 ``llm_batch_collect_<round>`` task (XCom → templated ``model`` and ``input_source``: the uploaded
 requests file's name) what to send. The requests never cross XCom or the trigger's arguments — only
 the Files API name of the uploaded JSONL does; the results stay on the Files API and the ingest task
 downloads them, so no local path is passed between tasks.
 
-The provider's operator module imports ``google-genai`` at import time, which the DAG file must not
-do (a task process parses it every time: ``tests/dags/test_dag_integrity.py``). So the DAG's task is
-this thin operator: at run time it builds the provider's operator (its hook, model, input and job
-config) and, when the trigger fires, reads the job through the provider's hook (the task's XCom).
+The provider's hook module imports ``google-genai`` at import time, which the DAG file must not do (a
+task process parses it every time: ``tests/dags/test_dag_integrity.py``), so the hook is built at run
+time, in :meth:`execute` and, when the trigger fires, to read the job (the task's XCom). The operator
+uses the hook directly, as a provider operator does (no provider operator built to borrow its hook).
 The API key is read from the LLM connection at both moments
 (:func:`docverify_airflow.llm_batch.gemini_api_key`), never through XCom. A job that ends FAILED,
 EXPIRED or CANCELLED fails this task at once (``AirflowFailException``: another try would create
@@ -20,7 +20,7 @@ A batch job is never lost (ADR 0019). The provider's trigger creates the job ins
 the trigger and turns any poll exception into an error event, so one transient error lost a running,
 billed job. Here the job is created through the provider's hook and its name recorded in the store
 (:func:`docverify_airflow.llm_batch.record_job`) *before* the task defers, to
-:class:`~docverify_airflow.gemini_batch_trigger.GeminiBatchJobTrigger`, which only polls it
+:class:`~docverify_airflow.triggers.gemini_batch.GeminiBatchJobTrigger`, which only polls it
 (transient poll errors retried; SUCCEEDED without results polled again, bounded). A transient error
 event re-attaches (defers again on the same job, :attr:`max_reattach` times; then the task fails
 retryably); a retry or a re-run of the task finds the recorded job of the same requests and
@@ -51,29 +51,24 @@ class NightlyGeminiBatchOperator(BaseOperator):
         self.input_source = input_source
         self.polling_interval = polling_interval
 
-    def provider_operator(self, context: Any):
-        from airflow.providers.google.cloud.operators.gen_ai import GenAIGeminiCreateBatchJobOperator
-
-        from docverify_airflow import config, llm_batch
-
-        s = config.settings(context)
-        return GenAIGeminiCreateBatchJobOperator(
-            task_id=self.task_id, project_id="", location="", model=self.model, input_source=self.input_source,
-            gemini_api_key=llm_batch.gemini_api_key(s, self.round_key), gcp_conn_id=llm_batch.GCP_CONN_ID,
-            create_batch_job_config={"display_name": f"docverify-{context.get('ds') or ''}-{self.task_id}"},
-            deferrable=True, retrieve_result=False, wait_until_complete=False,
-            polling_interval=s.llm_batch_poll_s if self.polling_interval is None else self.polling_interval)
-
     @property
     def round_key(self) -> str:
         return self.task_id.removeprefix("llm_batch_job_")
 
-    @staticmethod
-    def _trigger(op: Any, job_name: str):
-        from docverify_airflow.gemini_batch_trigger import GeminiBatchJobTrigger
+    def _hook(self, context: Any):
+        """The provider's Gemini API hook on this round's key (:func:`docverify_airflow.llm_batch.hook`)."""
+        from docverify_airflow import config, llm_batch
 
-        return GeminiBatchJobTrigger(job_name=job_name, gemini_api_key=op.gemini_api_key,
-                                     polling_interval=op.polling_interval)
+        return llm_batch.hook(config.settings(context), self.round_key)
+
+    def _trigger(self, context: Any, job_name: str):
+        from docverify_airflow import config, llm_batch
+        from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
+
+        s = config.settings(context)
+        return GeminiBatchJobTrigger(
+            job_name=job_name, gemini_api_key=llm_batch.gemini_api_key(s, self.round_key),
+            polling_interval=s.llm_batch_poll_s if self.polling_interval is None else self.polling_interval)
 
     def execute(self, context: Any) -> Any:
         from docverify_airflow import llm_batch
@@ -81,19 +76,20 @@ class NightlyGeminiBatchOperator(BaseOperator):
 
         if not self.input_source:
             raise AirflowSkipException("no requests file: nothing to send")
-        op = self.provider_operator(context)
+        hook = self._hook(context)
         batch = make_batch(context)
-        name = llm_batch.reattachable_job(batch, self.round_key, op.hook)
+        name = llm_batch.reattachable_job(batch, self.round_key, hook)
         if name:
             self.log.info("re-attaching to the recorded batch job %s (no new job)", name)
         else:
-            job = op.hook.create_batch_job(model=op.model, source=op.input_source,
-                                           create_batch_job_config=op.create_batch_job_config)
+            job = hook.create_batch_job(
+                model=self.model, source=self.input_source,
+                create_batch_job_config={"display_name": f"docverify-{context.get('ds') or ''}-{self.task_id}"})
             name = job.name
-            llm_batch.record_job(batch, self.round_key, name, source=op.input_source, model=op.model)
+            llm_batch.record_job(batch, self.round_key, name, source=self.input_source, model=self.model)
             self.log.info("batch job %s created and recorded in the store", name)
         context["ti"].xcom_push(key="job_name", value=name)
-        self.defer(trigger=self._trigger(op, name), method_name="execute_complete", kwargs={"reattached": 0})
+        self.defer(trigger=self._trigger(context, name), method_name="execute_complete", kwargs={"reattached": 0})
 
     def execute_complete(self, context: Any, event: dict[str, Any], reattached: int = 0) -> dict[str, Any]:
         if event.get("status") == "error":
@@ -102,7 +98,7 @@ class NightlyGeminiBatchOperator(BaseOperator):
                 if reattached < self.max_reattach:
                     self.log.warning("%s: re-attaching to %s (%d/%d)", event.get("message"), name, reattached + 1,
                                      self.max_reattach)
-                    self.defer(trigger=self._trigger(self.provider_operator(context), name),
+                    self.defer(trigger=self._trigger(context, name),
                                method_name="execute_complete", kwargs={"reattached": reattached + 1})
                 raise AirflowException(f"could not follow the Gemini batch job {name} ({event.get('message')}); "
                                        f"it is recorded in the store: a retry of this task re-attaches to it")
@@ -111,4 +107,4 @@ class NightlyGeminiBatchOperator(BaseOperator):
         if event.get("results") is False:
             self.log.warning("batch job %s is SUCCEEDED without results after the bounded re-polls: its requests "
                              "are counted missing and go online", event.get("job_name"))
-        return self.provider_operator(context).hook.get_batch_job(event["job_name"]).model_dump(mode="json")
+        return self._hook(context).get_batch_job(event["job_name"]).model_dump(mode="json")

@@ -16,16 +16,13 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.providers.standard.operators.hitl import HITLOperator
-from airflow.sdk.definitions.param import ParamsDict
 
-from docverify_airflow.sme_form import (  # noqa: F401 - the form's names, re-exported
+from docverify_airflow.airflow_internals import ParamsDict
+from docverify_airflow.sme_form import (
     AGREE,
     CANNOT_CLASSIFY,
     CORRECT,
-    MAX_PAGE_FIELDS,
-    NOT_CORRECTED,
     assigned_users,
-    page_field,
     review_form_params,
 )
 
@@ -102,7 +99,8 @@ class SMEReviewOperator(HITLOperator):
     def _reopen(self, context: Any) -> None:
         """Clear the refused response and wait for a new one (the same task try, no retry spent)."""
         from airflow.providers.standard.version_compat import AIRFLOW_V_3_3_PLUS
-        from airflow.sdk.execution_time.hitl import upsert_hitl_detail
+
+        from docverify_airflow.airflow_internals import upsert_hitl_detail
 
         if not AIRFLOW_V_3_3_PLUS:  # pragma: no cover - the project pins Airflow 3.3
             raise RuntimeError("re-opening a refused review needs Airflow 3.3 (awaiting_input)")

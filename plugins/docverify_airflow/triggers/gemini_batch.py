@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-CLASSPATH = "docverify_airflow.gemini_batch_trigger.GeminiBatchJobTrigger"
+CLASSPATH = "docverify_airflow.triggers.gemini_batch.GeminiBatchJobTrigger"
 SUCCEEDED = "JOB_STATE_SUCCEEDED"
 ENDED_BADLY = ("JOB_STATE_FAILED", "JOB_STATE_EXPIRED", "JOB_STATE_CANCELLED")
 TRANSIENT_HTTP_CODES = frozenset({408, 429, 500, 502, 503, 504})

@@ -1,0 +1,1 @@
+"""The package's triggers (the provider layout: ``triggers/``); each runs on the triggerer."""
