@@ -34,7 +34,7 @@ from docverify.arbiters.jury import Juror, Jury  # noqa: E402
 from docverify.arbiters.second_opinion import SecondOpinion  # noqa: E402
 from docverify.judging.judges import OfflineJudge  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
-from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
+from docverify.layout.pool import parse_many_bounded  # noqa: E402
 from docverify.llm.cache import InMemoryVerdictCache  # noqa: E402
 from docverify.llm.faults import BackoffRetry  # noqa: E402
 from docverify.llm.judge import LLMJudge  # noqa: E402

@@ -30,7 +30,7 @@ from tests.fake_gemini import FakeGemini, request_kind, user_text  # noqa: E402
 
 from docverify.judging.judges import Usage  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
-from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
+from docverify.layout.pool import parse_many_bounded  # noqa: E402
 from docverify.llm.cache import InMemoryVerdictCache  # noqa: E402
 from docverify.llm.cost import estimate_cost, price_source  # noqa: E402
 from docverify.llm.faults import BackoffRetry  # noqa: E402

@@ -28,7 +28,7 @@ from scripts.benchlib import publish  # noqa: E402
 
 from docverify.judging.judges import OfflineJudge, Usage  # noqa: E402
 from docverify.layout.errors import ParseError  # noqa: E402
-from docverify.layout.local_pdf import parse_many_bounded  # noqa: E402
+from docverify.layout.pool import parse_many_bounded  # noqa: E402
 from docverify.pipeline.document import verify_document  # noqa: E402
 
 

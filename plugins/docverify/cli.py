@@ -135,7 +135,7 @@ def cmd_parse(args) -> int:
             bundle = docai.bundle_from_docai(docs, doc_id=docai.default_doc_id(path, docs),
                                              file_path=str(path.resolve()), sha256=docai.docai_output_sha256(path))
         else:
-            from docverify.layout.local_pdf import parse_pdf_bounded
+            from docverify.layout.pool import parse_pdf_bounded
 
             bundle = parse_pdf_bounded(path, timeout_s=args.timeout, ocr=not args.no_ocr)
     except ParseError as exc:

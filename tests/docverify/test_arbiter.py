@@ -1,4 +1,4 @@
-"""V5: every row of spec/v5_arbiter.md, the worked examples, and properties."""
+"""V5: every row of v5_arbiter.md (the specification, shared/spec, outside this repository), the worked examples, and properties."""
 
 import itertools
 

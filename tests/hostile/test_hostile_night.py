@@ -104,7 +104,7 @@ def test_heavy_hostile_night_20000_pages_5mb_page_flate_bomb(tmp_path, corpora_d
 
 def test_parse_workers_run_under_the_memory_cap(tmp_path, monkeypatch):
     from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import parse_pdf_bounded
+    from docverify.layout.pool import parse_pdf_bounded
     from docverify.storage.limits import PARSE_WORKER_MEMORY_BYTES
 
     pdf = tmp_path / "x.pdf"

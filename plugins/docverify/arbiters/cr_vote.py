@@ -1,4 +1,4 @@
-"""The CR_V2 vote of ``spec/cr_v2_vote.md`` (and CR v1, its predecessor), exact to the document.
+"""The CR_V2 vote of ``cr_v2_vote.md`` of the specification (shared/spec, outside this repository) (and CR v1, its predecessor), exact to the document.
 
 Three agents A, B and C each vote one action on an item: KEEP, DROP, FLIP or FLAG (MERGE is
 accepted and counted as KEEP — Rule 4). The rules are one ordered list per version; the first

@@ -1,4 +1,4 @@
-"""The decision arbiter of ``spec/decision_arbiter.md`` (Phase 4 of a fraud pipeline), exact to the
+"""The decision arbiter of ``decision_arbiter.md`` of the specification (shared/spec, outside this repository) (Phase 4 of a fraud pipeline), exact to the
 document: an LLM framed as an impartial judge, two-stage parsing of its answer (JSON, then regex),
 a 30 s timeout, a deterministic fallback by risk category, two safety overrides, internal and
 external citations, a customer and an audit explanation, the agent trace, a minimal debate when

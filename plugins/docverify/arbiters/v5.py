@@ -1,4 +1,4 @@
-"""V5 — the arbiter: the rule table of ``spec/v5_arbiter.md``, nothing else.
+"""V5 — the arbiter: the rule table of ``v5_arbiter.md`` of the specification (shared/spec, outside this repository), nothing else.
 
 Pure and deterministic: the same multiset of issues always gives the same decision. The rules
 are one ordered list; the first whose condition holds decides.

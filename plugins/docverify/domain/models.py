@@ -1,4 +1,5 @@
-"""Pydantic models of the pipeline. Field names follow the specification and DESIGN.md.
+"""Pydantic models of the pipeline. Field names follow the specification and its design document (shared/spec and
+shared/DESIGN.md, outside this repository).
 
 The classification models are deliberately lenient about *values* (a confidence of 1.7 or a
 page number of 0 still parses): reporting such values is V1's job, and V1 can only report what

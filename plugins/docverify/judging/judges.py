@@ -22,7 +22,6 @@ from functools import partial
 from typing import Any
 
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
-from docverify.verify.common import V3_CONTEXT_CHARS  # noqa: F401 - re-exported (the LLM judge's V3 input)
 from docverify.verify.registry import REGISTRY, Registry
 
 #: How an LLM judge asks a verifier that has a blind reading (V2, ADR 0034): ``instead`` of its labelled

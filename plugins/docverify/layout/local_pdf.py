@@ -84,15 +84,7 @@ from docverify.layout.errors import (
     ZERO_PAGES,
     ParseError,
 )
-from docverify.layout.pool import (  # noqa: F401 - the bounded entry points, re-exported
-    DEFAULT_PARSE_FN,
-    DEFAULT_TIMEOUT_S,
-    live_worker_pids,
-    parse_many_bounded,
-    parse_pdf_bounded,
-    worker_main,
-)
-from docverify.layout.structure import BlockType, PageLayout, clip, normalise_line, page_layout  # noqa: F401
+from docverify.layout.structure import PageLayout, clip, normalise_line, page_layout
 from docverify.storage.limits import MAX_PAGES, MAX_PDF_BYTES
 
 

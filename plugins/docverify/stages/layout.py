@@ -200,7 +200,8 @@ def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: 
     and goes to the SME queue. Writes the part's record (``_stages/layout/part_<n>.json``); a retried part
     parses its PDFs again and writes the same bundles."""
     from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import PARSER_ID, parse_many_bounded
+    from docverify.layout.local_pdf import PARSER_ID
+    from docverify.layout.pool import parse_many_bounded
 
     plan = batch.rs.get_json(_layout_rel(batch, "plan")) or {}
     if plan.get("token") != part.get("token"):

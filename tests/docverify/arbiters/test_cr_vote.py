@@ -1,4 +1,4 @@
-"""The CR_V2 vote (spec/cr_v2_vote.md): every rule, code set and flag reason as a table row; the
+"""The CR_V2 vote (cr_v2_vote.md of the specification, shared/spec, outside this repository): every rule, code set and flag reason as a table row; the
 v1/v2 difference table; the decisions taken where the document is ambiguous; properties."""
 
 import itertools

@@ -1,4 +1,4 @@
-"""The decision arbiter (spec/decision_arbiter.md): the document's 32 tests by category (parsing,
+"""The decision arbiter (decision_arbiter.md of the specification, shared/spec, outside this repository): the document's 32 tests by category (parsing,
 fallback, safety overrides, citations, explanations, helpers, LLM call, integration), its
 examples, the decisions taken where it is ambiguous, and the real google-genai client against the
 fake Gemini endpoint (valid JSON, prose, garbage, timeout, 429, 500). It never raises."""

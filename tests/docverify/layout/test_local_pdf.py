@@ -21,13 +21,8 @@ import pytest
 from docverify.domain.models import DocumentBundle
 from docverify.layout import local_pdf
 from docverify.layout.errors import PARSE_ERROR_CODES, ParseError
-from docverify.layout.local_pdf import (
-    PARSER_ID,
-    normalise_line,
-    parse_many_bounded,
-    parse_pdf,
-    parse_pdf_bounded,
-)
+from docverify.layout.local_pdf import PARSER_ID, normalise_line, parse_pdf
+from docverify.layout.pool import live_worker_pids, parse_many_bounded, parse_pdf_bounded
 
 pytestmark = pytest.mark.corpus
 
@@ -205,7 +200,7 @@ def test_parse_many_bounded_over_the_corpus(corpora_dir):
     assert time.monotonic() - t0 < 120
     assert set(seen) == {str(p) for p in paths}
     assert {pathlib.Path(p).name: _outcome(r) for p, r in seen.items()} == EXPECTED
-    assert not local_pdf.live_worker_pids()
+    assert not live_worker_pids()
 
 
 def test_empty_user_password_files_open_with_text(corpora_dir):
@@ -332,7 +327,7 @@ def test_timeout_kills_the_child(corpora_dir, tmp_path):
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped
-    assert not local_pdf.live_worker_pids()
+    assert not live_worker_pids()
 
 
 def test_crash_of_the_child_is_corrupt(corpora_dir):
@@ -378,7 +373,7 @@ def test_closing_the_generator_stops_the_workers(corpora_dir):
     gen = parse_many_bounded(sorted(_pdfs(corpora_dir).glob("*.pdf")), workers=2, timeout_s=TIMEOUT_S)
     next(gen)
     gen.close()
-    assert not local_pdf.live_worker_pids()
+    assert not live_worker_pids()
 
 
 def test_truncated_pdfs_never_raise_anything_else(tmp_path, prose_pdf):
@@ -629,7 +624,7 @@ def test_parse_many_bounded_over_the_corpus_with_ocr(corpora_dir):
     assert "potato" in fax.full_text().lower()  # the images' words, read by OCR
     failed = seen[str(_pdfs(corpora_dir) / "scan_ccitt_fax_g4.pdf")]
     assert "OCR read no usable text" in failed.message
-    assert not local_pdf.live_worker_pids()
+    assert not live_worker_pids()
 
 
 def test_ocr_off_keeps_scans_typed_errors(corpora_dir):

@@ -17,12 +17,13 @@ from tests.docverify.blind_reader import blind_aside
 
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Page
 from docverify.domain.resources import include_dir
-from docverify.judging.judges import V3_CONTEXT_CHARS, JudgeThrottled, Usage
+from docverify.judging.judges import JudgeThrottled, Usage
 from docverify.llm.cache import InMemoryVerdictCache, VerdictCache
 from docverify.llm.faults import ClassificationError, ThrottlePolicy
 from docverify.llm.judge import LLMJudge
 from docverify.llm.prompts import PROMPTS, SYSTEM_INSTRUCTIONS, load_prompt, prompt_hash
 from docverify.storage.store import ArtifactStore
+from docverify.verify.common import V3_CONTEXT_CHARS
 from docverify.verify.llm_io import judgment_view
 from docverify.verify.v3_traps import llm_inputs as context_inputs
 
