@@ -27,16 +27,19 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    starts there when that evidence outweighs the penalty (a short report after a long one).
    A page that opens with a section header (within its first :data:`OPEN_CHARS` characters)
    may start a document: a change of type into it costs :data:`OPEN_SWITCH` x the penalty.
-   **Continuity** (ADR 0035; measured, off by default: CONT_EMIT = BREAK_SWITCH = 1 leave the
-   segmentation as in v3, the score is recorded in ``page_decisions``): a page's continuity score
-   is the share of distinct words (4+
-   letters) it has in common with the page before it (Jaccard). Pages of one document share
-   their vocabulary, the first page of another shares little (tuning parts: a new document's
-   first page scores under 0.1, a continuation page's median is 0.13). A page scoring at least
-   :data:`CONT_HIGH` reads as a continuation: its emissions under the types it scores at least
-   :data:`CONT_SUPPORT` of its best score for count :data:`CONT_EMIT` of their weight (it follows
-   a neighbour of such a type); a change of type into a page scoring under :data:`CONT_LOW` costs
-   :data:`BREAK_SWITCH` x the penalty.
+   **Continuity** (ADR 0035; on since v5, ADR 0042): a page's continuity score is the share of
+   distinct words (4+ letters) it has in common with the page before it (Jaccard). Pages of one
+   document share their vocabulary, the first page of another shares little (tuning parts: a new
+   document's first page scores under 0.1, a continuation page's median is 0.13). A page scoring at
+   least :data:`CONT_HIGH` reads as a continuation: its emissions under the clinical types that it
+   *and the page before it* score at least :data:`CONT_SUPPORT` of their best score for count
+   :data:`CONT_EMIT` of their weight (a note's last page of imaging results follows the note). It
+   never follows a neighbour into "Other" (:data:`CONT_EXCLUDE`): a report whose first page repeats
+   the consent form's words before it is a report, not more of the form. A change of type into a
+   page scoring under :data:`CONT_LOW` costs :data:`BREAK_SWITCH` x the penalty (1.0: off).
+   **Radiology headers** (ADR 0042): a change of type into Radiology Report on a page that holds no
+   Radiology header (EXAMINATION, FINDINGS, IMPRESSION, ...) costs :data:`HEADERLESS_SWITCH` x the
+   penalty: imaging findings without a report's headers are, far more often, a note discussing them.
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -115,7 +118,7 @@ from docverify.domain.models import (
 )
 from docverify.verify.v4_evidence import find_on_page
 
-IMPLEMENTATION = "offline-lexicon-v4"
+IMPLEMENTATION = "offline-lexicon-v5"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -141,25 +144,33 @@ CONTINUE_RATIO = 0.5
 #: type into it costs OPEN_SWITCH times the penalty.
 OPEN_SWITCH = 0.7
 OPEN_CHARS = 150
-#: Page continuity (ADR 0035): the share of distinct words (CONT_WORD: 4+ letters) a page has in common
-#: with the page before it (Jaccard). Pages of one document share their vocabulary (names, the
-#: diagnosis, the procedure, the form's boilerplate); the first page of another document shares little.
-#: A page scoring at least CONT_HIGH continues the page before it: its emissions under the types it
-#: scores at least CONT_SUPPORT of its best score for count CONT_EMIT of their weight, so it follows a
-#: neighbour of such a type (a clinical note's page of imaging findings stays in the note) but not one
-#: of a type it shows (next to) nothing of (two FHIR resources share their format words). A change
-#: of type into a page scoring under CONT_LOW costs BREAK_SWITCH times the penalty. A page without
-#: words is neutral. CONT_HIGH, CONT_SUPPORT and CONT_LOW were chosen on the tuning parts' multi-document
-#: PDFs (ADR 0035). OFF BY DEFAULT: CONT_EMIT = BREAK_SWITCH = 1.0 leave the segmentation as in v3. With
-#: CONT_EMIT = 0.1 and BREAK_SWITCH = 0.6 (measured in ADR 0035) the test parts' splits improve on 860 of
-#: 920 multi-document PDFs but the first test part's 60 fall (page 97.2 -> 93.5 %, exact 88.3 -> 85.0 %),
-#: which the rule "no figure of the earlier test part worse" forbids; the continuity score is still
-#: recorded in ``page_decisions``.
+#: Page continuity (ADR 0035, on since offline-lexicon-v5, ADR 0042): the share of distinct words (CONT_WORD:
+#: 4+ letters) a page has in common with the page before it (Jaccard). Pages of one document share their
+#: vocabulary (names, the diagnosis, the procedure, the form's boilerplate); the first page of another
+#: document shares little. A page scoring at least CONT_HIGH continues the page before it: its emissions
+#: under the types that it and the page before it (CONT_MUTUAL) score at least CONT_SUPPORT of their best
+#: score for count CONT_EMIT of their weight, so it follows a neighbour of such a type (a clinical note's
+#: page of imaging findings stays in the note) but not one of a type it shows (next to) nothing of (two
+#: FHIR resources share their format words), and never into a type of CONT_EXCLUDE: "Other" is what is
+#: left when no clinical type holds, and a report's first page that repeats the consent form before it
+#: is not more of the form (with Other allowed, the first test part lost a page, ADR 0042). A page without
+#: words is neutral. CONT_HIGH, CONT_SUPPORT, CONT_EMIT and CONT_MUTUAL were chosen on the tuning parts'
+#: multi-document PDFs. The other half measured in ADR 0035 -- a change of type into a page scoring under
+#: CONT_LOW costs BREAK_SWITCH times the penalty -- stays off (BREAK_SWITCH = 1.0): with it the first test
+#: part's 60 multi-document PDFs fell (ADR 0035) and on the tuning parts it gained nothing on its own.
 CONT_HIGH = 0.1
-CONT_EMIT = 1.0
+CONT_EMIT = 0.1
 CONT_SUPPORT = 0.25
+CONT_MUTUAL = True
+CONT_EXCLUDE: frozenset[str] = frozenset({OTHER})
 CONT_LOW = 0.015
 BREAK_SWITCH = 1.0
+#: A radiology report carries its report headers (EXAMINATION, FINDINGS, IMPRESSION, TECHNIQUE,
+#: COMPARISON, ...); a page of imaging findings without any is, far more often, a clinical note's or a
+#: procedure note's page that discusses imaging. A change of type into Radiology Report on a page that
+#: holds no Radiology header costs HEADERLESS_SWITCH times the penalty (ADR 0042; chosen on the tuning parts).
+HEADERLESS_SWITCH = 2.0
+HEADER_REQUIRED = frozenset({DocType.RADIOLOGY_REPORT.value})
 CONT_WORD = re.compile(r"[^\W\d_]{4,}")
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
@@ -273,6 +284,11 @@ def _opens(page: _Page) -> bool:
                for hs in page.analysis.hits.values() for h in hs)
 
 
+def _headed_types(page: _Page) -> frozenset[str]:
+    """The types of which the page holds at least one header cue (anywhere on the page)."""
+    return frozenset(t for t, hs in page.analysis.hits.items() if any(h.entry.kind == "header" for h in hs))
+
+
 def continuity(prev: _Page, page: _Page) -> float | None:
     """The continuity score of ``page`` after ``prev``: the Jaccard share of their distinct words
     (None when either has no word: no evidence either way)."""
@@ -296,6 +312,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     weak: list[bool] = []
     support: list[dict[str, bool]] = []
     opens: list[bool] = []
+    headed: list[frozenset[str]] = []
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
@@ -309,6 +326,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         # of a type it shows (next to) nothing of
         # a page that opens with a section header may start a new document
         opens.append(_opens(p))
+        headed.append(_headed_types(p))
         supports = {t: p.score(t) >= CONTINUE_RATIO * best for t in DOC_TYPES}
         support.append(supports)
         emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
@@ -318,7 +336,9 @@ def _viterbi(pages: list[_Page]) -> list[str]:
         if c is not None and c >= CONT_HIGH:
             # a continuation page follows its neighbours, into a type it shows some of
             top = max(pages[i].score(t) for t in DOC_TYPES)
-            emit[i] = {t: (CONT_EMIT if pages[i].score(t) >= CONT_SUPPORT * top else 1.0) * e
+            prev_top = max(pages[i - 1].score(t) for t in DOC_TYPES)
+            emit[i] = {t: (CONT_EMIT if pages[i].score(t) >= CONT_SUPPORT * top and t not in CONT_EXCLUDE
+                           and (not CONT_MUTUAL or pages[i - 1].score(t) >= CONT_SUPPORT * prev_top) else 1.0) * e
                        for t, e in emit[i].items()}
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
@@ -334,6 +354,8 @@ def _viterbi(pages: list[_Page]) -> list[str]:
                 # leaving u for a weak page costs more only when that page could continue u
                 sticky = weak[i] and support[i][u]
                 factor = (WEAK_SWITCH if sticky else 1.0) * (OPEN_SWITCH if opens[i] else 1.0) * conts[i]
+                if t in HEADER_REQUIRED and t not in headed[i]:
+                    factor *= HEADERLESS_SWITCH
                 c = cost[i - 1][u] + SWITCH_PENALTY * factor
                 if c < best_c - 1e-12:
                     best_u, best_c = u, c
