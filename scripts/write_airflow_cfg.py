@@ -30,6 +30,9 @@ SETTINGS = {
     "openlineage": {
         "extractors": "docverify_airflow.ol_extractor.DocverifyExtractor",
         "disable_source_code": "True",
+        # emit from a thread of the task process, not a fork of it: a fork per event copied a task
+        # process and re-imported the transport in each child (scripts/bench_night.py --lineage)
+        "execute_in_thread": "True",
     },
 }
 
