@@ -5,6 +5,8 @@ to include/examples/ for the CLI). All texts here are written for this project: 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from typing import Any
 
 from docverify.domain.models import DOC_TYPES, DocumentBundle
 
@@ -25,8 +27,8 @@ def bundle(pages: list[str], doc_id: str = "doc1") -> DocumentBundle:
     )
 
 
-def _types(dominant: str, evidence: dict, shares: dict | None = None) -> list[dict]:
-    out = []
+def _types(dominant: str, evidence: dict[str, Any], shares: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for t in DOC_TYPES:
         if t == dominant:
             out.append({"doc_type": t, "presence_level": "PRIMARY", "confidence": 0.9,
@@ -37,10 +39,10 @@ def _types(dominant: str, evidence: dict, shares: dict | None = None) -> list[di
     return out
 
 
-def classification(segments: list[tuple[int, int, str, dict]], doc_id: str = "doc1",
-                   vendors: list[str] | None = None) -> dict:
+def classification(segments: list[tuple[int, int, str, dict[str, Any]]], doc_id: str = "doc1",
+                   vendors: list[str] | None = None) -> dict[str, Any]:
     """segments: (start, end, dominant type, evidence dict). Valid by construction."""
-    segs = []
+    segs: list[dict[str, Any]] = []
     pages_total = sum(e - s + 1 for s, e, _, _ in segments)
     weights: dict[str, float] = dict.fromkeys(DOC_TYPES, 0.0)
     for i, (s, e, dom, ev) in enumerate(segments, start=1):
@@ -55,7 +57,7 @@ def classification(segments: list[tuple[int, int, str, dict]], doc_id: str = "do
             "self_evaluation": {"confidence": 0.8, "notes": "test"}, "classifier": "test"}
 
 
-def genomic_then_note() -> tuple[DocumentBundle, dict]:
+def genomic_then_note() -> tuple[DocumentBundle, dict[str, Any]]:
     """The spec's 'doc2_6' shape: genomic pages followed by a clinical note."""
     b = bundle([GENOMIC_P1, GENOMIC_P2, NOTE_P3], "doc2_6")
     c = classification([
@@ -67,7 +69,7 @@ def genomic_then_note() -> tuple[DocumentBundle, dict]:
     return b, c
 
 
-def mutate(c: dict, fn) -> dict:
+def mutate(c: dict[str, Any], fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     c = copy.deepcopy(c)
     fn(c)
     return c
@@ -77,14 +79,14 @@ CBC_QUEST = ("Quest Diagnostics\nCBC WITH DIFFERENTIAL\nWBC 8.2 x10E3/uL  Refere
              "RBC 4.61  Hemoglobin 13.4 g/dL  Hematocrit 40.1 %\nPLT 250 x10E3/uL")
 
 
-def spec_auto_retry() -> tuple[DocumentBundle, dict]:
+def spec_auto_retry() -> tuple[DocumentBundle, dict[str, Any]]:
     """Slide 7/8: two fixable MAJOR (segment 1 shares sum to 1.06, mixture sums to 0.97) and one
     MINOR (Genomic Report MENTION_ONLY without evidence) → AUTO_RETRY → normalised → AUTO_ACCEPT."""
     b, c = genomic_then_note()
     shares = {"Genomic Report": 0.92, "Clinical Note": 0.06, "Pathology Report": 0.04,
               "Radiology Report": 0.02, "Other": 0.02}  # sum 1.06
 
-    def shape(c):
+    def shape(c: dict[str, Any]) -> None:
         for tc in c["segments"][0]["classifications"]:
             tc["segment_share"] = shares[tc["doc_type"]]
         seg2 = {tc["doc_type"]: tc for tc in c["segments"][1]["classifications"]}
@@ -97,7 +99,7 @@ def spec_auto_retry() -> tuple[DocumentBundle, dict]:
     return b, mutate(c, shape)
 
 
-def spec_escalate() -> tuple[DocumentBundle, dict]:
+def spec_escalate() -> tuple[DocumentBundle, dict[str, Any]]:
     """Slide 5/7: a routine Quest CBC panel classified as Genomic Report PRIMARY → rule 1."""
     b = bundle([CBC_QUEST], "quest_cbc")
     c = classification([(1, 1, "Genomic Report", {"snippet": "CBC WITH DIFFERENTIAL", "page": 1,
@@ -107,7 +109,7 @@ def spec_escalate() -> tuple[DocumentBundle, dict]:
     return b, c
 
 
-def spec_fabricated() -> tuple[DocumentBundle, dict]:
+def spec_fabricated() -> tuple[DocumentBundle, dict[str, Any]]:
     """Slide 6: a snippet that is not on its page, nor anywhere → EVIDENCE_FABRICATED BLOCKER."""
     b = bundle([GENOMIC_P1, GENOMIC_P2, "Patient history reviewed. No prior genetic testing.\n"
                 "Family history: mother with breast cancer age 52."], "fabricated")

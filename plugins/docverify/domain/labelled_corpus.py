@@ -117,7 +117,8 @@ def source_group(record: dict[str, Any]) -> str:
 
 def load_split(repo: pathlib.Path | str) -> dict[str, Any]:
     """The committed split (``docs/benchmarks/classifier_split.json``)."""
-    return json.loads((pathlib.Path(repo) / SPLIT_FILE).read_text(encoding="utf-8"))
+    split: dict[str, Any] = json.loads((pathlib.Path(repo) / SPLIT_FILE).read_text(encoding="utf-8"))
+    return split
 
 
 def load_large_records(corpora: pathlib.Path | str) -> list[dict[str, Any]]:
@@ -156,4 +157,5 @@ def part_records(corpora: pathlib.Path | str, repo: pathlib.Path | str, part: st
 
 def load_large_split(repo: pathlib.Path | str) -> dict[str, Any]:
     """The committed split of ``text_labeled_large`` (``docs/benchmarks/classifier_split_large.json``)."""
-    return json.loads((pathlib.Path(repo) / LARGE_SPLIT_FILE).read_text(encoding="utf-8"))
+    split: dict[str, Any] = json.loads((pathlib.Path(repo) / LARGE_SPLIT_FILE).read_text(encoding="utf-8"))
+    return split

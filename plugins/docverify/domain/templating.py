@@ -49,7 +49,9 @@ def _finalize(eval_ctx: jinja2.nodes.EvalContext, value: Any) -> Any:
 
 def md_table(rows: Iterable[Sequence[Any]], header: Sequence[str]) -> str:
     """A compact Markdown (pipe) table; ``|`` inside a cell is escaped."""
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    def esc(s: Any) -> str:
+        return str(s).replace("|", "\\|")
+
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)

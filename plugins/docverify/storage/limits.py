@@ -76,7 +76,7 @@ class InputError(ValueError):
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str]]:
         return (type(self), (self.code, self.message, self.file))
 
 
@@ -208,7 +208,7 @@ def _at_most(items: Any, limit: int, file: str, what: str) -> None:
                          f"(docverify.storage.limits); regenerate it", file)
 
 
-def check_classification_shape(obj: dict, file: str) -> dict:
+def check_classification_shape(obj: dict[str, Any], file: str) -> dict[str, Any]:
     """Count limits of a classification (before pydantic sees it): segments, types per segment,
     evidence per type, integers within ±``MAX_ABS_INT``. Wrong types of fields are left to the
     schema check (V1 ``SCHEMA_INVALID``), which reports field paths only."""
@@ -227,6 +227,6 @@ def check_classification_shape(obj: dict, file: str) -> dict:
     return obj
 
 
-def load_classification(data: bytes, file: str) -> dict:
+def load_classification(data: bytes, file: str) -> dict[str, Any]:
     """A companion classification's bytes → a dict within every limit, or :class:`InputError`."""
     return check_classification_shape(load_json_object(data, file, "classification"), file)

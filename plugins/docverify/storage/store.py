@@ -39,6 +39,7 @@ without the Airflow connection id that ``str(ObjectStoragePath)`` embeds.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -46,7 +47,7 @@ import pathlib
 import re
 import stat as stat_mod
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic import BaseModel
@@ -287,7 +288,7 @@ class ArtifactStore:
 
     # ------------------------------------------------------------------ reads
     def exists(self, rel: str) -> bool:
-        return self.path(rel).exists()
+        return bool(self.path(rel).exists())
 
     def read_bytes(self, rel: str) -> bytes:
         """The object's bytes (remote: one GET, no ranged read-ahead)."""
@@ -295,8 +296,8 @@ class ArtifactStore:
         remote = _remote(target)
         if remote is not None:
             fs, key = remote
-            return fs.cat_file(key)
-        return target.read_bytes()
+            return bytes(fs.cat_file(key))
+        return bytes(target.read_bytes())
 
     def size(self, rel: str) -> int:
         """The object's size in bytes, without reading it."""
@@ -305,7 +306,7 @@ class ArtifactStore:
         if remote is not None:
             fs, key = remote
             return int(fs.info(key)["size"])
-        return target.stat().st_size
+        return int(target.stat().st_size)
 
     def sha256(self, rel: str) -> str:
         """sha256 of the object, read in chunks of ``HASH_CHUNK_BYTES`` (memory stays flat)."""
@@ -503,12 +504,11 @@ class ArtifactStore:
             return True
 
     @staticmethod
-    def _locked(local: pathlib.Path):
-        import contextlib
+    def _locked(local: pathlib.Path) -> contextlib.AbstractContextManager[None]:
         import fcntl
 
         @contextlib.contextmanager
-        def lock():
+        def lock() -> Iterator[None]:
             _make_dirs(local.parent)
             path = local.parent / lock_name(local.name)  # bounded (ADR 0033); not *.json: no glob of objects sees it
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
