@@ -188,7 +188,7 @@ def collect(context, round_key: str) -> dict[str, Any]:
 def ingest(context, round_key: str) -> dict[str, Any]:
     """``llm_batch_ingest_<round>`` (``all_done_min_one_success``: also after a failed job): the job's answers into
     the verdict cache."""
-    from docverify_airflow.tasks import _small, make_batch
+    from docverify_airflow.tasks import make_batch, xcom_record
 
     s, judge = _batching(context)
     ti = context["ti"]
@@ -201,5 +201,5 @@ def ingest(context, round_key: str) -> dict[str, Any]:
     if plan and not job:
         job = {"name": None, "state": "JOB_FAILED"}  # the job task failed: every request goes online
     out = llm_batch.ingest(batch, judge, round_key, job, results)
-    return {**_small(out), **{k: out["llm_batch"][k] for k in ("requests", "succeeded", "degenerate", "online_fallback",
+    return {**xcom_record(out), **{k: out["llm_batch"][k] for k in ("requests", "succeeded", "degenerate", "online_fallback",
                                                                 "state")}}

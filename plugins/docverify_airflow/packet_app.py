@@ -113,7 +113,7 @@ def packet(doc_id: str) -> HTMLResponse:
     whose rendering the night wrote is served as written."""
     check_id(doc_id)
     from docverify.sme.packets import PacketNotFoundError, html_rel, load_packet, packet_key
-    from docverify_airflow.review_app import _document
+    from docverify_airflow.review_app import review_document_html
 
     store = config.artifact_store()
     try:
@@ -130,7 +130,7 @@ def packet(doc_id: str) -> HTMLResponse:
                 f"<style>{STYLE}body{{max-width:1100px}}</style></head><body><h1>{html.escape(title)}"
                 f"{' (audit)' if pkt.review_kind == 'audit' else ''}</h1><p class='muted'>{status} · "
                 f"{pkt.total_issues} finding(s). Contains clinical text: handle as PHI.</p>"
-                f"{_document(store, pkt)}</body></html>")
+                f"{review_document_html(store, pkt)}</body></html>")
         return HTMLResponse(body, headers=HEADERS)
     try:
         data = store.read_bytes(html_rel(doc_id))

@@ -376,7 +376,7 @@ DOCUMENT_FIRST = (".review{height:auto;align-items:flex-start}.left{overflow:vis
                   ".crumbs{margin:0}.right{position:sticky;top:0;max-height:100vh;overflow:auto;align-self:flex-start}")
 
 
-def _document(store, packet: Any, controls: dict[int, dict[str, Any]] | None = None) -> str:
+def review_document_html(store, packet: Any, controls: dict[int, dict[str, Any]] | None = None) -> str:
     """The document pane (:func:`docverify.sme.document_view.document_html`): the bundle and the
     PDF of the packet; the PDF of a document that could not be parsed only when it opened without
     text (a scan), never the input of another error (it may be a FIFO, a link, a huge file)."""
@@ -443,7 +443,7 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
         head = (f"<p class='ok saved' role='status'>Saved: your answer for {_e(_doc_name(store, saved))} was sent. "
                 f"Next review: <b>{_e(packet.doc_id)}</b>.</p>") + head
     body = (f"<style>{DOCUMENT_FIRST}</style><div class='review'><div class='left'>{head}{known}"
-            f"{_document(store, packet, page_controls(task, preset, values or {}))}</div>"
+            f"{review_document_html(store, packet, page_controls(task, preset, values or {}))}</div>"
             f"<div class='right'>{form}</div></div>")
     return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)
 

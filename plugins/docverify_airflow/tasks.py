@@ -142,7 +142,7 @@ def layout(context) -> dict:
     batch task (its XCom); on a local root, each PDF goes to the processor online."""
     batch, s = make_batch(context), config.settings(context)
     if s.layout == "local":
-        return _small(merge_layout_local(batch, ocr=s.ocr))
+        return xcom_record(merge_layout_local(batch, ocr=s.ocr))
     conn_id = s.docai_conn_id
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
@@ -150,25 +150,25 @@ def layout(context) -> dict:
         from docverify_airflow.document_ai import results_for_layout
 
         results = results_for_layout(context["ti"].xcom_pull(task_ids="document_ai"))
-        return _small(layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
+        return xcom_record(layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
     from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     hook, name = DocumentAIHook(gcp_conn_id=conn_id), s.processor_name()
-    return _small(layout_docai_online(batch, lambda data: hook.process_document(name, data)))
+    return xcom_record(layout_docai_online(batch, lambda data: hook.process_document(name, data)))
 
 
-def _small(stats: dict) -> dict:
+def xcom_record(stats: dict) -> dict:
     """A stage's record trimmed to what XCom should carry (counts, not per-document lists)."""
     return {k: stats[k] for k in ("stage", "docs", "errors", "cache_hits", "seconds", "parser") if k in stats}
 
 
 def _with_routes(stats: dict) -> dict:
-    """A shard's XCom record: :func:`_small` and its documents counted by route (and final decision
+    """A shard's XCom record: :func:`xcom_record` and its documents counted by route (and final decision
     after the retry) — the task's OpenLineage facet shows them."""
     from collections import Counter
 
     docs = (stats.get("documents") or {}).values()
-    out = _small(stats)
+    out = xcom_record(stats)
     out["routes"] = dict(Counter(str(d.get("route")) for d in docs))
     finals = Counter(str(d["final_decision"]) for d in docs if d.get("final_decision"))
     if finals:

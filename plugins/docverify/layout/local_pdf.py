@@ -105,7 +105,7 @@ HEADER_WINDOW = 1024
 SCAN_MAX_CHARS_PER_PAGE = 50
 SCAN_MIN_IMAGE_COVERAGE = 0.25
 
-_PDFIUM_LOCK = threading.Lock()
+PDFIUM_LOCK = threading.Lock()
 
 
 # =========================================================================== public API
@@ -312,7 +312,7 @@ def _parse_data(
         )
     sha = hashlib.sha256(data).hexdigest()
 
-    with _PDFIUM_LOCK:
+    with PDFIUM_LOCK:
         pages, total = _extract_pages(data, name, file_ref, max_pages, min_chars_per_doc, scan_max_chars_per_page,
                                       ocr=ocr)
 

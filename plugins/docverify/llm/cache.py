@@ -31,7 +31,7 @@ def _framing_hash(kind: str) -> str:
     )
 
 
-_FRAMING_HASHES = {kind: _framing_hash(kind) for kind in OUTPUT_TYPES}
+FRAMING_HASHES = {kind: _framing_hash(kind) for kind in OUTPUT_TYPES}
 
 
 def cache_key(

@@ -83,7 +83,7 @@ from docverify.judging.judges import (
     JudgmentResult,
     Usage,
 )
-from docverify.llm.cache import _FRAMING_HASHES, VerdictCache, cache_key, canonical_json
+from docverify.llm.cache import FRAMING_HASHES, VerdictCache, cache_key, canonical_json
 from docverify.llm.cost import answered_price_model, price_model_of
 from docverify.llm.faults import (
     CONFIGURATION,
@@ -156,7 +156,7 @@ class _AttemptCounter(AbstractCapability[Any]):
 
 
 @dataclass
-class _Outcome:
+class JudgeOutcome:
     output: BaseModel | None
     usage: Usage
     key: str
@@ -278,7 +278,7 @@ class LLMJudge(Judge):
         }
         self._blind_kinds: dict[str, str] = {spec.blind_kind: spec.agent for spec in registry.judged if spec.blind}
         self._framing: dict[str, str] = {
-            kind: _FRAMING_HASHES[kind] if OUTPUT_TYPES.get(kind) is output_type else _framing_hash_of(output_type)
+            kind: FRAMING_HASHES[kind] if OUTPUT_TYPES.get(kind) is output_type else _framing_hash_of(output_type)
             for kind, output_type in self._output_types.items()
         }
         self._agents: dict[str, Agent[None, Any]] = {
@@ -327,7 +327,7 @@ class LLMJudge(Judge):
         return self._key(kind, self._inputs(kind, bundle, classification))
 
     # ------------------------------------------------------------------ one call
-    async def _cached(self, kind: str, doc_id: str, key: str) -> _Outcome | None:
+    async def _cached(self, kind: str, doc_id: str, key: str) -> JudgeOutcome | None:
         """The verdict cache's answer to a call, validated against its output type; None on a miss
         (an unreadable or invalid entry is one: a cache never fails a call)."""
         if self.cache is None:
@@ -344,9 +344,9 @@ class LLMJudge(Judge):
         except ValidationError:
             logger.warning("llm %s doc_id=%s cache entry invalid key=%s: treated as a miss", kind, doc_id, key)
             return None
-        return _Outcome(output, Usage(cache_hits=1), key, cache_hit=True)
+        return JudgeOutcome(output, Usage(cache_hits=1), key, cache_hit=True)
 
-    async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> _Outcome:
+    async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> JudgeOutcome:
         prompt_name = self._prompts[kind]
         usage = Usage()
         try:
@@ -358,7 +358,7 @@ class LLMJudge(Judge):
                 "llm %s doc_id=%s prompt=%s model=%s failed error=%s",
                 kind, doc_id, prompt_name, self.model_id, type(exc).__name__,
             )
-            return _Outcome(None, usage, "", error=exc)
+            return JudgeOutcome(None, usage, "", error=exc)
 
         hit = await self._cached(kind, doc_id, key)
         if hit is not None:
@@ -484,7 +484,7 @@ class LLMJudge(Judge):
                 kind, doc_id, prompt_name, p_hash[:12], self.model_id, usage.llm_calls,
                 usage.input_tokens, usage.output_tokens, type(error).__name__,
             )
-            return _Outcome(None, usage, key, error=error)
+            return JudgeOutcome(None, usage, key, error=error)
 
         logger.info(
             "llm %s doc_id=%s prompt=%s prompt_hash=%s model=%s cache=miss key=%s calls=%d "
@@ -501,7 +501,7 @@ class LLMJudge(Judge):
                 )
             except Exception as exc:  # noqa: BLE001
                 logger.warning("llm %s doc_id=%s cache write failed error=%s", kind, doc_id, type(exc).__name__)
-        return _Outcome(output, usage, key)
+        return JudgeOutcome(output, usage, key)
 
     def _circuit_open(self) -> bool:
         return bool(self.breaker_threshold) and self._outage_streak >= self.breaker_threshold

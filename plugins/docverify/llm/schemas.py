@@ -8,7 +8,7 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
-from docverify.verify.llm_io import _LLMModel
+from docverify.verify.llm_io import LLMModel
 from docverify.verify.registry import REGISTRY
 
 logger = logging.getLogger("docverify.llm")
@@ -21,7 +21,7 @@ DocTypeName = Literal["Clinical Note", "Pathology Report", "Genomic Report", "Ra
 PresenceName = Literal["PRIMARY", "EMBEDDED_RAW", "MENTION_ONLY", "NO_EVIDENCE"]
 
 
-class LLMEvidence(_LLMModel):
+class LLMEvidence(LLMModel):
     snippet: str = Field(description="A short passage copied verbatim from one page of the segment.")
     page: int = Field(description="The page number (1-based) the snippet was copied from.")
     anchors_found: list[str] = Field(
@@ -29,7 +29,7 @@ class LLMEvidence(_LLMModel):
     )
 
 
-class LLMTypeClassification(_LLMModel):
+class LLMTypeClassification(LLMModel):
     doc_type: DocTypeName
     presence_level: PresenceName
     confidence: float = Field(description="0.0-1.0: how sure you are of this presence level.")
@@ -39,7 +39,7 @@ class LLMTypeClassification(_LLMModel):
     )
 
 
-class LLMSegment(_LLMModel):
+class LLMSegment(LLMModel):
     segment_index: int = Field(description="1, 2, … in page order.")
     page_start: int
     page_end: int
@@ -51,18 +51,18 @@ class LLMSegment(_LLMModel):
     )
 
 
-class LLMMixtureEntry(_LLMModel):
+class LLMMixtureEntry(LLMModel):
     doc_type: DocTypeName
     presence_level: PresenceName
     overall_share: float = Field(description="Page-weighted share; the five sum to 1.0.")
 
 
-class LLMSelfEvaluation(_LLMModel):
+class LLMSelfEvaluation(LLMModel):
     confidence: float
     notes: str
 
 
-class ClassificationAnswer(_LLMModel):
+class ClassificationAnswer(LLMModel):
     """What the classifier model answers; maps onto :class:`ClassificationOutput` (plus doc_id and
     classifier). Only the shape is enforced here — values (a confidence of 1.7, a page 0, a wrong
     segment count) go through unchanged so that V1 can report them."""
@@ -91,7 +91,7 @@ JuryReason = Literal[
 ]
 
 
-class JuryVote(_LLMModel):
+class JuryVote(LLMModel):
     """One juror's vote on one finding of a judgment phase."""
 
     vote: Literal["KEEP", "DROP", "FLIP", "FLAG"] = Field(
@@ -101,7 +101,7 @@ class JuryVote(_LLMModel):
     reason_code: JuryReason = Field(description="The one code that best explains the vote.")
 
 
-class SecondOpinionAnswer(_LLMModel):
+class SecondOpinionAnswer(LLMModel):
     """The V5 second opinion: a route for the document and how sure the model is."""
 
     route: Literal["AUTO_ACCEPT", "AUTO_RETRY", "ESCALATE_TO_SME"]

@@ -289,7 +289,7 @@ class _Checked:
 
 
 def _check(store: ArtifactStore, review_id: str, answer: ReviewAnswer) -> _Checked:
-    from docverify.sme.ground_truth import NoChange, _packet_bundle, apply_correction
+    from docverify.sme.ground_truth import NoChange, apply_correction, packet_bundle
     from docverify.sme.packets import load_packet
 
     packet = load_packet(store, review_id)
@@ -351,7 +351,7 @@ def _check(store: ArtifactStore, review_id: str, answer: ReviewAnswer) -> _Check
     try:  # the dry run: every rule the save applies, nothing written
         _, changes = apply_correction(primary, doc_id=packet.doc_id, total_pages=total,
                                       corrected_dominant_type=dominant, corrected_segments=segments,
-                                      bundle=_packet_bundle(store, packet))
+                                      bundle=packet_bundle(store, packet))
     except NoChange:
         raise AnswerRefused("Correct needs a change: choose another type for at least one page, "
                             "or answer Agree") from None

@@ -293,9 +293,9 @@ class PdfPages:
     def __init__(self, pdf_bytes: bytes, scale: float = DEFAULT_SCALE):
         import pypdfium2 as pdfium
 
-        from docverify.layout.local_pdf import _PDFIUM_LOCK
+        from docverify.layout.local_pdf import PDFIUM_LOCK
 
-        self._lock = _PDFIUM_LOCK
+        self._lock = PDFIUM_LOCK
         self.scale = scale
         with self._lock:
             self._doc = pdfium.PdfDocument(pdf_bytes)

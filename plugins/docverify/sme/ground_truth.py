@@ -20,7 +20,7 @@ from docverify.domain.models import (
     GroundTruthRecord,
     SMEPacket,
 )
-from docverify.sme.packets import _segment_shape, html_rel, load_packet, now_iso, packet_key, resolve_key
+from docverify.sme.packets import html_rel, load_packet, now_iso, packet_key, resolve_key, segment_shape
 from docverify.sme.render import write_packet_html
 from docverify.storage.limits import MAX_PAGES
 from docverify.storage.store import ArtifactStore
@@ -127,7 +127,7 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
     old_segs = [s for s in gt.get("segments") or [] if isinstance(s, dict)]
     if segs_in is not None:
         new = segs_in
-        if _segment_shape({"segments": new}) != _segment_shape({"segments": old_segs}):
+        if segment_shape({"segments": new}) != segment_shape({"segments": old_segs}):
             changes.append(f"segments: {_ranges(old_segs)} → {_ranges(new)}")
     elif not has_primary:
         if corrected_dominant_type is None:
@@ -230,7 +230,7 @@ def _set_reviewed(store: ArtifactStore, key: str, newest: GroundTruthRecord, ans
     raise RuntimeError(f"{store.uri(rel)}: the packet kept changing while it was marked reviewed")
 
 
-def _packet_bundle(store: ArtifactStore, packet: SMEPacket) -> DocumentBundle | None:
+def packet_bundle(store: ArtifactStore, packet: SMEPacket) -> DocumentBundle | None:
     """The packet's DocumentBundle when it lies in this store (so a correction can drop evidence
     that is not on its page); None otherwise."""
     prefix = store.uri("x")[:-1]
@@ -282,7 +282,7 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
             primary, doc_id=doc_id, total_pages=packet.total_pages,
             corrected_dominant_type=corrected_dominant_type, corrected_segments=corrected_segments,
             corrected_presence=corrected_presence, corrected_mixture=corrected_mixture,
-            bundle=_packet_bundle(store, packet))
+            bundle=packet_bundle(store, packet))
         source = "SME_CORRECTED"
     return _write_answer(store, packet, GroundTruthRecord(
         doc_id=doc_id, review_id=packet.review_id, ground_truth_source=source, review_kind=packet.review_kind,

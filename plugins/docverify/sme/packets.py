@@ -59,7 +59,7 @@ def sort_issues(issues: list[Issue]) -> list[Issue]:
 # --------------------------------------------------------------------------- production comparison
 
 
-def _segment_shape(cls: dict) -> list[tuple[Any, Any, Any]]:
+def segment_shape(cls: dict) -> list[tuple[Any, Any, Any]]:
     segs = cls.get("segments")
     if not isinstance(segs, list):
         segs = []
@@ -85,7 +85,7 @@ def compare_production(primary: dict, production: dict) -> dict[str, Any]:
     a, b = _strongest(primary), _strongest(production)
     presence = {t: {"primary": a.get(t, "NO_EVIDENCE"), "production": b.get(t, "NO_EVIDENCE")}
                 for t in DOC_TYPES if a.get(t, "NO_EVIDENCE") != b.get(t, "NO_EVIDENCE")}
-    seg_a, seg_b = _segment_shape(primary), _segment_shape(production)
+    seg_a, seg_b = segment_shape(primary), segment_shape(production)
     dom = {"primary": primary.get("dominant_type_overall"), "production": production.get("dominant_type_overall")}
     dom["agree"] = dom["primary"] == dom["production"]
     out = {

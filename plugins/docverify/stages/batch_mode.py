@@ -4,7 +4,7 @@ cache go to Gemini batch jobs, and the answers go into the verdict cache, so tha
 
 Three pieces, no Airflow (the DAG wires them around the Google provider's batch operators):
 
-* **collect** (:func:`collect`): a pass of the same verify code (:func:`docverify.stages.verify._classification`
+* **collect** (:func:`collect`): a pass of the same verify code (:func:`docverify.stages.verify.classification_for`
   and :func:`docverify.pipeline.document.verify_document`) over the night with a :class:`RecordingJudge`:
   its LLM transport, on a verdict-cache miss, records the request that the online judge would send
   (the exact ``generateContent`` body pydantic-ai builds, captured at the HTTP layer — no second
@@ -43,7 +43,7 @@ from typing import Any
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.judging.judges import CallDeferred, JudgeThrottled, Usage
 from docverify.llm.faults import ClassificationError
-from docverify.llm.judge import LLMJudge, _Outcome
+from docverify.llm.judge import JudgeOutcome, LLMJudge
 from docverify.llm.prompts import PROMPTS, load_prompt, prompt_hash, render_user_prompt
 from docverify.llm.schemas import OUTPUT_TYPES
 from docverify.stages.common import Batch, StageStats, gather_bounded
@@ -120,7 +120,7 @@ class RecordingJudge(LLMJudge):
         self.batch_model = model_name
         self.recorded: dict[str, BatchRequest] = {}
 
-    async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> _Outcome:
+    async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> JudgeOutcome:
         key = self._key(kind, inputs)
         hit = await self._cached(kind, doc_id, key)
         if hit is not None:
@@ -133,7 +133,7 @@ class RecordingJudge(LLMJudge):
                 self.recorded[key] = BatchRequest(key, kind, doc_id, captured.body)
             else:  # pragma: no cover - the transport never answers
                 raise RuntimeError("the capturing transport sent a request")
-        return _Outcome(None, Usage(), key, error=CallDeferred(f"{kind} for {doc_id} recorded for a batch job"))
+        return JudgeOutcome(None, Usage(), key, error=CallDeferred(f"{kind} for {doc_id} recorded for a batch job"))
 
     async def classify(self, bundle):
         try:
@@ -151,7 +151,7 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
     :class:`~docverify.domain.policy.VerifyPolicy`, the one the verify tasks use, so the pass takes the
     same decisions (and asks for the same calls) as the online path."""
     from docverify.pipeline.document import verify_document
-    from docverify.stages.verify import _classification, night_index, read_bundle
+    from docverify.stages.verify import classification_for, night_index, read_bundle
 
     if round_key not in ROUNDS:
         raise ValueError(f"unknown batch round {round_key!r}")
@@ -166,7 +166,7 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
         rs = batch.rs
         try:
             bundle = read_bundle(batch, doc_id)
-            got = await _classification(batch, by_id[doc_id], bundle, rs.result(doc_id), rec, stats,
+            got = await classification_for(batch, by_id[doc_id], bundle, rs.result(doc_id), rec, stats,
                                         lineage_on=False)  # lineage: the verify task's
         except CallDeferred:
             deferred += 1

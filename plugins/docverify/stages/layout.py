@@ -303,7 +303,7 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     """The local path a parse worker reads: the PDF itself on a local root, else a copy in
     ``tmp``. ``INPUT_NOT_REGULAR`` (an :class:`InputError`) when the entry discovery listed as a
     regular file is now a symbolic link, a folder, a FIFO or gone (ADR 0033)."""
-    from docverify.storage.store import OutsideRootError, _local_path
+    from docverify.storage.store import OutsideRootError, local_path
 
     rel, uri = doc["pdf_rel"], doc["pdf_uri"]
     if real_root(batch.store) is not None:
@@ -311,7 +311,7 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
         if problem:
             raise not_regular(uri, problem)
         try:
-            p = _local_path(batch.rs.path(rel))
+            p = local_path(batch.rs.path(rel))
         except OutsideRootError:  # swapped for a link since the line above
             raise not_regular(uri, LINK) from None
         return str(p)

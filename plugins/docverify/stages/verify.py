@@ -131,7 +131,7 @@ def _error_result(doc: ManifestDoc, bundle: BundleMeta | None, code: str, messag
                                        sha256=doc.sha256))
 
 
-async def _classification(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle, prior: DocResult | None,
+async def classification_for(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle, prior: DocResult | None,
                           judge: Judge, stats: StageStats, *, lineage_on: bool = True
                           ) -> tuple[Any, ClassificationMeta] | DocResult:
     """The document's classification: the companion beside the PDF, the earlier run's (same
@@ -189,7 +189,7 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, deps: VerifyDeps, stats: S
     rs, doc_id, judge = batch.rs, doc.doc_id, deps.judge
     bundle = read_bundle(batch, doc_id)
     prior = rs.result(doc_id)
-    got = await _classification(batch, doc, bundle, prior, judge, stats)
+    got = await classification_for(batch, doc, bundle, prior, judge, stats)
     if isinstance(got, DocResult):
         return got
     raw, meta = got

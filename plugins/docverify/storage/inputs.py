@@ -27,7 +27,7 @@ import stat as stat_mod
 from typing import Any
 
 from docverify.storage.limits import INPUT_NOT_REGULAR, InputError, check_size
-from docverify.storage.store import ArtifactStore, OutsideRootError, _local_path, _remote
+from docverify.storage.store import ArtifactStore, OutsideRootError, local_path, remote_target
 
 #: what an entry is now, in words (the error message names it; never the bytes of anything)
 GONE = "gone (removed or renamed since the night's discovery)"
@@ -61,7 +61,7 @@ def entry_problem(store: ArtifactStore, rel: str) -> str | None:
     except OutsideRootError:
         return ESCAPES
     target = folder / name
-    remote = _remote(target)
+    remote = remote_target(target)
     if remote is not None:
         fs, key = remote
         try:
@@ -69,7 +69,7 @@ def entry_problem(store: ArtifactStore, rel: str) -> str | None:
         except FileNotFoundError:
             return GONE
         return None if info.get("type") == "file" else FOLDER
-    local = _local_path(target)
+    local = local_path(target)
     if local is None:  # a pathlib-like object without a filesystem: what it says of itself
         return None if target.is_file() else GONE
     try:
@@ -135,7 +135,7 @@ def _open_regular(store: ArtifactStore, rel: str, uri: str, what: str) -> int | 
         folder = store.path(parent) if parent else store.root
     except OutsideRootError:
         raise not_regular(uri, ESCAPES, what) from None
-    local = _local_path(folder / name)
+    local = local_path(folder / name)
     if local is None:
         return None
     try:
@@ -174,5 +174,5 @@ def opened_inside(fd: int, root: str | None) -> bool:
 
 def real_root(store: ArtifactStore) -> str | None:
     """The real path (links resolved) of a local storage root; None for a remote one."""
-    local: Any = _local_path(store.root)
+    local: Any = local_path(store.root)
     return os.path.realpath(local) if local is not None else None

@@ -72,7 +72,7 @@ def as_root(root: Any) -> Any:
     return UPath(root)
 
 
-def _local_path(path: Any) -> pathlib.Path | None:
+def local_path(path: Any) -> pathlib.Path | None:
     """The local filesystem path behind ``path``, or None when it is remote."""
     if isinstance(path, pathlib.Path) and type(path).__module__.startswith("pathlib"):
         return path
@@ -82,10 +82,10 @@ def _local_path(path: Any) -> pathlib.Path | None:
     return None
 
 
-def _remote(path: Any) -> tuple[Any, str] | None:
+def remote_target(path: Any) -> tuple[Any, str] | None:
     """``(fsspec filesystem, key)`` behind a remote path, or None for a local path (or an object
     that has no fsspec filesystem, which is then used through its own pathlib methods)."""
-    if _local_path(path) is not None:
+    if local_path(path) is not None:
         return None
     fs, key = getattr(path, "fs", None), getattr(path, "path", None)
     if fs is None or not isinstance(key, str):
@@ -97,7 +97,7 @@ def uri_of(path: Any) -> str:
     """``file:///abs/path`` for a local path; ``<protocol>://<bucket>/<key>`` for a remote one
     (without the ``conn_id@`` that ``str(ObjectStoragePath)`` carries: the connection is
     configuration, not part of the object's name)."""
-    local = _local_path(path)
+    local = local_path(path)
     if local is not None:
         return local.resolve().as_uri()
     protocol, key = getattr(path, "protocol", None), getattr(path, "path", None)
@@ -242,7 +242,7 @@ class OutsideRootError(PermissionError):
 class ArtifactStore:
     def __init__(self, root: Any):
         self.root = as_root(root)
-        local = _local_path(self.root)
+        local = local_path(self.root)
         self._real_root = os.path.realpath(local) if local is not None else None
 
     # ------------------------------------------------------------------ paths
@@ -255,7 +255,7 @@ class ArtifactStore:
         for part in check_rel(rel):
             p = p / part
         if confine and self._real_root is not None:
-            local = _local_path(p)
+            local = local_path(p)
             assert local is not None  # under a local root (it has a real path) every path is local
             real = os.path.realpath(local)
             if real != self._real_root and not real.startswith(self._real_root + os.sep):
@@ -266,7 +266,7 @@ class ArtifactStore:
     def uri(self, rel: str) -> str:
         """The URI naming ``rel`` (a symbolic link is named, not resolved)."""
         p = self.path(rel, confine=False)
-        local = _local_path(p)
+        local = local_path(p)
         return local.absolute().as_uri() if local is not None else uri_of(p)
 
     @staticmethod
@@ -293,7 +293,7 @@ class ArtifactStore:
     def read_bytes(self, rel: str) -> bytes:
         """The object's bytes (remote: one GET, no ranged read-ahead)."""
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         if remote is not None:
             fs, key = remote
             return bytes(fs.cat_file(key))
@@ -302,7 +302,7 @@ class ArtifactStore:
     def size(self, rel: str) -> int:
         """The object's size in bytes, without reading it."""
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         if remote is not None:
             fs, key = remote
             return int(fs.info(key)["size"])
@@ -312,7 +312,7 @@ class ArtifactStore:
         """sha256 of the object, read in chunks of ``HASH_CHUNK_BYTES`` (memory stays flat)."""
         h = hashlib.sha256()
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         with (remote[0].open(remote[1], "rb") if remote is not None else open(target, "rb")) as fh:  # noqa: SIM115
             while chunk := fh.read(HASH_CHUNK_BYTES):
                 h.update(chunk)
@@ -323,7 +323,7 @@ class ArtifactStore:
         following symbolic links: kind is ``file`` (a regular file), ``symlink`` or ``other`` (a
         folder, FIFO, socket, device). Remote roots have regular objects only."""
         d = self.path(rel_dir)
-        remote = _remote(d)
+        remote = remote_target(d)
         out = []
         if remote is not None:
             fs, key = remote
@@ -335,7 +335,7 @@ class ArtifactStore:
                 name = e["name"].rstrip("/").rsplit("/", 1)[-1]
                 out.append((name, "file" if e.get("type") == "file" else "other", int(e.get("size") or 0)))
         else:
-            local = _local_path(d)
+            local = local_path(d)
             if local is None:  # a pathlib-like object without an fsspec filesystem
                 return [(p.name, "file" if p.is_file() else "other", 0) for p in sorted(d.iterdir())] \
                     if d.exists() else []
@@ -363,7 +363,7 @@ class ArtifactStore:
     def list(self, rel_dir: str, suffix: str = "") -> list[str]:
         """Names (not paths) of the files directly under ``rel_dir``, sorted."""
         d = self.path(rel_dir)
-        remote = _remote(d)
+        remote = remote_target(d)
         if remote is not None:
             fs, key = remote
             try:  # one fresh listing (refresh: a cached one may predate another process's writes)
@@ -387,7 +387,7 @@ class ArtifactStore:
         if not check_rel(rel):  # the root itself is never an object: its temp file would sit beside it
             raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         if remote is not None:
             fs, key = remote  # an object store has no directories to make
             try:
@@ -397,7 +397,7 @@ class ArtifactStore:
                     raise
                 return False
             return True
-        local = _local_path(target)
+        local = local_path(target)
         if local is None:  # a pathlib-like object without an fsspec filesystem
             if not overwrite and target.exists():
                 return False
@@ -426,7 +426,7 @@ class ArtifactStore:
         :meth:`replace_if`: remotely the GCS object's ``generation`` (info, read, info again until
         both infos agree, so the bytes are that generation's); locally the sha256 of the bytes."""
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         if remote is None:
             try:
                 data = self.read_bytes(rel)
@@ -457,7 +457,7 @@ class ArtifactStore:
         if not check_rel(rel):
             raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         if remote is not None:
             return _upload_if_generation(remote[0], remote[1], data, version)
 
@@ -482,7 +482,7 @@ class ArtifactStore:
         if not check_rel(rel):
             raise InputError(INPUT_UNSAFE_NAME, f"{rel!r} names no object under the storage root", rel)
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         if remote is not None:
             return _delete_if_generation(remote[0], remote[1], version)
         return self._local_if_version(target, version, pathlib.Path.unlink)
@@ -490,7 +490,7 @@ class ArtifactStore:
     def _local_if_version(self, target: Any, version: str, act: Callable[[pathlib.Path], object]) -> bool:
         """The local half of :meth:`replace_if` / :meth:`delete_if`: under the object's lock, ``act``
         on it only when its bytes still hash to ``version``; False when it changed or is gone."""
-        local = _local_path(target)
+        local = local_path(target)
         if local is None:  # pragma: no cover - a pathlib-like object without a filesystem: not supported
             raise NotImplementedError(f"compare-and-swap on {type(target).__name__}")
         with self._locked(local):
@@ -523,7 +523,7 @@ class ArtifactStore:
     def delete(self, rel: str) -> bool:
         """Remove the object (one request); False when there was none."""
         target = self.path(rel)
-        remote = _remote(target)
+        remote = remote_target(target)
         try:
             if remote is not None:
                 remote[0].rm_file(remote[1])

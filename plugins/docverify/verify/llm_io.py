@@ -15,7 +15,7 @@ from docverify.domain.codes import CATALOGUE
 from docverify.domain.models import SEVERITY_ORDER, ClassificationOutput, Severity
 
 
-class _LLMModel(BaseModel):
+class LLMModel(BaseModel):
     # Unknown keys are ignored (a model adding a key is harmless); wrong values are not.
     model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)  # no model output in a traceback
 
@@ -24,7 +24,7 @@ SeverityName = Literal["BLOCKER", "MAJOR"]
 """No code a judgment may report is MINOR in the catalogue, so MINOR is never allowed."""
 
 
-class Finding(_LLMModel):
+class Finding(LLMModel):
     """One problem a judgment found. ``severity`` may only equal or exceed the catalogue's
     severity of ``code``; a lower one fails validation, so the model is asked again."""
 
@@ -52,7 +52,7 @@ class Finding(_LLMModel):
         return {}
 
 
-class JudgmentFindings(_LLMModel):
+class JudgmentFindings(LLMModel):
     """A judgment's answer: an empty list when nothing is wrong."""
 
     # a Sequence: each verifier narrows it to the list of its own findings

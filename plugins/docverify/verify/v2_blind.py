@@ -24,7 +24,7 @@ from pydantic import Field
 from docverify.domain.codes import make_issue
 from docverify.domain.models import ClassificationOutput, DocType, DocumentBundle, Issue
 from docverify.verify.common import page_span, seg_loc
-from docverify.verify.llm_io import _LLMModel, page_entry
+from docverify.verify.llm_io import LLMModel, page_entry
 
 PROMPT = "v2_blind_v1"
 
@@ -35,7 +35,7 @@ PROMPT = "v2_blind_v1"
 DISAGREE_PROBABILITY = 0.7
 
 
-class SegmentReading(_LLMModel):
+class SegmentReading(LLMModel):
     segment_index: int = Field(description="The segment's index as given in <segments>.")
     doc_type: DocType = Field(description="The one document type the segment's text is.")
     probability: float = Field(ge=0.0, le=1.0, description=(
@@ -43,7 +43,7 @@ class SegmentReading(_LLMModel):
     reason: str = Field(description="One sentence: what in the text makes it this type. No patient identifiers.")
 
 
-class BlindReading(_LLMModel):
+class BlindReading(LLMModel):
     segment_readings: list[SegmentReading] = Field(description="Exactly one entry per segment of <segments>.")
 
 
