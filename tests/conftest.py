@@ -35,3 +35,15 @@ def corpora_dir() -> pathlib.Path:
 @pytest.fixture(scope="session")
 def repo_dir() -> pathlib.Path:
     return REPO
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings():
+    """Every test starts without the settings config.settings() keeps outside a task for a few
+    seconds (RECENT_S): a Variable a test sets is read, not another test's."""
+    import sys
+
+    config = sys.modules.get("docverify_airflow.config")
+    if config is not None:
+        config.forget_settings()
+    yield

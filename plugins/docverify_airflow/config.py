@@ -3,9 +3,15 @@
 Airflow configuration into domain objects.
 
 **Read once per task.** :func:`settings` builds a frozen :class:`Settings` from every Variable the
-code reads (one read each) and keeps it for the task instance that asked (keyed by the task
-instance's id); the task's other calls reuse it. Outside a task (tests, the api-server's packet
-pages) each call reads afresh.
+code reads (one read each) and keeps it in the context of the task instance that asked; the
+task's other calls reuse it. Outside a task (the api-server's review and packet
+pages) a call reuses the settings read in the last :data:`RECENT_S` (5) seconds, else reads afresh: a
+page view reads each Variable at most once, and a changed Variable takes effect within seconds.
+
+**Typed.** Each field's type validates the raw Variable string (pydantic: ``Literal`` choices,
+bounded numbers, one :data:`Switch` vocabulary, the :data:`StorageRoot`); an empty value counts as
+missing. A refused value fails the task with a ``ValueError`` naming the Variable, the value (never
+a secret's) and what it accepts (:func:`refusal`).
 
 **Failing loudly.** A Variable that is *missing* takes its documented default (the values of
 ``airflow_settings.yaml``). Any other outcome of reading it fails the task with
@@ -25,17 +31,29 @@ never a string to resolve again."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import pathlib
-from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any, cast
+import threading
+import time
+import typing
+from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from docverify.domain import policy as P
-from docverify.judging.judges import BLIND_READINGS, Judge, OfflineJudge
+from docverify.judging.judges import Judge, OfflineJudge
 
 if TYPE_CHECKING:
     from docverify.llm.judge import LLMJudge
@@ -67,17 +85,12 @@ VAR_LLM_SHARDS = "docverify_llm_shards"
 # (docverify_airflow.llm_batch)
 VAR_LLM_MODE = "docverify_llm_mode"
 VAR_LLM_BATCH_POLL = "docverify_llm_batch_poll_s"
-LLM_MODES = ("online", "batch")
 DEFAULT_LLM_CONN = "docverify_llm"
-JUDGES = ("offline", "llm")
 VAR_LAYOUT = "docverify_layout"
 VAR_DOCAI_PROCESSOR = "docverify_docai_processor"
 VAR_DOCAI_CONN = "docverify_docai_conn_id"
 VAR_DOCAI_POLL = "docverify_docai_poll_s"
-LAYOUTS = ("local", "document_ai")
 VAR_OCR = "docverify_ocr"
-_ON = ("on", "true", "1", "yes")
-_OFF = ("off", "false", "0", "no")
 # the CR_V2 jury over the judgment phases' findings (ADR 0012), and the V5 second opinion (ADR 0013);
 # both off by default
 VAR_JURY = "docverify_jury"
@@ -85,7 +98,6 @@ VAR_JURY_CONNS = "docverify_jury_conn_ids"
 VAR_JURY_MAX_FINDINGS = "docverify_jury_max_findings"
 VAR_SECOND_OPINION = "docverify_v5_second_opinion"
 VAR_SECOND_OPINION_CONN = "docverify_v5_second_opinion_conn_id"
-JURY_MODES = ("off", "cr_v2", "cr_v1")
 # ADR 0022: the verification policy (docverify.domain.policy.VerifyPolicy; its defaults are the Variables'
 # defaults)
 VAR_BLOCKER_REPAIR = "docverify_blocker_repair"
@@ -160,65 +172,108 @@ def read_variable(key: str, default: str) -> str:
     return "" if value is None else str(value)
 
 
-# --- parsing: each raises ValueError (deterministic: the task fails at once) naming the Variable ---
+# --- the Variables' types: pydantic validates each raw Variable string; Settings.parse turns a refusal
+# into one ValueError naming the Variable, its value and what it accepts (the task fails at once) ---
 
-def _text(key: str, raw: str, default: str) -> str:
-    return raw.strip() or default
-
-
-def _choice(choices: tuple[str, ...], what: str):
-    def parse(key: str, raw: str, default: str) -> str:
-        value = raw.strip().lower() or default
-        if value not in choices:
-            raise ValueError(f"Variable {key}={value!r} is not {what}: use one of {', '.join(choices)}"
-                             + (" (set it in airflow_settings.yaml and re-import the settings)"
-                                if key == VAR_JUDGE else ""))
-        return value
-    return parse
+SWITCH_ON = ("on", "true", "1", "yes")
+SWITCH_OFF = ("off", "false", "0", "no")
+#: name fragments of a secret Variable (after Airflow's default sensitive names): its value is never shown
+SECRET_NAME_PARTS = ("password", "passwd", "passphrase", "secret", "token", "api_key", "apikey",
+                     "private_key", "authorization", "keyfile", "service_account")
 
 
-def _switch(key: str, raw: str, default: str) -> bool:
-    """Every on/off Variable, one vocabulary: on/true/1/yes, off/false/0/no (any case)."""
-    value = raw.strip().lower() or default
-    if value not in _ON + _OFF:
-        raise ValueError(f"Variable {key}={value!r} is not a switch: use on or off "
-                         f"(also {'/'.join(_ON[1:])} or {'/'.join(_OFF[1:])})")
-    return value in _ON
+@dataclasses.dataclass(frozen=True)
+class Accepts:
+    """A type's words in a refusal: ``Variable x='y' is not {what}: use {values}{hint}`` (a choice's
+    values are its Literal's; a number's come from its bounds)."""
+
+    what: str
+    values: str = ""
+    hint: str = ""
 
 
-def _number(kind: type, minimum: float):
-    def parse(key: str, raw: str, default: str):
-        try:
-            value = kind(raw.strip() or default)
-        except ValueError:
-            raise ValueError(f"Variable {key}={raw!r} is not a {kind.__name__} number "
-                             f"(the default is {default})") from None
-        if value < minimum:
-            raise ValueError(f"Variable {key}={raw!r}: at least {minimum}")
-        return value
-    return parse
+def _word(raw: object) -> object:
+    return raw.strip().lower() if isinstance(raw, str) else raw
 
 
-def _fraction(key: str, raw: str, default: str) -> float:
-    value = _number(float, 0.0)(key, raw, default)
-    if value > 1:
-        raise ValueError(f"Variable {key}={raw!r}: at most 1 (a confidence; 0 = off)")
-    return value
+def _switch_word(raw: object) -> object:
+    """The one vocabulary of every on/off Variable: on/true/1/yes, off/false/0/no (any case)."""
+    if isinstance(raw, bool):
+        return raw
+    word = _word(raw)
+    if word in SWITCH_ON or word in SWITCH_OFF:
+        return word in SWITCH_ON
+    raise ValueError("not a switch")
+
+
+def _storage_root(raw: str) -> str:
+    scheme, sep, rest = raw.partition("://")
+    if sep and not (scheme == "file" or (scheme == "gs" and rest.split("/")[0])):
+        raise ValueError("not a storage root")
+    return raw
+
+
+Switch = Annotated[bool, BeforeValidator(_switch_word),
+                   Accepts("a switch", f"on or off (also {'/'.join(SWITCH_ON[1:])} or {'/'.join(SWITCH_OFF[1:])})")]
+StorageRoot = Annotated[str, AfterValidator(_storage_root),
+                        Accepts("a storage root", "gs://bucket/prefix, file:///absolute/path or a path (a relative "
+                                              "one is relative to the repository)")]
+Layout = Annotated[Literal["local", "document_ai"], BeforeValidator(_word), Accepts("a layout")]
+JudgeName = Annotated[Literal["offline", "llm"], BeforeValidator(_word), Accepts(
+    "a judge", hint="; set it in airflow_settings.yaml and re-import the settings")]
+BlindReading = Annotated[Literal["instead", "before", "off"], BeforeValidator(_word), Accepts("a blind-reading mode")]
+LLMMode = Annotated[Literal["online", "batch"], BeforeValidator(_word), Accepts("an LLM mode")]
+JuryMode = Annotated[Literal["off", "cr_v2", "cr_v1"], BeforeValidator(_word), Accepts("a jury mode")]
+Seconds = Annotated[float, Field(ge=0)]
+PerMinute = Annotated[float, Field(ge=0)]  # 0 = unlimited
+Count = Annotated[int, Field(ge=0)]
+AtLeastOne = Annotated[int, Field(ge=1)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+
+
+def _choices(t: Any) -> tuple[str, ...]:
+    """A choice type's accepted values (its Literal's)."""
+    return typing.get_args(typing.get_args(t)[0])
+
+
+LAYOUTS, JUDGES, LLM_MODES, JURY_MODES = (_choices(t) for t in (Layout, JudgeName, LLMMode, JuryMode))
+
+
+def _accepts(f: FieldInfo) -> Accepts:
+    """What the field's type accepts, from its metadata (see :class:`Accepts`)."""
+    said = next((m for m in f.metadata if isinstance(m, Accepts)), None)
+    if typing.get_origin(f.annotation) is Literal:
+        return dataclasses.replace(said or Accepts("a choice"),
+                                   values="one of " + ", ".join(typing.get_args(f.annotation)))
+    if said:
+        return said
+    ge = next((m.ge for m in f.metadata if hasattr(m, "ge")), None)
+    le = next((m.le for m in f.metadata if hasattr(m, "le")), None)
+    noun = "a whole number" if f.annotation is int else "a number"
+    return Accepts(noun + (f" from {ge:g} to {le:g}" if ge is not None and le is not None
+                           else f" of at least {ge:g}" if ge is not None else ""))
+
+
+def refusal(variable: str, raw: object, f: FieldInfo) -> str:
+    """The message of a Variable whose value its type refuses: the Variable, the value (unless the
+    Variable's name says it is a secret), what it accepts and its default."""
+    a = _accepts(f)
+    shown = (" (its value is not shown: a secret)" if any(p in variable.lower() for p in SECRET_NAME_PARTS)
+             else f"={raw!r}")
+    return (f"Variable {variable}{shown} is not {a.what}" + (f": use {a.values}" if a.values else "")
+            + f" (default {_extra(f)['variable_default']!r} when missing or empty){a.hint}")
 
 
 def _on_off_default(value: bool) -> str:
     return "on" if value else "off"
 
 
-#: Variable name → its parser (``parse(variable, raw, default) -> value``, raising ``ValueError`` naming it).
-_PARSERS: dict[str, Any] = {}
-
-
-def _var(name: str, default: str, parse=_text, doc: str = "") -> Any:
-    """A field of :class:`Settings`: the Variable ``name``, its documented ``default`` (the raw text
-    used when the Variable is missing), its parser and its description (docs/configuration.md)."""
-    _PARSERS[name] = parse
-    return Field(description=doc, json_schema_extra={"variable": name, "variable_default": default})
+def _var(name: str, default: str, doc: str = "") -> Any:
+    """A field of :class:`Settings`: the Variable ``name`` (the field's alias), its documented
+    ``default`` (the raw text used when the Variable is missing or empty, validated like a value)
+    and its description (docs/configuration.md)."""
+    return Field(default, validate_default=True, validation_alias=name, description=doc,
+                 json_schema_extra={"variable": name, "variable_default": default})
 
 
 def _extra(f: FieldInfo) -> dict[str, str]:
@@ -242,93 +297,94 @@ class Settings(BaseModel):
     :meth:`load`; a bad value fails naming the Variable. ``scripts/gen_config_docs.py`` renders
     docs/configuration.md from this class."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(functools.cached_property,))
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_alias=True, validate_by_name=True,
+                              ignored_types=(functools.cached_property,))
 
-    storage_root: str = _var(VAR_STORAGE_ROOT, DEFAULT_STORAGE_ROOT, doc=(
+    storage_root: StorageRoot = _var(VAR_STORAGE_ROOT, DEFAULT_STORAGE_ROOT, doc=(
         "Where every artifact of the night is kept: gs://bucket/prefix (on the connection of "
         "docverify_storage_conn_id), file:///abs/path or a path (a relative one is relative to the repository)."))
     storage_conn_id: str = _var(VAR_STORAGE_CONN, "google_cloud_default", doc=(
         "The Airflow connection a gs:// storage root is read and written with."))
-    layout: str = _var(VAR_LAYOUT, "local", _choice(LAYOUTS, "a layout"), doc=(
+    layout: Layout = _var(VAR_LAYOUT, "local", doc=(
         "How PDFs become page text: local (pypdf, OCR per docverify_ocr) or document_ai (the Layout Parser "
         "processor of docverify_docai_processor)."))
-    ocr: bool = _var(VAR_OCR, "on", _switch, doc="The local layout OCRs pages without a text layer (on/off).")
-    docai_processor: str = _var(VAR_DOCAI_PROCESSOR, "", lambda k, raw, d: raw.strip(), doc=(
+    ocr: Switch = _var(VAR_OCR, "on", doc="The local layout OCRs pages without a text layer (on/off).")
+    docai_processor: str = _var(VAR_DOCAI_PROCESSOR, "", doc=(
         "The Document AI Layout Parser processor: projects/<project>/locations/<us|eu>/processors/<id>[/"
         "processorVersions/<v>] (layout document_ai only)."))
     docai_conn_id: str = _var(VAR_DOCAI_CONN, "google_cloud_default", doc=(
         "The Google Cloud connection Document AI is called with."))
-    docai_poll_s: float = _var(VAR_DOCAI_POLL, "30", _number(float, 0.0), doc=(
+    docai_poll_s: Seconds = _var(VAR_DOCAI_POLL, "30", doc=(
         "Seconds between polls of a Document AI batch operation."))
-    judge: str = _var(VAR_JUDGE, "offline", _choice(JUDGES, "a judge"), doc=(
+    judge: JudgeName = _var(VAR_JUDGE, "offline", doc=(
         "The classifier and the judgment phases: offline (deterministic, no LLM) or llm (the model of "
         "docverify_llm_conn_id)."))
     llm_conn_id: str = _var(VAR_LLM_CONN, DEFAULT_LLM_CONN, doc=(
         "The Airflow connection (common-ai provider, pydanticai / pydanticai_vertex) of the LLM judge's model."))
-    judge_conn_id: str = _var(VAR_JUDGE_CONN, "", lambda k, raw, d: raw.strip(), doc=(
+    judge_conn_id: str = _var(VAR_JUDGE_CONN, "", doc=(
         "The Airflow connection of the model that judges (V2/V3/V4, and by default the jury and the V5 second "
         "opinion) when it is not the classifier's: empty = docverify_llm_conn_id, and then the classification "
         "is verified by its own model (a warning in the task log and the batch report)."))
-    v2_blind_reading: str = _var(VAR_V2_BLIND, "instead", _choice(BLIND_READINGS, "a blind-reading mode"), doc=(
+    v2_blind_reading: BlindReading = _var(VAR_V2_BLIND, "instead", doc=(
         "With the LLM judge, how V2 is asked (ADR 0034): instead (each segment's text without the classifier's "
         "labels, in place of the labelled prompt: the specification's call budget), before (the blind reading, "
         "then the labelled prompt: one more call per judged attempt) or off (the labelled prompt only)."))
-    llm_timeout_s: float = _var(VAR_LLM_TIMEOUT, "120", _number(float, 0.0), doc=(
+    llm_timeout_s: Seconds = _var(VAR_LLM_TIMEOUT, "120", doc=(
         "Limit in seconds of one LLM call, its output re-asks included."))
-    llm_max_attempts: int = _var(VAR_LLM_ATTEMPTS, "4", _number(int, 1), doc=(
+    llm_max_attempts: AtLeastOne = _var(VAR_LLM_ATTEMPTS, "4", doc=(
         "Attempts of an LLM call on a transient fault (exponential backoff with jitter)."))
-    llm_output_retries: int = _var(VAR_LLM_OUTPUT_RETRIES, "2", _number(int, 0), doc=(
+    llm_output_retries: Count = _var(VAR_LLM_OUTPUT_RETRIES, "2", doc=(
         "How many times a schema-invalid model answer is asked again."))
-    llm_rpm: float = _var(VAR_LLM_RPM, "0", _number(float, 0.0), doc=(
+    llm_rpm: PerMinute = _var(VAR_LLM_RPM, "0", doc=(
         "Requests per minute of the model shared by every task of the night (0 = unlimited)."))
-    llm_tpm: float = _var(VAR_LLM_TPM, "0", _number(float, 0.0), doc=(
+    llm_tpm: PerMinute = _var(VAR_LLM_TPM, "0", doc=(
         "Input tokens per minute of the model shared by every task of the night (0 = unlimited)."))
-    llm_limiter_hosts: int = _var(VAR_LLM_LIMITER_HOSTS, "1", _number(int, 1), doc=(
+    llm_limiter_hosts: AtLeastOne = _var(VAR_LLM_LIMITER_HOSTS, "1", doc=(
         "Machines that share the quota: each takes 1/n of docverify_llm_rpm / docverify_llm_tpm."))
-    llm_throttle_wait_s: float = _var(VAR_LLM_THROTTLE_WAIT, "1200", _number(float, 0.0), doc=(
+    llm_throttle_wait_s: Seconds = _var(VAR_LLM_THROTTLE_WAIT, "1200", doc=(
         "Seconds a call may wait for the quota or a service outage (429, 503, 5xx) before the task fails "
         "and is retried (a throttled document is never escalated)."))
-    llm_shards: int = _var(VAR_LLM_SHARDS, "4", _number(int, 1), doc=(
+    llm_shards: AtLeastOne = _var(VAR_LLM_SHARDS, "4", doc=(
         "With the LLM judge, the night's verify shards are at most this many (the llm pool's slots)."))
-    llm_mode: str = _var(VAR_LLM_MODE, "online", _choice(LLM_MODES, "an LLM mode"), doc=(
+    llm_mode: LLMMode = _var(VAR_LLM_MODE, "online", doc=(
         "online (one request per call) or batch (the night's requests through Gemini batch jobs first)."))
-    llm_batch_poll_s: int = _var(VAR_LLM_BATCH_POLL, "60", _number(int, 0), doc=(
+    llm_batch_poll_s: Count = _var(VAR_LLM_BATCH_POLL, "60", doc=(
         "Seconds between polls of a Gemini batch job (llm_mode batch)."))
-    jury: str = _var(VAR_JURY, "off", _choice(JURY_MODES, "a jury mode"), doc=(
+    jury: JuryMode = _var(VAR_JURY, "off", doc=(
         "The CR_V2 jury over the judgment phases' findings: off, cr_v2 or cr_v1."))
-    jury_conn_ids: str = _var(VAR_JURY_CONNS, "", lambda k, raw, d: raw.strip(), doc=(
+    jury_conn_ids: str = _var(VAR_JURY_CONNS, "", doc=(
         "Three comma-separated LLM connections of jurors A, B, C (empty: all three on the judge's connection, "
         "docverify_judge_conn_id, else docverify_llm_conn_id)."))
-    jury_max_findings: int = _var(VAR_JURY_MAX_FINDINGS, "8", _number(int, 0), doc=(
+    jury_max_findings: Count = _var(VAR_JURY_MAX_FINDINGS, "8", doc=(
         "At most this many findings of one judgment are put to the jury."))
-    second_opinion: bool = _var(VAR_SECOND_OPINION, "off", _switch, doc=(
+    second_opinion: Switch = _var(VAR_SECOND_OPINION, "off", doc=(
         "The V5 second opinion (an LLM route beside the decision table; the stricter of the two wins): off/on."))
-    second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", lambda k, raw, d: raw.strip(), doc=(
+    second_opinion_conn_id: str = _var(VAR_SECOND_OPINION_CONN, "", doc=(
         "The LLM connection of the V5 second opinion (empty: the judge's connection, docverify_judge_conn_id, "
         "else docverify_llm_conn_id)."))
-    blocker_repair: bool = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR), _switch,
+    blocker_repair: Switch = _var(VAR_BLOCKER_REPAIR, _on_off_default(P.BLOCKER_REPAIR),
                                 doc=P.VerifyPolicy.model_fields["blocker_repair"].description or "")
-    check_patient_identity: bool = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY), _switch,
+    check_patient_identity: Switch = _var(VAR_CHECK_PATIENT_IDENTITY, _on_off_default(P.PATIENT_IDENTITY),
                                         doc=P.VerifyPolicy.model_fields["patient_identity"].description or "")
-    min_primary_confidence: float = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE), _fraction,
+    min_primary_confidence: Fraction = _var(VAR_MIN_PRIMARY_CONFIDENCE, str(P.MIN_PRIMARY_CONFIDENCE),
                                          doc=P.VerifyPolicy.model_fields["min_primary_confidence"].description or "")
-    label_text_guard: bool = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD), _switch,
+    label_text_guard: Switch = _var(VAR_LABEL_TEXT_GUARD, _on_off_default(P.LABEL_TEXT_GUARD),
                                   doc=P.VerifyPolicy.model_fields["label_text_guard"].description or "")
-    admin_trap_per_segment: bool = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT), _switch,
+    admin_trap_per_segment: Switch = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT),
                                         doc=P.VerifyPolicy.model_fields["admin_trap_per_segment"].description or "")
-    sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", lambda k, raw, d: raw.strip(), doc=(
+    sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", doc=(
         "Comma-separated SME reviewers of the review packets when the sme_review DAG's assignees param is "
         "empty."))
-    audit_rate: float = _var(VAR_AUDIT_RATE, "0.02", _fraction, doc=(
+    audit_rate: Fraction = _var(VAR_AUDIT_RATE, "0.02", doc=(
         "Share (0-1) of the night's accepted documents sampled for an SME audit (0 = off)."))
-    audit_alert_rate: float = _var(VAR_AUDIT_ALERT_RATE, "0.05", _fraction, doc=(
+    audit_alert_rate: Fraction = _var(VAR_AUDIT_ALERT_RATE, "0.05", doc=(
         "Notify when the lower bound of the night's false-accept rate (95% interval, from the audits) exceeds "
         "this (0-1)."))
-    notify_email: str = _var(VAR_NOTIFY_EMAIL, "", lambda k, raw, d: raw.strip(), doc=(
+    notify_email: str = _var(VAR_NOTIFY_EMAIL, "", doc=(
         "Where the night's notifications are e-mailed (empty: no e-mail)."))
     notify_smtp_conn_id: str = _var(VAR_NOTIFY_SMTP_CONN, DEFAULT_SMTP_CONN, doc=(
         "The SMTP connection notifications are sent with."))
-    notify_slack_conn_id: str = _var(VAR_NOTIFY_SLACK_CONN, "", lambda k, raw, d: raw.strip(), doc=(
+    notify_slack_conn_id: str = _var(VAR_NOTIFY_SLACK_CONN, "", doc=(
         "The Slack connection notifications are posted with (empty: no Slack)."))
 
     @classmethod
@@ -342,15 +398,29 @@ class Settings(BaseModel):
         return {_extra(f)["variable"]: _extra(f)["variable_default"]
                 for f in cls.model_fields.values()}
 
+    @model_validator(mode="before")
     @classmethod
-    def parse(cls, values: dict[str, str]) -> Settings:
-        """Settings from raw Variable values (a missing key takes its default); a bad value raises
-        ``ValueError`` naming its Variable."""
-        kwargs = {}
-        for name, f in cls.model_fields.items():
-            var, default = _extra(f)["variable"], _extra(f)["variable_default"]
-            kwargs[name] = _PARSERS[var](var, values.get(var, default), default)
-        return cls(**kwargs)
+    def _blank_is_missing(cls, data: Any) -> Any:
+        """A Variable's value without its surrounding blanks; an empty one is missing (its default)."""
+        if not isinstance(data, Mapping):
+            return data
+        return {k: v.strip() if isinstance(v, str) else v for k, v in data.items()
+                if not (isinstance(v, str) and not v.strip())}
+
+    @classmethod
+    def parse(cls, values: Mapping[str, str]) -> Settings:
+        """Settings from raw Variable values (a missing or empty one takes its default); a value its
+        type refuses raises ``ValueError`` naming the Variable, the value and what it accepts (every
+        refused Variable, one per line)."""
+        fields = {_extra(f)["variable"]: f for f in cls.model_fields.values()}
+        raw = {var: values[var] for var in fields if var in values}
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            refused = dict.fromkeys(str(e["loc"][0]) for e in exc.errors() if e["loc"])
+            raise ValueError("\n".join(
+                refusal(var, raw.get(var, _extra(fields[var])["variable_default"]), fields[var])
+                for var in refused if var in fields) or str(exc)) from None
 
     @classmethod
     def load(cls) -> Settings:
@@ -421,10 +491,41 @@ def resolve_root(raw: str, conn_id: str = "google_cloud_default") -> Any:
 CONTEXT_KEY = "docverify_settings"
 
 
+#: outside a task (the api-server's pages), :func:`settings` keeps what it read this many seconds: a
+#: page view reads each Variable at most once, and a changed Variable takes effect within seconds
+RECENT_S = 5.0
+
+
+class _Recent:
+    """The settings last read outside a task and when (``clock``, monotonic), for :data:`RECENT_S`
+    seconds; one reader at a time (the api-server serves pages from threads), a failed read keeps
+    nothing."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.clock = time.monotonic
+        self.kept: tuple[float, Settings] | None = None
+
+    def get(self) -> Settings:
+        with self.lock:
+            now = self.clock()
+            if self.kept is None or not 0 <= now - self.kept[0] < RECENT_S:
+                self.kept = (now, Settings.load())
+            return self.kept[1]
+
+    def forget(self) -> None:
+        with self.lock:
+            self.kept = None
+
+
+_recent = _Recent()
+
+
 def settings(context: Any = None) -> Settings:
     """The settings of the running task: read once per task (kept in its context under
     :data:`CONTEXT_KEY`, so every step of the task that is handed the same context sees the same
-    values, and nothing outlives the task), afresh when there is no context (outside a task)."""
+    values, and nothing outlives the task). Without a context (the api-server's pages), the
+    settings read in the last :data:`RECENT_S` seconds, else read afresh."""
     if isinstance(context, MutableMapping):
         kept = context.get(CONTEXT_KEY)
         if isinstance(kept, Settings):
@@ -432,7 +533,12 @@ def settings(context: Any = None) -> Settings:
         s = Settings.load()
         context[CONTEXT_KEY] = s
         return s
-    return Settings.load()
+    return _recent.get()
+
+
+def forget_settings() -> None:
+    """Drop the settings kept outside a task (the next call reads every Variable again)."""
+    _recent.forget()
 
 
 def artifact_store(context: Any = None) -> ArtifactStore:

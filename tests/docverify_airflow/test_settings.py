@@ -123,8 +123,51 @@ def test_read_once_per_task_kept_in_its_context_not_in_a_global(monkeypatch, tmp
     assert config.settings(context) is first and context[config.CONTEXT_KEY] is first
     assert len(calls) == len(config.Settings.model_fields)  # each Variable read once
     assert config.settings({"ti": ti}) is not first  # another task's context reads again: no module memo
-    assert config.settings() is not config.settings()  # outside a task: afresh
+    assert config.settings({"ti": ti}) is not config.settings()  # a task never takes the pages' recent read
     assert not [n for n, v in vars(config).items() if isinstance(v, config.Settings)]  # no settings global
+
+
+def test_outside_a_task_a_page_view_reads_each_variable_once_and_a_change_shows_within_seconds(monkeypatch,
+                                                                                                  tmp_path):
+    """The api-server's pages call config.artifact_store() without a context, several times a view:
+    within RECENT_S seconds the settings read first are reused; after it, every Variable is read again."""
+    from docverify_airflow import config
+
+    now = [1000.0]
+    monkeypatch.setattr(config._recent, "clock", lambda: now[0])
+    calls = []
+    real = config.read_variable
+    monkeypatch.setattr(config, "read_variable", lambda k, d: calls.append(k) or real(k, d))
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path / "a"))
+    first = config.artifact_store()
+    now[0] += config.RECENT_S - 0.1
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path / "b"))
+    second = config.artifact_store()
+    assert sorted(calls) == sorted(config.Settings.variables())  # two page-like calls: one read per Variable
+    assert first.root == second.root == tmp_path / "a"
+    now[0] += 0.1  # the window is over: read again, the change takes effect
+    assert config.artifact_store().root == tmp_path / "b"
+    assert sorted(calls) == sorted(list(config.Settings.variables()) * 2)
+    config.forget_settings()
+    config.settings()
+    assert len(calls) == 3 * len(config.Settings.model_fields)
+
+
+def test_a_failed_read_outside_a_task_is_not_kept(monkeypatch):
+    from airflow.sdk import Variable
+
+    from docverify_airflow import config
+
+    real = Variable.get
+
+    def broken(key, default=None):
+        raise ConnectionError("api server unreachable")
+
+    monkeypatch.setattr(Variable, "get", staticmethod(broken))
+    with pytest.raises(config.ConfigUnavailable):
+        config.settings()
+    monkeypatch.setattr(Variable, "get", real)
+    assert config.settings().storage_root  # the next call reads again (no failure kept)
 
 
 def test_every_declared_variable_is_a_field_with_the_declared_default(repo_dir):
@@ -140,12 +183,20 @@ def test_every_declared_variable_is_a_field_with_the_declared_default(repo_dir):
 
 
 @pytest.mark.parametrize(("var", "value", "message"), [
-    ("docverify_layout", "cloud", "docverify_layout='cloud' is not a layout: use one of local, document_ai"),
-    ("docverify_ocr", "maybe", "docverify_ocr='maybe' is not a switch"),
-    ("docverify_llm_max_attempts", "four", "docverify_llm_max_attempts='four' is not a int number"),
-    ("docverify_docai_poll_s", "-1", "docverify_docai_poll_s='-1': at least 0"),
-    ("docverify_blocker_repair", "maybe", "docverify_blocker_repair='maybe' is not a switch: use on or off"),
-    ("docverify_min_primary_confidence", "1.5", "docverify_min_primary_confidence='1.5': at most 1"),
+    ("docverify_layout", "cloud", "Variable docverify_layout='cloud' is not a layout: use one of local, document_ai "
+                                  r"\(default 'local' when missing or empty\)$"),
+    ("docverify_ocr", "maybe", "Variable docverify_ocr='maybe' is not a switch: use on or off "
+                               r"\(also true/1/yes or false/0/no\) \(default 'on' when missing or empty\)$"),
+    ("docverify_llm_max_attempts", "four", "Variable docverify_llm_max_attempts='four' is not a whole number of "
+                                           r"at least 1 \(default '4' when missing or empty\)$"),
+    ("docverify_docai_poll_s", "-1", "Variable docverify_docai_poll_s='-1' is not a number of at least 0 "),
+    ("docverify_blocker_repair", "maybe", "Variable docverify_blocker_repair='maybe' is not a switch: use on or off"),
+    ("docverify_min_primary_confidence", "1.5", "Variable docverify_min_primary_confidence='1.5' is not a number "
+                                                r"from 0 to 1 \(default '0.2' when missing or empty\)$"),
+    ("docverify_judge", "GPT", "Variable docverify_judge='GPT' is not a judge: use one of offline, llm .*; set it in "
+                               "airflow_settings.yaml and re-import the settings$"),
+    ("docverify_storage_root", "s3://bucket/x", "Variable docverify_storage_root='s3://bucket/x' is not a storage root: "
+                                                "use gs://bucket/prefix, file:///absolute/path or a path"),
 ])
 def test_a_wrong_value_fails_naming_the_variable(monkeypatch, var, value, message):
     from docverify_airflow import config
@@ -228,3 +279,104 @@ def test_a_bad_value_fails_naming_the_variable():
                      ("docverify_blocker_repair", "maybe"), ("docverify_judge", "gpt")):
         with pytest.raises(ValueError, match=f"Variable {var}="):
             config.Settings.parse({var: raw})
+
+
+# --- the field types: each validates the raw Variable string (accepted and refused values) ---
+
+@pytest.mark.parametrize(("var", "raw", "field", "expected"), [
+    ("docverify_ocr", "on", "ocr", True), ("docverify_ocr", " YES ", "ocr", True),
+    ("docverify_ocr", "False", "ocr", False), ("docverify_ocr", "0", "ocr", False), ("docverify_ocr", "", "ocr", True),
+    ("docverify_v5_second_opinion", "on", "second_opinion", True),
+    ("docverify_blocker_repair", "true", "blocker_repair", True),
+    ("docverify_layout", " Document_AI ", "layout", "document_ai"), ("docverify_layout", "", "layout", "local"),
+    ("docverify_judge", "LLM", "judge", "llm"), ("docverify_jury", "CR_V2", "jury", "cr_v2"),
+    ("docverify_llm_mode", "batch", "llm_mode", "batch"), ("docverify_v2_blind_reading", "before", "v2_blind_reading",
+                                                           "before"),
+    ("docverify_llm_max_attempts", "1", "llm_max_attempts", 1), ("docverify_llm_shards", " 7 ", "llm_shards", 7),
+    ("docverify_jury_max_findings", "0", "jury_max_findings", 0), ("docverify_docai_poll_s", "2.5", "docai_poll_s", 2.5),
+    ("docverify_llm_rpm", "60", "llm_rpm", 60.0), ("docverify_llm_timeout_s", "0", "llm_timeout_s", 0.0),
+    ("docverify_audit_rate", "0", "audit_rate", 0.0), ("docverify_audit_rate", "1", "audit_rate", 1.0),
+    ("docverify_min_primary_confidence", "0.5", "min_primary_confidence", 0.5),
+    ("docverify_storage_root", "gs://bucket/prefix", "storage_root", "gs://bucket/prefix"),
+    ("docverify_storage_root", "gs://bucket", "storage_root", "gs://bucket"),
+    ("docverify_storage_root", "file:///srv/data", "storage_root", "file:///srv/data"),
+    ("docverify_storage_root", " /srv/data ", "storage_root", "/srv/data"),
+    ("docverify_storage_root", "", "storage_root", "data"),
+    ("docverify_notify_email", " ops@example.org ", "notify_email", "ops@example.org"),
+    ("docverify_llm_conn_id", "  ", "llm_conn_id", "docverify_llm"),
+])
+def test_each_type_accepts(var, raw, field, expected):
+    from docverify_airflow import config
+
+    value = getattr(config.Settings.parse({var: raw}), field)
+    assert value == expected and type(value) is type(expected)
+
+
+@pytest.mark.parametrize(("var", "raw", "accepts"), [
+    *[("docverify_ocr", raw, "a switch: use on or off") for raw in ("maybe", "2", "y", "onn")],
+    *[("docverify_layout", raw, "a layout: use one of local, document_ai") for raw in ("cloud", "local2")],
+    ("docverify_judge", "gpt", "a judge: use one of offline, llm"),
+    ("docverify_jury", "cr_v3", "a jury mode: use one of off, cr_v2, cr_v1"),
+    ("docverify_llm_mode", "offline", "an LLM mode: use one of online, batch"),
+    ("docverify_v2_blind_reading", "after", "a blind-reading mode: use one of instead, before, off"),
+    *[("docverify_llm_max_attempts", raw, "a whole number of at least 1") for raw in ("0", "-1", "1.5", "four")],
+    ("docverify_jury_max_findings", "-1", "a whole number of at least 0"),
+    *[("docverify_docai_poll_s", raw, "a number of at least 0") for raw in ("-0.1", "nan", "soon")],
+    *[("docverify_audit_rate", raw, "a number from 0 to 1") for raw in ("1.01", "-0.01", "nan", "2%")],
+    *[("docverify_storage_root", raw, "a storage root") for raw in ("s3://bucket/x", "gs://", "gs:///x", "http://h/x")],
+])
+def test_each_type_refuses_naming_the_variable_the_value_and_what_it_accepts(var, raw, accepts):
+    from docverify_airflow import config
+
+    with pytest.raises(ValueError) as exc:
+        config.Settings.parse({var: raw})
+    assert str(exc.value).startswith(f"Variable {var}={raw!r} is not {accepts}")
+    assert type(exc.value) is ValueError  # not pydantic's ValidationError and its URL
+
+
+def test_every_refused_variable_is_named_once_per_line():
+    from docverify_airflow import config
+
+    with pytest.raises(ValueError) as exc:
+        config.Settings.parse({"docverify_ocr": "maybe", "docverify_llm_shards": "0", "docverify_judge": "llm"})
+    lines = str(exc.value).splitlines()
+    assert [line.split("=")[0] for line in lines] == ["Variable docverify_ocr", "Variable docverify_llm_shards"]
+
+
+def test_every_typed_variable_refuses_nonsense_and_every_text_variable_takes_it():
+    """A field is either typed (its refusal names it and what it accepts) or free text (kept as is)."""
+    from docverify_airflow import config
+
+    typed = []
+    for name, f in config.Settings.model_fields.items():
+        var = config.Settings.variable(name)
+        try:
+            value = getattr(config.Settings.parse({var: "?!"}), name)
+        except ValueError as exc:
+            assert str(exc).startswith(f"Variable {var}='?!' is not "), exc
+            assert ": use " in str(exc) or " number " in str(exc)
+            typed.append(name)
+        else:
+            assert f.annotation is str and value == "?!", name
+    assert len(typed) >= 25, typed
+
+
+def test_a_secret_variable_is_refused_without_its_value():
+    from docverify_airflow import config
+
+    f = config.Settings.model_fields["ocr"]
+    assert "hunter2" in config.refusal("docverify_ocr", "hunter2", f)
+    for var in ("docverify_llm_api_key", "docverify_notify_token", "docverify_smtp_password"):
+        message = config.refusal(var, "hunter2", f)
+        assert "hunter2" not in message and message.startswith(f"Variable {var} (its value is not shown")
+
+
+def test_the_choices_are_the_cores():
+    """The blind-reading modes are the LLM judge's (docverify.judging.judges.BLIND_READINGS)."""
+    import typing
+
+    from docverify.judging.judges import BLIND_READINGS
+    from docverify_airflow import config
+
+    assert typing.get_args(config.Settings.model_fields["v2_blind_reading"].annotation) == BLIND_READINGS
+    assert config.LAYOUTS == ("local", "document_ai") and config.JURY_MODES == ("off", "cr_v2", "cr_v1")
