@@ -211,6 +211,11 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
             time.sleep(5)  # the last COMPLETE events are posted from forked listeners
             result["lineage_events"] = len(receiver.events)
             result["lineage_bytes"] = sum(len(json.dumps(e)) for e in receiver.events)
+            kinds: dict[str, int] = {}
+            for e in receiver.events:
+                kind = f"{e['eventType']} {'Dag run' if '.' not in e['job']['name'] else 'task'}"
+                kinds[kind] = kinds.get(kind, 0) + 1
+            result["lineage_kinds"] = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
     finally:
         if receiver is not None:
             receiver.stop()
@@ -298,8 +303,8 @@ def main() -> int:
             "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |")
     sep = "|---|---|---|---|---|---|---|---|---|---|---|"
     if args.lineage == "http":
-        head += " OpenLineage events | event bytes |"
-        sep += "---|---|"
+        head += " OpenLineage events | by kind | event bytes |"
+        sep += "---|---|---|"
     if llm:
         head += " requests | 429s | peak / effective concurrency | LLM traffic (s) | bound (s) | ratio | batch jobs / items |"
         sep += "---|---|---|---|---|---|---|"
@@ -310,7 +315,7 @@ def main() -> int:
                 f"{r['verification_incomplete']} | "
                 f"{r['classification_failed']} |")
         if args.lineage == "http":
-            line += f" {r['lineage_events']} | {r['lineage_bytes']:,} |"
+            line += f" {r['lineage_events']} | {r['lineage_kinds']} | {r['lineage_bytes']:,} |"
         if llm:
             line += (f" {r['requests']} | {r['throttled']} ({100 * r['throttled'] / max(1, r['requests']):.1f} %) | "
                      f"{r['peak_concurrency']} / {r['effective_concurrency']:.1f} | {r['llm_span_s']:.1f} | "
