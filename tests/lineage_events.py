@@ -10,7 +10,6 @@ import json
 import pathlib
 import re
 import threading
-from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -109,7 +108,3 @@ def leaks(events: list[dict[str, Any]], phi: set[str], file_names: set[str]) -> 
     found = text_leaks(blob, phi)
     found += sorted(n for n in file_names if re.search(re.escape(n), blob))
     return found
-
-
-def states(events: list[dict[str, Any]]) -> Counter:
-    return Counter(e["eventType"] for e in events)

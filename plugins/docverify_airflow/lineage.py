@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from docverify.stages.common import OL_RUN_ID_ENV
+from docverify.storage.runstore import RunStore
+from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +118,21 @@ def _code_like(v: str) -> bool:
     return 0 < len(v) <= 40 and all(c.isalnum() or c in "_-.:+ " for c in v)
 
 
-def uris_for(roles: Sequence[str], uri: Callable[[str], str], ds: str, prefix_rel: str) -> list[str]:
-    rel = {INCOMING: prefix_rel, RUNS: f"runs/{ds}", ACCEPTED: f"accepted/{ds}", PACKETS: "sme_packets",
-           REPORTS: f"reports/{ds}", GROUND_TRUTH: "ground_truth"}
-    return [uri(rel[r]) for r in roles]
+def uris_for(roles: Sequence[str], store: ArtifactStore, night: RunStore | None = None,
+             incoming_rel: str = "") -> list[str]:
+    """The URIs of these roles' folders, named by the store's own layout (the run store's paths for
+    a night's folders: ``night`` and the night's input folder are needed for those roles only)."""
+    def rel(role: str) -> str:
+        if role == PACKETS:
+            return ArtifactStore.PACKETS_DIR
+        if role == GROUND_TRUTH:
+            return ArtifactStore.GROUND_TRUTH_DIR
+        if night is None:
+            raise ValueError(f"the {role} folder belongs to a night: no night given")
+        return {INCOMING: incoming_rel, RUNS: night.night, ACCEPTED: night.accepted_dir,
+                REPORTS: night.reports_dir}[role]
+
+    return [store.uri(rel(r)) for r in roles]
 
 
 def ol_run_id(context: Mapping[str, Any]) -> str | None:
@@ -207,10 +220,11 @@ def declare_task(context: Mapping[str, Any], uris: Uris, result: Any) -> None:
     """Declare the task's datasets (by its id in :data:`DATASETS`) and its facets' data."""
     try:
         ins, outs = DATASETS.get(context["ti"].task_id, ((), ()))
-        night = result.get("night") if isinstance(result, Mapping) else None
-        counts = counts_of({k: v for k, v in result.items() if k != "night"} if isinstance(result, Mapping)
-                           else result)
-        declare(context, inputs=uris(context, ins), outputs=uris(context, outs), counts=counts,
+        night = None
+        if isinstance(result, Mapping):
+            night = result.get("night")
+            result = {k: v for k, v in result.items() if k != "night"}
+        declare(context, inputs=uris(context, ins), outputs=uris(context, outs), counts=counts_of(result),
                 night=night if isinstance(night, Mapping) else None)
     except Exception as exc:
         log.warning("OpenLineage datasets not declared for this task: %s", type(exc).__name__)

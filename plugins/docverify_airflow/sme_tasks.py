@@ -35,7 +35,7 @@ def _owner(context: Mapping[str, Any]) -> str:
 def lineage_uris(context: Mapping[str, Any], roles: Sequence[str]) -> list[str]:
     """The review Dag's datasets of these roles (``docverify_airflow.lineage.DATASETS``): the
     packets and the ground truth, whatever the night."""
-    return lineage.uris_for(roles, config.artifact_store(context).uri, "", "")
+    return lineage.uris_for(roles, config.artifact_store(context))
 
 
 @lineage.task(lineage_uris)

@@ -80,7 +80,7 @@ def make_batch(context: dict[str, Any]) -> Batch:
 def lineage_uris(context, roles) -> list[str]:
     """The night's datasets of these roles (``docverify_airflow.lineage.DATASETS``) as URIs."""
     batch = make_batch(context)
-    return lineage.uris_for(roles, batch.rs.uri, batch.ds, batch.incoming)
+    return lineage.uris_for(roles, batch.store, batch.rs, batch.incoming)
 
 
 #: every task body below: its OpenLineage datasets and counts, its run id on the lineage lines

@@ -15,6 +15,7 @@ import pytest
 from tests.lineage_events import check_facet, parse
 
 from docverify.stages.common import OL_RUN_ID_ENV, lineage
+from docverify.storage.runstore import RunStore
 from docverify_airflow import lineage as L
 from docverify_airflow.ol_extractor import (
     DocverifyExtractor,
@@ -32,7 +33,8 @@ def _context(task_id: str = "verify", map_index: int = 3, dag_id: str = "clinica
 
 
 def _uris(context, roles):
-    return L.uris_for(roles, lambda rel: f"gs://bucket/docverify/{rel}", "2026-11-27", "incoming/2026-11-27")
+    store = SimpleNamespace(uri=lambda rel: f"gs://bucket/docverify/{rel}")  # the store's naming, no bucket needed
+    return L.uris_for(roles, store, RunStore(store, "2026-11-27"), "incoming/2026-11-27")
 
 
 @pytest.fixture(autouse=True)
@@ -170,3 +172,11 @@ def test_an_event_with_our_datasets_parses_with_the_client_classes():
     assert parse(event).run.runId == "01a21c30-f808-7888-8e3a-d7703d6113a3"
     with pytest.raises(ValueError):
         parse({**event, "run": {"runId": "not-a-uuid"}})
+
+
+def test_the_review_dags_folders_need_no_night():
+    store = SimpleNamespace(uri=lambda rel: f"file:///srv/data/{rel}")
+    assert L.uris_for([L.PACKETS, L.GROUND_TRUTH], store) == [
+        "file:///srv/data/sme_packets", "file:///srv/data/ground_truth"]
+    with pytest.raises(ValueError, match="night"):
+        L.uris_for([L.RUNS], store)

@@ -96,7 +96,7 @@ from docverify.domain.models import GroundTruthRecord
 from docverify.storage.store import ArtifactStore
 
 NA = "n/a"
-GROUND_TRUTH_DIR = "ground_truth"
+GROUND_TRUTH_DIR = ArtifactStore.GROUND_TRUTH_DIR
 #: ``gt_<doc_id>.json`` is version 1, ``gt_<doc_id>.v<N>.json`` version N (the store's layout).
 GT_NAME = re.compile(r"^gt_(?P<doc>.+?)(?:\.v(?P<version>\d+))?\.json$")
 TRAP_PREFIX = "TRAP_"

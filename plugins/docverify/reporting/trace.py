@@ -463,9 +463,9 @@ def document_trace(store: ArtifactStore, doc_id: str) -> Trace:
             for name in truths:
                 m = re.fullmatch(rf"gt_{re.escape(key)}(?:\.v(\d+))?\.json", name)
                 if m:
-                    gt = store.read_json_if_exists(f"ground_truth/{name}")
+                    gt = store.read_json_if_exists(f"{ArtifactStore.GROUND_TRUTH_DIR}/{name}")
                     if isinstance(gt, dict):
-                        steps.append(_answer_step(pds, key, gt, f"ground_truth/{name}"))
+                        steps.append(_answer_step(pds, key, gt, f"{ArtifactStore.GROUND_TRUTH_DIR}/{name}"))
         if n is not None and isinstance(n.report, dict):
             latest = n.report.get("run_id") or ""
             earlier = sorted({s.task.run_id for s in steps if s.night == ds and s.task is not None

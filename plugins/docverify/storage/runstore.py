@@ -387,7 +387,8 @@ class RunStore:
     def accepted_rel(self, doc_id: str) -> str:
         return f"{self.accepted_dir}/{check_part(doc_id, 'doc id')}.json"
 
-    PACKETS_DIR = "sme_packets"
+    PACKETS_DIR = ArtifactStore.PACKETS_DIR
+    GROUND_TRUTH_DIR = ArtifactStore.GROUND_TRUTH_DIR
 
     @staticmethod
     def packet_rel(key: str) -> str:
@@ -401,8 +402,12 @@ class RunStore:
     def ground_truth_rel(key: str, version: int = 1) -> str:
         return ArtifactStore.ground_truth_rel(key, version)
 
+    @property
+    def reports_dir(self) -> str:
+        return f"reports/{self.ds}"
+
     def report_rel(self, ext: str) -> str:
-        return f"reports/{self.ds}/batch_report.{ext}"
+        return f"{self.reports_dir}/batch_report.{ext}"
 
     def withdrawn_rel(self, kind: str, key: str, n: int = 1) -> str:
         """``withdrawn/<ds>/<kind>_<key>[.<n>].json``; a name that would pass 255 bytes keeps a cut

@@ -277,14 +277,17 @@ class ArtifactStore:
     def attempt_dir(ds: str, doc_id: str, attempt: int) -> str:
         return f"{ArtifactStore.run_dir(ds, doc_id)}/attempt_{int(attempt)}"
 
+    PACKETS_DIR = "sme_packets"
+    GROUND_TRUTH_DIR = "ground_truth"
+
     @staticmethod
     def packet_rel(doc_id: str) -> str:
-        return f"sme_packets/sme_packet_{check_part(doc_id, 'doc id')}.json"
+        return f"{ArtifactStore.PACKETS_DIR}/sme_packet_{check_part(doc_id, 'doc id')}.json"
 
     @staticmethod
     def ground_truth_rel(doc_id: str, version: int = 1) -> str:
         suffix = "" if version == 1 else f".v{int(version)}"
-        return f"ground_truth/gt_{check_part(doc_id, 'doc id')}{suffix}.json"
+        return f"{ArtifactStore.GROUND_TRUTH_DIR}/gt_{check_part(doc_id, 'doc id')}{suffix}.json"
 
     # ------------------------------------------------------------------ reads
     def exists(self, rel: str) -> bool:
