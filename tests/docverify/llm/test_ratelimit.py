@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import multiprocessing
 import time
 
@@ -180,14 +181,18 @@ async def _night(j: LLMJudge, cls: ClassificationOutput, n: int):
 def test_judge_under_the_shared_limiter_sends_no_429(fake, tmp_path):
     cls = _classification(fake)
     fake.script = [(200, lambda b: function_call(b, {"findings": []}))]
-    base = fake.count
+    base = len(fake.requests)
     # headroom 0.8: the jitter between a reservation and the request's arrival (client set-up, the
     # event loop) is ~0.1 s — 2 % of a 60 s window (the default headroom 0.98), 10 % of this 1 s one
     limiter = RateLimiter("gemini-2.5-flash", rpm=8, window_s=1.0, state_dir=tmp_path, headroom=0.8)
     started = time.monotonic()
     results = asyncio.run(_night(judge(fake, limiter=limiter), cls, 24))  # 24 calls at once, 8/s
     assert all(r.issues == [] for r in results)
-    assert fake.count - base == 24 and fake.throttled == 0
+    assert fake.throttled == 0  # the quota never had to refuse one
+    # every judgment's own request reached the endpoint; a loaded machine can make the client resend one
+    # (a transport retry after a dropped connection, never a 429), so the distinct requests are counted
+    sent = [json.dumps(body, sort_keys=True) for _, body in fake.requests[base:]]
+    assert len(set(sent)) == 24 and len(sent) <= 24 + 2
     assert time.monotonic() - started >= 23 / (8 * 0.8) - 0.1  # paced by the limiter, not by the fake's 429s
 
 
