@@ -2,6 +2,7 @@
 
     python scripts/count_code.py [ROOT]          # ROOT: a checkout (default: this repository)
     python scripts/count_code.py --json [ROOT]
+    python scripts/count_code.py --by-folder [ROOT]   # the core's type figures per folder
 
 For ``plugins/`` (all three packages) and for the Airflow-free core ``plugins/docverify`` alone:
 
@@ -95,7 +96,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", nargs="?", default=str(pathlib.Path(__file__).resolve().parents[1]))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--by-folder", action="store_true", help="the core's figures per folder (plugins/docverify/<x>/)")
     args = ap.parse_args()
+    if args.by_folder:
+        plugins = pathlib.Path(args.root) / "plugins"
+        groups: dict[str, list[pathlib.Path]] = {}
+        for f in sorted((plugins / "docverify").rglob("*.py")):
+            parts = f.relative_to(plugins / "docverify").parts
+            groups.setdefault(parts[0] if len(parts) > 1 else "(top level)", []).append(f)
+        rows = {name: count(files, plugins) for name, files in groups.items()}
+        print(f"| {'folder':<12} | {'Any':>5} | {'dict[str, Any]':>14} | {'-> dict':>7} |")
+        print(f"|{'-' * 14}|{'-' * 6}:|{'-' * 15}:|{'-' * 8}:|")
+        for name, c in rows.items():
+            print(f"| {name:<12} | {c['Any']:>5} | {c['dict[str, Any]']:>14} | {c['-> dict']:>7} |")
+        return
     figs = figures(pathlib.Path(args.root))
     if args.json:
         print(json.dumps(figs, indent=2))
