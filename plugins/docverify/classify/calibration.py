@@ -12,11 +12,28 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 from docverify.domain.resources import load_rule
 
 RULE = "classifier_calibration"
+
+
+class FittedOn(TypedDict):
+    documents: int
+    wrong: int
+
+
+class Calibration(TypedDict):
+    """``include/rules/classifier_calibration.json``: a Platt calibration and where it comes from."""
+
+    version: str
+    method: Literal["platt"]
+    a: float
+    b: float
+    about: NotRequired[str]
+    implementation: NotRequired[str]
+    fitted_on: NotRequired[FittedOn]
 
 
 class CalibrationError(ValueError):
@@ -24,9 +41,9 @@ class CalibrationError(ValueError):
 
 
 @functools.cache
-def calibration() -> dict[str, Any]:
+def calibration() -> Calibration:
     """The shipped calibration (``include/rules/classifier_calibration.json``), checked."""
-    cfg = load_rule(RULE)
+    cfg: Calibration = load_rule(RULE)
     if cfg.get("method") != "platt" or not all(isinstance(cfg.get(k), (int, float)) for k in ("a", "b")):
         raise CalibrationError(
             "include/rules/classifier_calibration.json must hold method 'platt' and numbers a and b: "

@@ -460,7 +460,7 @@ def _quotable(page: _Page, unit: Unit) -> tuple[int, int] | None:
 def _evidence(seg: _Seg, doc_type: str, fallback: bool = False) -> list[Evidence]:
     """1–3 evidence items for ``doc_type``: the units holding the most weight of its cues.
     With ``fallback`` (the "Other" fallback without cues) the first usable units instead."""
-    ranked: list[tuple[tuple, _Page, Unit]] = []
+    ranked: list[tuple[tuple[float, float, int, int], _Page, Unit]] = []
     for page in seg.pages:
         page_score = page.score(doc_type)
         for unit in page.analysis.units:
