@@ -17,9 +17,9 @@ concurrently; the offline implementation simply does its CPU work inline.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.verify.registry import REGISTRY, Registry
@@ -122,7 +122,7 @@ class Judge(ABC):
 
 
 
-def models_of(judge: Judge) -> dict[str, Any]:
+def models_of(judge: Judge) -> dict[str, str | bool | None]:
     """What classified and what judged, for the batch report (ADR 0034): ``{"classifier", "judge",
     "self_verifying"}`` — the classifier's and the judgments' implementation names (``llm:<model id>``
     on the LLM path) and whether the classification is judged by the model that made it (None for the
@@ -132,7 +132,9 @@ def models_of(judge: Judge) -> dict[str, Any]:
     return {"classifier": judge.classifying.name, "judge": judge.name, "self_verifying": judge.self_verifying}
 
 
-def judgment_call(judge: Judge, agent: str):
+def judgment_call(
+    judge: Judge, agent: str
+) -> Callable[[DocumentBundle, ClassificationOutput], Awaitable[JudgmentResult]]:
     """The bound judgment of ``agent`` on ``judge``."""
     return partial(judge.judge, agent)
 
@@ -144,7 +146,7 @@ class OfflineJudge(Judge):
 
     name = "offline-v1"
 
-    def __init__(self, registry: Registry | None = None):
+    def __init__(self, registry: Registry | None = None) -> None:
         if registry is not None:
             self.registry = registry
 
@@ -159,7 +161,9 @@ class OfflineJudge(Judge):
 
         return ClassifyResult(classify_offline(bundle), IMPLEMENTATION)
 
-    async def judge(self, agent, bundle, classification) -> JudgmentResult:
+    async def judge(
+        self, agent: str, bundle: DocumentBundle, classification: ClassificationOutput
+    ) -> JudgmentResult:
         spec = self.registry[agent]
         if spec.offline_judgment is None:
             raise ValueError(f"{agent} has no judgment phase")
