@@ -177,6 +177,9 @@ class StageRecord(TypedDict, total=False):
     parsed: dict[str, list[str]]
     parser: str
     parts: int
+    #: a layout part's (``_stages/layout/part_<n>.json``): the plan's token and the part's number
+    token: str
+    part: int
     #: batch mode's rounds (``docverify.stages.batch_mode``)
     llm_batch: Any
     llm_batch_per_document: dict[str, dict[str, int]]
