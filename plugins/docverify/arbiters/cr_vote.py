@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 AGENTS: tuple[str, ...] = ("A", "B", "C")
 VOTE_ACTIONS = frozenset({"KEEP", "DROP", "FLIP", "FLAG", "MERGE"})
@@ -62,6 +62,18 @@ class Vote:
     reason_code: str = ""
 
 
+class VoteResultDict(TypedDict):
+    """:meth:`VoteResult.to_dict`: the result as the CLI prints it and the jury records it."""
+
+    final_action: str
+    flag_reason: str | None
+    rule: int
+    version: str
+    votes: dict[str, str]
+    reason_codes: dict[str, str]
+    merged: list[str]
+
+
 @dataclass(frozen=True)
 class VoteResult:
     final_action: str
@@ -74,7 +86,7 @@ class VoteResult:
     merged: tuple[str, ...] = ()
     """Agents whose MERGE vote Rule 4 counted as KEEP."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VoteResultDict:
         return {"final_action": self.final_action, "flag_reason": self.flag_reason, "rule": self.rule,
                 "version": self.version, "votes": dict(self.votes), "reason_codes": dict(self.reason_codes),
                 "merged": list(self.merged)}
@@ -177,7 +189,7 @@ RULES: dict[str, tuple[VoteRule, ...]] = {
 }
 
 
-def _as_vote(agent: str, raw: Any) -> Vote:
+def _as_vote(agent: str, raw: object) -> Vote:
     if isinstance(raw, Vote):
         vote = raw
     elif isinstance(raw, str):
@@ -194,7 +206,7 @@ def _as_vote(agent: str, raw: Any) -> Vote:
     return Vote(action, vote.reason_code.strip())
 
 
-def arbiter_vote(votes: Mapping[str, Any], conflict_type: str | None = None, *,
+def arbiter_vote(votes: Mapping[str, object], conflict_type: str | None = None, *,
                  version: Version | str = "v2") -> VoteResult:
     """One item: the votes of A, B and C (``Vote``, an action string, or a dict with ``action``
     and ``reason_code``) and the item's conflict_type → :class:`VoteResult`."""
@@ -212,7 +224,7 @@ def arbiter_vote(votes: Mapping[str, Any], conflict_type: str | None = None, *,
                       {a: v.reason_code for a, v in adopted.items() if v.reason_code}, merged)
 
 
-def arbiter_vote_all(actions_by_tuple: Mapping[str, Mapping[str, Any]],
+def arbiter_vote_all(actions_by_tuple: Mapping[str, Mapping[str, object]],
                      conflict_flags: Mapping[str, str] | None = None, *,
                      version: Version | str = "v2") -> dict[str, VoteResult]:
     """The document's interface: ``actions_by_tuple`` (tuple_id → {A, B, C} actions) and

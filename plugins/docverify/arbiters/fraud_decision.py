@@ -29,11 +29,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +91,8 @@ class FraudDecision(BaseModel):
     decision: DecisionName
     confidence: float = Field(ge=0.0, le=1.0)
     signals: list[str]
-    citations_internal: list[dict]
-    citations_external: list[dict]
+    citations_internal: list[dict[str, str]]
+    citations_external: list[dict[str, str]]
     explanation_customer: str
     explanation_audit: str
     agent_trace: list[str]
@@ -162,7 +165,7 @@ def _clamp(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-def parse_decision_response(text: Any) -> ParsedDecision | None:
+def parse_decision_response(text: object) -> ParsedDecision | None:
     """Two-stage parsing: (1) a JSON object (bare, fenced or inside prose) with a valid
     ``decision``; (2) a regex for a decision word (and ``confidence``/``confianza`` with a
     number). Confidence is clamped to [0, 1]. None when neither finds a decision."""
@@ -210,7 +213,7 @@ def apply_safety_overrides(decision: str, confidence: float, composite_risk_scor
     return decision, confidence, fired
 
 
-def build_citations_internal(evidence: AggregatedEvidence) -> list[dict]:
+def build_citations_internal(evidence: AggregatedEvidence) -> list[dict[str, str]]:
     """Policy matches: ``"FP-01: text"`` → ``{"policy_id": "FP-01", "text": "text"}``."""
     out = []
     for c in evidence.all_citations:
@@ -222,7 +225,7 @@ def build_citations_internal(evidence: AggregatedEvidence) -> list[dict]:
     return out
 
 
-def build_citations_external(evidence: AggregatedEvidence) -> list[dict]:
+def build_citations_external(evidence: AggregatedEvidence) -> list[dict[str, str]]:
     """Threat intel: ``"Threat: merchant_watchlist (confidence: 0.85)"`` → ``{"source":
     "merchant_watchlist", "detail": "Confidence: 0.85"}``; none → the "no threats" entry."""
     out = []
@@ -250,11 +253,14 @@ def generate_audit_explanation(decision: str, confidence: float, evidence: Aggre
             f"Señales detectadas ({len(signals)}): {', '.join(signals[:TOP_SIGNALS])}")
 
 
-def extract_agent_trace(trace: Any) -> list[str]:
+def extract_agent_trace(trace: object) -> list[str]:
     """Names of the agents that ran (strings, or dicts with ``agent``/``agent_name``/``name``),
-    in order, each once."""
+    in order, each once. A trace that is not iterable raises TypeError."""
     names: list[str] = []
-    for entry in trace or []:
+    entries = trace or []
+    if not isinstance(entries, Iterable):
+        raise TypeError(f"'{type(entries).__name__}' object is not iterable")
+    for entry in entries:
         name = entry if isinstance(entry, str) else (
             next((entry[k] for k in ("agent", "agent_name", "name") if isinstance(entry, Mapping) and entry.get(k)),
                  None))
@@ -271,7 +277,7 @@ def create_minimal_debate(evidence: AggregatedEvidence | None = None) -> DebateA
     )
 
 
-def build_error_decision(transaction_id: str, error: BaseException | None, trace: Any = None) -> FraudDecision:
+def build_error_decision(transaction_id: str, error: BaseException | None, trace: object = None) -> FraudDecision:
     err = type(error).__name__ if error is not None else "UnknownError"
     return FraudDecision(
         transaction_id=transaction_id or "unknown", decision="ESCALATE_TO_HUMAN", confidence=0.0,
@@ -282,7 +288,7 @@ def build_error_decision(transaction_id: str, error: BaseException | None, trace
     )
 
 
-def _safe_trace(trace: Any) -> list[str]:
+def _safe_trace(trace: object) -> list[str]:
     try:
         return extract_agent_trace(trace)
     except Exception:  # noqa: BLE001
@@ -309,7 +315,7 @@ def render_prompt(transaction_id: str, evidence: AggregatedEvidence, debate: Deb
     )
 
 
-async def call_llm_for_decision(model: Any, prompt: str, *, timeout_s: float = LLM_TIMEOUT_S) -> str:
+async def call_llm_for_decision(model: Model | str, prompt: str, *, timeout_s: float = LLM_TIMEOUT_S) -> str:
     """One pydantic-ai run (plain-text output) limited to ``timeout_s`` seconds. Raises on any
     fault; :func:`decision_arbiter_agent` turns that into the fallback."""
     from pydantic_ai import Agent
@@ -323,20 +329,36 @@ async def call_llm_for_decision(model: Any, prompt: str, *, timeout_s: float = L
 # --------------------------------------------------------------------------- the agent
 
 
+DecisionPath = Literal["llm_json", "llm_regex", "fallback", "error"]
+
+
+class DecisionRunDict(TypedDict):
+    path: DecisionPath
+    overrides: list[int]
+    llm_error: str
+
+
+class ArbiterOutput(TypedDict):
+    """What :func:`decision_arbiter_agent` returns."""
+
+    decision: FraudDecision
+    decision_arbiter: DecisionRunDict
+
+
 @dataclass(frozen=True)
 class DecisionRun:
     """How a decision came about (beside the FraudDecision, which keeps the document's fields)."""
 
-    path: Literal["llm_json", "llm_regex", "fallback", "error"]
+    path: DecisionPath
     overrides: tuple[int, ...] = ()
     llm_error: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DecisionRunDict:
         return {"path": self.path, "overrides": list(self.overrides), "llm_error": self.llm_error}
 
 
-async def decision_arbiter_agent(state: Mapping[str, Any], *, model: Any = None,
-                                 timeout_s: float = LLM_TIMEOUT_S) -> dict[str, Any]:
+async def decision_arbiter_agent(state: Mapping[str, object], *, model: Model | str | None = None,
+                                 timeout_s: float = LLM_TIMEOUT_S) -> ArbiterOutput:
     """``state`` {transaction, evidence, debate, trace} → ``{"decision": FraudDecision,
     "decision_arbiter": DecisionRun-dict}``. Never raises."""
     transaction_id = "unknown"
@@ -363,7 +385,7 @@ async def decision_arbiter_agent(state: Mapping[str, Any], *, model: Any = None,
             except Exception as exc:  # noqa: BLE001 - every LLM fault → the fallback
                 llm_error = type(exc).__name__
                 logger.warning("decision_arbiter llm failed transaction_id=%s error=%s", transaction_id, llm_error)
-        path = f"llm_{parsed.stage}" if parsed is not None else "fallback"
+        path: DecisionPath = "fallback" if parsed is None else "llm_json" if parsed.stage == "json" else "llm_regex"
         if parsed is None:
             parsed = generate_fallback_decision(evidence)
         decision, confidence, fired = apply_safety_overrides(parsed.decision, parsed.confidence,
@@ -385,7 +407,7 @@ async def decision_arbiter_agent(state: Mapping[str, Any], *, model: Any = None,
         )
         logger.info("decision_arbiter transaction_id=%s decision=%s confidence=%.2f path=%s overrides=%s",
                     transaction_id, decision, confidence, path, fired)
-        return {"decision": result, "decision_arbiter": DecisionRun(path, tuple(fired), llm_error).to_dict()}  # type: ignore[arg-type]
+        return {"decision": result, "decision_arbiter": DecisionRun(path, tuple(fired), llm_error).to_dict()}
     except Exception as exc:  # noqa: BLE001 - the pipeline never crashes
         logger.warning("decision_arbiter error transaction_id=%s error=%s", transaction_id, type(exc).__name__)
         trace = state.get("trace") if isinstance(state, Mapping) else None
@@ -393,7 +415,7 @@ async def decision_arbiter_agent(state: Mapping[str, Any], *, model: Any = None,
                 "decision_arbiter": DecisionRun("error", (), type(exc).__name__).to_dict()}
 
 
-def validate_state(raw: Any) -> None:
+def validate_state(raw: object) -> None:
     """For the CLI: the input must at least be an object with ``transaction`` and ``evidence``
     (a missing ``debate`` is allowed: the minimal debate replaces it)."""
     if not isinstance(raw, Mapping):

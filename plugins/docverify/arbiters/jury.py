@@ -36,12 +36,15 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, TypedDict
 
-from docverify.arbiters.cr_vote import AGENTS, Vote, VoteResult, arbiter_vote
+from pydantic import BaseModel
+
+from docverify.arbiters.cr_vote import AGENTS, Vote, VoteResult, VoteResultDict, arbiter_vote
 from docverify.domain.codes import make_issue
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, VerifierRun
 from docverify.judging.judges import JudgeThrottled, JudgmentResult, Usage
+from docverify.llm.schemas import JuryVote
 
 #: finding code → CR_V2 conflict type
 CONFLICT_TYPES: dict[str, str] = {
@@ -67,14 +70,35 @@ def conflict_type(issue: Issue) -> str:
     return CONFLICT_TYPES.get(issue.code, DEFAULT_CONFLICT)
 
 
+class AskingLLM(Protocol):
+    """What the jury and the V5 second opinion use of an ``LLMJudge`` (its model, verdict cache,
+    retries and timeout): one cached call of a kind → (validated output or None, usage, error
+    class name or "")."""
+
+    model_id: str
+
+    async def ask(self, kind: str, doc_id: str, inputs: dict[str, object]) -> tuple[BaseModel | None, Usage, str]: ...
+
+
+#: A FLIP's target in a finding's ``details["flip"]`` (``from`` is a keyword: the functional form)
+FlipTarget = TypedDict("FlipTarget", {"segment_index": int, "doc_type": str, "from": str, "to": str})
+
+
+class JuryRecord(VoteResultDict):
+    """One reviewed finding in the ``jury`` VerifierRun's votes (and its ``details["jury"]``)."""
+
+    code: str
+    conflict_type: str
+
+
 @dataclass(frozen=True)
 class Juror:
     name: str  # A, B or C
-    llm: Any  # an LLMJudge: model, verdict cache, retries, timeout
+    llm: AskingLLM  # an LLMJudge: model, verdict cache, retries, timeout
     kind: str = "JURY"  # the prompt: JURY (general) or JURY_EVIDENCE (C, the evidence facet)
 
 
-def flip_target(issue: Issue, cls: ClassificationOutput) -> dict[str, Any] | None:
+def flip_target(issue: Issue, cls: ClassificationOutput) -> FlipTarget | None:
     """(segment_index, doc_type, from, to) of a FLIP, or None when the finding does not say."""
     d = issue.details or {}
     seg_index = d.get("segment_index")
@@ -113,7 +137,7 @@ def _finding_pages(issue: Issue, cls: ClassificationOutput) -> list[int]:
     return pages[:MAX_PAGES]
 
 
-def juror_inputs(issue: Issue, bundle: DocumentBundle, cls: ClassificationOutput) -> dict[str, Any]:
+def juror_inputs(issue: Issue, bundle: DocumentBundle, cls: ClassificationOutput) -> dict[str, object]:
     from docverify.verify.llm_io import judgment_view, page_entry
 
     wanted = set(_finding_pages(issue, cls))
@@ -159,7 +183,7 @@ class Jury:
         for j in self.jurors:
             groups.setdefault((id(j.llm), j.kind), []).append(j)
 
-        async def one(j: Juror):
+        async def one(j: Juror) -> tuple[BaseModel | None, Usage, str]:
             return await j.llm.ask(j.kind, bundle.doc_id, inputs)
 
         keys = list(groups)
@@ -171,12 +195,13 @@ class Jury:
         for k, ans in zip(keys, answers, strict=True):
             if not isinstance(ans, BaseException):
                 usage.add(ans[1])
+            answer = None if isinstance(ans, BaseException) else ans[0]
             for j in groups[k]:
-                if isinstance(ans, BaseException) or ans[0] is None:
+                if not isinstance(answer, JuryVote):  # a fault, or no output
                     failures += 1
                     votes[j.name] = Vote("FLAG", JUROR_FAILED)
                 else:
-                    votes[j.name] = Vote(ans[0].vote, ans[0].reason_code)
+                    votes[j.name] = Vote(answer.vote, answer.reason_code)
         return votes, usage, failures
 
     async def review(self, agent: str, bundle: DocumentBundle, cls: ClassificationOutput,
@@ -185,7 +210,7 @@ class Jury:
         only), the counts and the jury's usage. Never raises: a fault of a juror is its FLAG vote."""
         counts, usage = JuryCounts(), Usage()
         out: list[Issue] = []
-        records: list[dict[str, Any]] = []
+        records: list[JuryRecord] = []
         budget = self.max_findings
         for issue in result.issues:
             if issue.code in NOT_REVIEWED:
@@ -205,7 +230,7 @@ class Jury:
             if res.final_action == "FLIP" and target is None:
                 res = VoteResult("FLAG", "POLARITY_UNCERTAIN", res.rule, res.version, res.votes, res.reason_codes,
                                  res.merged)
-            record = {"code": issue.code, "conflict_type": conflict_type(issue), **res.to_dict()}
+            record: JuryRecord = {"code": issue.code, "conflict_type": conflict_type(issue), **res.to_dict()}
             records.append(record)
             jury_details = {"jury": record}
             if res.final_action == "KEEP":

@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
+from pydantic import BaseModel
+
+from docverify.arbiters.jury import AskingLLM
 from docverify.arbiters.v5 import Counts, count
 from docverify.domain.models import ArbiterDecision, ClassificationOutput, Decision, DocumentBundle, Issue
 from docverify.judging.judges import JudgeThrottled, Usage
+from docverify.llm.schemas import SecondOpinionAnswer
 
 STRICTNESS = {"AUTO_ACCEPT": 0, "AUTO_RETRY": 1, "ESCALATE_TO_SME": 2}
 MIN_CONFIDENCE = 0.55
@@ -38,6 +42,25 @@ class Proposal:
     route: str
     confidence: float
     reasoning: str = ""
+
+
+class ProposalRecord(TypedDict):
+    route: str
+    confidence: float
+    reasoning: str
+
+
+class SecondOpinionRecord(TypedDict):
+    """``ArbiterDecision.second_opinion``: the table's decision, the proposal, the override that decided."""
+
+    model: str
+    table_decision: str
+    table_rule: int
+    proposal: ProposalRecord | None
+    error: str
+    override: str
+    decision: str
+    changed: bool
 
 
 @dataclass(frozen=True)
@@ -58,15 +81,22 @@ def _stricter(a: str, b: str) -> str:
     return a if STRICTNESS[a] >= STRICTNESS[b] else b
 
 
+def _proposed(x: _Ctx) -> Proposal:
+    """The proposal of an override after ``LLM_FAILURE`` (which decides when there is none)."""
+    if x.proposal is None:
+        raise ValueError("no proposal: LLM_FAILURE decides before any override that reads it")
+    return x.proposal
+
+
 OVERRIDES: tuple[Override, ...] = (
     Override("TABLE_ESCALATES", lambda x: x.table == ESC, lambda x: ESC),
     Override("LLM_FAILURE", lambda x: x.proposal is None, lambda x: x.table),
     Override("BLOCKER_OR_NON_FIXABLE_MAJOR", lambda x: x.counts.blocker_count > 0 or x.counts.major_non_fixable > 0,
              lambda x: ESC),
-    Override("LOW_CONFIDENCE", lambda x: x.proposal.confidence < MIN_CONFIDENCE, lambda x: ESC),  # type: ignore[union-attr]
-    Override("NOTHING_TO_FIX", lambda x: x.proposal.route == "AUTO_RETRY" and x.counts.fixable_count == 0,  # type: ignore[union-attr]
+    Override("LOW_CONFIDENCE", lambda x: _proposed(x).confidence < MIN_CONFIDENCE, lambda x: ESC),
+    Override("NOTHING_TO_FIX", lambda x: _proposed(x).route == "AUTO_RETRY" and x.counts.fixable_count == 0,
              lambda x: ESC),
-    Override("STRICTER_OF_TWO", lambda x: True, lambda x: _stricter(x.table, x.proposal.route)),  # type: ignore[union-attr]
+    Override("STRICTER_OF_TWO", lambda x: True, lambda x: _stricter(x.table, _proposed(x).route)),
 )
 
 
@@ -77,7 +107,7 @@ def combine(table: ArbiterDecision, issues: list[Issue], proposal: Proposal | No
     ctx = _Ctx(table_route, count(issues), proposal)
     o = next(o for o in OVERRIDES if o.condition(ctx))
     final = o.route(ctx)
-    record: dict[str, Any] = {
+    record: SecondOpinionRecord = {
         "model": model, "table_decision": table_route, "table_rule": table.rule,
         "proposal": None if proposal is None else {"route": proposal.route, "confidence": round(proposal.confidence, 4),
                                                    "reasoning": proposal.reasoning},
@@ -89,7 +119,7 @@ def combine(table: ArbiterDecision, issues: list[Issue], proposal: Proposal | No
     if final != table_route:
         sme += (f"\nA second opinion ({model or 'LLM'}) made the route stricter: {table_route} -> {final} "
                 f"({o.name}).")
-    update: dict[str, Any] = {"second_opinion": record, "explanation_audit": audit, "explanation_sme": sme}
+    update: dict[str, object] = {"second_opinion": record, "explanation_audit": audit, "explanation_sme": sme}
     if final != table_route:
         update["decision"] = Decision(final)
         update["reason"] = f"{table.reason}; second opinion: {o.name} -> {final}"
@@ -97,13 +127,13 @@ def combine(table: ArbiterDecision, issues: list[Issue], proposal: Proposal | No
 
 
 def second_opinion_inputs(bundle: DocumentBundle, cls: ClassificationOutput, issues: list[Issue],
-                          table: ArbiterDecision) -> dict[str, Any]:
+                          table: ArbiterDecision) -> dict[str, object]:
     """What the LLM reads: the evidence pages and the judgment view (as V4's judgment), the
     issues as codes and facts (no messages) and the table's decision."""
     from docverify.arbiters.v5 import evidence_pages
     from docverify.verify.v4_evidence import llm_inputs as evidence_inputs
 
-    inputs = evidence_inputs(bundle, cls)
+    inputs: dict[str, object] = dict(evidence_inputs(bundle, cls))
     inputs["issues"] = {
         "table": {"decision": Decision(table.decision).value, "rule": table.rule},
         "issues": [{"issue_id": i.issue_id, "agent": i.agent, "code": i.code, "severity": i.severity,
@@ -119,7 +149,7 @@ class SecondOpinion:
 
     kind = "V5_SECOND"
 
-    def __init__(self, llm: Any):
+    def __init__(self, llm: AskingLLM):
         self.llm = llm
         self.name = f"v5-second-opinion:{llm.model_id}"
 
@@ -130,6 +160,7 @@ class SecondOpinion:
         decision (``LLM_FAILURE``)."""
         if Decision(table.decision).value == ESC or cls is None:
             return table, Usage()
+        out: BaseModel | None
         try:
             inputs = second_opinion_inputs(bundle, cls, issues, table)
             out, usage, err = await self.llm.ask(self.kind, bundle.doc_id, inputs)
@@ -138,6 +169,6 @@ class SecondOpinion:
         except Exception as exc:  # noqa: BLE001
             out, usage, err = None, Usage(), type(exc).__name__
         proposal = None
-        if out is not None:
+        if isinstance(out, SecondOpinionAnswer):
             proposal = Proposal(out.route, min(1.0, max(0.0, float(out.confidence))), out.reasoning)
         return combine(table, issues, proposal, error=err, model=self.llm.model_id), usage

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from docverify.domain.models import ArbiterDecision, Decision, Issue, Severity
 
@@ -81,12 +82,21 @@ def evidence_pages(issues: Iterable[Issue]) -> list[int]:
     return sorted(pages)
 
 
-def citations(rule: int, issues: list[Issue]) -> dict:
+class Citations(TypedDict):
+    """``ArbiterDecision.citations``: what the decision rests on."""
+
+    rule: int
+    issue_ids: list[str]
+    issue_codes: list[str]
+    evidence_pages: list[int]
+
+
+def citations(rule: int, issues: list[Issue]) -> Citations:
     return {"rule": rule, "issue_ids": sorted({i.issue_id for i in issues if i.issue_id}),
             "issue_codes": sorted({i.code for i in issues}), "evidence_pages": evidence_pages(issues)}
 
 
-def audit_line(decision: str, rule: int, c: Counts, cites: dict) -> str:
+def audit_line(decision: str, rule: int, c: Counts, cites: Citations) -> str:
     """One line for the report and the lineage log: decision, rule, counts, codes, pages — no text."""
     return (f"V5 {decision} rule {rule} | issues {c.total_issues} (BLOCKER {c.blocker_count}, MAJOR {c.major_count} "
             f"[fixable {c.major_fixable}], MINOR {c.minor_count}) | codes: {', '.join(cites['issue_codes']) or '-'} "
@@ -108,7 +118,7 @@ def sme_explanation(decision: Decision, rule: Rule, reason: str, issues: list[Is
 
     lines = [f"This classification {_SME_WHAT[decision]}: {reason}."]
 
-    def key(i: Issue) -> tuple:
+    def key(i: Issue) -> tuple[int, str, str, bool, str, list[int]]:
         return (SEVERITY_ORDER[Severity(i.severity)], i.issue_id, i.code, i.auto_fixable, i.agent, evidence_pages([i]))
 
     for i in sorted(issues, key=key):
