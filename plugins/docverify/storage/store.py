@@ -48,7 +48,7 @@ import re
 import stat as stat_mod
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any, Protocol
 
 from pydantic import BaseModel
 
@@ -56,7 +56,67 @@ from docverify.storage.limits import HASH_CHUNK_BYTES, INPUT_UNSAFE_NAME, InputE
 from docverify.storage.paths import check_part, check_rel
 
 
-def as_root(root: Any) -> Any:
+class StatResult(Protocol):
+    """What the store reads of a path's ``stat()``."""
+
+    @property
+    def st_size(self) -> int: ...
+
+
+class StoragePath(Protocol):
+    """A root of the store and every path under it: the operations :class:`pathlib.Path`,
+    ``universal_pathlib``'s ``UPath`` and Airflow's ``ObjectStoragePath`` share, and the only ones
+    the store uses on a path that is not remote (a remote path goes through its :class:`RemoteFS`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parent(self) -> StoragePath: ...
+
+    def __truediv__(self, key: str, /) -> StoragePath: ...
+
+    def exists(self) -> bool: ...
+
+    def is_file(self) -> bool: ...
+
+    def is_dir(self) -> bool: ...
+
+    def iterdir(self) -> Iterator[StoragePath]: ...
+
+    def stat(self) -> StatResult: ...
+
+    def open(self, mode: str, /) -> IO[bytes]: ...
+
+    def read_bytes(self) -> bytes: ...
+
+    def write_bytes(self, data: bytes, /) -> int: ...
+
+    def mkdir(self, *, parents: bool = ..., exist_ok: bool = ...) -> None: ...
+
+    def unlink(self) -> None: ...
+
+
+class RemoteFS(Protocol):
+    """The fsspec filesystem behind a remote path (gcsfs in production): the requests the store
+    sends. ``info`` and ``ls`` give the service's own JSON (its object metadata)."""
+
+    def invalidate_cache(self, path: str | None = None) -> None: ...
+
+    def info(self, path: str) -> dict[str, Any]: ...
+
+    def ls(self, path: str, detail: bool = ..., *, refresh: bool = ...) -> list[dict[str, Any]]: ...
+
+    def cat_file(self, path: str) -> bytes: ...
+
+    def open(self, path: str, mode: str = ...) -> IO[bytes]: ...
+
+    def pipe_file(self, path: str, value: bytes, *, mode: str = ...) -> None: ...
+
+    def rm_file(self, path: str) -> None: ...
+
+
+def as_root(root: str | StoragePath) -> StoragePath:
     """A path or URI string → a path object. ``file://`` and plain paths become
     :class:`pathlib.Path`; other URIs (``gs://…``) a ``universal_pathlib`` ``UPath`` (fsspec). The
     core never imports Airflow: the DAG's tasks pass an ``ObjectStoragePath`` (on the storage
@@ -72,7 +132,7 @@ def as_root(root: Any) -> Any:
     return UPath(root)
 
 
-def local_path(path: Any) -> pathlib.Path | None:
+def local_path(path: object) -> pathlib.Path | None:
     """The local filesystem path behind ``path``, or None when it is remote."""
     if isinstance(path, pathlib.Path) and type(path).__module__.startswith("pathlib"):
         return path
@@ -82,7 +142,7 @@ def local_path(path: Any) -> pathlib.Path | None:
     return None
 
 
-def remote_target(path: Any) -> tuple[Any, str] | None:
+def remote_target(path: object) -> tuple[RemoteFS, str] | None:
     """``(fsspec filesystem, key)`` behind a remote path, or None for a local path (or an object
     that has no fsspec filesystem, which is then used through its own pathlib methods)."""
     if local_path(path) is not None:
@@ -93,7 +153,7 @@ def remote_target(path: Any) -> tuple[Any, str] | None:
     return fs, key
 
 
-def uri_of(path: Any) -> str:
+def uri_of(path: object) -> str:
     """``file:///abs/path`` for a local path; ``<protocol>://<bucket>/<key>`` for a remote one
     (without the ``conn_id@`` that ``str(ObjectStoragePath)`` carries: the connection is
     configuration, not part of the object's name)."""
@@ -108,13 +168,13 @@ def uri_of(path: Any) -> str:
     return str(path)
 
 
-def to_jsonable(obj: Any) -> Any:
+def to_jsonable(obj: object) -> object:
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     return obj
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: object) -> bytes:
     return (json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
 
 
@@ -146,14 +206,14 @@ def is_tmp_name(name: str) -> bool:
     return _TMP_NAME.fullmatch(name) is not None or name.startswith(LOCK_PREFIX)
 
 
-def _generation(fs: Any, key: str) -> str | None:
+def _generation(fs: RemoteFS, key: str) -> str | None:
     """The live generation of a remote object (a fresh ``info``, never the listing cache)."""
     fs.invalidate_cache(key)
     gen = fs.info(key).get("generation")
     return str(gen) if gen is not None else None
 
 
-def _upload_if_generation(fs: Any, key: str, data: bytes, generation: str) -> bool:
+def _upload_if_generation(fs: RemoteFS, key: str, data: bytes, generation: str) -> bool:
     """One GCS upload of ``data`` to ``key`` with ``ifGenerationMatch=<generation>``: False on 412
     (another writer's generation is live, or the object is gone). gcsfs's ``pipe_file`` sends only
     ``ifGenerationMatch=0`` (``mode="create"``), so the multipart upload is sent the way gcsfs's
@@ -180,7 +240,7 @@ def _upload_if_generation(fs: Any, key: str, data: bytes, generation: str) -> bo
     return True
 
 
-def _delete_if_generation(fs: Any, key: str, generation: str) -> bool:
+def _delete_if_generation(fs: RemoteFS, key: str, generation: str) -> bool:
     """One GCS ``DELETE`` of ``key`` with ``ifGenerationMatch=<generation>``: False on 412 (another
     writer's generation is live) or 404 (the object is gone). gcsfs's ``rm_file`` sends no
     precondition, so the request is sent through its ``call`` as :func:`_upload_if_generation` does."""
@@ -235,18 +295,22 @@ def _write_private(path: pathlib.Path, data: bytes) -> None:
         os.close(fd)
 
 
+def _name(path: StoragePath) -> str:
+    return path.name
+
+
 class OutsideRootError(PermissionError):
     """A path that would resolve outside the storage root (through a symbolic link)."""
 
 
 class ArtifactStore:
-    def __init__(self, root: Any):
+    def __init__(self, root: str | StoragePath):
         self.root = as_root(root)
         local = local_path(self.root)
         self._real_root = os.path.realpath(local) if local is not None else None
 
     # ------------------------------------------------------------------ paths
-    def path(self, rel: str, *, confine: bool = True) -> Any:
+    def path(self, rel: str, *, confine: bool = True) -> StoragePath:
         """``root / part / …``: every part through :func:`docverify.storage.paths.check_part` (no
         separators, ``..``, control characters or over-long names); on a local root the real path
         (symbolic links resolved) must stay under the root's, else :class:`OutsideRootError`
@@ -316,7 +380,7 @@ class ArtifactStore:
         h = hashlib.sha256()
         target = self.path(rel)
         remote = remote_target(target)
-        with (remote[0].open(remote[1], "rb") if remote is not None else open(target, "rb")) as fh:  # noqa: SIM115
+        with (remote[0].open(remote[1], "rb") if remote is not None else target.open("rb")) as fh:
             while chunk := fh.read(HASH_CHUNK_BYTES):
                 h.update(chunk)
         return h.hexdigest()
@@ -340,16 +404,16 @@ class ArtifactStore:
         else:
             local = local_path(d)
             if local is None:  # a pathlib-like object without an fsspec filesystem
-                return [(p.name, "file" if p.is_file() else "other", 0) for p in sorted(d.iterdir())] \
+                return [(p.name, "file" if p.is_file() else "other", 0) for p in sorted(d.iterdir(), key=_name)] \
                     if d.exists() else []
             try:
                 scan = list(os.scandir(local))
             except (FileNotFoundError, NotADirectoryError):
                 return []
-            for e in scan:
-                st = e.stat(follow_symlinks=False)
+            for entry in scan:
+                st = entry.stat(follow_symlinks=False)
                 kind = "symlink" if stat_mod.S_ISLNK(st.st_mode) else "file" if stat_mod.S_ISREG(st.st_mode) else "other"
-                out.append((e.name, kind, st.st_size))
+                out.append((entry.name, kind, st.st_size))
         return sorted((e for e in out if not is_tmp_name(e[0])), key=lambda e: e[0])
 
     def read_json(self, rel: str) -> Any:
@@ -490,7 +554,7 @@ class ArtifactStore:
             return _delete_if_generation(remote[0], remote[1], version)
         return self._local_if_version(target, version, pathlib.Path.unlink)
 
-    def _local_if_version(self, target: Any, version: str, act: Callable[[pathlib.Path], object]) -> bool:
+    def _local_if_version(self, target: StoragePath, version: str, act: Callable[[pathlib.Path], object]) -> bool:
         """The local half of :meth:`replace_if` / :meth:`delete_if`: under the object's lock, ``act``
         on it only when its bytes still hash to ``version``; False when it changed or is gone."""
         local = local_path(target)
@@ -536,7 +600,7 @@ class ArtifactStore:
             return False
         return True
 
-    def write_json(self, rel: str, obj: Any, *, overwrite: bool = True) -> bool:
+    def write_json(self, rel: str, obj: object, *, overwrite: bool = True) -> bool:
         return self.write_bytes(rel, dumps(obj), overwrite=overwrite)
 
     def write_text(self, rel: str, text: str, *, overwrite: bool = True) -> bool:
