@@ -26,7 +26,7 @@ Fixer = Callable[[ClassificationOutput, list[Issue]], str | None]
 FIXERS: dict[str, Fixer] = {}
 
 
-def fixer(code: str):
+def fixer(code: str) -> Callable[[Fixer], Fixer]:
     def register(fn: Fixer) -> Fixer:
         FIXERS[code] = fn
         return fn

@@ -28,11 +28,13 @@ second opinion).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docverify.domain.codes import make_issue, number_issues
 from docverify.domain.models import (
+    AttemptRecord,
     ClassificationOutput,
     DocumentBundle,
     Issue,
@@ -43,7 +45,7 @@ from docverify.domain.models import (
 )
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.judging.judges import Judge, JudgeThrottled, JudgmentResult, Usage, judgment_call
-from docverify.pipeline.retry import MAX_RETRIES, attempt_record, fingerprint, run_loop
+from docverify.pipeline.retry import MAX_RETRIES, AttemptDecider, attempt_record, fingerprint, run_loop
 from docverify.verify import v1_schema, v2_consistency, v4_evidence
 from docverify.verify.registry import REGISTRY, Registry
 
@@ -103,7 +105,7 @@ class AgentOutcome:
     usage: Usage = field(default_factory=Usage)
 
 
-def run_v1(bundle: DocumentBundle, raw: Any) -> tuple[ClassificationOutput | None, AgentOutcome]:
+def run_v1(bundle: DocumentBundle, raw: object) -> tuple[ClassificationOutput | None, AgentOutcome]:
     cls, issues = v1_schema.parse(raw)
     if cls is not None:
         issues = v1_schema.check(bundle, cls)
@@ -183,7 +185,7 @@ def label_text_guard(bundle: DocumentBundle, cls: ClassificationOutput, findings
             for i in v2_consistency.offline_judgment(bundle, cls) if (i.code, i.location.strip()) not in seen]
 
 
-def assemble(doc_id: str, attempt: int, cls: ClassificationOutput | Any,
+def assemble(doc_id: str, attempt: int, cls: object,
              outcomes: list[AgentOutcome], registry: Registry = REGISTRY) -> VerificationReport:
     """One attempt's report from the agents' outcomes (V1 first, then V2, V3, V4). Every issue's agent
     must be a verifier of ``registry`` (the models check only the id's form)."""
@@ -198,7 +200,7 @@ def assemble(doc_id: str, attempt: int, cls: ClassificationOutput | Any,
     )
 
 
-async def _contained(agent: str, run: Any) -> AgentOutcome:
+async def _contained(agent: str, run: Awaitable[AgentOutcome]) -> AgentOutcome:
     """One agent's outcome; a fault of its judge becomes a ``VERIFICATION_INCOMPLETE`` issue of the
     document (never an accept), except throttling, which propagates (the task is retried)."""
     try:
@@ -211,7 +213,7 @@ async def _contained(agent: str, run: Any) -> AgentOutcome:
                                         agent=agent)], [])
 
 
-async def verify_attempt(bundle: DocumentBundle, classification: Any, deps: VerifyDeps | Judge, attempt: int = 0,
+async def verify_attempt(bundle: DocumentBundle, classification: object, deps: VerifyDeps | Judge, attempt: int = 0,
                          usage: Usage | None = None, *, contain_faults: bool = False,
                          policy: VerifyPolicy | None = None) -> VerificationReport:
     """One attempt: V1, then the other verifiers of the registry (V2–V4) concurrently on rule phases
@@ -236,7 +238,7 @@ async def verify_attempt(bundle: DocumentBundle, classification: Any, deps: Veri
     return assemble(bundle.doc_id, attempt, cls, [v1, *outcomes], registry)
 
 
-async def verify_document(bundle: DocumentBundle, classification: Any, deps: VerifyDeps | Judge, *,
+async def verify_document(bundle: DocumentBundle, classification: object, deps: VerifyDeps | Judge, *,
                           max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
                           usage: Usage | None = None, contain_faults: bool = False,
                           policy: VerifyPolicy | None = None) -> VerificationResult:
@@ -250,7 +252,7 @@ async def verify_document(bundle: DocumentBundle, classification: Any, deps: Ver
     a bare judge."""
     deps = as_deps(deps, policy)
 
-    async def attempt_fn(cls, n):
+    async def attempt_fn(cls: object, n: int) -> VerificationReport:
         return await verify_attempt(bundle, cls, deps, n, usage, contain_faults=contain_faults)
 
     # the V5 second opinion decides each attempt (only with deps.second_opinion)
@@ -259,13 +261,15 @@ async def verify_document(bundle: DocumentBundle, classification: Any, deps: Ver
                           decide_attempt=decider(bundle, deps.second_opinion, usage))
 
 
-def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None, usage: Usage | None = None):
+def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None,
+            usage: Usage | None = None) -> AttemptDecider | None:
     """For :func:`~docverify.pipeline.retry.run_loop`: ``async (report, cls, earlier) -> AttemptRecord`` with the
     second opinion applied, or None (no second opinion: the loop uses the table alone)."""
     if second_opinion is None:
         return None
 
-    async def decide(report, cls, earlier=()):
+    async def decide(report: VerificationReport, cls: ClassificationOutput | None,
+                     earlier: Sequence[AttemptRecord] = ()) -> AttemptRecord:
         rec = attempt_record(report, earlier)
         decision, u = await second_opinion.review(bundle, cls, report.issues, rec.decision)
         if usage is not None:
@@ -275,6 +279,11 @@ def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None, usage:
     return decide
 
 
-def verify_document_sync(bundle: DocumentBundle, classification: Any, deps: VerifyDeps | Judge,
-                         **kw) -> VerificationResult:
-    return asyncio.run(verify_document(bundle, classification, deps, **kw))
+def verify_document_sync(bundle: DocumentBundle, classification: object, deps: VerifyDeps | Judge, *,
+                         max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
+                         usage: Usage | None = None, contain_faults: bool = False,
+                         policy: VerifyPolicy | None = None) -> VerificationResult:
+    """:func:`verify_document` run to its end (its keywords)."""
+    return asyncio.run(verify_document(bundle, classification, deps, max_retries=max_retries,
+                                       first_report=first_report, usage=usage, contain_faults=contain_faults,
+                                       policy=policy))

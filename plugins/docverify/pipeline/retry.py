@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Literal
 
 from docverify.arbiters.v5 import decide
 from docverify.domain.models import (
@@ -35,10 +35,11 @@ from docverify.pipeline.autofix import FIXERS, apply_fixes
 MAX_RETRIES = 2
 
 
-def fingerprint(cls: ClassificationOutput | dict | Any) -> str:
+def fingerprint(cls: object) -> str:
     """MD5 over segment boundaries, dominant types, all shares and every field a fixer can
     change (number_of_segments, segment_page_count, the set of type entries, evidence pages).
-    Free text (reasoning, notes) is left out: a fixer never writes it."""
+    Free text (reasoning, notes) is left out: a fixer never writes it. Anything else (a raw
+    classification that did not parse) is the MD5 of its JSON."""
     if not isinstance(cls, ClassificationOutput):
         blob = json.dumps(cls, sort_keys=True, default=str)
         return hashlib.md5(blob.encode()).hexdigest()
@@ -63,8 +64,13 @@ def fingerprint(cls: ClassificationOutput | dict | Any) -> str:
     return hashlib.md5(json.dumps(view, sort_keys=True).encode()).hexdigest()
 
 
-# attempt 0 gets the raw classification when it does not parse (V1 reports why)
-AttemptFn = Callable[[ClassificationOutput | dict, int], Awaitable[VerificationReport]]
+# attempt 0 gets the raw classification when it does not parse (V1 reports why): any JSON value
+AttemptFn = Callable[[object, int], Awaitable[VerificationReport]]
+#: The record of an attempt in place of the V5 table's (the V5 second opinion): (report, the
+#: attempt's classification or None, the earlier attempts' records) → the record
+AttemptDecider = Callable[[VerificationReport, ClassificationOutput | None, list[AttemptRecord]],
+                          Awaitable[AttemptRecord]]
+StopReason = Literal["arbiter", "max_retries", "cycle", "schema"]
 
 
 def needs_blocker_repair(issues: list[Issue], earlier: Sequence[AttemptRecord] = (),
@@ -89,13 +95,12 @@ def attempt_record(report: VerificationReport, earlier: Sequence[AttemptRecord] 
 
 async def run_loop(
     doc_id: str,
-    classification: ClassificationOutput | dict,
+    classification: object,
     verify_attempt: AttemptFn,
     *,
     first_report: VerificationReport | None = None,
     max_retries: int = MAX_RETRIES,
-    decide_attempt: Callable[[VerificationReport, ClassificationOutput | None, list[AttemptRecord]],
-                             Awaitable[AttemptRecord]] | None = None,
+    decide_attempt: AttemptDecider | None = None,
     policy: VerifyPolicy = DEFAULT_POLICY,
 ) -> VerificationResult:
     """Verify ``classification`` and retry with fixes until V5 accepts or escalates.
@@ -121,7 +126,7 @@ async def run_loop(
         attempts.append(rec)
         decision = rec.decision.decision
         if (decision != Decision.AUTO_RETRY.value and not rec.blocker_repair) or cls is None:
-            stop = "schema" if cls is None else "arbiter"
+            stop: StopReason = "schema" if cls is None else "arbiter"
             return make_result(doc_id, attempts, fixes, cls, classification, stop, "")
         if rec.attempt >= max_retries:
             still = "auto-fixable BLOCKER(s)" if rec.blocker_repair else "AUTO_RETRY"
@@ -138,7 +143,8 @@ async def run_loop(
         report = await verify_attempt(cls, rec.attempt + 1)
 
 
-def make_result(doc_id, attempts, fixes, cls, raw, stop, why) -> VerificationResult:
+def make_result(doc_id: str, attempts: list[AttemptRecord], fixes: list[FixApplied], cls: ClassificationOutput | None,
+                raw: object, stop: StopReason, why: str) -> VerificationResult:
     last = attempts[-1].decision
     final = "AUTO_ACCEPT" if (stop == "arbiter" and last.decision == Decision.AUTO_ACCEPT.value) else "ESCALATE_TO_SME"
     if final == "ESCALATE_TO_SME" and not why:
