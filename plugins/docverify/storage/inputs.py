@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_mod
-from typing import Any
 
 from docverify.storage.limits import INPUT_NOT_REGULAR, InputError, check_size
 from docverify.storage.store import ArtifactStore, OutsideRootError, local_path, remote_target
@@ -174,5 +173,5 @@ def opened_inside(fd: int, root: str | None) -> bool:
 
 def real_root(store: ArtifactStore) -> str | None:
     """The real path (links resolved) of a local storage root; None for a remote one."""
-    local: Any = local_path(store.root)
+    local = local_path(store.root)
     return os.path.realpath(local) if local is not None else None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 MAX_PDF_BYTES = 50 * 1024 * 1024
 MAX_COMPANION_BYTES = 1024 * 1024
@@ -86,7 +86,7 @@ def check_size(size: int, limit: int, file: str, what: str) -> None:
                          f"(docverify.storage.limits); split or shrink it", file)
 
 
-def _bad_constant(name: str) -> Any:
+def _bad_constant(name: str) -> NoReturn:
     raise _BadNumber(name)
 
 
@@ -101,9 +101,9 @@ def _finite_float(s: str) -> float:
     return v
 
 
-def _depth_ok(obj: Any, limit: int) -> bool:
+def _depth_ok(obj: object, limit: int) -> bool:
     """Nesting of a parsed JSON value ≤ ``limit``, without recursion."""
-    stack = [(obj, 1)]
+    stack: list[tuple[object, int]] = [(obj, 1)]
     while stack:
         v, d = stack.pop()
         if isinstance(v, dict | list):
@@ -116,10 +116,10 @@ def _depth_ok(obj: Any, limit: int) -> bool:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def has_lone_surrogate(obj: Any) -> bool:
+def has_lone_surrogate(obj: object) -> bool:
     """A string (key or value) of a parsed JSON value holds a lone UTF-16 surrogate: valid JSON
     (``"\\ud83e"``, a cut emoji) that is not Unicode text — it cannot be written as UTF-8."""
-    stack = [obj]
+    stack: list[object] = [obj]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
@@ -187,8 +187,8 @@ def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = MAX_
     return obj
 
 
-def _ints_in_range(obj: Any) -> bool:
-    stack = [obj]
+def _ints_in_range(obj: object) -> bool:
+    stack: list[object] = [obj]
     while stack:
         v = stack.pop()
         if isinstance(v, bool):
@@ -202,7 +202,7 @@ def _ints_in_range(obj: Any) -> bool:
     return True
 
 
-def _at_most(items: Any, limit: int, file: str, what: str) -> None:
+def _at_most(items: object, limit: int, file: str, what: str) -> None:
     if isinstance(items, list) and len(items) > limit:
         raise InputError(INPUT_TOO_MANY_ITEMS, f"{file}: {len(items)} {what}, over the limit of {limit} "
                          f"(docverify.storage.limits); regenerate it", file)

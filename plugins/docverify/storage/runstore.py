@@ -52,7 +52,7 @@ from typing_extensions import TypedDict  # pydantic needs typing_extensions' Typ
 
 from docverify.domain.models import AttemptRecord, DocumentBundle, VerificationResult
 from docverify.storage.paths import bounded_part, check_part, safe_ds
-from docverify.storage.store import ArtifactStore, dumps, is_tmp_name
+from docverify.storage.store import ArtifactStore, StoragePath, dumps, is_tmp_name
 
 #: Top-level keys that change on every run and do not make an output different.
 VOLATILE = ("accepted_at", "created_at", "run_id")
@@ -67,7 +67,7 @@ class _Open(BaseModel):
 _T = TypeVar("_T")
 
 
-def _as_stored(value: Any, info: SerializationInfo) -> Any:
+def _as_stored(value: object, info: SerializationInfo) -> object:
     return to_jsonable_python(value) if info.mode_is_json() else value
 
 
@@ -114,7 +114,7 @@ class JuryVote(TypedDict, total=False):
     final_action: str
     flag_reason: str | None
     rule: int | str | None
-    version: Any
+    version: str
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -242,15 +242,13 @@ class ErrorRecord(_Open):
     retryable: bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
-    def of(cls, doc: ManifestDoc | Mapping[str, Any], code: str, message: str, stage: str,
-           **extra: Any) -> ErrorRecord:
+    def of(cls, doc: ManifestDoc | Mapping[str, object], code: str, message: str, stage: str,
+           **extra: object) -> ErrorRecord:
         """The error record of a manifest document (its id and file), given as the model or as the
         stored entry (the layout stage's documents)."""
         if isinstance(doc, ManifestDoc):
-            doc_id, file = doc.doc_id, doc.pdf_uri
-        else:
-            doc_id, file = doc["doc_id"], doc["pdf_uri"]
-        return cls(doc_id=doc_id, stage=stage, error=code, message=message, file=file, **extra)
+            return cls(doc_id=doc.doc_id, stage=stage, error=code, message=message, file=doc.pdf_uri, **extra)
+        return cls(doc_id=doc["doc_id"], stage=stage, error=code, message=message, file=doc["pdf_uri"], **extra)
 
 
 class ClassificationMeta(_Open):
@@ -345,7 +343,7 @@ class RunStore:
 
     # ================================================================== paths (the only copies)
     @property
-    def root(self) -> Any:
+    def root(self) -> StoragePath:
         return self.store.root
 
     @property
@@ -421,8 +419,8 @@ class RunStore:
     def uri(self, rel: str) -> str:
         return self.store.uri(rel)
 
-    def path(self, rel: str, **kw: Any) -> Any:
-        return self.store.path(rel, **kw)
+    def path(self, rel: str, *, confine: bool = True) -> StoragePath:
+        return self.store.path(rel, confine=confine)
 
     # ================================================================== memoised requests
     def _known_absent(self, rel: str) -> bool:
@@ -494,7 +492,7 @@ class RunStore:
             if (prefix and rel.startswith(prefix)) or rel in drop:
                 del self._memo[rel]
 
-    def write_json(self, rel: str, obj: Any, *, overwrite: bool = True) -> bool:
+    def write_json(self, rel: str, obj: object, *, overwrite: bool = True) -> bool:
         data = dumps(obj)
         written = self.store.write_bytes(rel, data, overwrite=overwrite)
         if written:
@@ -503,7 +501,7 @@ class RunStore:
             self._memo.pop(rel, None)  # someone else's object is there: read it when asked
         return written
 
-    def write_if_changed(self, rel: str, obj: Any, volatile: Iterable[str] = VOLATILE) -> bool:
+    def write_if_changed(self, rel: str, obj: object, volatile: Iterable[str] = VOLATILE) -> bool:
         """Write unless the stored JSON is equal apart from ``volatile`` top-level keys
         (timestamps, run ids): a re-run leaves unchanged outputs byte for byte."""
         data = json.loads(dumps(obj))
