@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from docverify.domain.models import Issue, Severity
 
@@ -112,7 +111,7 @@ def make_issue(
     suggested_fix: str = "",
     severity: Severity | str | None = None,
     auto_fixable: bool | None = None,
-    details: dict[str, Any] | None = None,
+    details: Mapping[str, object] | None = None,
 ) -> Issue:
     """An issue with the catalogue's severity/fix flag/IG code. ``issue_id`` is assigned later
     by :func:`number_issues`; ``severity`` may only be raised above the catalogue's, never

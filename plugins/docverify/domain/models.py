@@ -108,7 +108,7 @@ class DocumentBundle(_Model):
 # --------------------------------------------------------------------------- Classification
 
 
-def _whole_float_to_int(value: Any) -> Any:
+def _whole_float_to_int(value: object) -> object:
     # JSON Schema's "integer" is any number without a fraction: 3.0 is the page 3 (bool is no float)
     return int(value) if type(value) is float and value.is_integer() else value
 

@@ -31,7 +31,6 @@ them, and :data:`DEFAULT_POLICY` is what a caller that passes no policy gets.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,7 +65,7 @@ class VerifyPolicy(BaseModel):
         "(LABEL_TEXT_MISMATCH) as a 'guard' phase.")
 
     @classmethod
-    def from_overrides(cls, overrides: Mapping[str, Any] | None = None) -> VerifyPolicy:
+    def from_overrides(cls, overrides: Mapping[str, object] | None = None) -> VerifyPolicy:
         """The one constructor from settings, CLI flags or a benchmark's options: the defaults with
         ``overrides`` (field name → value) applied; a ``None`` value keeps the field's default. An
         unknown field or a bad value fails naming it (pydantic ``ValidationError``)."""

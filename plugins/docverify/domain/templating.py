@@ -24,7 +24,6 @@ import functools
 import html
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -35,7 +34,7 @@ _AUTOESCAPE = ("html.j2", "html", "htm.j2", "htm", "xml.j2", "xml")
 
 
 @jinja2.pass_eval_context
-def _finalize(eval_ctx: jinja2.nodes.EvalContext, value: Any) -> Any:
+def _finalize(eval_ctx: jinja2.nodes.EvalContext, value: object) -> object:
     """Every ``{{ … }}`` passes here before it is printed. In an autoescaped template the value is
     escaped by ``html.escape`` (quote=True), ``None`` as nothing; Markup is already escaped."""
     if not eval_ctx.autoescape or hasattr(value, "__html__"):
@@ -47,9 +46,9 @@ def _finalize(eval_ctx: jinja2.nodes.EvalContext, value: Any) -> Any:
 # --------------------------------------------------------------------------- Markdown filters
 
 
-def md_table(rows: Iterable[Sequence[Any]], header: Sequence[str]) -> str:
+def md_table(rows: Iterable[Sequence[object]], header: Sequence[str]) -> str:
     """A compact Markdown (pipe) table; ``|`` inside a cell is escaped."""
-    def esc(s: Any) -> str:
+    def esc(s: object) -> str:
         return str(s).replace("|", "\\|")
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -57,13 +56,13 @@ def md_table(rows: Iterable[Sequence[Any]], header: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def md_inline(value: Any) -> str:
+def md_inline(value: object) -> str:
     """Text for a Markdown line: whitespace collapsed, no HTML, no emphasis/link/heading syntax."""
     s = " ".join(str("" if value is None else value).split())
     return re.sub(r"([\\`*_\[\]<>#|!])", r"\\\1", s)
 
 
-def md_cell(value: Any) -> str:
+def md_cell(value: object) -> str:
     """Text for a Markdown table cell: whitespace collapsed, ``|`` and ``\\`` escaped, no HTML."""
     s = " ".join(str("" if value is None else value).split())
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
@@ -106,6 +105,6 @@ def _environment(folder: str) -> jinja2.Environment:
     return env
 
 
-def render(template_name: str, **context: Any) -> str:
+def render(template_name: str, **context: object) -> str:
     """``include/templates/<template_name>`` rendered with ``context``."""
     return environment().get_template(template_name).render(**context)
