@@ -23,7 +23,13 @@ import json
 import os
 import pathlib
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from docverify.domain.models import DocumentBundle
+    from docverify.domain.policy import VerifyPolicy
+    from docverify.judging.judges import Judge
 
 EXIT_INPUT_ERROR = 2
 
@@ -33,11 +39,11 @@ class CLIError(Exception):
         super().__init__(message)
         self.code, self.message, self.file = code, message, file
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
         return {"error": self.code, "message": self.message, "file": self.file}
 
 
-def _emit(obj: Any) -> None:
+def _emit(obj: object) -> None:
     from docverify.storage.store import to_jsonable
 
     text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)
@@ -66,7 +72,7 @@ def _read_json(path: str, what: str, *, require_object: bool = False) -> Any:
         raise CLIError(code, exc.message, path) from None
 
 
-def _read_classification(path: str) -> dict:
+def _read_classification(path: str) -> dict[str, Any]:
     """A classification file within every limit of a companion classification (a JSON object,
     segments, nesting, numbers)."""
     from docverify.storage.limits import (
@@ -89,7 +95,7 @@ def _read_classification(path: str) -> dict:
         raise CLIError(exc.code, exc.message, path) from None
 
 
-def _load_bundle(path: str):
+def _load_bundle(path: str) -> DocumentBundle:
     from pydantic import ValidationError
 
     from docverify.domain.models import DocumentBundle
@@ -104,7 +110,7 @@ def _load_bundle(path: str):
                        f"produce one with `python -m docverify parse FILE.pdf`", path) from exc
 
 
-def make_judge(model: str | None):
+def make_judge(model: str | None) -> Judge:
     """The offline judge, or the LLM judge on a pydantic-ai model name
     (e.g. ``google-gla:gemini-2.5-flash``; credentials from the model provider's environment)."""
     model = model or os.environ.get("DOCVERIFY_MODEL")
@@ -117,7 +123,7 @@ def make_judge(model: str | None):
     return LLMJudge(model, model_id=model)
 
 
-def cmd_parse(args) -> int:
+def cmd_parse(args: argparse.Namespace) -> int:
     """A PDF (local parser, time-bounded child process), or a Document AI output — a ``.json``
     file or a folder of shards — converted by ``docverify.layout.docai``. For Document AI output,
     ``doc_id`` is the folder's name or the file's stem (without its ``-<shard>`` suffix) and
@@ -157,7 +163,7 @@ def _as_text(value: str) -> str:
     return value
 
 
-def cmd_classify(args) -> int:
+def cmd_classify(args: argparse.Namespace) -> int:
     bundle = _load_bundle(args.bundle)
     judge = make_judge(args.model)
     result = asyncio.run(judge.classify(bundle))
@@ -165,7 +171,7 @@ def cmd_classify(args) -> int:
     return 0
 
 
-def verify_policy(args):
+def verify_policy(args: argparse.Namespace) -> VerifyPolicy:
     """The :class:`~docverify.domain.policy.VerifyPolicy` of ``verify``'s flags (the Airflow Variables'
     counterparts; unset flags take the policy's defaults)."""
     from docverify.domain.policy import VerifyPolicy
@@ -176,7 +182,7 @@ def verify_policy(args):
     return VerifyPolicy.from_overrides({name: getattr(args, name) for name in VerifyPolicy.model_fields})
 
 
-def cmd_verify(args) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
     from docverify.pipeline.document import VerifyDeps, verify_document
 
     bundle = _load_bundle(args.bundle)
@@ -198,7 +204,7 @@ def cmd_verify(args) -> int:
     return 0
 
 
-def cmd_arbiter(args) -> int:
+def cmd_arbiter(args: argparse.Namespace) -> int:
     kind = getattr(args, "kind", "v5")
     if kind == "cr_v2":
         return _arbiter_cr(args)
@@ -221,7 +227,7 @@ def cmd_arbiter(args) -> int:
     return 0
 
 
-def _arbiter_cr(args) -> int:
+def _arbiter_cr(args: argparse.Namespace) -> int:
     """``{"actions_by_tuple": {id: {A, B, C}}, "conflict_flags": {id: type}}`` (the document's
     input) or one item ``{"votes": {A, B, C}, "conflict_type": …}``; a vote is an action or
     ``{"action", "reason_code"}``."""
@@ -246,7 +252,7 @@ def _arbiter_cr(args) -> int:
     return 0
 
 
-def _arbiter_decision(args) -> int:
+def _arbiter_decision(args: argparse.Namespace) -> int:
     """``{"transaction", "evidence", "debate"?, "trace"?}`` → the decision arbiter's answer. With
     ``--model`` (or $DOCVERIFY_MODEL) the LLM is asked; otherwise the deterministic fallback runs."""
     from docverify.arbiters.fraud_decision import decision_arbiter_agent, validate_state
@@ -265,7 +271,7 @@ def _arbiter_decision(args) -> int:
     return 0
 
 
-def cmd_evaluate(args) -> int:
+def cmd_evaluate(args: argparse.Namespace) -> int:
     """Feedback figures of a store (and of the offline classifier on the labelled corpus with
     ``--corpus``). Unreadable ground-truth files are listed, not fatal: exit 0."""
     from docverify.domain.labelled_corpus import CorpusNotFound
@@ -292,7 +298,7 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-def cmd_trace(args) -> int:
+def cmd_trace(args: argparse.Namespace) -> int:
     """One document's trail (:func:`docverify.reporting.trace.document_trace`): every night, attempt, route,
     packet, answer and ground-truth version, each with its Airflow task instance. An unknown doc id
     or an unsafe one is the CLI's JSON error (exit 2)."""
@@ -385,8 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from docverify.storage.limits import InputError
 
+    fn: Callable[[argparse.Namespace], int] = args.fn  # the subcommand's cmd_* (set_defaults)
     try:
-        return args.fn(args)
+        return fn(args)
     except (CLIError, InputError) as exc:
         _emit(exc.to_dict())
         return EXIT_INPUT_ERROR

@@ -32,7 +32,9 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 DEFAULT_RATE = 0.02
 CONFIDENCE_OFFSET = 1.5
@@ -111,6 +113,18 @@ def wilson_interval(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+class EstimateJSON(TypedDict):
+    """:meth:`Estimate.as_dict`."""
+
+    rate: float | None
+    ci95: list[float]
+    n: int
+    corrected: int
+    n_effective: float
+    interval: str
+    weighting: str
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A weighted false-accept estimate: ``rate`` (None when nothing was audited), its 95 %
@@ -124,7 +138,7 @@ class Estimate:
     k: int
     n_eff: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> EstimateJSON:
         return {"rate": self.rate, "ci95": [self.low, self.high], "n": self.n, "corrected": self.k,
                 "n_effective": round(self.n_eff, 3), "interval": "wilson on the effective n (Kish)",
                 "weighting": "horvitz-thompson 1/inclusion probability (hajek ratio)"}
@@ -167,7 +181,8 @@ def classification_confidence(classification: object) -> float:
     return min(1.0, max(0.0, sum(found) / len(found))) if found else 0.5
 
 
-def _shape(cls: dict) -> list[tuple]:
+def _shape(cls: dict[str, Any]) -> list[tuple[object, object]]:
+    """The page ranges of a classification's segments (JSON as read)."""
     return [(s.get("page_start"), s.get("page_end")) for s in cls.get("segments") or [] if isinstance(s, dict)]
 
 

@@ -87,13 +87,14 @@ import json
 import pathlib
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from docverify.domain.models import GroundTruthRecord
-from docverify.storage.store import ArtifactStore
+from docverify.storage.store import ArtifactStore, StoragePath
 
 NA = "n/a"
 GROUND_TRUTH_DIR = ArtifactStore.GROUND_TRUTH_DIR
@@ -283,11 +284,11 @@ class Span:
     doc_type: str
 
 
-def _is_int(x: Any) -> TypeGuard[int]:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def segment_spans(raw: Any) -> tuple[list[Span], int]:
+def segment_spans(raw: object) -> tuple[list[Span], int]:
     """The readable segments of a classification's ``segments`` value, in page order, and how
     many entries were malformed (not a dict, pages not integers or reversed, no type)."""
     if not isinstance(raw, list):
@@ -330,7 +331,7 @@ class Comparison:
     boundaries_hit: int = 0
 
 
-def compare(primary: dict[str, Any] | Any, truth_dominant: str | None, truth_spans: list[Span] | None,
+def compare(primary: object, truth_dominant: str | None, truth_spans: list[Span] | None,
             total_pages: int = 0) -> Comparison:
     """Compare a primary classification (raw dict; unreadable parts count as wrong) with the
     truth: its dominant type (None: unknown) and its segments (None: no segment truth)."""
@@ -428,7 +429,7 @@ def _reason(exc: Exception, what: str) -> str:
     return f"cannot be read ({type(exc).__name__})"
 
 
-def _read_json(store: ArtifactStore, rel: str) -> Any:
+def _read_json(store: ArtifactStore, rel: str) -> object:
     return json.loads(store.read_bytes(rel).decode("utf-8"))
 
 
@@ -475,7 +476,7 @@ class _PrimarySource:
         self.store, self.unreadable = store, unreadable
         self._partitions: list[str] | None = None
 
-    def packet(self, doc_id: str) -> dict[str, Any] | None:
+    def packet(self, doc_id: str) -> dict[str, object] | None:
         rel = ArtifactStore.packet_rel(doc_id)
         if not self.store.exists(rel):
             return None
@@ -496,7 +497,7 @@ class _PrimarySource:
                 if runs.exists() else []
         return self._partitions
 
-    def _result(self, ds: str, doc_id: str) -> dict | None:
+    def _result(self, ds: str, doc_id: str) -> dict[str, object] | None:
         """The night's ``result.json`` of ``doc_id`` (:class:`docverify.storage.runstore.DocResult`), or None."""
         from docverify.storage.runstore import RunStore
 
@@ -528,7 +529,7 @@ class _PrimarySource:
                 return sorted((a, b) for a, b in pairs if isinstance(a, str) and isinstance(b, str))
         return []
 
-    def run_classification(self, doc_id: str) -> Any | None:
+    def run_classification(self, doc_id: str) -> object:
         """The newest classification of ``doc_id`` (by date partition): its night's ``result.json``,
         or ``classification.json`` (the CLI's, or of nights before the typed run store of ADR 0010)."""
         for ds in self.partitions():
@@ -547,7 +548,7 @@ class _PrimarySource:
         return None
 
 
-def truth_of(record: GroundTruthRecord, primary: Any) -> tuple[str | None, list[Span] | None]:
+def truth_of(record: GroundTruthRecord, primary: object) -> tuple[str | None, list[Span] | None]:
     """The truth's dominant type and segments (None: no segment truth); rules in the module
     docstring."""
     gt = record.ground_truth_classification or {}
@@ -562,13 +563,14 @@ def truth_of(record: GroundTruthRecord, primary: Any) -> tuple[str | None, list[
     return dominant, spans
 
 
-def _issue_codes(packet: dict[str, Any] | None) -> list[str]:
-    if not packet or not isinstance(packet.get("issues_summary"), list):
+def _issue_codes(packet: Mapping[str, object] | None) -> list[str]:
+    summary = packet.get("issues_summary") if packet else None
+    if not isinstance(summary, list):
         return []
-    return sorted({i["code"] for i in packet["issues_summary"] if isinstance(i, dict) and isinstance(i.get("code"), str)})
+    return sorted({i["code"] for i in summary if isinstance(i, dict) and isinstance(i.get("code"), str)})
 
 
-def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
+def evaluate_store(store: ArtifactStore | str | StoragePath) -> FeedbackFigures:
     """The feedback figures over every reviewed document of ``store`` (an :class:`ArtifactStore`,
     or a root path / URI). Never raises for a bad file: it is listed under ``unreadable``."""
     if not isinstance(store, ArtifactStore):
@@ -579,12 +581,12 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
     rows: list[DocumentFigures] = []
     missing: list[str] = []
     escalated = [0, 0]  # corrected, n
-    by_rule: dict[str, Counter] = defaultdict(Counter)
-    by_code: dict[str, Counter] = defaultdict(Counter)
-    by_jury: dict[str, Counter] = defaultdict(Counter)
+    by_rule: dict[str, Counter[str]] = defaultdict(Counter)
+    by_code: dict[str, Counter[str]] = defaultdict(Counter)
+    by_jury: dict[str, Counter[str]] = defaultdict(Counter)
     sources: Counter[str] = Counter()
     audits: list[tuple[str, str, bool, float]] = []  # night, accepted type, corrected, inclusion probability
-    error_kinds: Counter = Counter()
+    error_kinds: Counter[str] = Counter()
     unclassifiable: list[UnclassifiableDocument] = []
     for doc_id, (record, version) in latest.items():
         src = record.ground_truth_source
@@ -622,7 +624,8 @@ def evaluate_store(store: ArtifactStore | Any) -> FeedbackFigures:
             primary = packet.get("primary_classification")
         else:
             primary = source.run_classification(record.doc_id)
-        rule = packet.get("v5_rule") if packet and _is_int(packet.get("v5_rule")) else None
+        stored_rule = packet.get("v5_rule") if packet else None
+        rule = stored_rule if _is_int(stored_rule) else None
         row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version,
                               escalated=packet is not None, v5_rule=rule)
         rows.append(row)

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from tabulate import tabulate
+from typing_extensions import TypedDict
 
 from docverify.domain.templating import render
 from docverify.reporting.evaluate import NA, AccuracyFigures, CodeFigures, CorpusFigures, FeedbackFigures
@@ -56,7 +57,15 @@ def code_rows(table: dict[str, CodeFigures]) -> list[tuple[str, str, str, str, s
     return [(k, str(v.n), str(v.validated), str(v.corrected), _pct(v.false_alarm_rate)) for k, v in items]
 
 
-def code_tables(f: FeedbackFigures) -> list[dict]:
+class CodeTable(TypedDict):
+    """One table of :func:`code_tables`."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: Sequence[tuple[str, ...]]
+
+
+def code_tables(f: FeedbackFigures) -> list[CodeTable]:
     """The per-code, per-trap, per-rule (and per-jury-decision) tables: title, header, rows."""
     specs = [
         ("False alarms per issue code", f.false_alarm_by_code,
@@ -67,7 +76,8 @@ def code_tables(f: FeedbackFigures) -> list[dict]:
          ("rule", "n", "validated", "corrected", "false-alarm rate")),
     ] + ([("False alarms per code with the CR_V2 jury's decision", f.false_alarm_by_jury,
            ("code → jury", "n", "validated", "corrected", "validated share"))] if f.false_alarm_by_jury else [])
-    out = [{"title": title, "header": header, "rows": code_rows(table)} for title, table, header in specs]
+    out: list[CodeTable] = [{"title": title, "header": header, "rows": code_rows(table)}
+                            for title, table, header in specs]
     if f.n_audited:
         head = ("n", "corrected", "false-accept rate (95% CI)")
         out += [{"title": "False accepts per document type (audits)", "header": ("accepted type", *head),

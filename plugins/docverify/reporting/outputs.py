@@ -3,15 +3,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from typing_extensions import TypedDict
 
 from docverify.domain.models import DocumentBundle, VerificationResult
 from docverify.sme.packets import build_packet, now_iso, write_packet
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
 
-JsonWriter = Callable[[str, Any], Any]
+#: ``store.write_json``'s shape: a path and a JSON-able object (its result is not used)
+JsonWriter = Callable[[str, object], object]
+
+
+class BundleFacts(Protocol):
+    """What the accepted record names of a bundle: :class:`DocumentBundle`, or the routes'
+    ``BundleMeta``."""
+
+    @property
+    def file_path(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def parser(self) -> str: ...
+
+
+class AcceptedDecision(TypedDict):
+    final_decision: str
+    rule: int
+    attempts: int
+    fixes_applied: list[str]
+
+
+class AcceptedRecord(TypedDict):
+    """``accepted/<ds>/<doc_id>.json``."""
+
+    doc_id: str
+    accepted_at: str
+    run_id: str
+    decision: AcceptedDecision
+    #: the PDF, its hash, the parser and the bundle's URI, and the caller's ``provenance``
+    provenance: dict[str, object]
+    classification: Mapping[str, object]
 
 
 def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
@@ -35,8 +71,8 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
     return uris
 
 
-def accepted_record(doc_id: str, bundle: Any, result: VerificationResult, *, bundle_uri: str, run_id: str = "",
-                    provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+def accepted_record(doc_id: str, bundle: BundleFacts, result: VerificationResult, *, bundle_uri: str,
+                    run_id: str = "", provenance: Mapping[str, object] | None = None) -> AcceptedRecord:
     """``accepted/<ds>/<doc_id>.json``: the accepted classification and its provenance. ``bundle``
     is a :class:`DocumentBundle` or anything with its ``file_path``, ``sha256`` and ``parser``."""
     return {
@@ -50,7 +86,7 @@ def accepted_record(doc_id: str, bundle: Any, result: VerificationResult, *, bun
 
 
 def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result: VerificationResult,
-                  *, provenance: dict[str, Any] | None = None, run_id: str = "",
+                  *, provenance: Mapping[str, object] | None = None, run_id: str = "",
                   write_json: JsonWriter | None = None) -> dict[str, str]:
     """The attempts, then the accepted record or the SME packet. Returns the output URIs.
     Timestamps and run ids are volatile: with a writer that skips unchanged content, a re-run

@@ -4,6 +4,7 @@ Per-route counts (final, after the retry), per-rule counts, issues by code, per-
 LLM calls and tokens (zero offline), per-stage timings, and a lineage index (document → its
 outputs), and the "Feedback from SME reviews" figures over all the store's ground truth so far
 (:mod:`docverify.reporting.evaluate`). No page text and no issue messages: the report is safe to mail around.
+The JSON's contract (its TypedDicts) is :mod:`docverify.reporting.contract`.
 """
 
 from __future__ import annotations
@@ -13,188 +14,50 @@ import html
 import logging
 import re
 from collections import Counter
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from typing_extensions import TypedDict
-
+from docverify.reporting.contract import (
+    AuditSection,
+    BatchJob,
+    BatchKey,
+    BatchRound,
+    BatchSection,
+    DocLLM,
+    DocOutputs,
+    FalseAcceptJSON,
+    FeedbackJSON,
+    JurySection,
+    ModelsSection,
+    NightFacts,
+    Report,
+    ReportDoc,
+    ReportError,
+    ReportLLM,
+    ReportWritten,
+    StageTiming,
+)
 from docverify.sme.packets import review_id
-from docverify.stages.common import USAGE_KEYS as LLM_KEYS
 from docverify.stages.common import Batch, lineage, load_stage_stats
-from docverify.storage.runstore import DocSummary, JuryVote, StageRecord, SummaryError
+from docverify.storage.runstore import DocSummary, StageRecord, SummaryError
+from docverify.storage.store import ArtifactStore
 from docverify.storage.summaries import doc_summary
+
+if TYPE_CHECKING:
+    from docverify.llm.cost import CostEstimate
+    from docverify.reporting.evaluate import FeedbackFigures
 
 log = logging.getLogger("docverify.reporting.report")
 
 
-# =========================================================================== the report's sections
-# ``batch_report.json`` is a plain JSON object (the trend, the tests and the benchmarks read it as
-# one); these TypedDicts are its contract. ``total=False``: keys present in some cases only.
-
-
-class ReportError(TypedDict):
-    """One document's error (no file, no hash: the report is safe to mail around)."""
-
-    doc_id: str
-    stage: str
-    error: str
-    message: str
-
-
-class DocLLM(TypedDict, total=False):
-    """A document's LLM usage over the night's stages (:data:`LLM_KEYS`) and its estimated cost;
-    ``batch_requests`` when batch jobs served some of its requests."""
-
-    calls: int
-    cache_hits: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    cost_usd: float | None
-    batch_requests: int
-
-
-class DocOutputs(TypedDict, total=False):
-    """What the night wrote for a document (URIs)."""
-
-    accepted: str
-    sme_packet: str
-    audit_packet: str
-    run_dir: str
-
-
-class ReportDoc(TypedDict, total=False):
-    """One row of ``per_document``."""
-
-    doc_id: str
-    input_uri: str
-    sha256: str
-    review_id: str
-    final_decision: str
-    rule: int | None
-    reason: str
-    error: str
-    attempts: int
-    route: str
-    stop_reason: str
-    issue_codes: list[str]
-    quality_score: float
-    fixes: list[str]
-    v5_audit: str
-    jury: list[JuryVote]
-    outputs: DocOutputs
-    llm: DocLLM
-
-
-class StageTiming(TypedDict):
-    seconds: float
-    tasks: int
-    docs: int
-
-
-class BatchJob(TypedDict):
-    """One batch job of batch mode's rounds (as its round's record names it)."""
-
-    round: Any
-    job: Any
-    state: Any
-    requests: Any
-
-
-class BatchSection(TypedDict, total=False):
-    """Batch mode's rounds: the totals of :data:`BATCH_KEYS`, the jobs and the batch-price cost
-    (empty in online mode)."""
-
-    requests: int
-    succeeded: int
-    failed: int
-    missing: int
-    degenerate: int
-    online_fallback: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    jobs: list[BatchJob]
-    cost_usd: float | None
-    cost_note: str
-
-
-class ReportLLM(TypedDict, total=False):
-    calls: int
-    cache_hits: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    calls_per_document: float
-    max_calls_per_document: int
-    cost_usd: float | None
-    price_model: str | None
-    price_source: str
-    cost_note: str
-    mode: str
-    #: batch mode only
-    online_cost_usd: float | None
-    batch: BatchSection
-
-
-class JurySection(TypedDict):
-    documents: int
-    findings_reviewed: int
-    final_actions: dict[str, int]
-    rules: dict[str, int]
-    flag_reasons: dict[str, int]
-
-
-#: The "Feedback from SME reviews" figures: ``docverify.reporting.evaluate.FeedbackFigures`` as JSON (without
-#: its per-document rows), or ``{"error", "message"}`` when they could not be computed — the
-#: model's own JSON, kept as that model writes it.
-FeedbackJSON = dict[str, Any]
-
-
-class AuditSection(TypedDict, total=False):
-    rate: float | None
-    accepted: int
-    sample: dict[str, float]
-    written: list[str]
-    kept: list[str]
-    #: ``FalseAcceptFigures`` as JSON, once an audit was answered
-    false_accept_night: Any
-    false_accept_overall: Any
-
-
-class Report(TypedDict, total=False):
-    """``reports/<ds>/batch_report.json`` (the optional sections first, as written)."""
-
-    jury: JurySection
-    audit: AuditSection
-    second_opinion: dict[str, int]
-    inputs: dict[str, list[str]]
-    ds: str
-    run_id: str
-    documents: int
-    routes_attempt_0: dict[str, int]
-    final_routes: dict[str, int]
-    rules: dict[str, int]
-    issues_by_code_attempt_0: dict[str, int]
-    issues_by_code_final: dict[str, int]
-    errors: list[ReportError]
-    llm: ReportLLM
-    implementations: list[str]
-    stage_timings: dict[str, StageTiming]
-    per_document: list[ReportDoc]
-    feedback: FeedbackJSON
-    #: ``docverify.reporting.trend.build``'s rows (added by :func:`write`)
-    trend: list[Any]
-    #: what classified and what judged, and the warning when one model did both (ADR 0034)
-    models: ModelsSection
-
-
 def _llm_cells(u: DocLLM) -> list[int]:
-    """A document's :data:`LLM_KEYS` counts, in that order."""
+    """A document's ``USAGE_KEYS`` counts, in that order."""
     return [u["calls"], u["cache_hits"], u["input_tokens"], u["output_tokens"], u["cached_tokens"]]
 
 
 
-def _cost_per_model(by_model: dict[str, Counter], total: Counter, whole, models: list[str]):
+def _cost_per_model(by_model: dict[str, Counter[str]], total: Counter[str], whole: CostEstimate,
+                    models: list[str]) -> CostEstimate:
     """The night's cost when its calls ran on several models (ADR 0034: the classifier and the judge
     apart): the sum of each model's usage at its own price, when the stages recorded their usage per
     model and it adds up to the total; else no figure, with a note."""
@@ -209,21 +72,12 @@ def _cost_per_model(by_model: dict[str, Counter], total: Counter, whole, models:
     return dataclasses.replace(whole, usd=usd, model=", ".join(parts) or None, note=note)
 
 
-class ModelsSection(TypedDict):
-    """What classified and what judged (ADR 0034), from the verify shards' records."""
-
-    classifier: list[str]
-    judge: list[str]
-    self_verifying: bool | None
-    warning: str
-
-
 SELF_VERIFYING_WARNING = ("the classification is verified by its own model: the judgments ran on the classifier's "
                           "model (Variable docverify_judge_conn_id is empty or names the same model), so they share "
                           "its blind spots; name another model's connection in docverify_judge_conn_id (ADR 0034)")
 
 
-def _models_section(stages: list) -> ModelsSection | None:
+def _models_section(stages: list[StageRecord]) -> ModelsSection | None:
     """The models that classified and judged the night, and the warning when they are the same."""
     seen = [st["models"] for st in stages if isinstance(st.get("models"), dict)]
     if not seen:
@@ -247,18 +101,18 @@ def models_lines(rep: Report) -> list[str]:
     return lines
 
 
-def _cost(model: str | None, usage: Counter, batch: bool = False):
+def _cost(model: str | None, usage: Mapping[str, int], batch: bool = False) -> CostEstimate:
     from docverify.llm.cost import estimate_cost
 
     return estimate_cost(model, input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
                          cached_tokens=usage.get("cached_tokens", 0), batch=batch)
 
 
-BATCH_KEYS = ("requests", "succeeded", "failed", "missing", "degenerate", "online_fallback", "input_tokens",
-              "output_tokens", "cached_tokens")
+BATCH_KEYS: tuple[BatchKey, ...] = ("requests", "succeeded", "failed", "missing", "degenerate", "online_fallback",
+                                    "input_tokens", "output_tokens", "cached_tokens")
 
 
-def _batch_section(records: list[dict], price_model: str | None) -> BatchSection:
+def _batch_section(records: list[BatchRound], price_model: str | None) -> BatchSection:
     """Batch mode's rounds (``_stages/llm_batch_*.json``): requests sent to batch jobs, what came
     back, what verify asked online instead, and the served requests' cost at the batch price."""
     if not records:
@@ -268,18 +122,21 @@ def _batch_section(records: list[dict], price_model: str | None) -> BatchSection
         total.update({k: int(r.get(k) or 0) for k in BATCH_KEYS})
     model = price_model or next((r.get("model") for r in records if r.get("model")), None)
     cost = _cost(model, total, batch=True)
-    return cast(BatchSection, {
-        **{k: total[k] for k in BATCH_KEYS},
+    return {  # the totals in the order of BATCH_KEYS
+        "requests": total["requests"], "succeeded": total["succeeded"], "failed": total["failed"],
+        "missing": total["missing"], "degenerate": total["degenerate"], "online_fallback": total["online_fallback"],
+        "input_tokens": total["input_tokens"], "output_tokens": total["output_tokens"],
+        "cached_tokens": total["cached_tokens"],
         "jobs": [BatchJob(round=r.get("round"), job=r.get("job"), state=r.get("state"), requests=r.get("requests", 0))
                  for r in records],
-        "cost_usd": cost.usd, "cost_note": cost.note})
+        "cost_usd": cost.usd, "cost_note": cost.note}
 
 
 def _money(usd: float | None) -> str:
     return "n/a" if usd is None else f"${usd:.4f}"
 
 
-def _sorted(c: Counter) -> dict[str, int]:
+def _sorted(c: Counter[str]) -> dict[str, int]:
     return {str(k): v for k, v in sorted(c.items(), key=lambda kv: (-kv[1], str(kv[0])))}
 
 
@@ -296,7 +153,7 @@ def build(batch: Batch) -> Report:
     for doc_id in routes0.get("auto_fix_retry", []):  # their final result is the retry's
         rec = rs.result(doc_id)
         if rec is not None and (rec.result is not None or rec.error is not None):
-            summaries[doc_id] = cast(DocSummary, doc_summary(rec))
+            summaries[doc_id] = doc_summary(rec)
         else:
             summaries.pop(doc_id, None)
         rs.forget(doc_id)
@@ -365,9 +222,9 @@ def build(batch: Batch) -> Report:
         docs.append(entry)
 
     llm: Counter[str] = Counter()
-    per_doc_llm: dict[str, Counter] = {}
+    per_doc_llm: dict[str, Counter[str]] = {}
     price_models: set[str] = set()
-    by_model: dict[str, Counter] = {}  # ADR 0034: a stage whose calls ran on several models
+    by_model: dict[str, Counter[str]] = {}  # ADR 0034: a stage whose calls ran on several models
     timings: dict[str, StageTiming] = {}
     for st in stages:
         for doc_id, u in (st.get("llm_per_document") or {}).items():
@@ -392,13 +249,15 @@ def build(batch: Batch) -> Report:
     n = len(docs)
     price_model = sorted(price_models)[0] if len(price_models) == 1 else None
     batch_records = [s["llm_batch"] for s in stages if s.get("llm_batch")]
-    per_doc_batch: dict[str, Counter] = {}
+    per_doc_batch: dict[str, Counter[str]] = {}
     for st in stages:
         for doc_id, u in (st.get("llm_batch_per_document") or {}).items():
             per_doc_batch.setdefault(doc_id, Counter()).update(u)
     for entry in docs:
         u = per_doc_llm.get(entry["doc_id"], Counter())
-        doc_llm = cast(DocLLM, {**{k: u.get(k, 0) for k in LLM_KEYS}, "cost_usd": _cost(price_model, u).usd})
+        doc_llm: DocLLM = {"calls": u.get("calls", 0), "cache_hits": u.get("cache_hits", 0),  # USAGE_KEYS' order
+                           "input_tokens": u.get("input_tokens", 0), "output_tokens": u.get("output_tokens", 0),
+                           "cached_tokens": u.get("cached_tokens", 0), "cost_usd": _cost(price_model, u).usd}
         entry["llm"] = doc_llm
         b = per_doc_batch.get(entry["doc_id"])
         if b:  # requests served by a batch job, at the batch price (ADR 0016)
@@ -419,7 +278,7 @@ def build(batch: Batch) -> Report:
         extra["audit"] = audit_section(batch.ds, audit_stage, feedback)
     so = [st["second_opinion"] for st in stages if st.get("second_opinion") is not None]
     if so:
-        total: Counter = Counter()
+        total: Counter[str] = Counter()
         for c in so:
             total.update(c)
         extra["second_opinion"] = dict(sorted(total.items()))
@@ -477,7 +336,7 @@ def audit_markdown(rep: Report) -> list[str]:
         return []
     from docverify.reporting.evaluate import FalseAcceptFigures
 
-    def line(fig: dict | None) -> str:
+    def line(fig: FalseAcceptJSON | None) -> str:
         return FalseAcceptFigures.model_validate(fig).show() if fig else "n/a (no audit answered yet)"
 
     lines = ["## Audit of accepted documents", "",
@@ -490,9 +349,9 @@ def audit_markdown(rep: Report) -> list[str]:
 
 
 def jury_counts(docs: list[ReportDoc]) -> JurySection:
-    actions: Counter = Counter()
-    rules: Counter = Counter()
-    reasons: Counter = Counter()
+    actions: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
     for d in docs:
         for v in d["jury"]:
             actions[v["final_action"]] += 1
@@ -527,7 +386,7 @@ def jury_markdown(rep: Report) -> list[str]:
     return lines
 
 
-def feedback_section(store) -> FeedbackJSON:
+def feedback_section(store: ArtifactStore) -> FeedbackJSON:
     """The "Feedback from SME reviews" figures over all the store's ground truth so far
     (:func:`docverify.reporting.evaluate.evaluate_store` without its per-document rows). A failure here
     never fails the report: it becomes ``{"error": …}`` (the exception's type only)."""
@@ -541,7 +400,7 @@ def feedback_section(store) -> FeedbackJSON:
                 "run `python -m docverify evaluate --root <root>` to see why"}
 
 
-def _feedback_figures(rep: Report):
+def _feedback_figures(rep: Report) -> FeedbackFigures | None:
     from docverify.reporting.evaluate import FeedbackFigures
 
     fb = rep.get("feedback")
@@ -610,7 +469,7 @@ def summary_line(rep: Report) -> str:
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
 
 
-def md(text: Any) -> str:
+def md(text: object) -> str:
     """Text for a Markdown table cell or list item: Markdown and HTML characters escaped with
     a backslash, line breaks folded — a file name never becomes markup or a link."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
@@ -815,13 +674,16 @@ def jury_html(rep: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(batch: Batch) -> dict:
+def write(batch: Batch) -> dict[str, Any]:
+    """Build the night's report and write it as JSON, Markdown and HTML (and the trend); returns
+    :class:`ReportWritten` as a plain dict (the Airflow task adds to its ``night``)."""
     from docverify.reporting import trend
 
     rep = build(batch)
     rs = batch.rs
+    trend_uris: dict[str, str]
     try:  # the last nights from the stored reports (a failure here never fails the report)
-        rep["trend"] = trend.build(batch.store, dict(rep))
+        rep["trend"] = trend.night_rows(batch.store, rep.copy())
         trend_uris = trend.write(batch.store, rep["trend"])
     except Exception as exc:
         log.warning("trend not written: %s", type(exc).__name__)
@@ -832,21 +694,26 @@ def write(batch: Batch) -> dict:
     for d in rep["per_document"]:
         lineage("batch_report", d["doc_id"], final_decision=d["final_decision"], rule=d.get("rule"),
                 outputs=d["outputs"])
-    return {"summary": summary_line(rep), "json": rs.uri(rs.report_rel("json")),
-            "markdown": rs.uri(rs.report_rel("md")), "html": rs.uri(rs.report_rel("html")),
-            "final_routes": rep["final_routes"], "errors": len(rep["errors"]), "trend": trend_uris,
-            "false_accept_night": (rep.get("audit") or {}).get("false_accept_night"), "night": night_facts(rep)}
+    written: ReportWritten = {
+        "summary": summary_line(rep), "json": rs.uri(rs.report_rel("json")),
+        "markdown": rs.uri(rs.report_rel("md")), "html": rs.uri(rs.report_rel("html")),
+        "final_routes": rep["final_routes"], "errors": len(rep["errors"]), "trend": trend_uris,
+        "false_accept_night": (rep.get("audit") or {}).get("false_accept_night"), "night": night_facts(rep)}
+    return dict(written)
 
 
-def night_facts(rep: Report) -> dict[str, Any]:
+def night_facts(rep: Report) -> NightFacts:
     """The night in counts, codes and implementation ids (the OpenLineage night facet): no
     document id, no file name, no message."""
-    llm: dict[str, Any] = dict(rep.get("llm") or {})
-    models: dict[str, Any] = dict(rep.get("models") or {})  # an empty night classified nothing
+    llm: ReportLLM = rep.get("llm") or {}
+    models = rep.get("models")  # an empty night classified nothing
     return {"night": rep["ds"], "documents": rep["documents"], "final_routes": dict(rep["final_routes"]),
             "rules": dict(rep.get("rules") or {}), "issue_codes": dict(rep.get("issues_by_code_final") or {}),
             "error_codes": dict(Counter(str(e.get("error")) for e in rep.get("errors") or [])),
             "implementations": list(rep.get("implementations") or []),
-            "models": {k: models.get(k) for k in ("classifier", "judge", "self_verifying")},
-            "llm": {k: llm.get(k) for k in ("mode", "calls", "cache_hits", "input_tokens", "output_tokens",
-                                            "cost_usd", "price_model")}}
+            "models": {"classifier": models.get("classifier") if models else None,
+                       "judge": models.get("judge") if models else None,
+                       "self_verifying": models.get("self_verifying") if models else None},
+            "llm": {"mode": llm.get("mode"), "calls": llm.get("calls"), "cache_hits": llm.get("cache_hits"),
+                    "input_tokens": llm.get("input_tokens"), "output_tokens": llm.get("output_tokens"),
+                    "cost_usd": llm.get("cost_usd"), "price_model": llm.get("price_model")}}

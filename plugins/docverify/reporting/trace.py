@@ -171,12 +171,12 @@ class Trace(BaseModel):
 # =========================================================================== reading the store
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def _obj(value: object) -> dict[str, Any]:
     """A JSON object as read, or {} for anything else (a record of another shape is not trusted)."""
     return value if isinstance(value, dict) else {}
 
 
-def _pages(details: Any) -> list[int]:
+def _pages(details: object) -> list[int]:
     out: set[int] = set()
     if isinstance(details, dict):
         for k in _PAGE_KEYS:
@@ -187,7 +187,7 @@ def _pages(details: Any) -> list[int]:
     return sorted(out)
 
 
-def _attempts(result: dict) -> list[AttemptTrace]:
+def _attempts(result: dict[str, Any]) -> list[AttemptTrace]:
     fixes: dict[int, list[str]] = {}
     for f in result.get("fixes_applied") or []:
         if isinstance(f, dict):
@@ -222,7 +222,7 @@ class _Night:
         self.result = self.rs.get_json(self.rs.result_rel(doc_id))
         self.error = self.rs.get_json(self.rs.error_rel(doc_id)) if self.result is None else None
         self._stages: list[str] | None = None
-        self.report = None
+        self.report: object = None  # the night's batch report as stored (read by document_trace)
 
     @property
     def present(self) -> bool:
@@ -352,7 +352,7 @@ def _night_steps(n: _Night, first: bool) -> list[Step]:
     return steps
 
 
-def _packet_step(n: _Night | None, ds: str, key: str, packet: dict, rel: str) -> Step:
+def _packet_step(n: _Night | None, ds: str, key: str, packet: dict[str, Any], rel: str) -> Step:
     audit = packet.get("review_kind") == "audit"
     run = packet.get("run_id") or None
     task_id = "audit_sample" if audit else "write_sme_packets"
@@ -373,7 +373,7 @@ def _packet_step(n: _Night | None, ds: str, key: str, packet: dict, rel: str) ->
                          else ""), record=rel)
 
 
-def _answer_step(ds: str, key: str, gt: dict, rel: str) -> Step:
+def _answer_step(ds: str, key: str, gt: dict[str, Any], rel: str) -> Step:
     channel = str(gt.get("channel") or "")
     m = _CHANNEL.fullmatch(channel)
     task = TaskRef(dag_id=m["dag"], task_id=m["task"], map_index=int(m["map"]), run_id=m["run"], night=ds,
@@ -434,7 +434,7 @@ def document_trace(store: ArtifactStore, doc_id: str) -> Trace:
     truths = store.list("ground_truth", ".json")
     own = re.compile(rf"sme_packet_(?P<key>(?P<ds>.+?)_{re.escape(doc_id)}(?:_[0-9a-f]{{10}})?(?P<audit>_audit)?)\.json"
                      rf"|sme_packet_(?P<legacy>{re.escape(doc_id)})\.json")
-    found: list[tuple[str, str, dict]] = []  # (night, key, packet)
+    found: list[tuple[str, str, dict[str, Any]]] = []  # (night, key, packet as stored)
     for name in packets:
         m = own.fullmatch(name)
         if not m:

@@ -15,8 +15,10 @@ import csv
 import io
 import json
 import re
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypeGuard
 
+from docverify.reporting.contract import FalseAcceptJSON, FeedbackJSON, Report, TrendRow
 from docverify.storage.store import ArtifactStore
 
 TREND_NIGHTS = 14
@@ -26,31 +28,44 @@ COLUMNS = ("night", "documents", "accepted", "retried_accepted", "escalated", "u
 _NIGHT = re.compile(r"\d{4}-\d\d-\d\d")
 
 
-def _row(rep: dict[str, Any], false_accept: dict[str, Any] | None) -> dict[str, Any]:
+def _row(rep: Report, false_accept: FalseAcceptJSON | None) -> TrendRow:
     routes = rep.get("final_routes") or {}
     n = int(rep.get("documents") or 0)
     escalated = sum(v for k, v in routes.items() if k.endswith("ESCALATE_TO_SME"))
-    fa = false_accept or {}
+    fa = false_accept
     return {
         "night": rep.get("ds"), "documents": n,
         "accepted": routes.get("AUTO_ACCEPT", 0), "retried_accepted": routes.get("AUTO_RETRY→AUTO_ACCEPT", 0),
         "escalated": escalated, "unknown": routes.get("UNKNOWN", 0),
         "escalation_rate": round(escalated / n, 4) if n else None,
         "audited": len((rep.get("audit") or {}).get("sample") or {}),
-        "false_accept_rate": fa.get("rate"), "false_accept_ci95_low": fa.get("ci95_low") if fa else None,
-        "false_accept_ci95_high": fa.get("ci95_high") if fa else None, "false_accept_n": fa.get("n", 0),
+        "false_accept_rate": fa.get("rate") if fa else None,
+        "false_accept_ci95_low": fa.get("ci95_low") if fa else None,
+        "false_accept_ci95_high": fa.get("ci95_high") if fa else None, "false_accept_n": fa.get("n", 0) if fa else 0,
         "cost_usd": (rep.get("llm") or {}).get("cost_usd"),
         "task_seconds": round(sum(t.get("seconds", 0.0) for t in (rep.get("stage_timings") or {}).values()), 3),
     }
 
 
-def build(store: ArtifactStore, current: dict[str, Any] | None = None, nights: int = TREND_NIGHTS, *,
-          feedback: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _is_object(value: object) -> TypeGuard[Report]:
+    """A stored report read back: any JSON object (an older night's may lack sections; :func:`_row`
+    reads every key with a default)."""
+    return isinstance(value, dict)
+
+
+def build(store: ArtifactStore, current: Report | None = None, nights: int = TREND_NIGHTS, *,
+          feedback: FeedbackJSON | None = None) -> list[dict[str, object]]:
+    """:func:`night_rows` as plain JSON objects (the trend pages' rows)."""
+    return [dict(r) for r in night_rows(store, current, nights, feedback=feedback)]
+
+
+def night_rows(store: ArtifactStore, current: Report | None = None, nights: int = TREND_NIGHTS, *,
+               feedback: FeedbackJSON | None = None) -> list[TrendRow]:
     """The last ``nights`` nights, oldest first: the stored reports, with ``current`` (the report
     being written) in place of its night's stored one. A report that cannot be read is skipped.
     The false-accept figures come from ``feedback`` (the feedback figures as a dict), else from
     ``current``'s."""
-    reports: dict[str, dict] = {}
+    reports: dict[str, Report] = {}
     for name, kind, _ in store.entries("reports"):
         if kind != "other" or not _NIGHT.fullmatch(name):
             continue
@@ -58,16 +73,16 @@ def build(store: ArtifactStore, current: dict[str, Any] | None = None, nights: i
             rep = store.read_json_if_exists(f"reports/{name}/batch_report.json")
         except (OSError, ValueError):
             continue
-        if isinstance(rep, dict):
+        if _is_object(rep):
             reports[name] = rep
     if current is not None:
         reports[current["ds"]] = current
     fb = feedback if feedback is not None else (current or {}).get("feedback") or {}
-    by_night = fb.get("false_accept_by_night") or {} if "error" not in fb else {}
+    by_night: dict[str, FalseAcceptJSON] = fb.get("false_accept_by_night") or {} if "error" not in fb else {}
     return [_row(reports[d], by_night.get(d)) for d in sorted(reports)[-nights:]]
 
 
-def to_csv(rows: list[dict[str, Any]]) -> str:
+def to_csv(rows: Sequence[Mapping[str, object]]) -> str:
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -76,18 +91,18 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     return out.getvalue()
 
 
-def write(store: ArtifactStore, rows: list[dict[str, Any]]) -> dict[str, str]:
+def write(store: ArtifactStore, rows: Sequence[Mapping[str, object]]) -> dict[str, str]:
     """``reports/trend.json`` and ``reports/trend.csv`` (rewritten with every report)."""
     store.write_text("reports/trend.json", json.dumps({"nights": rows, "columns": list(COLUMNS)}, indent=1))
     store.write_text("reports/trend.csv", to_csv(rows))
     return {"json": store.uri("reports/trend.json"), "csv": store.uri("reports/trend.csv")}
 
 
-def _pct(x: Any) -> str:
+def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def markdown(rows: list[dict[str, Any]]) -> list[str]:
+def markdown(rows: Sequence[TrendRow]) -> list[str]:
     """The trend table as Markdown lines ([] without rows)."""
     if not rows:
         return []

@@ -1,0 +1,287 @@
+"""The batch report's JSON contract: the TypedDicts of ``reports/<ds>/batch_report.json`` and of
+what :mod:`docverify.reporting.report` and :mod:`docverify.reporting.trend` hand on (the trend's
+rows, the night's facts, what ``report.write`` returns). Apart from both modules, which import
+each other's figures: types only, no code.
+
+``batch_report.json`` is a plain JSON object (the trend, the tests and the benchmarks read it as
+one); these TypedDicts are its contract. ``total=False``: keys present in some cases only."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
+
+from docverify.storage.runstore import JuryVote
+
+# ``batch_report.json`` is a plain JSON object (the trend, the tests and the benchmarks read it as
+# one); these TypedDicts are its contract. ``total=False``: keys present in some cases only.
+
+
+class ReportError(TypedDict):
+    """One document's error (no file, no hash: the report is safe to mail around)."""
+
+    doc_id: str
+    stage: str
+    error: str
+    message: str
+
+
+class DocLLM(TypedDict, total=False):
+    """A document's LLM usage over the night's stages (``docverify.stages.common.USAGE_KEYS``) and its
+    estimated cost; ``batch_requests`` when batch jobs served some of its requests."""
+
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost_usd: float | None
+    batch_requests: int
+
+
+class DocOutputs(TypedDict, total=False):
+    """What the night wrote for a document (URIs)."""
+
+    accepted: str
+    sme_packet: str
+    audit_packet: str
+    run_dir: str
+
+
+class ReportDoc(TypedDict, total=False):
+    """One row of ``per_document``."""
+
+    doc_id: str
+    input_uri: str
+    sha256: str
+    review_id: str
+    final_decision: str
+    rule: int | None
+    reason: str
+    error: str
+    attempts: int
+    route: str
+    stop_reason: str
+    issue_codes: list[str]
+    quality_score: float
+    fixes: list[str]
+    v5_audit: str
+    jury: list[JuryVote]
+    outputs: DocOutputs
+    llm: DocLLM
+
+
+class StageTiming(TypedDict):
+    seconds: float
+    tasks: int
+    docs: int
+
+
+class BatchJob(TypedDict):
+    """One batch job of batch mode's rounds (as its round's record names it)."""
+
+    round: str | None
+    job: str | None
+    state: str | None
+    requests: int
+
+
+BatchKey = Literal["requests", "succeeded", "failed", "missing", "degenerate", "online_fallback", "input_tokens",
+                   "output_tokens", "cached_tokens"]
+
+
+class BatchRound(TypedDict, total=False):
+    """What the report reads of a batch round's record (a stage record's ``llm_batch``:
+    ``docverify.stages.batch_mode``): the job, the model and the counts of ``BATCH_KEYS``."""
+
+    round: str
+    job: str | None
+    state: str
+    model: str | None
+    requests: int
+    succeeded: int
+    failed: int
+    missing: int
+    degenerate: int
+    online_fallback: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+
+
+class BatchSection(TypedDict, total=False):
+    """Batch mode's rounds: the totals of ``BATCH_KEYS``, the jobs and the batch-price cost
+    (empty in online mode)."""
+
+    requests: int
+    succeeded: int
+    failed: int
+    missing: int
+    degenerate: int
+    online_fallback: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    jobs: list[BatchJob]
+    cost_usd: float | None
+    cost_note: str
+
+
+class ReportLLM(TypedDict, total=False):
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    calls_per_document: float
+    max_calls_per_document: int
+    cost_usd: float | None
+    price_model: str | None
+    price_source: str
+    cost_note: str
+    mode: str
+    #: batch mode only
+    online_cost_usd: float | None
+    batch: BatchSection
+
+
+class JurySection(TypedDict):
+    documents: int
+    findings_reviewed: int
+    final_actions: dict[str, int]
+    rules: dict[str, int]
+    flag_reasons: dict[str, int]
+
+
+#: The "Feedback from SME reviews" figures: ``docverify.reporting.evaluate.FeedbackFigures`` as JSON (without
+#: its per-document rows), or ``{"error", "message"}`` when they could not be computed — the
+#: model's own JSON, kept as that model writes it.
+FeedbackJSON = dict[str, Any]
+
+
+class FalseAcceptJSON(TypedDict):
+    """``docverify.reporting.evaluate.FalseAcceptFigures`` as JSON."""
+
+    rate: float | None
+    ci95_low: float
+    ci95_high: float
+    n: int
+    corrected: int
+    n_effective: float
+
+
+class AuditSection(TypedDict, total=False):
+    rate: float | None
+    accepted: int
+    sample: dict[str, float]
+    written: list[str]
+    kept: list[str]
+    #: ``FalseAcceptFigures`` as JSON, once an audit was answered
+    false_accept_night: FalseAcceptJSON | None
+    false_accept_overall: FalseAcceptJSON | None
+
+
+class ModelsSection(TypedDict):
+    """What classified and what judged (ADR 0034), from the verify shards' records."""
+
+    classifier: list[str]
+    judge: list[str]
+    self_verifying: bool | None
+    warning: str
+
+
+class Report(TypedDict, total=False):
+    """``reports/<ds>/batch_report.json`` (the optional sections first, as written)."""
+
+    jury: JurySection
+    audit: AuditSection
+    second_opinion: dict[str, int]
+    inputs: dict[str, list[str]]
+    ds: str
+    run_id: str
+    documents: int
+    routes_attempt_0: dict[str, int]
+    final_routes: dict[str, int]
+    rules: dict[str, int]
+    issues_by_code_attempt_0: dict[str, int]
+    issues_by_code_final: dict[str, int]
+    errors: list[ReportError]
+    llm: ReportLLM
+    implementations: list[str]
+    stage_timings: dict[str, StageTiming]
+    per_document: list[ReportDoc]
+    feedback: FeedbackJSON
+    #: ``docverify.reporting.trend.night_rows``' rows (added by ``report.write``)
+    trend: list[TrendRow]
+    #: what classified and what judged, and the warning when one model did both (ADR 0034)
+    models: ModelsSection
+
+
+class TrendRow(TypedDict):
+    """One night of the trend (``docverify.reporting.trend.COLUMNS``, in that order)."""
+
+    night: str | None
+    documents: int
+    accepted: int
+    retried_accepted: int
+    escalated: int
+    unknown: int
+    escalation_rate: float | None
+    audited: int
+    false_accept_rate: float | None
+    false_accept_ci95_low: float | None
+    false_accept_ci95_high: float | None
+    false_accept_n: int
+    cost_usd: float | None
+    task_seconds: float
+
+
+class NightModels(TypedDict):
+    """:class:`ModelsSection`'s ids in the night facet (None without the section)."""
+
+    classifier: list[str] | None
+    judge: list[str] | None
+    self_verifying: bool | None
+
+
+class NightLLM(TypedDict):
+    """:class:`ReportLLM`'s figures in the night facet (None when the report has none)."""
+
+    mode: str | None
+    calls: int | None
+    cache_hits: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    price_model: str | None
+
+
+class NightFacts(TypedDict):
+    """``report.night_facts``: the night in counts, codes and implementation ids."""
+
+    night: str
+    documents: int
+    final_routes: dict[str, int]
+    rules: dict[str, int]
+    issue_codes: dict[str, int]
+    error_codes: dict[str, int]
+    implementations: list[str]
+    models: NightModels
+    llm: NightLLM
+
+
+class ReportWritten(TypedDict):
+    """What ``report.write`` returns (the ``batch_report`` task's XCom): the summary line, the
+    report's URIs, its routes and error count, the trend's URIs, the night's false-accept figures
+    and ``report.night_facts``."""
+
+    summary: str
+    json: str
+    markdown: str
+    html: str
+    final_routes: dict[str, int]
+    errors: int
+    trend: dict[str, str]
+    false_accept_night: FalseAcceptJSON | None
+    night: NightFacts
