@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from docverify.domain.models import DocumentBundle, Page
 
@@ -28,6 +28,17 @@ SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split.json"
 LARGE = pathlib.Path("text_labeled_large") / "records.jsonl"
 LARGE_SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split_large.json"
 PAGE_CHARS = 3000
+
+
+class LabelledRecord(TypedDict):
+    """One record of a labelled corpus file (``text_labeled_large``'s in the others' shape: see
+    :func:`load_large_records`); ``labels`` is the corpus's own metadata, passed on as it is."""
+
+    id: str
+    corpus: NotRequired[str]
+    proposed_doc_type: str
+    labels: NotRequired[dict[str, object] | None]
+    text: NotRequired[str | None]
 
 
 class CorpusNotFound(FileNotFoundError):
@@ -47,7 +58,7 @@ def sample_path(location: pathlib.Path | str) -> pathlib.Path:
     )
 
 
-def load_records(location: pathlib.Path | str) -> list[dict[str, Any]]:
+def load_records(location: pathlib.Path | str) -> list[LabelledRecord]:
     """The records of the labelled sample (see :func:`sample_path` for ``location``)."""
     path = sample_path(location)
     with path.open(encoding="utf-8") as fh:
@@ -80,7 +91,7 @@ def split_pages(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
     return pages or [""]
 
 
-def to_bundle(record: dict[str, Any], page_chars: int = PAGE_CHARS) -> DocumentBundle:
+def to_bundle(record: LabelledRecord, page_chars: int = PAGE_CHARS) -> DocumentBundle:
     """One record → a DocumentBundle whose pages come from :func:`split_pages`."""
     texts = split_pages(record.get("text") or "", page_chars)
     return DocumentBundle(
@@ -93,7 +104,7 @@ def to_bundle(record: dict[str, Any], page_chars: int = PAGE_CHARS) -> DocumentB
     )
 
 
-def load_all_records(corpora: pathlib.Path | str) -> list[dict[str, Any]]:
+def load_all_records(corpora: pathlib.Path | str) -> list[LabelledRecord]:
     """The records of ``combined_sample.jsonl`` and, when present, ``text_labeled_more``."""
     records = load_records(corpora)
     more = pathlib.Path(corpora) / MORE
@@ -103,7 +114,7 @@ def load_all_records(corpora: pathlib.Path | str) -> list[dict[str, Any]]:
     return records
 
 
-def source_group(record: dict[str, Any]) -> str:
+def source_group(record: LabelledRecord) -> str:
     """Records from one source document share a group (the pages of one PDF report, one FHIR
     file; instances of one shared examples file are their own documents)."""
     labels = record.get("labels") or {}
@@ -121,13 +132,13 @@ def load_split(repo: pathlib.Path | str) -> dict[str, Any]:
     return split
 
 
-def load_large_records(corpora: pathlib.Path | str) -> list[dict[str, Any]]:
+def load_large_records(corpora: pathlib.Path | str) -> list[LabelledRecord]:
     """The records of ``text_labeled_large`` in the shape of the others (``corpus`` = its ``source``,
     ``proposed_doc_type`` = its ``label``, ``labels`` = its ``meta``); [] when the file is absent."""
     path = pathlib.Path(corpora) / LARGE
     if not path.is_file():
         return []
-    out = []
+    out: list[LabelledRecord] = []
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
@@ -137,14 +148,14 @@ def load_large_records(corpora: pathlib.Path | str) -> list[dict[str, Any]]:
     return out
 
 
-def large_stratum(record: dict[str, Any]) -> str:
+def large_stratum(record: LabelledRecord) -> str:
     """The stratum of a ``text_labeled_large`` record for the split: source, label, and the operative
     notes apart from the other clinical notes."""
     note = (record.get("labels") or {}).get("note") or ""
     return f"{record['corpus']}|{record['proposed_doc_type']}|{note}"
 
 
-def part_records(corpora: pathlib.Path | str, repo: pathlib.Path | str, part: str) -> list[dict[str, Any]]:
+def part_records(corpora: pathlib.Path | str, repo: pathlib.Path | str, part: str) -> list[LabelledRecord]:
     """The records of one part (``tune`` or ``test``) of both committed splits, in split order: the
     first split's ids, then ``text_labeled_large``'s (absent records are skipped)."""
     old = {str(r["id"]): r for r in load_all_records(corpora)}
