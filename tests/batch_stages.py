@@ -14,6 +14,7 @@ from docverify.judging.judges import Judge
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
 from docverify.stages.layout import layout_local
+from docverify.stages.results import Arbitrated
 from docverify.stages.routes import accept, write_sme_packets
 from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
 
@@ -33,7 +34,7 @@ def copy_samples(root: pathlib.Path, ds: str, names: Iterable[str] | None = None
 
 
 def run_stages(b: Batch, judge: Judge, *, shard_size: int = 25, workers: int = 1,
-               before_verify: Callable[[Batch], Any] | None = None) -> dict:
+               before_verify: Callable[[Batch], Any] | None = None) -> Arbitrated:
     """discover → layout (local parser) → [``before_verify``: batch mode's rounds] → per shard:
     verify (classify, V1–V4, V5 on attempt 0) → arbiter → retry → accept → write_sme_packets.
     Returns the arbiter's result (its routes)."""
@@ -72,10 +73,10 @@ def llm_batch_rounds(judge, *, poll_s: float = 0.02, timeout_s: float = 60.0) ->
         hook = GenAIGeminiAPIHook(gemini_api_key="fake-key", gcp_conn_id=GCP_CONN_ID)
         for rnd in llm_batch.ROUNDS:
             out = llm_batch.collect(b.fresh(), judge, rnd)
-            if not out["requests"]:
+            if not out.requests:
                 continue
             name = upload_requests(b, out, hook)
-            job = hook.create_batch_job(model=out["model"], source=name,
+            job = hook.create_batch_job(model=out.model, source=name,
                                         create_batch_job_config={"display_name": f"docverify-{b.ds}-{rnd}"})
             deadline = time.monotonic() + timeout_s
             while job.state.name not in TERMINAL_JOB_STATES and time.monotonic() < deadline:

@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from docverify.layout import errors as E
+from docverify.stages.layout import DocAIResult
 from docverify_documentai.errors import DocumentAIErrorCode
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
     if not config.is_remote(batch.rs.root):
         return {**request, "skip": "the storage root is not gs://, so Document AI cannot read the PDFs in batch: "
                                    "the layout task sends them to the processor online (at most 15 pages each)"}
-    manifest = batch.manifest()["documents"]
+    manifest = batch.rs.manifest().documents
     docs = docs_to_layout(batch, manifest)
     if not docs:
         return {**request, "skip": "every document already has a Document AI bundle for the same PDF"}
@@ -53,13 +54,15 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
              settings.processor_name(), out)
     return {**request, "project_id": proc["project"], "location": proc["location"],
             "processor_id": proc["processor_id"], "processor_version": proc["processor_version"],
-            "gcs_input_uris": [d["pdf_uri"] for d in docs], "gcs_output_uri": out}
+            "gcs_input_uris": [d.pdf_uri for d in docs], "gcs_output_uri": out}
 
 
-def results_for_layout(results: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def results_for_layout(results: list[dict[str, Any]] | None) -> list[DocAIResult]:
     """The operator's results (None when it skipped) with each ``error_code`` in the core's terms."""
-    out = []
+    out: list[DocAIResult] = []
     for r in results or []:
         code = r.get("error_code")
-        out.append({**r, "error_code": ERROR_CODES[DocumentAIErrorCode(code)] if code else None})
+        out.append(DocAIResult(input_uri=r["input_uri"], output_uri=r.get("output_uri") or "", ok=bool(r.get("ok")),
+                               status_code=r.get("status_code"), status_message=r.get("status_message"),
+                               error_code=ERROR_CODES[DocumentAIErrorCode(code)] if code else None))
     return out

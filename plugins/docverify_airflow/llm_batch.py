@@ -22,10 +22,15 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docverify.stages import batch_mode as llm_batch
+from docverify.stages.common import Batch
+from docverify.stages.results import Collected
 from docverify_airflow import config
+
+if TYPE_CHECKING:
+    from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
 
 log = logging.getLogger(__name__)
 
@@ -62,19 +67,23 @@ def hook(s: config.Settings, round_key: str = "classify"):
     return GenAIGeminiAPIHook(gemini_api_key=gemini_api_key(s, round_key), gcp_conn_id=GCP_CONN_ID)
 
 
-def upload_requests(batch, out: dict[str, Any], api_hook) -> str:
+def upload_requests(batch: Batch, out: Collected, api_hook: GenAIGeminiAPIHook) -> str:
     """The round's requests file (in the store) uploaded to the Files API through the provider's
     hook; returns the file's name (``files/…``). The local copy is a temporary file, deleted."""
-    data = batch.rs.read_bytes(out["rel"])
-    fd, path = tempfile.mkstemp(prefix=f"docverify-{batch.ds}-{out['round']}-", suffix=".jsonl")
+    if out.rel is None:
+        raise ValueError(f"batch {out.round}: no requests file to upload (nothing missed the verdict cache)")
+    data = batch.rs.read_bytes(out.rel)
+    fd, path = tempfile.mkstemp(prefix=f"docverify-{batch.ds}-{out.round}-", suffix=".jsonl")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         f = api_hook.upload_file(path_to_file=path, upload_file_config={
-            "display_name": f"docverify-{batch.ds}-{out['round']}", "mime_type": "jsonl"})
+            "display_name": f"docverify-{batch.ds}-{out.round}", "mime_type": "jsonl"})
     finally:
         os.unlink(path)
-    log.info("batch %s: %d request(s) uploaded as %s", out["round"], out["requests"], f.name)
+    if not f.name:
+        raise RuntimeError(f"batch {out.round}: the Files API answered the upload without a file name")
+    log.info("batch %s: %d request(s) uploaded as %s", out.round, out.requests, f.name)
     return f.name
 
 
@@ -179,16 +188,16 @@ def collect(context, round_key: str) -> dict[str, Any]:
     s, judge = _batching(context)
     batch = make_batch(context)
     out = llm_batch.collect(batch, judge, round_key, policy=config.policy(s))  # the verify tasks' policy
-    if not out["requests"]:
+    if not out.requests:
         raise AirflowSkipException(f"every {round_key} request of this night is in the verdict cache: no batch job")
-    return {"round": round_key, "model": out["model"], "requests": out["requests"], "by_kind": out["by_kind"],
+    return {"round": round_key, "model": out.model, "requests": out.requests, "by_kind": out.by_kind,
             "file_name": upload_requests(batch, out, hook(s, round_key))}
 
 
 def ingest(context, round_key: str) -> dict[str, Any]:
     """``llm_batch_ingest_<round>`` (``all_done_min_one_success``: also after a failed job): the job's answers into
     the verdict cache."""
-    from docverify_airflow.tasks import make_batch, xcom_record
+    from docverify_airflow.tasks import make_batch
 
     s, judge = _batching(context)
     ti = context["ti"]
@@ -201,5 +210,5 @@ def ingest(context, round_key: str) -> dict[str, Any]:
     if plan and not job:
         job = {"name": None, "state": "JOB_FAILED"}  # the job task failed: every request goes online
     out = llm_batch.ingest(batch, judge, round_key, job, results)
-    return {**xcom_record(out), **{k: out["llm_batch"][k] for k in ("requests", "succeeded", "degenerate", "online_fallback",
-                                                                "state")}}
+    round_ = out.record.get("llm_batch") or {}
+    return {**out.xcom(), **{k: round_[k] for k in ("requests", "succeeded", "degenerate", "online_fallback", "state")}}

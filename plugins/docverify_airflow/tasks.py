@@ -21,6 +21,7 @@ from docverify.stages.layout import (
     merge_layout_local,
     plan_layout_local,
 )
+from docverify.stages.results import DiscoveredXCom, LayoutPart, LayoutPartXCom, StageXCom, WrittenXCom
 from docverify.stages.routes import accept as accept_stage
 from docverify.stages.routes import write_sme_packets as write_sme_packets_stage
 from docverify.stages.verify import arbiter, auto_fix_retry_shard, retry_shards, verify_shard
@@ -89,15 +90,15 @@ traced = lineage.task(lineage_uris)
 
 @retry_rule
 @traced
-def discover(context) -> dict:
+def discover(context) -> DiscoveredXCom:
     batch = make_batch(context)
     out = discover_stage(batch, int(context["params"].get("max_documents", 0)))
-    log.info("discovered %d PDF(s) under %s", out["documents"], batch.rs.uri(batch.incoming))
-    if not out["documents"]:  # an empty night is reported (batch report) and alerted, never silently green
+    log.info("discovered %d PDF(s) under %s", out.documents, batch.rs.uri(batch.incoming))
+    if not out.documents:  # an empty night is reported (batch report) and alerted, never silently green
         from docverify_airflow import notify
 
         notify.send("empty_night", context, incoming=batch.rs.uri(batch.incoming))
-    return out
+    return out.xcom()
 
 
 @retry_rule
@@ -111,7 +112,7 @@ def plan_document_ai(context) -> dict:
 
 @retry_rule
 @traced
-def layout_plan(context) -> list[dict]:
+def layout_plan(context) -> list[LayoutPartXCom]:
     """The local layout's parts (one mapped ``layout_parse`` each), after settling what needs no
     parsing (refused at discovery, unchanged bundles); none with Document AI (``layout`` does it
     all) — the mapped task is then skipped. A bad ``layout_shard_size``/``max_shards`` fails at once."""
@@ -120,29 +121,30 @@ def layout_plan(context) -> list[dict]:
         log.info("layout plan: Variable %s = %s, nothing to parse locally", config.VAR_LAYOUT, s.layout)
         return []
     params = context["params"]
-    return plan_layout_local(batch, ocr=s.ocr, shard_size=int(params.get("layout_shard_size", LAYOUT_SHARD_SIZE)),
-                               max_shards=int(params.get("max_shards", MAX_SHARDS)), map_limit=map_limit())
+    parts = plan_layout_local(batch, ocr=s.ocr, shard_size=int(params.get("layout_shard_size", LAYOUT_SHARD_SIZE)),
+                              max_shards=int(params.get("max_shards", MAX_SHARDS)), map_limit=map_limit())
+    return [p.xcom() for p in parts]
 
 
 @retry_rule
 @traced
-def layout_parse(context, part: dict) -> dict:
+def layout_parse(context, part: dict[str, object]) -> StageXCom:
     """One part of the local layout: its PDFs through the parser's bounded child processes."""
     params, s = context["params"], config.settings(context)
-    return layout_local_part(make_batch(context), part, workers=int(params.get("parse_workers", 2)),
-                               timeout_s=float(params.get("parse_timeout_s", 60)), ocr=s.ocr)
+    return layout_local_part(make_batch(context), LayoutPart.from_xcom(part), workers=int(params.get("parse_workers", 2)),
+                             timeout_s=float(params.get("parse_timeout_s", 60)), ocr=s.ocr).xcom()
 
 
 @retry_rule
 @traced
-def layout(context) -> dict:
+def layout(context) -> StageXCom:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
     processes, mapped: this task merges the ``layout_parse`` parts' records into the night's index)
     or ``document_ai``: on a gs:// root, the bundles come from the outputs of the ``document_ai``
     batch task (its XCom); on a local root, each PDF goes to the processor online."""
     batch, s = make_batch(context), config.settings(context)
     if s.layout == "local":
-        return xcom_record(merge_layout_local(batch, ocr=s.ocr))
+        return merge_layout_local(batch, ocr=s.ocr).xcom()
     conn_id = s.docai_conn_id
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
@@ -150,30 +152,11 @@ def layout(context) -> dict:
         from docverify_airflow.document_ai import results_for_layout
 
         results = results_for_layout(context["ti"].xcom_pull(task_ids="document_ai"))
-        return xcom_record(layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)))
+        return layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)).xcom()
     from docverify_documentai.hooks.document_ai import DocumentAIHook
 
     hook, name = DocumentAIHook(gcp_conn_id=conn_id), s.processor_name()
-    return xcom_record(layout_docai_online(batch, lambda data: hook.process_document(name, data)))
-
-
-def xcom_record(stats: dict) -> dict:
-    """A stage's record trimmed to what XCom should carry (counts, not per-document lists)."""
-    return {k: stats[k] for k in ("stage", "docs", "errors", "cache_hits", "seconds", "parser") if k in stats}
-
-
-def _with_routes(stats: dict) -> dict:
-    """A shard's XCom record: :func:`xcom_record` and its documents counted by route (and final decision
-    after the retry) — the task's OpenLineage facet shows them."""
-    from collections import Counter
-
-    docs = (stats.get("documents") or {}).values()
-    out = xcom_record(stats)
-    out["routes"] = dict(Counter(str(d.get("route")) for d in docs))
-    finals = Counter(str(d["final_decision"]) for d in docs if d.get("final_decision"))
-    if finals:
-        out["final_decisions"] = dict(finals)
-    return out
+    return layout_docai_online(batch, lambda data: hook.process_document(name, data)).xcom()
 
 
 def map_limit() -> int:
@@ -213,10 +196,10 @@ def _key(context) -> str:
 
 @retry_rule
 @traced
-def verify(context, shard: list[str]) -> dict:
+def verify(context, shard: list[str]) -> StageXCom:
     """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.stages.verify.verify_shard``)."""
     _, deps = wiring.task_deps(context)
-    return _with_routes(verify_shard(make_batch(context), shard, deps, _key(context)))
+    return verify_shard(make_batch(context), shard, deps, _key(context)).xcom_with_routes()
 
 
 @retry_rule
@@ -224,8 +207,7 @@ def verify(context, shard: list[str]) -> dict:
 def route(context, shards: list[list[str]]) -> list[str]:
     """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
     the second opinion, when on, was asked in ``verify`` — its VerifyDeps carry it)."""
-    result = arbiter(make_batch(context), shards=len(shards))
-    return result["routes"]
+    return arbiter(make_batch(context), shards=len(shards)).routes
 
 
 @retry_rule
@@ -236,57 +218,57 @@ def plan_retry_shards(context) -> list[list[str]]:
 
 @retry_rule
 @traced
-def auto_fix_retry(context, shard: list[str]) -> dict:
+def auto_fix_retry(context, shard: list[str]) -> StageXCom:
     _, deps = wiring.task_deps(context)
-    return _with_routes(auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)))
+    return auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)).xcom_with_routes()
 
 
 @retry_rule
 @traced
-def accept(context) -> dict:
+def accept(context) -> WrittenXCom:
     out = accept_stage(make_batch(context))
-    if not out["accepted"]:
+    if not out.accepted:
         from airflow.sdk.exceptions import AirflowSkipException
 
         raise AirflowSkipException("no document reached accept in this run")
-    return {"accepted": len(out["accepted"]), "uri": out["uri"]}
+    return out.xcom()
 
 
 @retry_rule
 @traced
-def audit_sample(context) -> dict:
+def audit_sample(context) -> WrittenXCom:
     """The night's audit of accepted documents (Variable ``docverify_audit_rate``; 0 = off): audit
     packets for the sample, reviewed in the ``sme_review`` DAG like escalations."""
     rate = config.settings(context).audit_rate
     out = audit_sample_stage(make_batch(context), rate)
     log.info("audit: %d accepted document(s), rate %.3f, sample %s; %d packet(s) written, %d kept",
-             out["accepted"], rate, out["sample"], len(out["packets"]), len(out["kept"]))
-    if out["packets"]:
+             out.accepted, rate, out.sample, len(out.packets), len(out.kept))
+    if out.packets:
         from docverify_airflow import notify
 
-        notify.send("reviews_waiting", context, packets=len(out["packets"]), uri=out["uri"], kind="audit")
-    if not out["packets"] and not out["kept"]:
+        notify.send("reviews_waiting", context, packets=len(out.packets), uri=out.uri, kind="audit")
+    if not out.packets and not out.kept:
         from airflow.sdk.exceptions import AirflowSkipException
 
         raise AirflowSkipException("no audit sample this run (no accepted document, or docverify_audit_rate is 0)")
-    return {"packets": len(out["packets"]), "kept": len(out["kept"]), "uri": out["uri"]}
+    return out.xcom()
 
 
 @retry_rule
 @traced
-def write_sme_packets(context) -> dict:
+def write_sme_packets(context) -> WrittenXCom:
     out = write_sme_packets_stage(make_batch(context))
-    if out["packets"]:
+    if out.packets:
         from docverify_airflow import notify
 
-        notify.send("reviews_waiting", context, packets=len(out["packets"]), uri=out["uri"])
+        notify.send("reviews_waiting", context, packets=len(out.packets), uri=out.uri)
         log.info("%d packet(s) to review: Browse → Required Actions (DAG sme_review); readable pages on the "
-                 "api-server at /docverify/packets/", len(out["packets"]))
-    if not out["packets"] and not out["kept_reviewed"]:
+                 "api-server at /docverify/packets/", len(out.packets))
+    if not out.packets and not out.kept_reviewed:
         from airflow.sdk.exceptions import AirflowSkipException
 
         raise AirflowSkipException("no document was escalated in this run")
-    return {"packets": len(out["packets"]), "kept_reviewed": len(out["kept_reviewed"]), "uri": out["uri"]}
+    return out.xcom()
 
 
 @retry_rule

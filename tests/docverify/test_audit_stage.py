@@ -39,13 +39,13 @@ def test_audit_packets_reproducible_kept_and_never_withdrawn(tmp_path):
     assert len(accepted_before) == 3  # quest_cbc_panel is escalated
 
     small = audit_sample(b.fresh(), 0.02)  # at least one when any document was accepted
-    assert len(small["sample"]) == 1 and small["accepted"] == 3
-    assert audit_sample(b.fresh(), 0.02)["sample"] == small["sample"]  # the same draw, packet kept
-    assert audit_sample(b.fresh(), 0.0)["sample"] == []  # 0 = off
+    assert len(small.sample) == 1 and small.accepted == 3
+    assert audit_sample(b.fresh(), 0.02).sample == small.sample  # the same draw, packet kept
+    assert audit_sample(b.fresh(), 0.0).sample == []  # 0 = off
 
     out = audit_sample(b.fresh(), 1.0)  # every accept audited
-    assert sorted(out["sample"]) == sorted(d.removesuffix(".json") for d in accepted_before)
-    assert out["kept"] == small["sample"]
+    assert sorted(out.sample) == sorted(d.removesuffix(".json") for d in accepted_before)
+    assert out.kept == small.sample
     files = _audit_files(tmp_path)
     assert len(files) == 3
     packet = json.loads((tmp_path / "sme_packets" / files[0]).read_text())
@@ -72,7 +72,7 @@ def test_audit_packets_reproducible_kept_and_never_withdrawn(tmp_path):
     b2 = _night(tmp_path, "run-2")
     assert _audit_files(tmp_path) == files
     again = audit_sample(b2.fresh(), 1.0)
-    assert sorted(again["kept"]) == sorted(out["sample"]) and again["packets"] == []
+    assert sorted(again.kept) == sorted(out.sample) and again.packets == []
     assert (tmp_path / "sme_packets" / files[0]).read_bytes() == reviewed_before
     assert not any("_audit" in p.name for p in tmp_path.glob("withdrawn/**/*"))
 

@@ -69,7 +69,7 @@ def test_missing_verifier_result_is_never_a_silent_accept(tmp_path, repo_dir):
     [shard] = plan_shards(b.fresh())
     verify_shard(b.fresh(), shard, FailingEvidenceJudge())  # V4's judgment "failed": no result
     routes = arbiter(b.fresh())
-    assert routes["counts"]["write_sme_packets"] == 1
+    assert routes.counts["write_sme_packets"] == 1
     rec = b.fresh().rs.result("genomic_brca_ngs")
     assert [i.code for i in rec.result.attempts[0].issues] == ["VERIFICATION_INCOMPLETE"]
     assert rec.result.final_decision == "ESCALATE_TO_SME"
@@ -80,7 +80,7 @@ def test_rerun_is_idempotent_and_reuses(tmp_path, repo_dir):
     run_all(b, OfflineJudge())
     before = {p: p.read_bytes() for p in tmp_path.rglob("*.json") if "_stages" not in p.parts and "reports" not in p.parts}
     stats = layout_local(b, workers=1)
-    assert stats["cache_hits"] == 2  # the corrupt file is parsed again (its error may be transient)
+    assert stats.cache_hits == 2  # the corrupt file is parsed again (its error may be transient)
     run_all(b, OfflineJudge())
     after = {p: p.read_bytes() for p in tmp_path.rglob("*.json") if "_stages" not in p.parts and "reports" not in p.parts}
     assert after == before
@@ -90,7 +90,7 @@ def test_rerun_is_idempotent_and_reuses(tmp_path, repo_dir):
 def test_discover_limits_and_counts(tmp_path, repo_dir, max_documents, expected):
     b = make_batch(tmp_path, repo_dir, ["note_mts_19", "retry_shares", "corrupt_truncated"])
     out = discover(b, max_documents)
-    assert out["documents"] == expected
+    assert out.documents == expected
     manifest = b.manifest()
     assert manifest["skipped_over_max_documents"] == 3 - expected
     assert {d["doc_id"] for d in manifest["documents"] if d["classification_rel"]} <= {"retry_shares"}

@@ -54,7 +54,7 @@ def test_outputs_become_bundles_and_failures_error_records(batch, tmp_path):
     results = _outputs(batch, tmp_path, {"corrupt_truncated": 3})
     results = [r for r in results if "fax_cover_sheet" not in r["input_uri"]]  # the job said nothing about it
     out = layout_docai_outputs(batch, results, lambda uri: __import__("pathlib").Path(uri))
-    assert out["errors"] == 2 and out["docs"] == 4
+    assert out.errors == 2 and out.docs == 4
     bundle = json.loads((tmp_path / "runs" / DS / "genomic_brca_ngs" / "bundle.json").read_text())
     assert bundle["parser"] == "document_ai:layout-parser" and bundle["total_pages"] == 2
     assert bundle["file_path"].endswith("genomic_brca_ngs.pdf") and bundle["sha256"]
@@ -65,7 +65,7 @@ def test_outputs_become_bundles_and_failures_error_records(batch, tmp_path):
     assert plan_shards(batch, 10) == [["genomic_brca_ngs", "note_mts_19"]]
 
     # a re-run sends only the document whose failure may pass: not the bundles, not the corrupt PDF
-    assert [d["doc_id"] for d in docs_to_layout(batch)] == ["fax_cover_sheet"]
+    assert [d.doc_id for d in docs_to_layout(batch)] == ["fax_cover_sheet"]
     batch.reuse = False
     assert len(docs_to_layout(batch)) == 4  # reuse_cached=false sends everything again
 
@@ -73,7 +73,7 @@ def test_outputs_become_bundles_and_failures_error_records(batch, tmp_path):
 def test_transient_status_is_sent_again(batch, tmp_path):
     layout_docai_outputs(batch, _outputs(batch, tmp_path, {"corrupt_truncated": 14}),
                            lambda uri: __import__("pathlib").Path(uri))
-    assert [d["doc_id"] for d in docs_to_layout(batch)] == ["corrupt_truncated"]
+    assert [d.doc_id for d in docs_to_layout(batch)] == ["corrupt_truncated"]
 
 
 def test_unreadable_output_is_the_documents_error(batch, tmp_path):
@@ -81,7 +81,7 @@ def test_unreadable_output_is_the_documents_error(batch, tmp_path):
     (tmp_path / "docai_out" / "note_mts_19" / "note_mts_19-0.json").write_text("{not json")
     out = layout_docai_outputs(batch, results, lambda uri: __import__("pathlib").Path(uri))
     err = json.loads((tmp_path / "runs" / DS / "note_mts_19" / "error.json").read_text())
-    assert err["error"] == "DOCAI_INVALID_JSON" and out["errors"] == 2
+    assert err["error"] == "DOCAI_INVALID_JSON" and out.errors == 2
 
 
 def test_online_path_limit_and_faults(batch, tmp_path):
@@ -98,7 +98,7 @@ def test_online_path_limit_and_faults(batch, tmp_path):
     # genomic_brca_ngs has 2 pages: refused before any request, with the fix in the message
     assert errors["genomic_brca_ngs"]["error"] == "TOO_MANY_PAGES" and "gs://" in errors["genomic_brca_ngs"]["message"]
     assert errors["corrupt_truncated"]["error"] in ("CORRUPT", "ENCRYPTED")
-    assert len(calls) == 2 and out["errors"] == 3
+    assert len(calls) == 2 and out.errors == 3
     transient = [k for k, e in errors.items() if e["error"] == "DOCAI_FAILED"]
     assert len(transient) == 1 and errors[transient[0]]["retryable"] is True
-    assert [d["doc_id"] for d in docs_to_layout(batch)] == transient
+    assert [d.doc_id for d in docs_to_layout(batch)] == transient

@@ -317,7 +317,7 @@ def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path, policy, route):
     store.write_json(batch.run_rel(doc_id, "bundle.json"), b)
     verify_shard(batch.fresh(), [doc_id], OfflineJudge(), **({"policy": policy} if policy else {}))
     out = arbiter(batch.fresh())
-    assert out["counts"][route] == 1
+    assert out.counts[route] == 1
     if policy is not None:  # the retry, under the same policy, repairs and accepts it
         auto_fix_retry_shard(batch.fresh(), [doc_id], OfflineJudge(), policy=policy)
         assert batch.fresh().rs.result(doc_id).result.final_decision == "AUTO_ACCEPT"

@@ -22,7 +22,7 @@ def test_files_that_are_not_pdfs_are_listed_as_ignored(tmp_path, caplog):
     b = Batch(store=ArtifactStore(tmp_path), ds=DS, run_id="r1")
     with caplog.at_level(logging.WARNING):
         out = discover(b)
-    assert out["documents"] == 1
+    assert out.documents == 1
     manifest = b.fresh().rs.manifest_if_exists()
     assert sorted((manifest.model_extra or {})["ignored_files"]) == ["notes.docx", "old", "scan_0001.tiff"]
     assert any("3 file(s)" in r.getMessage() and "ignored" in r.getMessage() for r in caplog.records)

@@ -15,6 +15,7 @@ from docverify.stages.layout import (
     merge_layout_local,
     plan_layout_local,
 )
+from docverify.storage.runstore import ManifestDoc
 from docverify.storage.store import ArtifactStore
 
 DS = "2026-11-20"
@@ -47,16 +48,16 @@ def test_parts_merge_into_the_same_index_as_one_layout(tmp_path):
     docs = many.fresh().rs.manifest().documents
     refused = [d for d in docs if d.input_error]
     assert len(parts) == -(-(len(docs) - len(refused)) // 3) > 1  # every PDF to parse, 3 a part
-    assert sorted(i for p in parts for i in p["doc_ids"]) == sorted(d.doc_id for d in docs if not d.input_error)
+    assert sorted(i for p in parts for i in p.doc_ids) == sorted(d.doc_id for d in docs if not d.input_error)
     assert index_of(many) == index_of(one)
-    assert record["docs"] == len(docs) and record["parts"] == len(parts)
-    assert record["errors"] == len(index_of(one)["failed"]) > 0  # the corrupt and refused files are counted
+    assert record.docs == len(docs) and record.record["parts"] == len(parts)
+    assert record.errors == len(index_of(one)["failed"]) > 0  # the corrupt and refused files are counted
 
 
 def test_parts_stay_within_max_shards(tmp_path):
     b = night(tmp_path)
     parts = plan_layout_local(b.fresh(), shard_size=1, max_shards=4)
-    assert len(parts) == 4 and all(p["doc_ids"] for p in parts)
+    assert len(parts) == 4 and all(p.doc_ids for p in parts)
     with pytest.raises(ValueError, match="shard_size"):
         plan_layout_local(b.fresh(), shard_size=0)
 
@@ -67,9 +68,9 @@ def test_a_rerun_plans_no_part_for_unchanged_bundles(tmp_path):
     first = index_of(b)
     parts, record = mapped_layout(b, shard_size=3)
     # only the files that failed to parse are parsed again (their error may have been transient)
-    again = sorted(i for p in parts for i in p["doc_ids"])
+    again = sorted(i for p in parts for i in p.doc_ids)
     assert again and set(again) <= set(first["failed"])
-    assert record["cache_hits"] == len(first["ok"])
+    assert record.cache_hits == len(first["ok"])
     assert index_of(b) == {**first, "new": []}  # nothing is new the second time
 
 
@@ -85,7 +86,7 @@ def test_a_part_of_another_plan_is_refused(tmp_path):
         merge_layout_local(b.fresh())  # part 0 on the store is the old plan's
     for part in new:
         layout_local_part(b.fresh(), part, workers=1)
-    assert merge_layout_local(b.fresh())["parts"] == 2
+    assert merge_layout_local(b.fresh()).record["parts"] == 2
     assert len(index_of(b)["ok"]) == 3
 
 
@@ -99,10 +100,10 @@ def test_a_missing_part_names_the_task_to_clear(tmp_path):
 def test_parts_balance_runs_of_large_files():
     # four big scans named alike (contiguous in the manifest) and twelve small text PDFs: split in
     # manifest order, one part would get every scan; balanced, each part gets one
-    docs = [{"doc_id": f"scan_{i}", "bytes": 2_000_000} for i in range(4)]
-    docs += [{"doc_id": f"note_{i:02d}", "bytes": 30_000} for i in range(12)]
+    docs = [ManifestDoc(doc_id=f"scan_{i}", pdf_rel="", pdf_uri="", bytes=2_000_000) for i in range(4)]
+    docs += [ManifestDoc(doc_id=f"note_{i:02d}", pdf_rel="", pdf_uri="", bytes=30_000) for i in range(12)]
     parts = _balanced(docs, 4)
-    assert sorted(i for p in parts for i in p) == sorted(d["doc_id"] for d in docs)
+    assert sorted(i for p in parts for i in p) == sorted(d.doc_id for d in docs)
     assert [sum(i.startswith("scan") for i in p) for p in parts] == [1, 1, 1, 1]
     assert all(len(p) == 4 for p in parts) and parts[0][0] == "scan_0"  # manifest order inside a part
     assert _balanced([], 3) == [] and _balanced(docs[:2], 1) == [["scan_0", "scan_1"]]

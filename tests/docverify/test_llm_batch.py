@@ -213,12 +213,12 @@ def test_ingest_routes_degenerate_answers_online_and_counts_them(tmp_path, real_
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     out = llm_batch.ingest(b, judge, "judgments", {"name": "batches/b1", "state": "JOB_STATE_SUCCEEDED"},
                            llm_batch.results_from_jsonl(data))
-    rec = out["llm_batch"]
+    rec = out.record["llm_batch"]
     assert (rec["succeeded"], rec["degenerate"], rec["failed"], rec["online_fallback"]) == (1, 3, 0, 3)
     assert judge.cache.get("ok") == {"findings": []}
     assert all(judge.cache.get(k) is None for k in ("cut", "empty", "nocand"))  # verify asks these online
     # priced by the model that answered (modelVersion), not the judge's configured name ("test")
-    assert out["price_model"] == "gemini-2.5-flash" and rec["answered_by"] == ["gemini-2.5-flash"]
+    assert out.record["price_model"] == "gemini-2.5-flash" and rec["answered_by"] == ["gemini-2.5-flash"]
 
 
 def test_ingest_caches_valid_answers_only_and_counts_the_rest(tmp_path):
@@ -234,16 +234,16 @@ def test_ingest_caches_valid_answers_only_and_counts_the_rest(tmp_path):
     data = "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines).encode()
     out = llm_batch.ingest(b, judge, "judgments", {"name": "batches/b1", "state": "JOB_STATE_SUCCEEDED"},
                            llm_batch.results_from_jsonl(data))
-    rec = out["llm_batch"]
+    rec = out.record["llm_batch"]
     assert (rec["requests"], rec["succeeded"], rec["failed"], rec["missing"], rec["online_fallback"]) == (4, 1, 2, 1, 3)
     assert judge.cache.get("ok") == {"findings": []}
     assert all(judge.cache.get(k) is None for k in ("err", "bad", "gone"))  # left to verify's online calls
     assert b.store.read_json("cache/llm/ok.json")["batch_job"] == "batches/b1"
-    assert out["llm_batch_per_document"] == {"doc0": {"requests": 1, "input_tokens": 100, "output_tokens": 10,
+    assert out.record["llm_batch_per_document"] == {"doc0": {"requests": 1, "input_tokens": 100, "output_tokens": 10,
                                                       "cached_tokens": 0}}
     # a failed job: nothing is cached, every request goes online
     out = llm_batch.ingest(b, judge, "judgments", {"name": None, "state": "JOB_FAILED"}, None)
-    assert (out["llm_batch"]["succeeded"], out["llm_batch"]["online_fallback"]) == (0, 4)
+    assert (out.record["llm_batch"]["succeeded"], out.record["llm_batch"]["online_fallback"]) == (0, 4)
 
 
 def test_inline_results_are_read_by_their_key():

@@ -167,7 +167,7 @@ def test_the_collect_pass_writes_no_lineage_and_verify_does(tmp_path, caplog, mo
     with caplog.at_level(logging.INFO, logger="docverify.lineage"):
         out = llm_batch.collect(b.fresh(), judge, "classify")
         out2 = llm_batch.collect(b.fresh(), judge, "judgments")
-    assert out["requests"] == 1 and out2["requests"] > 0  # the pass ran both documents' verify code
+    assert out.requests == 1 and out2.requests > 0  # the pass ran both documents' verify code
     assert _lineage_lines(caplog) == []
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="docverify.lineage"):

@@ -148,7 +148,7 @@ def test_a_pdf_swapped_while_its_layout_part_runs_is_refused_by_the_parse_worker
 
     def then_swapped(batch, doc, tmp):  # the layout's check passes, then the file system changes
         path = real(batch, doc, tmp)
-        name = doc["pdf_rel"].rsplit("/", 1)[-1]
+        name = doc.pdf_rel.rsplit("/", 1)[-1]
         if name in by_name:
             put(night, name, by_name[name], OTHER_NOTE)
         return path
@@ -158,10 +158,10 @@ def test_a_pdf_swapped_while_its_layout_part_runs_is_refused_by_the_parse_worker
     assert len(parts) == 1
     out = layout_stage.layout_local_part(b.fresh(), parts[0], workers=2, timeout_s=60)
     index = layout_stage.merge_layout_local(b.fresh())
-    assert out["errors"] == len(names) and sorted(index["ok"]) == ["genomic_brca_ngs", "note_mts_19"]
+    assert out.errors == len(names) and sorted(index.record["ok"]) == ["genomic_brca_ngs", "note_mts_19"]
     for state, name in names.items():
         doc_id = name[:-4]
-        rec = index["failed"][doc_id]
+        rec = index.record["failed"][doc_id]
         assert rec["error"] == "INPUT_NOT_REGULAR" and WORDS[state] in rec["message"], rec
         assert not (night.root / "runs" / DS / doc_id / "bundle.json").exists()
 
@@ -206,8 +206,8 @@ def test_document_ai_online_refuses_a_swapped_pdf_without_sending_it(tmp_path):
         return layout_parser_document(data)
 
     out = layout_docai_online(b.fresh(), process)
-    assert out["errors"] == 1 and sorted(out["ok"]) == ["genomic_brca_ngs", "note_mts_19"]
-    assert out["failed"]["swapped"]["error"] == "INPUT_NOT_REGULAR"
+    assert out.errors == 1 and sorted(out.record["ok"]) == ["genomic_brca_ngs", "note_mts_19"]
+    assert out.record["failed"]["swapped"]["error"] == "INPUT_NOT_REGULAR"
     assert sorted(sent) == sorted([NOTE, GENOMIC])  # the outside PDF's bytes were never sent
 
 
@@ -271,8 +271,8 @@ def test_on_a_gcs_root_a_pdf_removed_after_discovery_is_that_documents_error(gcs
     discover(b.fresh())
     store.delete(f"incoming/{DS}/gone.pdf")
     out = layout_local(b.fresh(), workers=1, timeout_s=60, ocr=False)
-    assert out["ok"] == ["note_mts_19"] and out["failed"]["gone"]["error"] == "INPUT_NOT_REGULAR"
-    assert "gone" in out["failed"]["gone"]["message"]
+    assert out.record["ok"] == ["note_mts_19"] and out.record["failed"]["gone"]["error"] == "INPUT_NOT_REGULAR"
+    assert "gone" in out.record["failed"]["gone"]["message"]
 
 
 # ----------------------------------------------------------------------------- the task's retry rule

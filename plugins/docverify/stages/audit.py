@@ -8,6 +8,7 @@ by ``<doc>_<10 hex>`` exactly, so they never see (nor withdraw, nor overwrite) a
 from __future__ import annotations
 
 from docverify.stages.common import Batch, StageStats, lineage
+from docverify.stages.results import AuditDrawn
 
 AUDIT_SUFFIX = "_audit"
 
@@ -16,7 +17,7 @@ def audit_key(review_id: str) -> str:
     return f"{review_id}{AUDIT_SUFFIX}"
 
 
-def audit_sample(batch: Batch, rate: float) -> dict:
+def audit_sample(batch: Batch, rate: float) -> AuditDrawn:
     """Draw the night's audit sample among the documents whose final decision is AUTO_ACCEPT
     (the accept and retry routes; :func:`docverify.reporting.audit_sample.draw_sample`, ``rate`` 0 = off) and write
     an audit packet for each: the classification to confirm, the page images, the verifiers'
@@ -70,5 +71,5 @@ def audit_sample(batch: Batch, rate: float) -> dict:
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept=kept, accepted=len(accepted), rate=rate,
                sample={d: round(p, 6) for d, p in sample})
-    return {"packets": written, "kept": kept, "sample": [d for d, _ in sample], "accepted": len(accepted),
-            "uri": rs.uri(rs.PACKETS_DIR)}
+    return AuditDrawn(packets=written, kept=kept, sample=[d for d, _ in sample], accepted=len(accepted),
+                      uri=rs.uri(rs.PACKETS_DIR))

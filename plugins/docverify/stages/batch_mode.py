@@ -38,15 +38,23 @@ import functools
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
+from docverify.domain.models import DocumentBundle
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
-from docverify.judging.judges import CallDeferred, JudgeThrottled, Usage
+from docverify.judging.judges import CallDeferred, ClassifyResult, JudgeThrottled, Usage
 from docverify.llm.faults import ClassificationError
 from docverify.llm.judge import JudgeOutcome, LLMJudge
 from docverify.llm.prompts import PROMPTS, load_prompt, prompt_hash, render_user_prompt
 from docverify.llm.schemas import OUTPUT_TYPES
 from docverify.stages.common import Batch, StageStats, gather_bounded
+from docverify.stages.results import Collected, StageOutcome
+
+if TYPE_CHECKING:
+    import httpx2
+    from pydantic_ai.models.google import GoogleModel
 
 log = logging.getLogger("docverify.stages.batch_mode")
 
@@ -81,14 +89,14 @@ class _Captured(Exception):  # noqa: N818 - a signal from the capturing transpor
         self.body = body
 
 
-def _capturing_model(model_name: str):
+def _capturing_model(model_name: str) -> GoogleModel:
     """A pydantic-ai ``GoogleModel`` of ``model_name`` whose HTTP transport raises the request body
     instead of sending it: the body the online judge would send, built by the same code."""
     import httpx2
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
 
-    def capture(request):
+    def capture(request: httpx2.Request) -> httpx2.Response:
         raise _Captured(json.loads(request.content))
 
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(capture), timeout=60)
@@ -135,19 +143,18 @@ class RecordingJudge(LLMJudge):
                 raise RuntimeError("the capturing transport sent a request")
         return JudgeOutcome(None, Usage(), key, error=CallDeferred(f"{kind} for {doc_id} recorded for a batch job"))
 
-    async def classify(self, bundle):
+    async def classify(self, bundle: DocumentBundle) -> ClassifyResult:
         try:
             return await super().classify(bundle)
         except ClassificationError as exc:
-            if isinstance(getattr(exc, "cause", None), CallDeferred):
+            if isinstance(exc.cause, CallDeferred):
                 raise exc.cause from None
             raise
 
 
-def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPolicy = DEFAULT_POLICY) -> dict[str, Any]:
+def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPolicy = DEFAULT_POLICY) -> Collected:
     """The collect pass of one round (see the module docstring): the night's requests that miss the
-    verdict cache, written as the Batch API's JSONL. Returns ``{"round", "requests", "by_kind",
-    "rel", "model"}`` (``requests`` 0: nothing to send, no file written). ``policy``: the night's
+    verdict cache, written as the Batch API's JSONL (``requests`` 0: nothing to send, no file written). ``policy``: the night's
     :class:`~docverify.domain.policy.VerifyPolicy`, the one the verify tasks use, so the pass takes the
     same decisions (and asks for the same calls) as the online path."""
     from docverify.pipeline.document import verify_document
@@ -225,14 +232,14 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
         ingest(batch, judge, round_key, None, None)
     log.info("batch collect %s: %d request(s) miss the verdict cache %s; %d classification(s) awaited first",
              round_key, len(recorded), by_kind, deferred if round_key == "classify" else 0)
-    return {"round": round_key, "requests": len(recorded), "by_kind": by_kind, "rel": rel if recorded else None,
-            "model": batch_model}
+    return Collected(round=round_key, requests=len(recorded), by_kind=by_kind, rel=rel if recorded else None,
+                     model=batch_model)
 
 
 # =========================================================================== results
 
 
-def output_of(response: dict[str, Any], kind: str):
+def output_of(response: dict[str, Any], kind: str) -> BaseModel:
     """The validated structured output of one ``GenerateContentResponse`` (the output tool's
     arguments), or ValueError."""
     candidates = response.get("candidates") or []
@@ -337,7 +344,7 @@ def results_from_inline(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | None,
-           results: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+           results: dict[str, dict[str, Any]] | None) -> StageOutcome:
     """Write one round's batch answers into the verdict cache (see the module docstring).
     ``job``: the batch job as a dict (``name``, ``state``) or None when no job ran (it failed, or
     nothing was sent); ``results``: the answers by key (:func:`results_from_jsonl` /
@@ -408,6 +415,6 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
     answered_by.discard("")
     stats.price_model = (SEVERAL.join(sorted(answered_by)) if answered_by
                          else price_name(judge.price_model))
-    return stats.save(batch, f"llm_batch_{round_key}", llm_batch={
+    return StageOutcome(stats.save(batch, f"llm_batch_{round_key}", llm_batch={
         "round": round_key, "job": job_name, "state": state, **counts, "online_fallback": fallback, **totals,
-        "model": idx.get("model"), "answered_by": sorted(answered_by)}, llm_batch_per_document=per_doc)
+        "model": idx.get("model"), "answered_by": sorted(answered_by)}, llm_batch_per_document=per_doc))

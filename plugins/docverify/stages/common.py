@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from docverify.judging.judges import Judge, Usage
 from docverify.llm.cost import SEVERAL
@@ -96,7 +96,7 @@ class Batch:
     def routes_rel(self) -> str:
         return self.rs.routes_rel
 
-    def manifest(self) -> dict:
+    def manifest(self) -> dict[str, Any]:
         """The manifest as stored (a dict; :meth:`RunStore.manifest` gives the model)."""
         return self.rs.manifest().as_json()
 
@@ -139,7 +139,7 @@ class StageStats:
             for key, value in _usage_dict(usage).items():
                 d[key] += value
 
-    def record(self, **extra: Any) -> dict:
+    def record(self, **extra: Unpack[StageRecord]) -> StageRecord:
         return {"stage": self.stage, "docs": self.docs, "errors": self.errors, "cache_hits": self.cache_hits,
                 "seconds": round(time.perf_counter() - self.started, 3),
                 "llm": _usage_dict(self.usage), "llm_per_document": self.per_doc,
@@ -147,13 +147,13 @@ class StageStats:
                 **({"llm_by_model": {m: _usage_dict(u) for m, u in sorted(self.by_model.items())}}
                    if len(self.by_model) > 1 else {}), **extra}
 
-    def save(self, batch: Batch, key: str | None = None, **extra: Any) -> dict:
+    def save(self, batch: Batch, key: str | None = None, **extra: Unpack[StageRecord]) -> StageRecord:
         out = self.record(**extra)
         batch.rs.write_json(batch.rs.stage_rel(key or self.stage), out)
         self.log(out)
         return out
 
-    def log(self, out: dict) -> None:
+    def log(self, out: StageRecord) -> None:
         log.info("stage %s: %d document(s), %d error(s), %d reused, %.2fs, %d LLM call(s)", self.stage,
                  self.docs, self.errors, self.cache_hits, out["seconds"], self.usage.llm_calls)
 
@@ -162,7 +162,7 @@ async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: i
     """Run coroutine factories concurrently, at most ``limit`` at a time, in input order."""
     sem = asyncio.Semaphore(max(1, limit))
 
-    async def one(f):
+    async def one(f: Callable[[], Awaitable[Any]]) -> Any:
         async with sem:
             return await f()
 

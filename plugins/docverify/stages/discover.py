@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from typing import TypedDict
 
 from docverify.domain.resources import sha256_bytes
 from docverify.stages.common import Batch, StageStats, lineage
+from docverify.stages.results import Discovered
 from docverify.stages.routes import withdraw_removed
 from docverify.storage.inputs import sha256_regular
 from docverify.storage.limits import (
@@ -25,6 +27,14 @@ from docverify.storage.runstore import (
 log = logging.getLogger("docverify.stages")
 
 
+class _Listed(TypedDict, total=False):
+    """What the listing found besides the PDFs (in the manifest and discover's record, only when any)."""
+
+    orphan_companions: list[str]
+    removed: list[str]
+    ignored_files: list[str]
+
+
 def _input_error(batch: Batch, entry: ManifestDoc, code: str, message: str) -> None:
     """A document refused at discovery (not a regular file, too large): its error record, so it
     is escalated with the error in its packet — counted, never dropped, never read."""
@@ -32,7 +42,7 @@ def _input_error(batch: Batch, entry: ManifestDoc, code: str, message: str) -> N
                               ErrorRecord.of(entry, code, message, "discover", sha256=entry.sha256))
 
 
-def discover(batch: Batch, max_documents: int = 0) -> dict:
+def discover(batch: Batch, max_documents: int = 0) -> Discovered:
     """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json`` /
     ``<doc>.production.json``) into the manifest. Inputs are never modified. A symbolic link or
     another non-regular file named ``*.pdf`` is never followed or read, and a file over
@@ -131,7 +141,13 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     if ignored:
         log.warning("%d file(s) in %s are neither PDFs nor companions and were ignored (listed in the manifest): %s",
                     len(ignored), rs.uri(batch.incoming), ignored[:20])
-    extra = {k: v for k, v in (("orphan_companions", orphans), ("removed", removed), ("ignored_files", ignored)) if v}
+    extra: _Listed = {}
+    if orphans:
+        extra["orphan_companions"] = orphans
+    if removed:
+        extra["removed"] = removed
+    if ignored:
+        extra["ignored_files"] = ignored
     manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=docs,
                         skipped_over_max_documents=skipped, **extra)
     # the stage's record rides in the manifest (``stats``, volatile): no object of its own
@@ -141,4 +157,4 @@ def discover(batch: Batch, max_documents: int = 0) -> dict:
     if not docs:
         log.warning("no PDF under %s: nothing to verify (put files there, or set the batch_prefix param)",
                     rs.uri(batch.incoming))
-    return {"manifest": rs.uri(rs.manifest_rel), "documents": len(docs)}
+    return Discovered(manifest=rs.uri(rs.manifest_rel), documents=len(docs))

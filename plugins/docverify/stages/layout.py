@@ -7,7 +7,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
@@ -17,13 +17,14 @@ from docverify.stages.common import (
     lineage,
     shard_size_for,
 )
+from docverify.stages.results import LayoutPart, StageOutcome
 from docverify.storage.inputs import GONE, LINK, entry_problem, not_regular, read_regular, real_root
 from docverify.storage.limits import (
     MAX_PAGE_CHARS,
     MAX_PDF_BYTES,
     InputError,
 )
-from docverify.storage.runstore import ErrorRecord
+from docverify.storage.runstore import ErrorRecord, ManifestDoc
 
 if TYPE_CHECKING:
     from docverify.layout.errors import ParseError
@@ -64,13 +65,13 @@ class _Layout:
         if doc_id not in self.present:
             self.new.append(doc_id)
 
-    def reusable(self, doc: dict, parsers: Iterable[str] = (), prefix: str = "") -> bool:
+    def reusable(self, doc: ManifestDoc, parsers: Iterable[str] = (), prefix: str = "") -> bool:
         """The bundle this night's earlier layout recorded for the same PDF (sha256) by one of
         ``parsers`` (or a parser starting with ``prefix``) — known without reading the bundle."""
-        if self.previous is None or doc["doc_id"] not in self.present:
+        if self.previous is None or doc.doc_id not in self.present:
             return False
-        sha, parser = (self.previous.parsed.get(doc["doc_id"]) or ["", ""])[:2]
-        return sha == doc["sha256"] and _parser_matches(parser, parsers, prefix)
+        sha, parser = (self.previous.parsed.get(doc.doc_id) or ["", ""])[:2]
+        return sha == doc.sha256 and _parser_matches(parser, parsers, prefix)
 
     def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
         self.ok.add(doc_id)
@@ -81,18 +82,18 @@ class _Layout:
     def failed(self, doc_id: str, record: ErrorRecord) -> None:
         self.errors[doc_id] = record
 
-    def input_error(self, doc: dict) -> None:
+    def input_error(self, doc: ManifestDoc) -> None:
         """A document refused at discovery: its error record (one read, refusals only)."""
-        stored = self.batch.rs.get_json(self.batch.rs.error_rel(doc["doc_id"]))
+        stored = self.batch.rs.get_json(self.batch.rs.error_rel(doc.doc_id))
         rec = ErrorRecord.model_validate(stored) if stored else ErrorRecord.of(
-            doc, doc["input_error"], f"{doc['pdf_uri']}: refused at discovery ({doc['input_error']})", "discover")
-        self.failed(doc["doc_id"], rec)
+            doc, str(doc.input_error), f"{doc.pdf_uri}: refused at discovery ({doc.input_error})", "discover")
+        self.failed(doc.doc_id, rec)
 
-    def save(self, stats: StageStats, **extra: Any) -> dict:
+    def save(self, stats: StageStats, **extra: Any) -> StageOutcome:
         docs = self.manifest.documents
-        return stats.save(self.batch, documents=[d.model_dump(mode="json", exclude_none=True) for d in docs],
+        return StageOutcome(stats.save(self.batch, documents=[d.model_dump(mode="json", exclude_none=True) for d in docs],
                           ok=[d.doc_id for d in docs if d.doc_id in self.ok and d.doc_id not in self.errors],
-                          failed=_errors_json(self.errors), new=self.new, parsed=self.parsed, **extra)
+                          failed=_errors_json(self.errors), new=self.new, parsed=self.parsed, **extra))
 
 
 def _errors_json(errors: dict[str, ErrorRecord]) -> dict[str, object]:
@@ -104,8 +105,8 @@ def _errors_of(stored: dict[str, object]) -> dict[str, ErrorRecord]:
     return {doc_id: ErrorRecord.model_validate(rec) for doc_id, rec in stored.items()}
 
 
-def _docs(batch: Batch) -> list[dict]:
-    return batch.manifest()["documents"]
+def _docs(batch: Batch) -> list[ManifestDoc]:
+    return batch.rs.manifest().documents
 
 
 #: PDFs per mapped ``layout_parse`` task at least (≈ 1 minute of parsing with 2 parse workers on 2
@@ -129,12 +130,12 @@ def _local_parsers(ocr: bool) -> tuple[str, ...]:
 
 
 def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOUT_SHARD_SIZE,
-                      max_shards: int = MAX_SHARDS, map_limit: int = AIRFLOW_MAP_LIMIT) -> list[dict]:
+                      max_shards: int = MAX_SHARDS, map_limit: int = AIRFLOW_MAP_LIMIT) -> list[LayoutPart]:
     """The local layout's first step (metadata only, nothing parsed): documents refused at
     discovery and unchanged bundles (``reuse``) are settled here; the PDFs left to parse are split
     into parts of at least ``shard_size`` (at most ``max_shards``), one mapped ``layout_parse``
     task each. Writes the plan (``_stages/layout/plan.json``: what is settled, the parts, a token that the
-    parts' records must carry) and returns the parts: ``{"token", "part", "doc_ids"}``."""
+    parts' records must carry) and returns the parts."""
     import uuid
 
     shard_size_for(0, shard_size, max_shards, map_limit)  # a bad value fails before anything is read
@@ -144,26 +145,26 @@ def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOU
     state = _Layout(batch)
     todo = []
     for doc in docs:
-        state.seen(doc["doc_id"])
-        if doc.get("input_error"):  # refused at discovery: never parsed
+        state.seen(doc.doc_id)
+        if doc.input_error:  # refused at discovery: never parsed
             stats.errors += 1
             state.input_error(doc)
             continue
         hit = _bundle_reusable(batch, doc, state, reusable) if batch.reuse else None
         if hit:
             stats.cache_hits += 1
-            state.laid_out(doc["doc_id"], hit[0], hit[1])
-            lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=hit[1],
-                    cache="hit", output_uri=batch.rs.uri(batch.rs.bundle_rel(doc["doc_id"])))
+            state.laid_out(doc.doc_id, hit[0], hit[1])
+            lineage("layout", doc.doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser=hit[1],
+                    cache="hit", output_uri=batch.rs.uri(batch.rs.bundle_rel(doc.doc_id)))
         else:
             todo.append(doc)
     token = uuid.uuid4().hex
     n_parts = -(-len(todo) // shard_size_for(len(todo), shard_size, max_shards, map_limit))
-    parts = [{"token": token, "part": i, "doc_ids": ids} for i, ids in enumerate(_balanced(todo, n_parts))]
+    parts = [LayoutPart(token=token, part=i, doc_ids=ids) for i, ids in enumerate(_balanced(todo, n_parts))]
     previous_failed = set(state.previous.failed) if state.previous is not None else set()
     batch.rs.write_json(_layout_rel(batch, "plan"), {
         **stats.record(), "token": token, "parts": len(parts), "ok": sorted(state.ok), "parsed": state.parsed,
-        "failed": _errors_json(state.errors), "new": state.new, "stale_errors": [d["doc_id"] for d in todo if d["doc_id"] in previous_failed]})
+        "failed": _errors_json(state.errors), "new": state.new, "stale_errors": [d.doc_id for d in todo if d.doc_id in previous_failed]})
     log.info("layout plan: %d document(s), %d reused, %d refused at discovery, %d to parse in %d part(s)",
              len(docs), stats.cache_hits, stats.errors, len(todo), len(parts))
     return parts
@@ -173,28 +174,28 @@ def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOU
 _PER_PDF_BYTES = 64 * 1024
 
 
-def _balanced(docs: list[dict], n: int) -> list[list[str]]:
+def _balanced(docs: list[ManifestDoc], n: int) -> list[list[str]]:
     """``docs`` in ``n`` parts of about equal parsing cost (longest first onto the least loaded part;
     the cost is the file's size plus a per-file constant), each part in manifest order. Runs of
     like files (a night's scans, copies named alike) would otherwise fill one part: measured, a
     10,000-PDF night in contiguous parts ended on one 445 s part of OCR'd scans while the other
     parts had finished."""
     if n <= 1:
-        return [[d["doc_id"] for d in docs]] if docs else []
+        return [[d.doc_id for d in docs]] if docs else []
     import heapq
 
-    order = {d["doc_id"]: i for i, d in enumerate(docs)}
+    order = {d.doc_id: i for i, d in enumerate(docs)}
     heap = [(0, i) for i in range(n)]
     out: list[list[str]] = [[] for _ in range(n)]
-    for d in sorted(docs, key=lambda d: (-int(d.get("bytes") or 0), order[d["doc_id"]])):
+    for d in sorted(docs, key=lambda d: (-d.bytes, order[d.doc_id])):
         load, i = heapq.heappop(heap)
-        out[i].append(d["doc_id"])
-        heapq.heappush(heap, (load + int(d.get("bytes") or 0) + _PER_PDF_BYTES, i))
+        out[i].append(d.doc_id)
+        heapq.heappush(heap, (load + d.bytes + _PER_PDF_BYTES, i))
     return [sorted(ids, key=order.__getitem__) for ids in out if ids]
 
 
-def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: float = 60.0,
-                      ocr: bool = True) -> dict:
+def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeout_s: float = 60.0,
+                      ocr: bool = True) -> StageOutcome:
     """One part of the plan: its PDFs through the local parser, each in a bounded child process
     (``ocr``: scanned pages are OCR'd there). A file that fails gets ``runs/<ds>/<doc>/error.json``
     and goes to the SME queue. Writes the part's record (``_stages/layout/part_<n>.json``); a retried part
@@ -204,17 +205,17 @@ def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: 
     from docverify.layout.pool import parse_many_bounded
 
     plan = batch.rs.get_json(_layout_rel(batch, "plan")) or {}
-    if plan.get("token") != part.get("token"):
+    if plan.get("token") != part.token:
         raise RuntimeError(f"{batch.rs.uri(_layout_rel(batch, 'plan'))}: the layout plan was replaced since this "
                            "part was planned (another run of the same night?); clear the run's layout_plan task")
-    by_id = {d["doc_id"]: d for d in _docs(batch)}
-    docs = [by_id[i] for i in part["doc_ids"]]
+    by_id = {d.doc_id: d for d in _docs(batch)}
+    docs = [by_id[i] for i in part.doc_ids]
     stale = set(plan.get("stale_errors", ()))
     stats = StageStats("layout")
     state = _PartState(batch, stale)
     root = real_root(batch.store)
     with tempfile.TemporaryDirectory(prefix="docverify-layout-") as tmp:
-        local: dict[str, dict] = {}
+        local: dict[str, ManifestDoc] = {}
         for doc in docs:  # an entry that is no longer a regular file: its error, the part goes on (ADR 0033)
             try:
                 local[_local_file(batch, doc, tmp)] = doc
@@ -224,19 +225,20 @@ def layout_local_part(batch: Batch, part: dict, *, workers: int = 2, timeout_s: 
         kw: dict[str, Any] = {"root": root} if root is not None else {}
         for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr, **kw):
             doc = local[path]
-            problem = entry_problem(batch.store, doc["pdf_rel"]) \
+            problem = entry_problem(batch.store, doc.pdf_rel) \
                 if root is not None and isinstance(result, ParseError) else None
             if problem:  # swapped while the part ran: the worker refused it, named here
-                _input_refused(batch, doc, not_regular(doc["pdf_uri"], problem), stats, state)
+                _input_refused(batch, doc, not_regular(doc.pdf_uri, problem), stats, state)
                 continue
             _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
     stats.docs = len(docs)
-    record = {**stats.record(), "token": part["token"], "part": part["part"], "parsed": state.parsed,
-              "failed": _errors_json(state.errors)}
-    batch.rs.write_json(_layout_rel(batch, f"part_{int(part['part'])}"), record)
-    log.info("layout part %d: %d PDF(s) parsed, %d failed, %.1fs", part["part"], len(state.parsed), stats.errors,
+    record = stats.record(token=part.token, part=part.part, parsed=state.parsed, failed=_errors_json(state.errors))
+    batch.rs.write_json(_layout_rel(batch, f"part_{part.part}"), record)
+    log.info("layout part %d: %d PDF(s) parsed, %d failed, %.1fs", part.part, len(state.parsed), stats.errors,
              record["seconds"])
-    return {k: record[k] for k in ("stage", "docs", "errors", "seconds")}
+    # the task's XCom: the part's counts (its parsed documents are in the record, for the merge)
+    return StageOutcome({"stage": record["stage"], "docs": record["docs"], "errors": record["errors"],
+                         "seconds": record["seconds"]})
 
 
 @dataclass
@@ -257,7 +259,7 @@ class _PartState:
         self.errors[doc_id] = record
 
 
-def merge_layout_local(batch: Batch, *, ocr: bool = True) -> dict:
+def merge_layout_local(batch: Batch, *, ocr: bool = True) -> StageOutcome:
     """The local layout's record (the :class:`~docverify.storage.runstore.NightIndex` every later stage
     reads): the plan plus its parts' records, which must all be this plan's (its token)."""
     from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID
@@ -291,7 +293,7 @@ def merge_layout_local(batch: Batch, *, ocr: bool = True) -> dict:
                       seconds=round(seconds, 3))
 
 
-def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> dict:
+def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> StageOutcome:
     """The whole local layout in one call (the in-process runners; the DAG maps the parts):
     :func:`plan_layout_local` in one part, :func:`layout_local_part`, :func:`merge_layout_local`."""
     for part in plan_layout_local(batch, ocr=ocr, shard_size=1, max_shards=1):
@@ -299,13 +301,13 @@ def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr
     return merge_layout_local(batch, ocr=ocr)
 
 
-def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
+def _local_file(batch: Batch, doc: ManifestDoc, tmp: str) -> str:
     """The local path a parse worker reads: the PDF itself on a local root, else a copy in
     ``tmp``. ``INPUT_NOT_REGULAR`` (an :class:`InputError`) when the entry discovery listed as a
     regular file is now a symbolic link, a folder, a FIFO or gone (ADR 0033)."""
     from docverify.storage.store import OutsideRootError, local_path
 
-    rel, uri = doc["pdf_rel"], doc["pdf_uri"]
+    rel, uri = doc.pdf_rel, doc.pdf_uri
     if real_root(batch.store) is not None:
         problem = entry_problem(batch.store, rel)
         if problem:
@@ -315,7 +317,7 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
         except OutsideRootError:  # swapped for a link since the line above
             raise not_regular(uri, LINK) from None
         return str(p)
-    target = f"{tmp}/{doc['doc_id']}.pdf"
+    target = f"{tmp}/{doc.doc_id}.pdf"
     try:
         data = batch.rs.read_bytes(rel)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -325,56 +327,56 @@ def _local_file(batch: Batch, doc: dict, tmp: str) -> str:
     return target
 
 
-def _input_refused(batch: Batch, doc: dict, exc: InputError, stats: StageStats, state: _Layout | _PartState) -> None:
+def _input_refused(batch: Batch, doc: ManifestDoc, exc: InputError, stats: StageStats, state: _Layout | _PartState) -> None:
     """A document whose input was refused when the layout read it (ADR 0033): its error record, as
     a parse error's (its packet follows), the rest of the stage goes on."""
-    rs, doc_id = batch.rs, doc["doc_id"]
+    rs, doc_id = batch.rs, doc.doc_id
     stats.errors += 1
     err_rel = rs.error_rel(doc_id)
-    record = ErrorRecord.of(doc, exc.code, exc.message, "layout", sha256=doc["sha256"])
+    record = ErrorRecord.of(doc, exc.code, exc.message, "layout", sha256=doc.sha256)
     state.failed(doc_id, record)
     rs.write_if_changed(err_rel, record)
-    lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="miss", error=exc.code,
+    lineage("layout", doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, cache="miss", error=exc.code,
             output_uri=rs.uri(err_rel))
 
 
-def _bundle_reusable(batch: Batch, doc: dict, state: _Layout | None, parsers: Iterable[str] = (),
+def _bundle_reusable(batch: Batch, doc: ManifestDoc, state: _Layout | None, parsers: Iterable[str] = (),
                      prefix: str = "") -> list[str] | None:
     """[sha256, parser] of a bundle of the same PDF by one of ``parsers`` (or a parser starting with
     ``prefix``), or None: from this night's earlier layout record (no request), else one read of
     the bundle (the bundle is not kept in memory)."""
     if state is not None and state.previous is not None:  # the record says what this night's layout made
-        return state.previous.parsed[doc["doc_id"]][:2] if state.reusable(doc, parsers, prefix) else None
-    head = batch.rs.get_json(batch.rs.bundle_rel(doc["doc_id"]), memo=False)
-    if head and head.get("sha256") == doc["sha256"] and _parser_matches(head.get("parser"), parsers, prefix):
+        return state.previous.parsed[doc.doc_id][:2] if state.reusable(doc, parsers, prefix) else None
+    head = batch.rs.get_json(batch.rs.bundle_rel(doc.doc_id), memo=False)
+    if head and head.get("sha256") == doc.sha256 and _parser_matches(head.get("parser"), parsers, prefix):
         return [head["sha256"], head["parser"]]
     return None
 
 
-def _record_layout(batch: Batch, doc: dict, result: Any, parser: str, error_type: type[ParseError], stats: StageStats,
+def _record_layout(batch: Batch, doc: ManifestDoc, result: Any, parser: str, error_type: type[ParseError], stats: StageStats,
                    state: _Layout | _PartState) -> None:
-    doc_id = doc["doc_id"]
+    doc_id = doc.doc_id
     rs = batch.rs
     bundle_rel, err_rel = rs.bundle_rel(doc_id), rs.error_rel(doc_id)
     if isinstance(result, error_type):
         stats.errors += 1
-        record = ErrorRecord.of(doc, result.code, result.message, "layout", sha256=doc["sha256"])
+        record = ErrorRecord.of(doc, result.code, result.message, "layout", sha256=doc.sha256)
         state.failed(doc_id, record)
         rs.write_if_changed(err_rel, record)
-        lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
+        lineage("layout", doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser=parser, cache="miss",
                 error=result.code, output_uri=rs.uri(err_rel))
         return
     longest = max((len(p.text) for p in result.pages), default=0)
     if longest > MAX_PAGE_CHARS:  # one limit for every parser: such a page is never classified
-        result = error_type("TOO_LARGE", f"{doc['pdf_uri']}: a page holds {longest} characters of text, over the "
+        result = error_type("TOO_LARGE", f"{doc.pdf_uri}: a page holds {longest} characters of text, over the "
                             f"limit of {MAX_PAGE_CHARS} (docverify.storage.limits.MAX_PAGE_CHARS); split or re-export it",
-                            doc["pdf_uri"])
+                            doc.pdf_uri)
         return _record_layout(batch, doc, result, parser, error_type, stats, state)
-    bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc["pdf_uri"]})
+    bundle = result.model_copy(update={"doc_id": doc_id, "file_path": doc.pdf_uri})
     rs.write_json(bundle_rel, bundle)
     rs.forget(rels=[bundle_rel])
     state.laid_out(doc_id, bundle.sha256, bundle.parser)
-    lineage("layout", doc_id, input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser=parser, cache="miss",
+    lineage("layout", doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser=parser, cache="miss",
             pages=bundle.total_pages, has_tables=any(p.layout_metadata.has_tables for p in bundle.pages),
             output_uri=rs.uri(bundle_rel))
 
@@ -386,12 +388,12 @@ DOCAI_PARSER_PREFIX = "document_ai:"
 _DOCAI_RETRYABLE_STATUS = {4, 8, 10, 13, 14}  # DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE
 
 
-def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARSER_PREFIX,
-                 state: _Layout | None = None) -> tuple[list[dict], dict[str, list[str]], dict[str, ErrorRecord]]:
+def _docai_reuse(batch: Batch, docs: list[ManifestDoc], parser_prefix: str = DOCAI_PARSER_PREFIX,
+                 state: _Layout | None = None) -> tuple[list[ManifestDoc], dict[str, list[str]], dict[str, ErrorRecord]]:
     """(documents to lay out, reused laid-out id → [sha256, parser], reused permanent failures
     id → error record). With the layout's ``state``, this night's earlier record answers without a
     read; else the bundle and error record are read."""
-    docs = [d for d in docs if not d.get("input_error")]  # refused at discovery: never sent
+    docs = [d for d in docs if not d.input_error]  # refused at discovery: never sent
     if not batch.reuse:
         return list(docs), {}, {}
     out, ok, failed = [], {}, {}
@@ -399,7 +401,7 @@ def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARS
     err: ErrorRecord | None
     prev = state.previous if state is not None else None
     for doc in docs:
-        doc_id = doc["doc_id"]
+        doc_id = doc.doc_id
         hit = _bundle_reusable(batch, doc, state, prefix=parser_prefix)
         if hit:
             ok[doc_id] = hit
@@ -409,7 +411,7 @@ def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARS
         else:
             stored = rs.get_json(rs.error_rel(doc_id))
             err = ErrorRecord.model_validate(stored) if stored else None
-        if err and err.sha256 == doc["sha256"] and str(err.parser or "").startswith(parser_prefix) \
+        if err and err.sha256 == doc.sha256 and str(err.parser or "").startswith(parser_prefix) \
                 and err.retryable is False:
             failed[doc_id] = err
             continue
@@ -417,8 +419,8 @@ def _docai_reuse(batch: Batch, docs: list[dict], parser_prefix: str = DOCAI_PARS
     return out, ok, failed
 
 
-def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
-                   parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[dict]:
+def docs_to_layout(batch: Batch, docs: list[ManifestDoc] | None = None,
+                   parser_prefix: str = DOCAI_PARSER_PREFIX) -> list[ManifestDoc]:
     """The manifest's documents that need a (new) layout: no bundle yet, another PDF (sha256), or
     one made by another parser family. Reused (not returned): a bundle of the same PDF by the
     same parser family, and a permanent Document AI failure of the same PDF (``retryable``
@@ -427,25 +429,37 @@ def docs_to_layout(batch: Batch, docs: list[dict] | None = None,
     return _docai_reuse(batch, _docs(batch) if docs is None else docs, parser_prefix)[0]
 
 
-def _docai_error(batch: Batch, doc: dict, exc: Any, stats: StageStats, state: _Layout, *, retryable: bool) -> None:
+def _docai_error(batch: Batch, doc: ManifestDoc, exc: Any, stats: StageStats, state: _Layout, *, retryable: bool) -> None:
     """A Document AI document error: the usual error record plus what a re-run needs to know."""
     stats.errors += 1
-    rel = batch.rs.error_rel(doc["doc_id"])
-    record = ErrorRecord.of(doc, exc.code, exc.message, "layout", sha256=doc["sha256"],
+    rel = batch.rs.error_rel(doc.doc_id)
+    record = ErrorRecord.of(doc, exc.code, exc.message, "layout", sha256=doc.sha256,
                           parser=DOCAI_PARSER_PREFIX + "layout-parser", retryable=retryable)
-    state.failed(doc["doc_id"], record)
+    state.failed(doc.doc_id, record)
     batch.rs.write_if_changed(rel, record)
-    lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], parser="document_ai",
+    lineage("layout", doc.doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser="document_ai",
             cache="miss", error=exc.code, retryable=retryable, output_uri=batch.rs.uri(rel))
 
 
-def _docai_start(batch: Batch, stats: StageStats) -> tuple[list[dict], set[str], _Layout]:
+class DocAIResult(TypedDict, total=False):
+    """One input's outcome of a Document AI batch operation, as the operator reports it (the core's
+    error codes: ``docverify_airflow.document_ai.results_for_layout``)."""
+
+    input_uri: str
+    output_uri: str
+    ok: bool
+    status_code: int | None
+    status_message: str | None
+    error_code: str | None
+
+
+def _docai_start(batch: Batch, stats: StageStats) -> tuple[list[ManifestDoc], set[str], _Layout]:
     docs = _docs(batch)
     state = _Layout(batch)
     todo, ok, failed = _docai_reuse(batch, docs, state=state)
     for doc in docs:
-        state.seen(doc["doc_id"])
-        if doc.get("input_error"):
+        state.seen(doc.doc_id)
+        if doc.input_error:
             stats.errors += 1
             state.input_error(doc)
     for doc_id, (sha, parser) in ok.items():
@@ -453,10 +467,11 @@ def _docai_start(batch: Batch, stats: StageStats) -> tuple[list[dict], set[str],
     for doc_id, record in failed.items():
         state.failed(doc_id, record)
     stats.cache_hits += len(ok) + len(failed)
-    return docs, {d["doc_id"] for d in todo}, state
+    return docs, {d.doc_id for d in todo}, state
 
 
-def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callable[[str], Any]) -> dict:
+def layout_docai_outputs(batch: Batch, results: list[DocAIResult], open_output: Callable[[str], object]
+                         ) -> StageOutcome:
     """Layout from a Document AI batch job: ``results`` are the operator's per-input records
     (``input_uri``, ``output_uri``, ``ok``, ``status_code``, ``status_message``, ``error_code``);
     ``open_output(uri)`` gives a pathlike for an output folder (an ObjectStoragePath on the
@@ -471,28 +486,28 @@ def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callabl
     by_uri = {r["input_uri"]: r for r in results}
     docs, todo, state = _docai_start(batch, stats)
     for doc in docs:
-        if doc["doc_id"] not in todo:
-            if not doc.get("input_error"):
-                lineage("layout", doc["doc_id"], input_uri=doc["pdf_uri"], sha256=doc["sha256"], cache="hit",
+        if doc.doc_id not in todo:
+            if not doc.input_error:
+                lineage("layout", doc.doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, cache="hit",
                         parser="document_ai")
             continue
-        r = by_uri.get(doc["pdf_uri"])
+        r = by_uri.get(doc.pdf_uri)
         if r is None:
-            _docai_error(batch, doc, ParseError("DOCAI_NO_RESULT", f"{doc['pdf_uri']}: Document AI returned no "
-                         f"result for this document; re-run the DAG run (it is submitted again)", doc["pdf_uri"]),
+            _docai_error(batch, doc, ParseError("DOCAI_NO_RESULT", f"{doc.pdf_uri}: Document AI returned no "
+                         f"result for this document; re-run the DAG run (it is submitted again)", doc.pdf_uri),
                          stats, state, retryable=True)
             continue
         if not r.get("ok"):
             code = r.get("error_code") or "DOCAI_FAILED"
             status = r.get("status_code")
-            exc = ParseError(code, f"{doc['pdf_uri']}: Document AI could not process it (status {status}: "
-                             f"{r.get('status_message') or 'no message'}); check the file, then re-run", doc["pdf_uri"])
+            exc = ParseError(code, f"{doc.pdf_uri}: Document AI could not process it (status {status}: "
+                             f"{r.get('status_message') or 'no message'}); check the file, then re-run", doc.pdf_uri)
             _docai_error(batch, doc, exc, stats, state,
                          retryable=code == "DOCAI_FAILED" and status in _DOCAI_RETRYABLE_STATUS)
             continue
         try:
-            bundle = bundle_from_docai(load_docai_output(open_output(r["output_uri"])), doc_id=doc["doc_id"],
-                                       file_path=doc["pdf_uri"], sha256=doc["sha256"])
+            bundle = bundle_from_docai(load_docai_output(open_output(r["output_uri"])), doc_id=doc.doc_id,
+                                       file_path=doc.pdf_uri, sha256=doc.sha256)
         except ParseError as exc:
             _docai_error(batch, doc, exc, stats, state, retryable=False)
             continue
@@ -501,7 +516,8 @@ def layout_docai_outputs(batch: Batch, results: list[dict], open_output: Callabl
     return state.save(stats, parser="document_ai:batch")
 
 
-def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_pages: int = 15) -> dict:
+def layout_docai_online(batch: Batch, process: Callable[[bytes], dict[str, Any]], *, max_pages: int = 15
+                        ) -> StageOutcome:
     """Layout through Document AI's online endpoint, one document at a time, for a storage root
     Document AI cannot read in batch (a local one). ``process(pdf_bytes)`` returns the Document
     JSON. A PDF over ``max_pages`` (15 for the Layout Parser online) gets the error record
@@ -513,28 +529,28 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict], *, max_p
     stats = StageStats("layout")
     docs, todo, state = _docai_start(batch, stats)
     for doc in docs:
-        if doc["doc_id"] not in todo:
+        if doc.doc_id not in todo:
             continue
         try:  # a regular file still (ADR 0033); within the limit discovery checked
-            data = read_regular(batch.store, doc["pdf_rel"], doc["pdf_uri"], limit=MAX_PDF_BYTES, what="PDF")
+            data = read_regular(batch.store, doc.pdf_rel, doc.pdf_uri, limit=MAX_PDF_BYTES, what="PDF")
         except InputError as exc:
             _input_refused(batch, doc, exc, stats, state)
             continue
         result: Any
         try:
-            pages = page_count(data, doc["pdf_uri"])
+            pages = page_count(data, doc.pdf_uri)
             if pages > max_pages:
-                raise ParseError("TOO_MANY_PAGES", f"{doc['pdf_uri']}: {pages} pages, over the {max_pages}-page limit "
+                raise ParseError("TOO_MANY_PAGES", f"{doc.pdf_uri}: {pages} pages, over the {max_pages}-page limit "
                                  f"of Document AI's online processing; set a gs:// storage root "
-                                 f"(docverify_storage_root) so documents go through batch processing", doc["pdf_uri"])
-            result = bundle_from_docai(process(data), doc_id=doc["doc_id"], file_path=doc["pdf_uri"],
-                                       sha256=doc["sha256"])
+                                 f"(docverify_storage_root) so documents go through batch processing", doc.pdf_uri)
+            result = bundle_from_docai(process(data), doc_id=doc.doc_id, file_path=doc.pdf_uri,
+                                       sha256=doc.sha256)
         except ParseError as exc:
             _docai_error(batch, doc, exc, stats, state, retryable=False)
             continue
         except Exception as exc:  # noqa: BLE001 - one document's fault never fails the stage
-            _docai_error(batch, doc, ParseError("DOCAI_FAILED", f"{doc['pdf_uri']}: Document AI online processing "
-                         f"failed ({type(exc).__name__}); re-run when the service is available", doc["pdf_uri"]),
+            _docai_error(batch, doc, ParseError("DOCAI_FAILED", f"{doc.pdf_uri}: Document AI online processing "
+                         f"failed ({type(exc).__name__}); re-run when the service is available", doc.pdf_uri),
                          stats, state, retryable=True)
             continue
         _record_layout(batch, doc, result, result.parser, ParseError, stats, state)

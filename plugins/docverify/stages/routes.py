@@ -8,6 +8,7 @@ from typing import Any
 
 from docverify.domain.models import DocumentBundle
 from docverify.stages.common import Batch, StageStats, lineage
+from docverify.stages.results import Accepted, PacketsWritten
 from docverify.stages.verify import read_bundle, read_companion
 from docverify.storage.limits import (
     InputError,
@@ -153,7 +154,7 @@ def _earlier_outputs(batch: Batch, routes: Routes, candidates: list[str], *, lis
     return _night_packet_keys(batch, candidates)
 
 
-def accept(batch: Batch) -> dict:
+def accept(batch: Batch) -> Accepted:
     """Write ``accepted/<ds>/<doc>.json`` for every document whose final decision is
     AUTO_ACCEPT (directly, or after the retry): reads the routes and the result of each document
     it may write (the accept and retry routes), nothing else per document. A pending packet of an
@@ -187,10 +188,10 @@ def accept(batch: Batch) -> dict:
         rs.forget(doc_id)
     stats.docs = len(written)
     stats.save(batch, documents=written)
-    return {"accepted": written, "uri": rs.uri(rs.accepted_dir)}
+    return Accepted(accepted=written, uri=rs.uri(rs.accepted_dir))
 
 
-def write_sme_packets(batch: Batch) -> dict:
+def write_sme_packets(batch: Batch) -> PacketsWritten:
     """One packet per escalated document (after V5 or after the retry), and per document that
     could not be parsed or classified. A packet an SME already reviewed is kept. Reads the routes,
     the manifest and, per document it may write, its result (and bundle and PDF for the packet)."""
@@ -208,7 +209,7 @@ def write_sme_packets(batch: Batch) -> dict:
     manifest = rs.manifest_if_exists() if errors else None  # the size an unreadable file's packet shows
     sizes = {d.doc_id: d.bytes for d in manifest.documents} if manifest else {}
 
-    def production(doc_id: str, rel: str | None) -> dict | None:
+    def production(doc_id: str, rel: str | None) -> dict[str, Any] | None:
         """A production classification supplied beside the PDF: ``<doc>.production.json``
         (within the companion limits; one that is not is left out of the packet)."""
         if not rel:
@@ -264,4 +265,4 @@ def write_sme_packets(batch: Batch) -> dict:
         rs.forget(doc_id)
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept_reviewed=kept)
-    return {"packets": written, "kept_reviewed": kept, "uri": rs.uri(rs.PACKETS_DIR)}
+    return PacketsWritten(packets=written, kept_reviewed=kept, uri=rs.uri(rs.PACKETS_DIR))

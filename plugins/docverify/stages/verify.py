@@ -32,6 +32,7 @@ from docverify.stages.common import (
     shard_size_for,
     split,
 )
+from docverify.stages.results import Arbitrated, StageOutcome
 from docverify.storage.limits import (
     MAX_COMPANION_BYTES,
     InputError,
@@ -101,7 +102,7 @@ def read_bundle(batch: Batch, doc_id: str) -> DocumentBundle:
 # =========================================================================== verify
 
 
-def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict:
+def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict[str, Any]:
     """A ``<doc>.classification.json`` beside a PDF, within ``docverify.storage.limits`` (size checked
     before the read — from discovery's listing when given; bytes, nesting, numbers, segment
     counts, a JSON object), or InputError — ``INPUT_NOT_REGULAR`` when it is no longer a regular
@@ -224,7 +225,7 @@ async def _verify_one(batch: Batch, doc: ManifestDoc, deps: VerifyDeps, stats: S
 
 
 def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard_key: str = "", *,
-                 policy: VerifyPolicy | None = None) -> dict:
+                 policy: VerifyPolicy | None = None) -> StageOutcome:
     """The ``verify[shard]`` task: per document classify (unless a companion classification is
     given or the earlier run's is reusable), V1, V2–V4 (judgments concurrent) and V5 on attempt 0,
     through :func:`docverify.pipeline.document.verify_document`; one ``result.json`` per document and one
@@ -282,8 +283,8 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
     stats.docs = len(shard)
     extra: _VerifyExtra = {"second_opinion": so_counts} if deps.second_opinion is not None else {}
     extra["models"] = models_of(deps.judge)  # what classified and what judged (ADR 0034)
-    return stats.save(batch, f"verify_{shard_key}" if shard_key else None, shard=shard, documents=documents,
-                      **extra)
+    return StageOutcome(stats.save(batch, f"verify_{shard_key}" if shard_key else None, shard=shard,
+                                   documents=documents, **extra))
 
 
 class _VerifyExtra(TypedDict, total=False):
@@ -298,14 +299,14 @@ class _VerifyExtra(TypedDict, total=False):
 # =========================================================================== V5 arbiter
 
 
-def arbiter(batch: Batch, shards: int | None = None) -> dict:
+def arbiter(batch: Batch, shards: int | None = None) -> Arbitrated:
     """The V5 branch: the routes of every document from the verify shards' summaries (attempt 0,
     with the second opinion of the deps when there is one, was decided in ``verify``),
     ``runs/<ds>/_routes.json``, and the task ids to follow. ``shards``: how many verify shards
     ran (``verify_0`` … in the stage records; the DAG passes the plan's length); None reads every
     verify record of the night.
 
-    Returns ``{"routes": [...task ids to follow...], "counts": …}``. ``accept`` and
+    Returns the task ids to follow and the documents per route. ``accept`` and
     ``write_sme_packets`` are followed whenever documents may reach them — also from the retry.
     A document with no verification result (its shard was not verified) is never accepted: it
     gets the error ``VERIFICATION_FAILED`` and an SME packet.
@@ -357,7 +358,7 @@ def arbiter(batch: Batch, shards: int | None = None) -> dict:
     counts = {k: len(v) for k, v in routes.items()}
     stats.save(batch, counts=counts, night=night)
     log.info("V5 routes: %s; following %s", counts, follow)
-    return {"routes": [ROUTE_TASKS[r] for r in follow], "counts": counts}
+    return Arbitrated(routes=[ROUTE_TASKS[r] for r in follow], counts=counts)
 
 
 def retry_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARDS,
@@ -371,7 +372,7 @@ def retry_shards(batch: Batch, shard_size: int = 25, max_shards: int = MAX_SHARD
 
 
 def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard_key: str = "", *,
-                         policy: VerifyPolicy | None = None) -> dict:
+                         policy: VerifyPolicy | None = None) -> StageOutcome:
     """Fix → verify again (same pipeline, V1–V5) for documents routed AUTO_RETRY, from the stored
     attempt 0; the final result goes into the document's ``result.json``. ``deps`` (or a bare judge
     and ``policy``): the ones the verify stage used."""
@@ -419,4 +420,4 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judg
         rs.forget(doc_id)
 
     asyncio.run(gather_bounded([functools.partial(one, d) for d in shard], batch.concurrency))
-    return stats.save(batch, f"auto_fix_retry_{shard_key}" if shard_key else None, documents=documents)
+    return StageOutcome(stats.save(batch, f"auto_fix_retry_{shard_key}" if shard_key else None, documents=documents))
