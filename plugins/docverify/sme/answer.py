@@ -25,11 +25,12 @@ import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from docverify.domain.models import DOC_TYPES, GroundTruthRecord, SMEPacket, UnclassifiableReason
+from docverify.sme.jsonish import as_int
 from docverify.storage.limits import MAX_PAGES
 from docverify.storage.store import ArtifactStore
 
@@ -70,7 +71,7 @@ class ReviewAnswer(BaseModel):
     choice: Literal["Agree", "Correct", "Cannot classify"]
     corrected_dominant_type: str | None = None
     page_types: list[str | None] | None = None
-    corrected_segments: str | list | None = None
+    corrected_segments: str | list[object] | None = None
     unclassifiable_reason: str | None = None
     notes: str = ""
 
@@ -83,12 +84,12 @@ def page_field(page: int) -> str:
     return f"page_{page}"
 
 
-def page_types(packet: SMEPacket | Mapping[str, Any]) -> list[str | None]:
+def page_types(packet: SMEPacket | Mapping[str, object]) -> list[str | None]:
     """The primary classification's type of each page of the packet's document (None where no
     segment covers it); [] when the page count is unknown (a document that could not be parsed)."""
-    raw = packet.model_dump(mode="json") if isinstance(packet, SMEPacket) else dict(packet)
+    raw: Mapping[str, object] = packet.model_dump(mode="json") if isinstance(packet, SMEPacket) else dict(packet)
     try:
-        total = max(0, min(int(raw.get("total_pages") or 0), MAX_PAGES))
+        total = max(0, min(as_int(raw.get("total_pages") or 0), MAX_PAGES))
     except (TypeError, ValueError):
         total = 0
     types: list[str | None] = [None] * total
@@ -107,9 +108,9 @@ def page_types(packet: SMEPacket | Mapping[str, Any]) -> list[str | None]:
     return types
 
 
-def segments_from_pages(types: list[str | None]) -> list[dict]:
+def segments_from_pages(types: list[str | None]) -> list[dict[str, object]]:
     """Consecutive pages of one type → one segment ``{page_start, page_end, dominant_type}``."""
-    out: list[dict] = []
+    out: list[dict[str, object]] = []
     for page, kind in enumerate(types, start=1):
         if out and out[-1]["dominant_type"] == kind:
             out[-1]["page_end"] = page
@@ -144,7 +145,9 @@ def _json_depth(text: str) -> int:
 
 
 def _beyond(k: int, first: str, last: str, total_pages: int) -> AnswerRefused:
-    shown = lambda d: d if len(d) <= 15 else d[:12] + "…"  # noqa: E731
+    def shown(d: str) -> str:
+        return d if len(d) <= 15 else d[:12] + "…"
+
     pages = f"page {shown(first)}" if first == last else f"pages {shown(first)}–{shown(last)}"
     where = (f"the document has {total_pages} page(s)" if total_pages
              else f"no document has more than {MAX_PAGES} pages")
@@ -152,7 +155,7 @@ def _beyond(k: int, first: str, last: str, total_pages: int) -> AnswerRefused:
                          f"correct the page numbers of range #{k}.", field="corrected_segments")
 
 
-def parse_segments(raw: Any, *, total_pages: int = 0) -> list[dict] | None:
+def parse_segments(raw: object, *, total_pages: int = 0) -> list[dict[str, object]] | None:
     """The corrected segments from the form: page ranges (``1-2 Genomic Report; 3 Clinical Note``,
     ``;`` or new lines between ranges, types in any letter case) or a JSON list. Reads the syntax
     and names the range that is wrong (AnswerRefused); coverage and order are checked by
@@ -186,7 +189,7 @@ def parse_segments(raw: Any, *, total_pages: int = 0) -> list[dict] | None:
         return value
     by_name = {t.lower(): t for t in DOC_TYPES}
     limit = total_pages or MAX_PAGES
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for part in (p for p in re.split(r"[;\n]", text) if p.strip()):
         k = len(out) + 1
         m = _RANGE.match(part)
@@ -204,7 +207,7 @@ def parse_segments(raw: Any, *, total_pages: int = 0) -> list[dict] | None:
     return out
 
 
-def check_ranges(segments: Any, total_pages: int) -> list[dict]:
+def check_ranges(segments: object, total_pages: int) -> list[dict[str, object]]:
     """``segments`` checked as a clinician reads them: a list of ranges, each with a first and a
     last page and one of the five types, in page order, without gaps or overlaps, covering pages
     1..``total_pages`` (1..at most :data:`MAX_PAGES` when the page count is unknown). Returns the
@@ -213,7 +216,8 @@ def check_ranges(segments: Any, total_pages: int) -> list[dict]:
     field = "corrected_segments"
     if not isinstance(segments, list) or not segments:
         raise AnswerRefused(f"corrected_segments: give at least one page range, like {EXAMPLE_RANGES}", field=field)
-    limit, expect, out = total_pages or MAX_PAGES, 1, []
+    limit, expect = total_pages or MAX_PAGES, 1
+    out: list[dict[str, object]] = []
     for k, seg in enumerate(segments, start=1):
         if not isinstance(seg, dict) or not {"page_start", "page_end", "dominant_type"} <= set(seg) \
                 or not set(seg) <= {"page_start", "page_end", "dominant_type", "presence"}:
@@ -245,7 +249,7 @@ def check_ranges(segments: Any, total_pages: int) -> list[dict]:
 # --------------------------------------------------------------------------- the form
 
 
-def answer_from_form(chosen_options: list[str], params: Mapping[str, Any],
+def answer_from_form(chosen_options: list[str], params: Mapping[str, object],
                      preset_pages: list[str | None]) -> ReviewAnswer:
     """The answer of a review form (the HITL payload's ``chosen_options`` and ``params_input``, or
     the workspace's form with the same field names: ``corrected_dominant_type``,
@@ -258,7 +262,7 @@ def answer_from_form(chosen_options: list[str], params: Mapping[str, Any],
                             f"answer(s){'' if all(c in CHOICES for c in chosen) else ', one not in the list'}).",
                             field="chosen_options")
     params = params or {}
-    pages: list[str | None] | None = None
+    pages: list[object] | None = None  # ReviewAnswer checks them
     if preset_pages and page_field(1) in params:
         pages = [params.get(page_field(i)) or None for i in range(1, len(preset_pages) + 1)]
         if pages == list(preset_pages):
@@ -266,7 +270,7 @@ def answer_from_form(chosen_options: list[str], params: Mapping[str, Any],
     segments = params.get("corrected_segments")
     if isinstance(segments, str) and not segments.strip():
         segments = None
-    values = {"choice": chosen[0], "corrected_dominant_type": params.get("corrected_dominant_type") or None,
+    values: dict[str, object] = {"choice": chosen[0], "corrected_dominant_type": params.get("corrected_dominant_type") or None,
               "page_types": pages, "corrected_segments": segments,
               "unclassifiable_reason": params.get("unclassifiable_reason") or None,
               "notes": params.get("notes") or ""}
@@ -284,7 +288,7 @@ def answer_from_form(chosen_options: list[str], params: Mapping[str, Any],
 @dataclass
 class _Checked:
     packet: SMEPacket
-    segments: list[dict] | None
+    segments: list[dict[str, object]] | None
     changes: list[str]
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from typing import Any
 
 from docverify.storage.store import ArtifactStore, dumps
 
@@ -37,26 +36,26 @@ def _iso(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _parse(value: Any) -> dt.datetime | None:
+def _parse(value: object) -> dt.datetime | None:
     try:
         return dt.datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
     except ValueError:
         return None
 
 
-def current_claim(store: ArtifactStore, doc_id: str) -> dict[str, Any] | None:
+def current_claim(store: ArtifactStore, doc_id: str) -> dict[str, object] | None:
     value = store.read_json_if_exists(claim_rel(doc_id))
     return value if isinstance(value, dict) else None
 
 
-def is_free(claim: dict[str, Any] | None, now: dt.datetime) -> bool:
+def is_free(claim: dict[str, object] | None, now: dt.datetime) -> bool:
     if claim is None or claim.get("released"):
         return True
     expires = _parse(claim.get("expires_at"))
     return expires is None or expires <= now  # an unreadable expiry never locks a packet for ever
 
 
-def _versioned_claim(store: ArtifactStore, doc_id: str) -> tuple[dict[str, Any] | None, str | None]:
+def _versioned_claim(store: ArtifactStore, doc_id: str) -> tuple[dict[str, object] | None, str | None]:
     """The claim and its store version; (None, None) when there is none. An unreadable claim is
     (None, version): free, and replaced like any other."""
     got = store.read_versioned(claim_rel(doc_id))

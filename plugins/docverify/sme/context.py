@@ -37,14 +37,21 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rapidfuzz import fuzz
 
-from docverify.domain.models import PRESENCE_RANK, DocumentBundle
+from docverify.domain.models import PRESENCE_RANK, DocumentBundle, SMEPacket
 from docverify.domain.resources import load_rule
+from docverify.sme.jsonish import as_int, mapping, objects
+from docverify.storage.runstore import RunStore
+from docverify.storage.store import ArtifactStore
 from docverify.verify.common import normalise
+
+if TYPE_CHECKING:
+    from pypdfium2 import PdfPage, PdfTextPage
 
 BEFORE = 2
 AFTER = 3
@@ -52,6 +59,63 @@ DEFAULT_SCALE = 1.25  # 90 dpi: readable, ~50–120 KB per grayscale PNG page
 _SEG_LOC = re.compile(r"segments\[(\d+)\](?:\s*→\s*([^.\[]+?))?(?:\.top_evidence(?:\[(\d+)\])?)?(?:\.|$)")
 _MIX_LOC = re.compile(r"document_mixture\s*→\s*(.+?)\s*$")
 _WORD_KEYS = ("vendors", "keywords", "lab_markers", "patterns")
+
+
+# --------------------------------------------------------------------------- what this module returns
+
+
+class TextWindow(TypedDict):
+    """The paragraphs around a match, all inside one page."""
+
+    before: list[str]
+    match: str
+    after: list[str]
+    paragraph_index: int | None
+
+
+class IssueLocation(TypedDict):
+    """Where an issue was placed (:func:`locate_issue`): the page, its text window and how."""
+
+    page: int | None
+    before: list[str]
+    match: str
+    after: list[str]
+    paragraph_index: int | None
+    found: bool
+    how: str
+    score: float
+    needle: str
+    why: str
+
+
+class Box(TypedDict):
+    x: int
+    y: int
+    w: int
+    h: int
+
+
+class Highlight(TypedDict):
+    """Pixel boxes of the matched text on the page rendered at ``scale``."""
+
+    image_width: int
+    image_height: int
+    scale: float
+    boxes: list[Box]
+    how: str
+    score: float
+
+
+class IssueContext(IssueLocation):
+    """:func:`get_issue_context`: the issue's location and, when asked and found, its highlight."""
+
+    issue_id: str
+    highlight: Highlight | None
+
+
+#: an SME packet, or its JSON as stored
+PacketLike = SMEPacket | Mapping[str, object]
+Store = ArtifactStore | RunStore
 
 
 # --------------------------------------------------------------------------- targets
@@ -66,30 +130,29 @@ class Target:
     why: str = ""
 
 
-def _segments(primary: dict | None) -> list[dict]:
-    segs = (primary or {}).get("segments")
-    return [s for s in segs if isinstance(s, dict)] if isinstance(segs, list) else []
+def _segments(primary: Mapping[str, object] | None) -> list[Mapping[str, object]]:
+    return objects((primary or {}).get("segments"))
 
 
-def _entries(seg: dict) -> list[dict]:
-    cls = seg.get("classifications")
-    return [c for c in cls if isinstance(c, dict)] if isinstance(cls, list) else []
+def _entries(seg: Mapping[str, object]) -> list[Mapping[str, object]]:
+    return objects(seg.get("classifications"))
 
 
-def _evidence(entry: dict) -> list[dict]:
-    ev = entry.get("top_evidence")
-    return [e for e in ev if isinstance(e, dict) and isinstance(e.get("snippet"), str)] if isinstance(ev, list) else []
+def _evidence(entry: Mapping[str, object]) -> list[tuple[str, object]]:
+    """(snippet, page) of each evidence item of ``entry`` that has a snippet."""
+    return [(snippet, e.get("page")) for e in objects(entry.get("top_evidence"))
+            if isinstance(snippet := e.get("snippet"), str)]
 
 
-def _seg_pages(seg: dict) -> tuple[int, ...]:
+def _seg_pages(seg: Mapping[str, object]) -> tuple[int, ...]:
     try:
-        lo, hi = sorted((int(seg["page_start"]), int(seg["page_end"])))
+        lo, hi = sorted((as_int(seg["page_start"]), as_int(seg["page_end"])))
     except (KeyError, TypeError, ValueError):
         return ()
     return tuple(range(max(lo, 1), min(hi, lo + 500) + 1))
 
 
-def _ints(*values: Any) -> tuple[int, ...]:
+def _ints(*values: object) -> tuple[int, ...]:
     out: list[int] = []
     for v in values:
         for x in v if isinstance(v, list | tuple) else [v]:
@@ -98,17 +161,23 @@ def _ints(*values: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _evidence_targets(entry: dict, seg: dict, k: int | None, first_pages: tuple[int, ...], why: str) -> list[Target]:
+def _evidence_targets(entry: Mapping[str, object], seg: Mapping[str, object], k: int | None,
+                      first_pages: tuple[int, ...], why: str) -> list[Target]:
     ev = _evidence(entry)
     chosen = [ev[k]] if k is not None and 0 <= k < len(ev) else ev
-    return [Target(e["snippet"], _ints(*first_pages, e.get("page"), *_seg_pages(seg)), why) for e in chosen]
+    return [Target(snippet, _ints(*first_pages, page, *_seg_pages(seg)), why) for snippet, page in chosen]
 
 
-def issue_targets(issue: dict, primary: dict | None) -> list[Target]:
+def _location(issue: Mapping[str, object]) -> str:
+    location = issue.get("location")
+    return location if isinstance(location, str) else ""
+
+
+def issue_targets(issue: Mapping[str, object], primary: Mapping[str, object] | None) -> list[Target]:
     """What to look for, in order, to place ``issue`` (an ``SMEIssueSummary``/``Issue`` dict) on
     a page of the document."""
-    details = issue.get("details") or {}
-    location = issue.get("location") or ""
+    details = mapping(issue.get("details"))
+    location = _location(issue)
     segs = _segments(primary)
     out: list[Target] = []
     # 1. V4: the cited evidence entry
@@ -120,8 +189,8 @@ def issue_targets(issue: dict, primary: dict | None) -> list[Target]:
                 out += _evidence_targets(entry, segs[pos], k if isinstance(k, int) else None, first, "cited evidence")
     # 2. what the verifier matched
     page_hint = _ints(details.get("page"))
-    if isinstance(details.get("snippet"), str):
-        out.append(Target(details["snippet"], page_hint, "snippet"))
+    if isinstance(snippet := details.get("snippet"), str):
+        out.append(Target(snippet, page_hint, "snippet"))
     for key in _WORD_KEYS:
         words = details.get(key)
         if isinstance(words, list):
@@ -157,14 +226,14 @@ def issue_targets(issue: dict, primary: dict | None) -> list[Target]:
     return unique
 
 
-def fallback_page(issue: dict, primary: dict | None) -> int:
+def fallback_page(issue: Mapping[str, object], primary: Mapping[str, object] | None) -> int:
     """The page shown when nothing of the issue was found: the claimed page, else the first page
     of the segment named by the location, else page 1."""
-    details = issue.get("details") or {}
+    details = mapping(issue.get("details"))
     for key in ("claimed_page", "page"):
-        if isinstance(details.get(key), int) and details[key] >= 1:
-            return details[key]
-    m = _SEG_LOC.search(issue.get("location") or "")
+        if isinstance(page := details.get(key), int) and page >= 1:
+            return page
+    m = _SEG_LOC.search(_location(issue))
     if m:
         for seg in _segments(primary):
             if seg.get("segment_index") == int(m.group(1)) and _seg_pages(seg):
@@ -229,7 +298,7 @@ def find_in_paragraphs(paragraphs: list[str], needle: str) -> tuple[int, int, st
         al.score, 1)
 
 
-def window(paragraphs: list[str], first: int, last: int) -> dict[str, Any]:
+def window(paragraphs: list[str], first: int, last: int) -> TextWindow:
     """``before`` (≤ 2 paragraphs), ``match`` (paragraphs first..last), ``after`` (≤ 3), all
     inside the page."""
     return {"before": paragraphs[max(0, first - BEFORE):first],
@@ -238,7 +307,8 @@ def window(paragraphs: list[str], first: int, last: int) -> dict[str, Any]:
             "paragraph_index": first}
 
 
-def locate_issue(bundle: DocumentBundle, issue: dict, primary: dict | None) -> dict[str, Any]:
+def locate_issue(bundle: DocumentBundle, issue: Mapping[str, object],
+                 primary: Mapping[str, object] | None) -> IssueLocation:
     """The text window of one issue: page, before, match, after, found, how, score, needle,
     why (which rule of the module docstring placed it)."""
     all_pages = [p.page_num for p in bundle.pages]
@@ -255,7 +325,8 @@ def locate_issue(bundle: DocumentBundle, issue: dict, primary: dict | None) -> d
     if page not in all_pages and all_pages:
         page = all_pages[0]
     paras = page_paragraphs(bundle, page)
-    base = window(paras, 0, 0) if paras else {"before": [], "match": "", "after": [], "paragraph_index": None}
+    base: TextWindow = window(paras, 0, 0) if paras else {"before": [], "match": "", "after": [],
+                                                           "paragraph_index": None}
     return {"page": page if paras else None, **base, "found": False, "how": "not_found" if paras else "no_text",
             "score": 0.0, "needle": "", "why": "nothing of the issue was found in the page text"}
 
@@ -300,12 +371,12 @@ class PdfPages:
         with self._lock:
             self._doc = pdfium.PdfDocument(pdf_bytes)
             self.page_count = len(self._doc)
-        self._text: dict[int, tuple[Any, str, list[int]]] = {}
+        self._text: dict[int, tuple[tuple[PdfPage, PdfTextPage], str, list[int]]] = {}
 
     def __enter__(self) -> PdfPages:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -316,7 +387,7 @@ class PdfPages:
             self._text.clear()
             self._doc.close()
 
-    def _page_text(self, page_num: int) -> tuple[Any, str, list[int]] | None:
+    def _page_text(self, page_num: int) -> tuple[tuple[PdfPage, PdfTextPage], str, list[int]] | None:
         """((page, textpage), normalised text, source char index of each normalised char)."""
         if not 1 <= page_num <= self.page_count:
             return None
@@ -363,7 +434,7 @@ class PdfPages:
                 bitmap.close()
         return _png(data, width, height, stride), width, height
 
-    def find_boxes(self, page_num: int, needle: str) -> dict[str, Any] | None:
+    def find_boxes(self, page_num: int, needle: str) -> Highlight | None:
         """Pixel boxes ``{x, y, w, h}`` of ``needle`` on the rendered page, or None (no text layer
         on the page, or not found)."""
         import pypdfium2.raw as raw
@@ -388,7 +459,7 @@ class PdfPages:
             first, last = src[start], src[end]
             width, height = math.ceil(page.get_width() * self.scale), math.ceil(page.get_height() * self.scale)
             pos = (0, 0, width, height, 0)
-            boxes = []
+            boxes: list[Box] = []
             for k in range(tp.count_rects(first, last - first + 1)):
                 left, bottom, right, top = tp.get_rect(k)
                 xs, ys = [], []
@@ -409,7 +480,7 @@ class PdfPages:
 # --------------------------------------------------------------------------- public
 
 
-def read_uri(store: Any, uri: str) -> bytes:
+def read_uri(store: Store | None, uri: str) -> bytes:
     """Bytes behind a URI the pipeline wrote (``file://…`` / ``gs://…``): through ``store`` when
     the URI is under its root, else through :func:`docverify.storage.store.as_root`."""
     from docverify.storage.store import as_root
@@ -421,10 +492,10 @@ def read_uri(store: Any, uri: str) -> bytes:
     return as_root(uri).read_bytes()
 
 
-def load_bundle(store: Any, packet: Any) -> DocumentBundle | None:
+def load_bundle(store: Store | None, packet: PacketLike) -> DocumentBundle | None:
     """The packet's bundle, or None when the packet has no bundle (a parse error)."""
     path = _get(packet, "bundle_path")
-    if not path:
+    if not path or not isinstance(path, str):
         return None
     try:
         return DocumentBundle.model_validate(json.loads(read_uri(store, path)))
@@ -434,10 +505,10 @@ def load_bundle(store: Any, packet: Any) -> DocumentBundle | None:
             f"for its date (the bundle is re-made from the PDF)") from exc
 
 
-def load_pdf(store: Any, packet: Any) -> bytes | None:
+def load_pdf(store: Store | None, packet: PacketLike) -> bytes | None:
     """The packet's PDF bytes, or None when they cannot be read (moved, or no access)."""
     path = _get(packet, "pdf_path")
-    if not path:
+    if not path or not isinstance(path, str):
         return None
     try:
         return read_uri(store, path)
@@ -445,22 +516,28 @@ def load_pdf(store: Any, packet: Any) -> bytes | None:
         return None
 
 
-def _get(packet: Any, key: str) -> Any:
-    return packet.get(key) if isinstance(packet, dict) else getattr(packet, key, None)
+def _get(packet: PacketLike, key: str) -> object:
+    return packet.get(key) if isinstance(packet, Mapping) else getattr(packet, key, None)
 
 
-def _issue(packet: Any, issue_id: str) -> dict:
-    issues = _get(packet, "issues_summary") or []
-    for i in issues:
-        d = i if isinstance(i, dict) else i.model_dump(mode="json")
+def _issue_dicts(packet: PacketLike) -> list[Mapping[str, object]]:
+    if isinstance(packet, SMEPacket):
+        return [i.model_dump(mode="json") for i in packet.issues_summary]
+    return objects(packet.get("issues_summary") or [])
+
+
+def _issue(packet: PacketLike, issue_id: str) -> Mapping[str, object]:
+    issues = _issue_dicts(packet)
+    for d in issues:
         if d.get("issue_id") == issue_id:
             return d
-    known = ", ".join(sorted((i if isinstance(i, dict) else i.model_dump())["issue_id"] for i in issues)) or "none"
+    known = ", ".join(sorted(str(d["issue_id"]) for d in issues)) or "none"
     raise KeyError(f"packet {_get(packet, 'doc_id')!r} has no issue {issue_id!r} (its issues: {known})")
 
 
-def get_issue_context(source: Any, packet: Any, issue_id: str, *, pdf_bytes: bytes | None = None,
-                      highlight: bool = True, scale: float = DEFAULT_SCALE) -> dict[str, Any]:
+def get_issue_context(source: Store | DocumentBundle | None, packet: PacketLike, issue_id: str, *,
+                      pdf_bytes: bytes | None = None, highlight: bool = True,
+                      scale: float = DEFAULT_SCALE) -> IssueContext:
     """The page text around issue ``issue_id`` of ``packet`` (an ``SMEPacket`` or its dict).
 
     ``source`` is an :class:`~docverify.storage.store.ArtifactStore` (the bundle and the PDF are read
@@ -473,6 +550,7 @@ def get_issue_context(source: Any, packet: Any, issue_id: str, *, pdf_bytes: byt
     """
     issue = _issue(packet, issue_id)
     bundle: DocumentBundle | None
+    store: Store | None
     if isinstance(source, DocumentBundle):
         bundle, store = source, None
     else:
@@ -482,9 +560,11 @@ def get_issue_context(source: Any, packet: Any, issue_id: str, *, pdf_bytes: byt
         return {"issue_id": issue_id, "page": None, "before": [], "match": "", "after": [], "found": False,
                 "how": "no_bundle", "score": 0.0, "needle": "", "why": "the document has no page text (see the error)",
                 "paragraph_index": None, "highlight": None}
-    ctx = {"issue_id": issue_id, **locate_issue(bundle, issue, _get(packet, "primary_classification")),
-           "highlight": None}
-    if highlight and ctx["found"]:
+    primary = _get(packet, "primary_classification")
+    ctx: IssueContext = {"issue_id": issue_id,
+                         **locate_issue(bundle, issue, primary if isinstance(primary, dict) else None),
+                         "highlight": None}
+    if highlight and ctx["found"] and ctx["page"] is not None:  # found: on a page
         if pdf_bytes is None and store is not None:
             pdf_bytes = load_pdf(store, packet)
         if pdf_bytes:
@@ -496,7 +576,7 @@ def get_issue_context(source: Any, packet: Any, issue_id: str, *, pdf_bytes: byt
     return ctx
 
 
-def stored_context(ctx: dict[str, Any]) -> dict[str, Any]:
+def stored_context(ctx: Mapping[str, object]) -> dict[str, object]:
     """The part of a context kept in the packet JSON (no pixel boxes: they belong to a rendering)."""
     return {k: ctx[k] for k in ("page", "before", "match", "after", "found", "how", "score", "why",
                                 "paragraph_index") if k in ctx}

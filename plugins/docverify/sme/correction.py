@@ -26,7 +26,8 @@ dominant type, an overall type no segment has, …) is refused with a ValueError
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict, TypeGuard
 
 from docverify.domain.models import (
     DOC_TYPES,
@@ -35,12 +36,32 @@ from docverify.domain.models import (
     DocumentBundle,
     PresenceLevel,
 )
+from docverify.sme.jsonish import items
+
+
+class SegmentRange(TypedDict):
+    """An SME's segment as checked (:func:`docverify.sme.ground_truth.validate_segments`): its pages,
+    its dominant type and, optionally, presence levels ``{doc type: level}`` in it."""
+
+    page_start: int
+    page_end: int
+    dominant_type: str
+    presence: NotRequired[dict[str, str]]
+
+
+class _Built(TypedDict):
+    k: int
+    seg: SegmentRange
+    entries: dict[str, dict[str, Any]]  # the primary's per-type entries (JSON as stored), being corrected
+    before: dict[str, object]
+    base: Mapping[str, object] | None
+
 
 LEVELS = tuple(p.value for p in PresenceLevel)
 LEVEL_SHARE_WEIGHT = {"PRIMARY": 1.0, "EMBEDDED_RAW": 0.3, "MENTION_ONLY": 0.05, "NO_EVIDENCE": 0.0}
 
 
-def check_levels(value: Any, field: str) -> dict[str, str]:
+def check_levels(value: object, field: str) -> dict[str, str]:
     """``{doc type: presence level}``, checked; raises ValueError naming the field."""
     if value is None:
         return {}
@@ -55,8 +76,9 @@ def check_levels(value: Any, field: str) -> dict[str, str]:
     return dict(value)
 
 
-def _type_entries(seg: dict) -> dict[str, dict]:
-    have = {tc.get("doc_type"): copy.deepcopy(tc) for tc in seg.get("classifications") or [] if isinstance(tc, dict)}
+def _type_entries(seg: Mapping[str, object]) -> dict[str, dict[str, Any]]:
+    have = {tc.get("doc_type"): copy.deepcopy(tc) for tc in items(seg.get("classifications") or [])
+            if isinstance(tc, dict)}
     return {t: have.get(t) or {"doc_type": t, "presence_level": "NO_EVIDENCE", "confidence": 0.0,
                                 "segment_share": 0.0, "top_evidence": []} for t in DOC_TYPES}
 
@@ -69,27 +91,27 @@ def _on_page(bundle: DocumentBundle | None, text: str, page: int, *, quote: bool
     return locate(bundle, text, page, quote=quote)[0]
 
 
-def _number(x: Any) -> bool:
+def _number(x: object) -> TypeGuard[float]:
     from docverify.verify.common import is_number
 
-    return is_number(x)
+    return isinstance(x, int | float) and is_number(x)
 
 
-def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str | None,
+def derive(gt: dict[str, Any], segments: list[SegmentRange], *, dominant: str | None,
            presence: dict[str, str], mixture: dict[str, str], bundle: DocumentBundle | None,
-           old_segments: list[dict], changes: list[str]) -> dict[str, Any]:
+           old_segments: list[Mapping[str, object]], changes: list[str]) -> dict[str, Any]:
     """Fill ``gt`` from the SME's ``segments`` (``page_start``, ``page_end``, ``dominant_type``,
     optional ``presence``; ``base``: the primary segment to start from, or None) so that no
     field contradicts another. Appends one line per change to ``changes``."""
     from docverify.verify.v2_consistency import derive_mixture
 
     by_range = {(s.get("page_start"), s.get("page_end")): s for s in old_segments}
-    built: list[dict[str, Any]] = []
-    sme_set: list[dict[str, Any]] = []
+    built: list[_Built] = []
+    sme_set: list[dict[str, str]] = []
     for k, s in enumerate(segments):
         base = by_range.get((s["page_start"], s["page_end"]))
         entries = _type_entries(base or {})
-        before = {t: e["presence_level"] for t, e in entries.items()}
+        before: dict[str, object] = {t: e["presence_level"] for t, e in entries.items()}
         set_here = {**presence, **(s.get("presence") or {})}
         dom = s["dominant_type"]
         if set_here.get(dom, "PRIMARY") != "PRIMARY":
@@ -99,7 +121,7 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
             entries[t]["presence_level"] = level
         entries[dom]["presence_level"] = "PRIMARY"
         old_dom = (base or {}).get("dominant_type")
-        if old_dom in entries and old_dom != dom and old_dom not in set_here:
+        if isinstance(old_dom, str) and old_dom in entries and old_dom != dom and old_dom not in set_here:
             # the SME retyped the segment: the replaced type's claims go with it (no leftover
             # MENTION_ONLY carrying the contradicted evidence); its evidence is dropped below
             entries[old_dom]["presence_level"] = "NO_EVIDENCE"
@@ -122,7 +144,8 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
                                  f"which segment with corrected_segments[k].presence")
             free[0]["entries"][t]["presence_level"] = level
 
-    new_segments = []
+    new_segments: list[dict[str, object]] = []
+    pages: dict[str, int] = {}  # dominant type → pages
     for b in built:
         s, entries, base = b["seg"], b["entries"], b["base"]
         lo, hi = s["page_start"], s["page_end"]
@@ -139,10 +162,11 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
             e["top_evidence"] = evidence
         levels = {t: e["presence_level"] for t, e in entries.items()}
         old_shares = [entries[t].get("segment_share") for t in DOC_TYPES]
-        keep = (base is not None and levels == b["before"] and all(_number(v) and v >= 0 for v in old_shares)
-                and sum(old_shares) > 0
+        shares = [v for v in old_shares if _number(v) and v >= 0]
+        keep = (base is not None and levels == b["before"] and len(shares) == len(old_shares)
+                and sum(shares) > 0
                 and all(entries[t]["segment_share"] > 0.01 for t in DOC_TYPES if levels[t] == "PRIMARY"))
-        weights = old_shares if keep else [LEVEL_SHARE_WEIGHT[levels[t]] for t in DOC_TYPES]
+        weights = shares if keep else [LEVEL_SHARE_WEIGHT[levels[t]] for t in DOC_TYPES]
         total = sum(weights)
         for t, w in zip(DOC_TYPES, weights, strict=True):
             e = entries[t]
@@ -159,11 +183,9 @@ def derive(gt: dict[str, Any], segments: list[dict[str, Any]], *, dominant: str 
                              "segment_page_count": hi - lo + 1, "dominant_type": s["dominant_type"],
                              "reasoning": (base or {}).get("reasoning", ""),
                              "classifications": [entries[t] for t in DOC_TYPES]})
+        pages[s["dominant_type"]] = pages.get(s["dominant_type"], 0) + hi - lo + 1
     gt["segments"], gt["number_of_segments"] = new_segments, len(new_segments)
 
-    pages: dict[str, int] = {}
-    for s in new_segments:
-        pages[s["dominant_type"]] = pages.get(s["dominant_type"], 0) + s["segment_page_count"]
     if dominant is not None and dominant not in pages:
         raise ValueError(f"corrected_dominant_type: {dominant} is the type of no segment "
                          f"({', '.join(pages)}); give corrected_segments that include it")

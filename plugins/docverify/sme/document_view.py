@@ -13,10 +13,11 @@ beside it. Holds PHI: served only on the reviewers' pages.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict
 
 from docverify.domain.codes import blocker_why, plain_words
-from docverify.domain.models import DOC_TYPES, DocumentBundle, SMEPacket
+from docverify.domain.models import DOC_TYPES, DocumentBundle, SMEIssueSummary, SMEPacket
 from docverify.domain.templating import render
 from docverify.sme.context import PdfPages, get_issue_context, png_data_uri
 from docverify.sme.render import decided_by, file_facts, history_lines
@@ -41,9 +42,25 @@ def headline(packet: SMEPacket) -> str:
     return f"Escalated for your review: {packet.v5_reason}"
 
 
-def _segments(packet: SMEPacket) -> list[dict[str, Any]]:
+class SegmentBand(TypedDict):
+    """A segment of the primary classification as the page band shows it."""
+
+    start: object
+    end: object
+    type: object
+    label: str
+
+
+class PageImage(TypedDict):
+    uri: str
+    width: int
+    height: int
+    boxes: list[dict[str, str]]
+
+
+def _segments(packet: SMEPacket) -> list[SegmentBand]:
     cls = packet.primary_classification if isinstance(packet.primary_classification, dict) else {}
-    out = []
+    out: list[SegmentBand] = []
     for seg in cls.get("segments") or []:
         if not isinstance(seg, dict):
             continue
@@ -57,21 +74,22 @@ def _segments(packet: SMEPacket) -> list[dict[str, Any]]:
     return out
 
 
-def _finding(s: Any) -> dict[str, Any]:
+def _finding(s: SMEIssueSummary) -> dict[str, str]:
     return {"issue_id": s.issue_id, "severity": str(s.severity), "code": s.code, "agent": s.agent,
             "plain": plain_words(s.code), "message": s.message, "colour": _SEV_COLOUR.get(str(s.severity), "#555")}
 
 
 def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes: bytes | None,
-                  page_controls: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+                  page_controls: Mapping[int, Mapping[str, object]] | None = None) -> dict[str, object]:
     """The template's context: pages (each once, in order, with its segment band, image or text and
     findings), findings about the whole document, technical rows. ``page_controls``: page → the
     answer form's type choice for it (``{"name", "current", "blank"}``), drawn beside the page and
     bound to the form ``answer`` (the workspace); None on the packet page."""
-    contexts = {s.issue_id: (get_issue_context(bundle, packet, s.issue_id, highlight=False) if bundle is not None
-                             else dict(s.context or {})) for s in packet.issues_summary}
+    contexts: dict[str, Mapping[str, object]] = {
+        s.issue_id: (get_issue_context(bundle, packet, s.issue_id, highlight=False) if bundle is not None
+                     else dict(s.context or {})) for s in packet.issues_summary}
     n_pages = packet.total_pages or (bundle.total_pages if bundle is not None else 0)
-    images: dict[int, dict[str, Any]] = {}
+    images: dict[int, PageImage] = {}
     if pdf_bytes:
         try:
             with PdfPages(pdf_bytes, SCALE) as pdf:
@@ -82,18 +100,18 @@ def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes
                     for s in packet.issues_summary:
                         ctx = contexts[s.issue_id]
                         if ctx.get("page") == p and ctx.get("found") and pdf.has_text(p):
-                            found = pdf.find_boxes(p, ctx.get("needle", "")) or {"boxes": []}
+                            found = pdf.find_boxes(p, str(ctx.get("needle", "")))
                             boxes += [{"left": f"{100 * b['x'] / w:.3f}", "top": f"{100 * b['y'] / h:.3f}",
                                        "width": f"{100 * b['w'] / w:.3f}", "height": f"{100 * b['h'] / h:.3f}",
-                                       "issue_id": s.issue_id} for b in found["boxes"]]
+                                       "issue_id": s.issue_id} for b in (found["boxes"] if found else [])]
                     images[p] = {"uri": png_data_uri(png), "width": w, "height": h, "boxes": boxes}
         except Exception as exc:  # an unreadable PDF: the pages are shown as text
             log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
             images = {}
     segments = _segments(packet)
     starts = {s["start"]: s for s in segments}
-    by_page: dict[int, list[dict[str, Any]]] = {}
-    whole: list[dict[str, Any]] = []
+    by_page: dict[int, list[dict[str, str]]] = {}
+    whole: list[dict[str, str]] = []
     for s in packet.issues_summary:
         page = contexts[s.issue_id].get("page")
         if isinstance(page, int) and 1 <= page <= n_pages:
@@ -108,7 +126,7 @@ def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes
         pages.append({"num": p, "band": starts.get(p), "type": seg["type"] if seg else None,
                       "image": images.get(p), "text": None if p in images else (text or ""),
                       "findings": by_page.get(p, []), "control": (page_controls or {}).get(p)})
-    technical: list[tuple[str, Any]] = [
+    technical: list[tuple[str, object]] = [
         ("Review", packet.review_id or packet.doc_id), ("PDF", packet.pdf_filename), ("PDF path", packet.pdf_path),
         ("Bundle", packet.bundle_path or "none"), ("Run", packet.run_id), ("Packet created", packet.created_at),
         ("Decision", f"{packet.v5_decision} — {decided_by(packet)}"), ("Reason", packet.v5_reason)]
@@ -120,7 +138,7 @@ def document_view(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes
 
 
 def document_html(packet: SMEPacket, *, bundle: DocumentBundle | None, pdf_bytes: bytes | None,
-                  page_controls: dict[int, dict[str, Any]] | None = None) -> str:
+                  page_controls: Mapping[int, Mapping[str, object]] | None = None) -> str:
     """The document pane as HTML (a fragment: no ``<html>``; its style sheet inside)."""
     return render("sme_document.html.j2", **document_view(packet, bundle=bundle, pdf_bytes=pdf_bytes,
                                                           page_controls=page_controls))

@@ -17,23 +17,23 @@ from __future__ import annotations
 
 import urllib.parse
 from collections import Counter
+from collections.abc import Mapping
 
 from docverify.domain.models import SMEPacket
+from docverify.sme.jsonish import objects
 from docverify.sme.render import decided_by, md_escape
 
 SEVERITIES = ("BLOCKER", "MAJOR", "MINOR")
 
 
-def _page_of(issue_context: dict | None) -> str:
+def _page_of(issue_context: Mapping[str, object] | None) -> str:
     page = (issue_context or {}).get("page")
     return str(page) if isinstance(page, int) and not isinstance(page, bool) else "—"
 
 
 def _segments(packet: SMEPacket) -> list[tuple[object, object, object]]:
     cls = packet.primary_classification if isinstance(packet.primary_classification, dict) else {}
-    raw = cls.get("segments")
-    segs: list = raw if isinstance(raw, list) else []
-    return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in segs if isinstance(s, dict)]
+    return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in objects(cls.get("segments"))]
 
 
 def review_form_markdown(packet: SMEPacket, *, workspace_url: str, packet_url: str | None = None) -> str:

@@ -12,6 +12,7 @@ import copy
 import json
 import logging
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from docverify.domain.models import (
@@ -20,6 +21,7 @@ from docverify.domain.models import (
     GroundTruthRecord,
     SMEPacket,
 )
+from docverify.sme.correction import SegmentRange
 from docverify.sme.packets import html_rel, load_packet, now_iso, packet_key, resolve_key, segment_shape
 from docverify.sme.render import write_packet_html
 from docverify.storage.limits import MAX_PAGES
@@ -35,13 +37,13 @@ class NoChange(ValueError):
     """A correction that changes nothing in the primary classification."""
 
 
-def _check_type(value: Any, field: str) -> str:
-    if value not in DOC_TYPES:
+def _check_type(value: object, field: str) -> str:
+    if not isinstance(value, str) or value not in DOC_TYPES:
         raise ValueError(f"{field}: {value!r} is not a document type; allowed values: {', '.join(DOC_TYPES)}")
     return value
 
 
-def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
+def validate_segments(segments: object, total_pages: int) -> list[SegmentRange]:
     """The SME's segments, checked: a non-empty list of ``{page_start, page_end, dominant_type}``
     in page order that covers pages 1..total_pages exactly once (when the page count is unknown,
     0, they must still start at 1, be contiguous and end by page ``MAX_PAGES``). Raises ValueError
@@ -50,7 +52,8 @@ def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
     if not isinstance(segments, list) or not segments:
         raise ValueError(f"{field}: give a non-empty list of {{page_start, page_end, dominant_type}} objects, "
                          f"e.g. [{{\"page_start\": 1, \"page_end\": 2, \"dominant_type\": \"Genomic Report\"}}]")
-    out, expect = [], 1
+    out: list[SegmentRange] = []
+    expect = 1
     for k, seg in enumerate(segments):
         where = f"{field}[{k}]"
         if not isinstance(seg, dict):
@@ -72,8 +75,8 @@ def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
         if start != expect:
             raise ValueError(f"{where}.page_start: {start} leaves a gap or an overlap: segments must cover the pages "
                              f"in order without gaps, so this one must start at page {expect}")
-        _check_type(seg["dominant_type"], f"{where}.dominant_type")
-        out.append({"page_start": start, "page_end": end, "dominant_type": seg["dominant_type"]})
+        out.append({"page_start": start, "page_end": end,
+                    "dominant_type": _check_type(seg["dominant_type"], f"{where}.dominant_type")})
         if seg.get("presence") is not None:
             from docverify.sme.correction import check_levels
 
@@ -85,13 +88,13 @@ def validate_segments(segments: Any, total_pages: int) -> list[dict[str, Any]]:
     return out
 
 
-def _ranges(segs: list[dict]) -> str:
+def _ranges(segs: Sequence[Mapping[str, object]]) -> str:
     return ", ".join(f"{s.get('page_start')}–{s.get('page_end')} {s.get('dominant_type')}" for s in segs) or "none"
 
 
-def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
+def apply_correction(primary: Mapping[str, object] | None, *, doc_id: str, total_pages: int,
                      corrected_dominant_type: str | None = None,
-                     corrected_segments: list[dict] | None = None,
+                     corrected_segments: Sequence[Mapping[str, object]] | None = None,
                      corrected_presence: dict[str, str] | None = None,
                      corrected_mixture: dict[str, str] | None = None,
                      bundle: DocumentBundle | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -124,7 +127,7 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
         "doc_id": doc_id, "dominant_type_overall": None, "number_of_segments": 0, "segments": [],
         "document_mixture": []}
     changes: list[str] = []
-    old_segs = [s for s in gt.get("segments") or [] if isinstance(s, dict)]
+    old_segs: list[Mapping[str, object]] = [s for s in gt.get("segments") or [] if isinstance(s, dict)]
     if segs_in is not None:
         new = segs_in
         if segment_shape({"segments": new}) != segment_shape({"segments": old_segs}):
@@ -139,10 +142,10 @@ def apply_correction(primary: dict | None, *, doc_id: str, total_pages: int,
         new = [{"page_start": 1, "page_end": total_pages, "dominant_type": corrected_dominant_type}]
         changes.append(f"segments: none (no classification) → 1–{total_pages} {corrected_dominant_type}")
     else:
-        new = [{"page_start": s.get("page_start"), "page_end": s.get("page_end"),
-                "dominant_type": s.get("dominant_type")} for s in old_segs]
+        kept = [{"page_start": s.get("page_start"), "page_end": s.get("page_end"),
+                 "dominant_type": s.get("dominant_type")} for s in old_segs]
         try:  # kept segments must hold too: pages 1..total_pages each in exactly one, in order
-            validate_segments(new, total_pages)
+            new = validate_segments(kept, total_pages)
         except ValueError as exc:
             raise ValueError(f"the primary classification's segments cannot be kept ({exc}): give corrected_segments "
                              f"covering pages 1..{total_pages or 'N'}") from None
@@ -244,7 +247,7 @@ def packet_bundle(store: ArtifactStore, packet: SMEPacket) -> DocumentBundle | N
 
 
 def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_dominant_type: str | None = None,
-                corrected_segments: list[dict] | None = None, correction_notes: str = "", reviewer: str,
+                corrected_segments: Sequence[Mapping[str, object]] | None = None, correction_notes: str = "", reviewer: str,
                 reviewed_at: str | None = None, channel: str = "",
                 corrected_presence: dict[str, str] | None = None,
                 corrected_mixture: dict[str, str] | None = None) -> tuple[GroundTruthRecord, str]:

@@ -11,10 +11,11 @@ Packet text, page text and snippets are PHI: this module logs nothing of them.
 from __future__ import annotations
 
 import getpass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from docverify.domain.models import GroundTruthRecord, SMEPacket
-from docverify.sme.context import get_issue_context
+from docverify.sme.context import IssueContext, get_issue_context
 from docverify.sme.ground_truth import (
     ground_truth_versions,
     save_review,
@@ -27,7 +28,7 @@ from docverify.sme.packets import (
     packet_key,
 )
 from docverify.sme.render import packet_markdown
-from docverify.storage.store import ArtifactStore, as_root
+from docverify.storage.store import ArtifactStore, StoragePath, as_root
 
 __all__ = ["SMEReviewHelper"]
 
@@ -41,7 +42,7 @@ class SMEReviewHelper:
     reason)``) → 6. ground truth under ``ground_truth/``. ``save_review`` is the same writer the Airflow review DAG uses.
     """
 
-    def __init__(self, storage_root: Any, *, reviewer: str | None = None):
+    def __init__(self, storage_root: str | StoragePath, *, reviewer: str | None = None):
         self.store = ArtifactStore(as_root(storage_root))
         self.reviewer = reviewer
 
@@ -53,7 +54,7 @@ class SMEReviewHelper:
     def load_packet(self, doc_id: str) -> SMEPacket:
         return load_packet(self.store, doc_id)
 
-    def get_issue_context(self, doc_id: str, issue_id: str, *, highlight: bool = True) -> dict[str, Any]:
+    def get_issue_context(self, doc_id: str, issue_id: str, *, highlight: bool = True) -> IssueContext:
         """Page, 2 paragraphs before, the match, 3 after, and the highlight boxes of one issue."""
         return get_issue_context(self.store, self.load_packet(doc_id), issue_id, highlight=highlight)
 
@@ -67,7 +68,7 @@ class SMEReviewHelper:
 
     def save_review(self, doc_id: str, agrees: bool, corrected_dominant_type: str | None = None,
                     correction_notes: str = "", reviewer: str | None = None, *,
-                    corrected_segments: list[dict] | None = None, corrected_presence: dict[str, str] | None = None,
+                    corrected_segments: Sequence[Mapping[str, object]] | None = None, corrected_presence: dict[str, str] | None = None,
                     corrected_mixture: dict[str, str] | None = None) -> tuple[GroundTruthRecord, str]:
         """Save the answer as ground truth (see :func:`save_review`); the reviewer defaults to the
         helper's ``reviewer``, else the login name."""

@@ -10,7 +10,8 @@ import datetime as dt
 import json
 import logging
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
@@ -25,6 +26,7 @@ from docverify.domain.models import (
     SMEPacket,
     VerificationResult,
 )
+from docverify.sme.jsonish import mapping, objects
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
 
@@ -59,52 +61,70 @@ def sort_issues(issues: list[Issue]) -> list[Issue]:
 # --------------------------------------------------------------------------- production comparison
 
 
-def segment_shape(cls: dict) -> list[tuple[Any, Any, Any]]:
-    segs = cls.get("segments")
-    if not isinstance(segs, list):
-        segs = []
-    return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in segs if isinstance(s, dict)]
+def segment_shape(cls: Mapping[str, object]) -> list[tuple[object, object, object]]:
+    return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in objects(cls.get("segments"))]
 
 
-def _strongest(cls: dict) -> dict[str, str]:
+def _strongest(cls: Mapping[str, object]) -> dict[str, str]:
     out: dict[str, str] = {}
-    entries = [m for m in cls.get("document_mixture") or [] if isinstance(m, dict)]
-    for s in cls.get("segments") or []:
-        if isinstance(s, dict):
-            entries += [c for c in s.get("classifications") or [] if isinstance(c, dict)]
+    entries = objects(cls.get("document_mixture") or [])
+    for s in objects(cls.get("segments") or []):
+        entries += objects(s.get("classifications") or [])
     for e in entries:
         t, level = e.get("doc_type"), e.get("presence_level")
-        if t in DOC_TYPES and level in PRESENCE_RANK and PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(t, "NO_EVIDENCE")]:
+        if (isinstance(t, str) and isinstance(level, str) and t in DOC_TYPES and level in PRESENCE_RANK
+                and PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(t, "NO_EVIDENCE")]):
             out[t] = level
     return out
 
 
-def compare_production(primary: dict, production: dict) -> dict[str, Any]:
+class DominantAgreement(TypedDict):
+    primary: object
+    production: object
+    agree: bool
+
+
+class SegmentsAgreement(TypedDict):
+    primary: list[list[object]]
+    production: list[list[object]]
+    agree: bool
+
+
+class ProductionComparison(TypedDict):
+    """``SMEPacket.production_comparison``."""
+
+    dominant_type: DominantAgreement
+    segments: SegmentsAgreement
+    presence_differences: dict[str, dict[str, str]]
+    production_classifier: object
+    agrees: bool
+
+
+def compare_production(primary: Mapping[str, object], production: Mapping[str, object]) -> ProductionComparison:
     """Whether a production classification agrees with the primary one: the dominant type, the
     segments (page ranges and dominant types) and each type's strongest presence level."""
     a, b = _strongest(primary), _strongest(production)
     presence = {t: {"primary": a.get(t, "NO_EVIDENCE"), "production": b.get(t, "NO_EVIDENCE")}
                 for t in DOC_TYPES if a.get(t, "NO_EVIDENCE") != b.get(t, "NO_EVIDENCE")}
     seg_a, seg_b = segment_shape(primary), segment_shape(production)
-    dom = {"primary": primary.get("dominant_type_overall"), "production": production.get("dominant_type_overall")}
-    dom["agree"] = dom["primary"] == dom["production"]
-    out = {
+    dom_a, dom_b = primary.get("dominant_type_overall"), production.get("dominant_type_overall")
+    dom: DominantAgreement = {"primary": dom_a, "production": dom_b, "agree": dom_a == dom_b}
+    return {
         "dominant_type": dom,
         "segments": {"primary": [list(s) for s in seg_a], "production": [list(s) for s in seg_b],
                      "agree": seg_a == seg_b},
         "presence_differences": presence,
         "production_classifier": production.get("classifier", ""),
+        "agrees": dom["agree"] and seg_a == seg_b and not presence,
     }
-    out["agrees"] = dom["agree"] and seg_a == seg_b and not presence
-    return out
 
 
 # --------------------------------------------------------------------------- packets
 
 
 def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: str,
-                 result: VerificationResult | None, error: dict[str, Any] | None = None,
-                 production_classification: dict | None = None, run_id: str = "",
+                 result: VerificationResult | None, error: Mapping[str, object] | None = None,
+                 production_classification: Mapping[str, object] | None = None, run_id: str = "",
                  bundle: DocumentBundle | None = None, review_id: str = "",
                  size_bytes: int | None = None) -> SMEPacket:
     """A packet for an escalated document, or for one that could not be parsed/classified
@@ -122,14 +142,13 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
     if production_classification is not None and isinstance(primary, dict):
         differs = production_classification.get("dominant_type_overall") != primary.get("dominant_type_overall")
         comparison = compare_production(primary, production_classification)
-    if error is not None:
-        error = with_file_facts(error, pdf_path, size_bytes)
+    facts = with_file_facts(error, pdf_path, size_bytes) if error is not None else None
     kind: str
     if result:
         rule, reason = result.final_rule, result.escalation_reason or result.attempts[-1].decision.reason
         kind = result.stop_reason
     else:  # a parse/classification error: no verification ran, so no V5 rule decided
-        err = error or {}
+        err = facts or {}
         rule, kind = None, "error"
         reason = f"Not verified: the document could not be processed ({err.get('error', 'ERROR')}: {err.get('message', '')})"
     summaries = []
@@ -152,13 +171,14 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
                     for r in a.runs if r.phase == "jury" for v in r.votes or []],
         issues_summary=summaries, primary_classification=primary,
         production_classification=production_classification, production_differs=differs,
-        production_comparison=comparison, error=error, created_at=now_iso(), run_id=run_id,
+        production_comparison=comparison, error=facts, created_at=now_iso(), run_id=run_id,
         escalation_reason=kind, attempt_history=attempt_history(result) if result else [],
         original_classification=result.original_classification if result else None,
     )
 
 
-def with_file_facts(error: dict[str, Any], pdf_path: str = "", size_bytes: int | None = None) -> dict[str, Any]:
+def with_file_facts(error: Mapping[str, object], pdf_path: str = "",
+                    size_bytes: int | None = None) -> dict[str, object]:
     """``error`` with what is known of the input file without reading its text: ``file_name``
     (the last part of ``pdf_path`` or of the record's ``file``), ``size_bytes`` (when known) and
     the error's code and message as they are."""
@@ -174,9 +194,39 @@ def with_file_facts(error: dict[str, Any], pdf_path: str = "", size_bytes: int |
     return out
 
 
-def attempt_history(result: VerificationResult) -> list[dict[str, Any]]:
+class HistoryIssue(TypedDict):
+    issue_id: str
+    severity: str
+    agent: str
+    code: str
+    message: str
+    location: str
+    auto_fixable: bool
+
+
+class HistoryFix(TypedDict):
+    fixer: str
+    codes: list[str]
+    issue_ids: list[str]
+    description: str
+
+
+class HistoryAttempt(TypedDict):
+    """One entry of ``SMEPacket.attempt_history``."""
+
+    attempt: int
+    decision: str
+    rule: int
+    reason: str
+    blocker_repair: bool
+    issues: list[HistoryIssue]
+    skipped_judgments: list[str]
+    fixes_after: list[HistoryFix]
+
+
+def attempt_history(result: VerificationResult) -> list[HistoryAttempt]:
     """Every attempt with its decision and issues, and the fixes applied after it (packets)."""
-    out = []
+    out: list[HistoryAttempt] = []
     for a in result.attempts:
         d = a.decision
         out.append({
@@ -201,11 +251,11 @@ def review_id(ds: str, doc_id: str, sha256: str | None) -> str:
     return f"{ds}_{doc_id}_{digest}" if digest else f"{ds}_{doc_id}"
 
 
-def packet_key(packet: SMEPacket | dict) -> str:
+def packet_key(packet: SMEPacket | Mapping[str, object]) -> str:
     """The key under which a packet and its ground truth are stored: its review_id, or its doc_id
     for a packet of the older layout (``sme_packet_<doc_id>.json``)."""
-    if isinstance(packet, dict):
-        return packet.get("review_id") or packet["doc_id"]
+    if isinstance(packet, Mapping):
+        return str(packet.get("review_id") or packet["doc_id"])
     return packet.review_id or packet.doc_id
 
 
@@ -235,7 +285,7 @@ def resolve_key(store: ArtifactStore | RunStore, key: str) -> str:
     return key
 
 
-def write_packet(store: ArtifactStore | RunStore, packet: SMEPacket, write_json=None) -> tuple[str, str]:
+def write_packet(store: ArtifactStore | RunStore, packet: SMEPacket, write_json: object = None) -> tuple[str, str]:
     """Write the packet unless an SME already reviewed it. Returns (uri, outcome) with outcome
     ``written`` | ``kept_reviewed``.
 
@@ -309,10 +359,10 @@ def load_packet(store: ArtifactStore | RunStore, doc_id: str) -> SMEPacket:
             f"'reviewed'; see include/schemas/SMEPacket.json): restore it from the nightly run") from exc
 
 
-def _top_severity(packet: dict) -> str:
-    issues = packet.get("issues_summary") or []
+def _top_severity(packet: Mapping[str, object]) -> str:
+    issues = objects(packet.get("issues_summary") or [])
     if issues:
-        return min((i.get("severity", "MINOR") for i in issues), key=lambda s: SEVERITY_ORDER.get(Severity(s), 9))
+        return str(min((i.get("severity", "MINOR") for i in issues), key=lambda s: SEVERITY_ORDER.get(Severity(str(s)), 9)))
     return "ERROR" if packet.get("error") else ""
 
 
@@ -339,7 +389,7 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
         rows.append({"doc_id": p["doc_id"], "review_id": key, "night": night,
                      "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
                      "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
-                     "error": (p.get("error") or {}).get("error"), "created_at": p.get("created_at", ""),
+                     "error": mapping(p.get("error")).get("error"), "created_at": p.get("created_at", ""),
                      "packet_uri": store.uri(rel), "review_kind": p.get("review_kind", "escalation")})
     rows.sort(key=lambda r: (_TOP_ORDER.get(r["top_severity"], 3), r["created_at"], r["review_id"]))
     return rows

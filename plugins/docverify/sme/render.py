@@ -31,7 +31,8 @@ import html as html_lib
 import logging
 import re
 import urllib.parse
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict
 
 import jinja2
 
@@ -39,12 +40,14 @@ from docverify.domain.models import DOC_TYPES, DocumentBundle, SMEPacket
 from docverify.domain.templating import environment, render
 from docverify.sme.context import (
     DEFAULT_SCALE,
+    Box,
     PdfPages,
     get_issue_context,
     load_bundle,
     load_pdf,
     png_data_uri,
 )
+from docverify.sme.jsonish import as_int, items, mapping, objects
 from docverify.sme.packets import html_rel, load_packet, packet_key
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
@@ -59,7 +62,7 @@ _SEV_COLOUR = {"BLOCKER": "#b00020", "MAJOR": "#c35a00", "MINOR": "#5f6b00", "ER
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]()<>#!|~&:@])")
 
 
-def md_escape(value: Any) -> str:
+def md_escape(value: object) -> str:
     """``value`` as inert Markdown text on one line: whitespace collapsed; every character that
     opens Markdown, GFM or HTML syntax inside a line (backslash, backtick, ``* _ [ ] ( ) < > # ! | ~
     & : @``) backslash-escaped, and ``www.`` broken, so no image, link, autolink (``http://…``,
@@ -78,7 +81,7 @@ def _inert_markdown(base: jinja2.Environment) -> jinja2.Environment:
     return env
 
 
-def _size(n: Any) -> str:
+def _size(n: object) -> str:
     return f"{n:,} bytes" if isinstance(n, int) and not isinstance(n, bool) else "unknown"
 
 
@@ -111,25 +114,35 @@ def _file_facts_markdown(packet: SMEPacket) -> str:
     return "### What we know about this file\n\n" + "".join(f"- {k}: {md_escape(v)}\n" for k, v in rows) + "\n"
 
 
-def _segments(cls: dict | None) -> list[dict]:
-    segs = (cls or {}).get("segments")
-    return [s for s in segs if isinstance(s, dict)] if isinstance(segs, list) else []
+def _segments(cls: Mapping[str, object] | None) -> list[Mapping[str, object]]:
+    return objects((cls or {}).get("segments"))
 
 
-def _presence(seg: dict) -> dict[Any, dict]:
-    return {c.get("doc_type"): c for c in seg.get("classifications") or [] if isinstance(c, dict)}
+def _presence(seg: Mapping[str, object]) -> dict[object, Mapping[str, object]]:
+    return {c.get("doc_type"): c for c in items(seg.get("classifications") or []) if isinstance(c, dict)}
 
 
 _SEG_LOC = re.compile(r"segments\[(\d+)\](?:\s*→\s*([^.\[]+?))?(?:\.|$)")
 _MIX_LOC = re.compile(r"document_mixture\s*→\s*(.+?)\s*$")
 
 
-def issue_evidence(issue: dict, primary: dict | None) -> list[dict]:
+class EvidenceRef(TypedDict):
+    """One evidence item of the primary classification that an issue refers to (as stored)."""
+
+    segment_index: object
+    doc_type: object
+    presence_level: object
+    snippet: object
+    page: object
+    anchors: list[object]
+
+
+def issue_evidence(issue: Mapping[str, object], primary: Mapping[str, object] | None) -> list[EvidenceRef]:
     """The classifier's evidence the issue refers to: ``[{segment_index, doc_type, presence_level,
     snippet, page, anchors}]`` of the entry named by the location (segment and type, or the type
     in the mixture: every segment's entry of that type)."""
-    loc = issue.get("location") or ""
-    details = issue.get("details") or {}
+    loc = str(issue.get("location") or "")
+    details = mapping(issue.get("details"))
     seg_idx, doc_type = None, None
     m = _SEG_LOC.search(loc)
     if m:
@@ -138,11 +151,11 @@ def issue_evidence(issue: dict, primary: dict | None) -> list[dict]:
         m = _MIX_LOC.search(loc)
         if m:
             doc_type = m.group(1).strip()
-    if isinstance(details.get("doc_type"), str):
-        doc_type = doc_type or details["doc_type"]
+    if isinstance(detail_type := details.get("doc_type"), str):
+        doc_type = doc_type or detail_type
     if seg_idx is None and doc_type is None:
         return []
-    out = []
+    out: list[EvidenceRef] = []
     for seg in _segments(primary):
         if seg_idx is not None and seg.get("segment_index") != seg_idx:
             continue
@@ -151,11 +164,11 @@ def issue_evidence(issue: dict, primary: dict | None) -> list[dict]:
                 continue
             if doc_type is None and t != seg.get("dominant_type"):
                 continue
-            for ev in entry.get("top_evidence") or []:
+            for ev in items(entry.get("top_evidence") or []):
                 if isinstance(ev, dict):
                     out.append({"segment_index": seg.get("segment_index"), "doc_type": t,
                                 "presence_level": entry.get("presence_level"), "snippet": ev.get("snippet", ""),
-                                "page": ev.get("page"), "anchors": ev.get("anchors_found") or []})
+                                "page": ev.get("page"), "anchors": list(items(ev.get("anchors_found") or []))})
     return out
 
 
@@ -164,14 +177,14 @@ def issue_evidence(issue: dict, primary: dict | None) -> list[dict]:
 # sme_packet.css); the functions below prepare its context as plain text, which the template escapes.
 
 
-def _classification_view(cls: dict | None) -> dict | None:
+def _classification_view(cls: Mapping[str, object] | None) -> dict[str, object] | None:
     """A classification as the page shows it: facts, one row per segment (a cell per type: the
     presence, or None), the document mixture."""
     if not isinstance(cls, dict):
         return None
-    facts: list[tuple[str, Any]] = [
+    facts: list[tuple[str, object]] = [
         ("Dominant type", cls.get("dominant_type_overall")), ("Segments", cls.get("number_of_segments")),
-        ("Vendor signals", ", ".join(map(str, cls.get("vendor_signals") or [])) or "none"),
+        ("Vendor signals", ", ".join(map(str, items(cls.get("vendor_signals") or []))) or "none"),
         ("Classifier", cls.get("classifier", ""))]
     se = cls.get("self_evaluation") or {}
     if isinstance(se, dict) and (se.get("notes") or se.get("confidence")):
@@ -185,7 +198,7 @@ def _classification_view(cls: dict | None) -> dict | None:
                          "page_end": seg.get("page_end"), "dominant": seg.get("dominant_type"), "cells": cells,
                          "reasoning": seg.get("reasoning")})
     mixture = [{"doc_type": m.get("doc_type"), "presence": m.get("presence_level"), "share": m.get("overall_share")}
-               for m in cls.get("document_mixture") or [] if isinstance(m, dict)]
+               for m in items(cls.get("document_mixture") or []) if isinstance(m, dict)]
     return {"facts": facts, "segments": segments, "mixture": mixture}
 
 
@@ -202,7 +215,7 @@ def _production_rows(packet: SMEPacket) -> list[tuple[str, str]]:
                                                for t, v in pres.items()) or "none")]
 
 
-def _page_text_view(ctx: dict | None) -> dict | None:
+def _page_text_view(ctx: Mapping[str, object] | None) -> dict[str, object] | None:
     """The page-text window of an issue: page (None: ``why`` there is none), whether the issue's
     text was found and how, the paragraphs before, the match, the paragraphs after."""
     if not ctx:
@@ -214,15 +227,15 @@ def _page_text_view(ctx: dict | None) -> dict | None:
             "before": ctx.get("before") or [], "match": ctx.get("match"), "after": ctx.get("after") or []}
 
 
-def _figure_view(ctx: dict) -> dict | None:
-    """The page image of an issue: its size and the boxes of the matched text (in % of the page)."""
-    hl = ctx.get("highlight")
+def _figure_view(page: object, hl: tuple[int, int, list[Box]] | None) -> dict[str, object] | None:
+    """The page image of an issue: its size and the boxes of the matched text (in % of the page).
+    ``hl``: the rendered page's width and height in pixels and the boxes on it."""
     if not hl:
         return None
-    w, h = hl["image_width"], hl["image_height"]
-    return {"page": int(ctx["page"]), "width": w, "height": h,
+    w, h, boxes = hl
+    return {"page": as_int(page), "width": w, "height": h,
             "boxes": [{"left": f"{100 * b['x'] / w:.3f}", "top": f"{100 * b['y'] / h:.3f}",
-                       "width": f"{100 * b['w'] / w:.3f}", "height": f"{100 * b['h'] / h:.3f}"} for b in hl["boxes"]]}
+                       "width": f"{100 * b['w'] / w:.3f}", "height": f"{100 * b['h'] / h:.3f}"} for b in boxes]}
 
 
 def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_bytes: bytes | None = None,
@@ -230,12 +243,14 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
     """The packet as one self-contained HTML page. With ``bundle`` the page-text windows are
     computed (else the ones stored in the packet are used); with ``pdf_bytes`` pages with a text
     layer are embedded with the matched text boxed (at most ``max_page_images`` pages)."""
-    contexts: dict[str, dict] = {}
+    contexts: dict[str, dict[str, object]] = {}
     for s in packet.issues_summary:
         if bundle is not None:
-            contexts[s.issue_id] = get_issue_context(bundle, packet, s.issue_id, highlight=False)
+            contexts[s.issue_id] = dict(get_issue_context(bundle, packet, s.issue_id, highlight=False))
         else:
             contexts[s.issue_id] = dict(s.context or {})
+    #: issue id → (width, height, boxes) of its page's image
+    highlights: dict[str, tuple[int, int, list[Box]]] = {}
     page_backgrounds = []
     if pdf_bytes and bundle is not None:
         try:
@@ -244,17 +259,17 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
                 for s in packet.issues_summary:
                     ctx = contexts[s.issue_id]
                     page = ctx.get("page")
-                    if page is None or not 1 <= page <= pdf.page_count:
+                    if not isinstance(page, int) or not 1 <= page <= pdf.page_count:
                         continue
                     if page not in pages and len(pages) >= max_page_images:
                         continue
                     # a scanned (OCR'd) page has no text layer to box: it is shown as an image, unboxed
-                    found = pdf.find_boxes(page, ctx.get("needle", "")) \
+                    found = pdf.find_boxes(page, str(ctx.get("needle", ""))) \
                         if ctx.get("found") and pdf.has_text(page) else None
                     width, height = pdf.size(page)
                     # not found (e.g. a fabricated snippet): the page is shown without a box
-                    ctx["highlight"] = found or {"image_width": width, "image_height": height, "scale": scale,
-                                                 "boxes": []}
+                    highlights[s.issue_id] = ((found["image_width"], found["image_height"], found["boxes"]) if found
+                                              else (width, height, []))
                     if page not in pages:
                         pages.append(page)
                 for page in pages:
@@ -262,8 +277,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
                     page_backgrounds.append({"page": page, "uri": png_data_uri(png)})
         except Exception as exc:  # an unreadable PDF: the packet is still rendered, without images
             log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
-            for ctx in contexts.values():
-                ctx.pop("highlight", None)
+            highlights.clear()
     # a document that could not be read (a scan OCR read nothing on, a timeout, …) still shows its
     # pages as images when its PDF opens: the SME answers from what the pages show
     page_images, pdf_pages = [], packet.total_pages
@@ -278,7 +292,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
             log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
     status = packet.review_status
-    info: list[tuple[str, Any]] = [
+    info: list[tuple[str, object]] = [
         ("PDF", packet.pdf_filename), ("PDF path", packet.pdf_path),
         ("Pages", packet.total_pages or (f"{pdf_pages} (from the PDF; no text was read)" if pdf_pages
                                          else "unknown (the PDF could not be opened)")),
@@ -287,7 +301,7 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
     if status == "reviewed":
         info += [("Reviewer", packet.reviewer), ("Reviewed at", packet.reviewed_at),
                  ("Ground truth", f"{packet.ground_truth_path} (version {packet.ground_truth_version})")]
-    decision: list[tuple[str, Any]] = [("Decision", packet.v5_decision), ("Rule", decided_by(packet)),
+    decision: list[tuple[str, object]] = [("Decision", packet.v5_decision), ("Rule", decided_by(packet)),
                                        ("Reason", packet.v5_reason)]
     if packet.v5_explanation:  # ADR 0013: the V5 decision's explanation for the SME (one line each)
         decision.append(("Why", packet.v5_explanation.splitlines()))
@@ -302,7 +316,8 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
                     for x in issue_evidence(s.model_dump(mode="json"), primary)]
         issues.append({"issue_id": s.issue_id, "severity": s.severity, "code": s.code, "agent": s.agent,
                        "formatted": s.formatted, "colour": _SEV_COLOUR.get(str(s.severity), "#555"),
-                       "evidence": evidence, "context": _page_text_view(ctx), "figure": _figure_view(ctx)})
+                       "evidence": evidence, "context": _page_text_view(ctx),
+                       "figure": _figure_view(ctx.get("page"), highlights.get(s.issue_id))})
     original = packet.original_classification
     page = render(
         "sme_packet.html.j2", doc_id=packet.doc_id, total_issues=packet.total_issues, status=status,
@@ -389,8 +404,8 @@ def packet_markdown(packet: SMEPacket, *, max_bytes: int = MARKDOWN_MAX_BYTES, h
     return cut + note
 
 
-def _jury_line(v: dict) -> str:
-    votes = ", ".join(f"{a}={v.get('votes', {}).get(a)}" for a in ("A", "B", "C"))
+def _jury_line(v: Mapping[str, object]) -> str:
+    votes = ", ".join(f"{a}={mapping(v.get('votes', {})).get(a)}" for a in ("A", "B", "C"))
     flag = f" ({v['flag_reason']})" if v.get("flag_reason") else ""
     return f"{v.get('agent', '')} {v.get('code')}: {votes} -> {v.get('final_action')}{flag}, rule {v.get('rule')}"
 
