@@ -7,7 +7,8 @@ import datetime as _dt
 import hashlib
 import json
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from docverify.domain.resources import sha256_bytes
 from docverify.llm.prompts import RENDER_VERSION, SYSTEM_INSTRUCTIONS, prompt_hash
@@ -19,7 +20,7 @@ logger = logging.getLogger("docverify.llm")
 # --------------------------------------------------------------------------- cache keys
 
 
-def canonical_json(obj: Any) -> str:
+def canonical_json(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
@@ -37,10 +38,10 @@ FRAMING_HASHES = {kind: _framing_hash(kind) for kind in OUTPUT_TYPES}
 def cache_key(
     model_id: str,
     prompt_name: str,
-    inputs: dict[str, Any],
+    inputs: Mapping[str, object],
     *,
     framing: str = "",
-    settings: Any = None,
+    settings: object = None,
 ) -> str:
     """sha256 of the model id, the prompt name + the hash of its file (+ the framing hash and the
     model settings) and the canonical JSON of the call's inputs."""
@@ -56,6 +57,17 @@ def cache_key(
 # --------------------------------------------------------------------------- verdict cache
 
 
+class JsonStore(Protocol):
+    """Where a :class:`VerdictCache` keeps its entries: an
+    :class:`~docverify.storage.store.ArtifactStore`."""
+
+    def exists(self, rel: str) -> bool: ...
+
+    def read_json(self, rel: str) -> object: ...
+
+    def write_json(self, rel: str, obj: object) -> object: ...
+
+
 class VerdictCache:
     """Cached model answers under ``cache/llm/<key>.json`` of an :class:`ArtifactStore`.
 
@@ -65,19 +77,22 @@ class VerdictCache:
 
     PREFIX = "cache/llm"
 
-    def __init__(self, store: Any):
+    def __init__(self, store: JsonStore | None):
         self.store = store
 
     def rel(self, key: str) -> str:
         return f"{self.PREFIX}/{key}.json"
 
-    def _read(self, key: str) -> dict[str, Any] | None:
+    def _read(self, key: str) -> object:
+        """The stored entry of ``key`` as read (JSON, not yet checked), or None."""
+        assert self.store is not None, "a VerdictCache without a store overrides _read and _write"
         rel = self.rel(key)
         if not self.store.exists(rel):
             return None
         return self.store.read_json(rel)
 
-    def _write(self, key: str, entry: dict[str, Any]) -> None:
+    def _write(self, key: str, entry: dict[str, object]) -> None:
+        assert self.store is not None, "a VerdictCache without a store overrides _read and _write"
         self.store.write_json(self.rel(key), entry)
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -87,12 +102,13 @@ class VerdictCache:
         except Exception as exc:  # noqa: BLE001 - a broken entry is a miss
             logger.warning("llm cache read failed key=%s error=%s", key, type(exc).__name__)
             return None
-        if not isinstance(entry, dict) or not isinstance(entry.get("output"), dict):
+        output = entry.get("output") if isinstance(entry, dict) else None
+        if not isinstance(output, dict):
             return None
-        return entry["output"]
+        return output
 
-    def put(self, key: str, output: dict[str, Any], **provenance: Any) -> None:
-        entry = {
+    def put(self, key: str, output: Mapping[str, object], **provenance: str | None) -> None:
+        entry: dict[str, object] = {
             "key": key,
             **provenance,
             "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -109,11 +125,11 @@ class InMemoryVerdictCache(VerdictCache):
 
     def __init__(self) -> None:
         super().__init__(store=None)
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, dict[str, object]] = {}
 
-    def _read(self, key: str) -> dict[str, Any] | None:
+    def _read(self, key: str) -> object:
         entry = self.entries.get(key)
         return json.loads(json.dumps(entry)) if entry is not None else None
 
-    def _write(self, key: str, entry: dict[str, Any]) -> None:
+    def _write(self, key: str, entry: dict[str, object]) -> None:
         self.entries[key] = json.loads(json.dumps(entry))

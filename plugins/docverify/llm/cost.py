@@ -7,8 +7,23 @@ and the note says so."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import version
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.models import Model
+
+
+class CostDict(TypedDict):
+    """:meth:`CostEstimate.as_dict`."""
+
+    usd: float | None
+    model: str | None
+    source: str
+    note: str
 
 
 @dataclass(frozen=True)
@@ -18,7 +33,7 @@ class CostEstimate:
     source: str
     note: str = ""
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> CostDict:
         return {"usd": self.usd, "model": self.model, "source": self.source, "note": self.note}
 
 
@@ -92,7 +107,7 @@ def price_name(model_name: str | None) -> str | None:
     return name or None
 
 
-def price_model_of(model) -> str | None:
+def price_model_of(model: Model) -> str | None:
     """The price model of a configured pydantic-ai model before any answer: its name, or None for
     a ``FallbackModel`` (which of its models answers is only known from each response:
     :func:`answered_price_model`)."""
@@ -103,7 +118,7 @@ def price_model_of(model) -> str | None:
     return price_name(getattr(model, "model_name", None))
 
 
-def _responses(messages) -> list:
+def _responses(messages: ModelResponse | Iterable[object] | None) -> list[ModelResponse]:
     from pydantic_ai.messages import ModelResponse
 
     if isinstance(messages, ModelResponse):
@@ -111,7 +126,7 @@ def _responses(messages) -> list:
     return [m for m in (messages or []) if isinstance(m, ModelResponse)]
 
 
-def answered_price_model(current: str | None, messages) -> str | None:
+def answered_price_model(current: str | None, messages: ModelResponse | Iterable[object] | None) -> str | None:
     """The judge's price model after a call whose messages are ``messages`` (pydantic-ai
     ``ModelResponse`` objects; others ignored): the model that answered (each response's
     ``model_name``), merged with ``current``. One model throughout → its name (priced as usual);
@@ -134,7 +149,7 @@ def price_call(model_name: str | None, *, input_tokens: int, output_tokens: int,
                          cached_tokens=cached_tokens, batch=batch)
 
 
-def price_responses(messages, *, batch: bool = False) -> CostEstimate:
+def price_responses(messages: ModelResponse | Iterable[object] | None, *, batch: bool = False) -> CostEstimate:
     """The cost of a run's model responses (``result.all_messages()`` or ``new_messages()``), each
     priced by the model that answered it (``ModelResponse.model_name``) and its own usage — a
     FallbackModel's calls are priced at the rates of whichever model answered. ``usd`` None when a

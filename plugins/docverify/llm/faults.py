@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from docverify.judging.judges import JudgeThrottled, Usage
+
+if TYPE_CHECKING:
+    import datetime
+
+    import tenacity
 
 logger = logging.getLogger("docverify.llm")
 
@@ -128,7 +133,7 @@ class DailyQuotaExhausted(JudgeThrottled):
         self.resets_at = resets_at
 
 
-def next_pacific_midnight(now=None) -> str:
+def next_pacific_midnight(now: datetime.datetime | None = None) -> str:
     """When a Gemini API daily quota resets: the next midnight in America/Los_Angeles, as UTC ISO 8601."""
     from datetime import UTC, datetime, timedelta
     from zoneinfo import ZoneInfo
@@ -140,7 +145,7 @@ def next_pacific_midnight(now=None) -> str:
     return midnight.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
@@ -244,7 +249,7 @@ class ThrottlePolicy:
         after = _retry_after(exc)
         if after is not None:
             return after + random.uniform(0.0, after * self.jitter)  # noqa: S311 - jitter, not crypto
-        base = min(self.max_backoff_s, self.initial_wait_s * 2 ** (n - 1))
+        base = min(self.max_backoff_s, self.initial_wait_s * 2.0 ** (n - 1))
         return base / 2 + random.uniform(0.0, base / 2)  # noqa: S311
 
 
@@ -282,7 +287,7 @@ class BackoffRetry:
         return (is_transient(exc) and not is_throttled(exc) and fault_family(exc) == DOCUMENT
                 and (after is None or after <= self.max_retry_after_s))
 
-    def _wait(self, retry_state) -> float:
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
         import random
 
         import tenacity

@@ -58,14 +58,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.models import Model, infer_model
+from pydantic_ai.models import Model, ModelRequestContext, infer_model
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
 from docverify.domain.codes import make_issue
@@ -138,7 +140,7 @@ __all__ = ["LLMJudge"]
 
 
 @dataclass
-class _AttemptCounter(AbstractCapability[Any]):
+class _AttemptCounter(AbstractCapability[None]):
     """Counts model request attempts of one run, including those that end in an error (which
     pydantic-ai's ``RunUsage.requests`` does not count), and passes each through the shared
     limiter's departure gate (:meth:`RateLimiter.depart`) right before it is sent — after the
@@ -148,7 +150,9 @@ class _AttemptCounter(AbstractCapability[Any]):
     limiter: RateLimiter | None = None
     waited: float = 0.0  # seconds spent at the departure gate
 
-    async def prepare_model_request(self, ctx, request_context):  # type: ignore[override]
+    async def prepare_model_request(
+        self, ctx: RunContext[None], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
         self.attempts += 1
         if self.limiter is not None:
             self.waited += await self.limiter.depart()
@@ -281,7 +285,7 @@ class LLMJudge(Judge):
             kind: FRAMING_HASHES[kind] if OUTPUT_TYPES.get(kind) is output_type else _framing_hash_of(output_type)
             for kind, output_type in self._output_types.items()
         }
-        self._agents: dict[str, Agent[None, Any]] = {
+        self._agents: dict[str, Agent[None, BaseModel]] = {
             kind: Agent(
                 self.model,
                 output_type=output_type,
@@ -296,19 +300,21 @@ class LLMJudge(Judge):
     # ------------------------------------------------------------------ keys
     def _inputs(
         self, kind: str, bundle: DocumentBundle, classification: ClassificationOutput | None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
+        """What a call of ``kind`` reads (a :class:`~docverify.verify.llm_io.DocumentInputs` or an
+        extension of it), as the plain dict :meth:`_call` takes."""
         if kind == "classify":
-            return classify_inputs(bundle)
+            return dict(classify_inputs(bundle))
         assert classification is not None
         if kind in self._blind_kinds:  # a blind reading: the text without the classifier's labels (ADR 0034)
             blind_inputs = self.registry[self._blind_kinds[kind]].blind_inputs
             assert blind_inputs is not None, kind
-            return blind_inputs(bundle, classification)
+            return dict(blind_inputs(bundle, classification))
         inputs = self.registry[kind].llm_inputs
         assert inputs is not None, kind
-        return inputs(bundle, classification)
+        return dict(inputs(bundle, classification))
 
-    def _key(self, kind: str, inputs: dict[str, Any]) -> str:
+    def _key(self, kind: str, inputs: Mapping[str, object]) -> str:
         return cache_key(
             self.model_id,
             self._prompts[kind],
@@ -346,7 +352,7 @@ class LLMJudge(Judge):
             return None
         return JudgeOutcome(output, Usage(cache_hits=1), key, cache_hit=True)
 
-    async def _call(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> JudgeOutcome:
+    async def _call(self, kind: str, doc_id: str, inputs: dict[str, object]) -> JudgeOutcome:
         prompt_name = self._prompts[kind]
         usage = Usage()
         try:
@@ -400,7 +406,7 @@ class LLMJudge(Judge):
             if self._circuit_open():
                 self._prober = token
 
-        async def attempt() -> Any:
+        async def attempt() -> BaseModel:
             nonlocal waited
             await breaker_gate()
             if limiter is not None:  # not counted as a failure by the retry policy: re-raised as is
@@ -538,7 +544,7 @@ class LLMJudge(Judge):
             f"task after that, or raise the quota / use another connection. No document was marked for it.",
             resets_at=resets)
 
-    async def ask(self, kind: str, doc_id: str, inputs: dict[str, Any]) -> tuple[BaseModel | None, Usage, str]:
+    async def ask(self, kind: str, doc_id: str, inputs: dict[str, object]) -> tuple[BaseModel | None, Usage, str]:
         """One cached, retried, bounded call of ``kind`` (the jury's and the V5 second opinion's
         calls): (validated output or None, usage, error class name or "")."""
         outcome = await self._call(kind, doc_id, inputs)
@@ -550,7 +556,7 @@ class LLMJudge(Judge):
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult:
         if self.classifier is not None:  # another model classifies (ADR 0034)
             return await self.classifier.classify(bundle)
-        outcome = await self._call("classify", bundle.doc_id, classify_inputs(bundle))
+        outcome = await self._call("classify", bundle.doc_id, dict(classify_inputs(bundle)))
         if outcome.error is not None or outcome.output is None:
             err = type(outcome.error).__name__ if outcome.error is not None else "NoOutput"
             raise ClassificationError(
@@ -634,7 +640,7 @@ class LLMJudge(Judge):
     def _to_issue(self, agent: str, finding: Finding) -> Issue:
         if finding.code not in self.registry[agent].judgment_codes:
             raise ValueError(f"{finding.code} is not a {agent} code")
-        details: dict[str, Any] = {"implementation": self.name, **finding.issue_details()}
+        details: dict[str, object] = {"implementation": self.name, **finding.issue_details()}
         return make_issue(
             self.registry.catalogue[finding.code],
             finding.message,

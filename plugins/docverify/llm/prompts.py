@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+import pathlib
+from collections.abc import Mapping
+from typing import TypeGuard
 
 from pydantic_ai.framing import close_tag, open_tag, register_tag, wrap
 
 from docverify.domain.models import DocumentBundle
 from docverify.domain.resources import include_dir, read_include, sha256_bytes
-from docverify.verify.llm_io import page_entry
+from docverify.verify.llm_io import DocumentInputs, PageEntry, page_entry
 from docverify.verify.registry import REGISTRY, Registry
 
 logger = logging.getLogger("docverify.llm")
@@ -61,7 +63,7 @@ def prompts_of(registry: Registry) -> dict[str, str]:
             **{s.blind_kind: s.blind_prompt for s in registry.judged if s.blind_prompt}}
 
 
-def prompt_path(name: str):
+def prompt_path(name: str) -> pathlib.Path:
     return include_dir() / "prompts" / f"{name}.md"
 
 
@@ -115,18 +117,30 @@ SEGMENTS_TAG = register_tag("segments")  # a blind reading's segment ranges, wit
 # --------------------------------------------------------------------------- inputs per call
 
 
-def classify_inputs(bundle: DocumentBundle) -> dict[str, Any]:
+def classify_inputs(bundle: DocumentBundle) -> DocumentInputs:
     return {
         "total_pages": bundle.total_pages,
         "pages": [page_entry(p.page_num, p.text) for p in bundle.pages],
     }
 
 
-def render_user_prompt(inputs: dict[str, Any], instructions: str) -> str:
-    """Data first (fenced), instructions last. A function of ``inputs`` and ``instructions``
+def _is_page_entry(value: object) -> TypeGuard[PageEntry]:
+    return isinstance(value, dict) and isinstance(value.get("page_num"), int) and isinstance(value.get("text"), str)
+
+
+def _page_entries(value: object) -> list[PageEntry]:
+    """The ``pages`` of a call's inputs: :func:`~docverify.verify.llm_io.page_entry`'s entries."""
+    if not isinstance(value, list) or not all(_is_page_entry(p) for p in value):
+        raise TypeError("a call's inputs must hold its pages as a list of page_entry() entries")
+    return value
+
+
+def render_user_prompt(inputs: Mapping[str, object], instructions: str) -> str:
+    """Data first (fenced), instructions last. A function of ``inputs`` (a
+    :class:`~docverify.verify.llm_io.DocumentInputs`, plus what the call adds) and ``instructions``
     only, so the cache key (over the same inputs) covers everything the model reads."""
     parts = [open_tag(DOCUMENT_TAG, total_pages=str(inputs["total_pages"]))]
-    for page in inputs["pages"]:
+    for page in _page_entries(inputs["pages"]):
         attrs = {"number": str(page["page_num"])}
         if page.get("truncated"):
             attrs["truncated"] = "true"

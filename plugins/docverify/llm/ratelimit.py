@@ -91,7 +91,7 @@ class RateLimiter:
         window_s: the quota's window (60 for per-minute quotas; tests use seconds).
     """
 
-    def __init__(self, key: str, *, rpm: float = 0, tpm: float = 0, state_dir: str | os.PathLike | None = None,
+    def __init__(self, key: str, *, rpm: float = 0, tpm: float = 0, state_dir: str | os.PathLike[str] | None = None,
                  share: float = 1.0, headroom: float = 0.98, window_s: float = 60.0,
                  clock: Callable[[], float] = time.time) -> None:
         if rpm < 0 or tpm < 0:

@@ -7,12 +7,12 @@ findings model and inputs from these (its :class:`~docverify.verify.spec.Verifie
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from docverify.domain.codes import CATALOGUE
-from docverify.domain.models import SEVERITY_ORDER, ClassificationOutput, Severity
+from docverify.domain.models import SEVERITY_ORDER, ClassificationOutput, DocType, PresenceLevel, Severity
 
 
 class LLMModel(BaseModel):
@@ -47,7 +47,7 @@ class Finding(LLMModel):
             )
         return self
 
-    def issue_details(self) -> dict[str, Any]:
+    def issue_details(self) -> dict[str, object]:
         """Facts of the finding beyond the common fields, for the issue's ``details`` (V4: page, snippet)."""
         return {}
 
@@ -59,14 +59,68 @@ class JudgmentFindings(LLMModel):
     findings: Sequence[Finding] = Field(description="One entry per problem; empty when there is none.")
 
 
-def page_entry(page_num: int, text: str, truncated: bool = False) -> dict[str, Any]:
-    entry: dict[str, Any] = {"page_num": page_num, "text": text}
+class PageEntry(TypedDict):
+    """One page as a call reads it (:func:`page_entry`)."""
+
+    page_num: int
+    text: str
+    #: only when the text was cut (V3's context budget)
+    truncated: NotRequired[bool]
+
+
+class TypeClaimView(TypedDict):
+    doc_type: DocType
+    presence_level: PresenceLevel
+    confidence: float
+    #: each evidence item as its JSON (``Evidence.model_dump(mode="json")``)
+    top_evidence: list[dict[str, object]]
+
+
+class SegmentView(TypedDict):
+    segment_index: int
+    page_start: int
+    page_end: int
+    dominant_type: DocType
+    reasoning: str
+    classifications: list[TypeClaimView]
+
+
+class MixtureView(TypedDict):
+    doc_type: DocType
+    presence_level: PresenceLevel
+
+
+class JudgmentView(TypedDict):
+    """The part of a classification a judgment reads (:func:`judgment_view`)."""
+
+    dominant_type_overall: DocType
+    vendor_signals: list[str]
+    segments: list[SegmentView]
+    document_mixture: list[MixtureView]
+
+
+class DocumentInputs(TypedDict):
+    """What a call reads of the document: its page count and the pages sent (the classification call
+    reads only these; :func:`docverify.llm.prompts.render_user_prompt` fences them)."""
+
+    total_pages: int
+    pages: list[PageEntry]
+
+
+class JudgmentInputs(DocumentInputs):
+    """A judgment's inputs: the pages and the classification's :func:`judgment_view`."""
+
+    classification: JudgmentView
+
+
+def page_entry(page_num: int, text: str, truncated: bool = False) -> PageEntry:
+    entry: PageEntry = {"page_num": page_num, "text": text}
     if truncated:
         entry["truncated"] = True
     return entry
 
 
-def judgment_view(classification: ClassificationOutput) -> dict[str, Any]:
+def judgment_view(classification: ClassificationOutput) -> JudgmentView:
     """The part of a classification the V2/V3/V4 judgments read: doc types, presence levels,
     confidences, page ranges, evidence, reasoning and vendor signals — never the shares
     (``segment_share``, ``overall_share``) nor the derived ``segment_page_count`` and

@@ -14,27 +14,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, get_args
+from typing import get_args
 
 from pydantic import BaseModel
 
 from docverify.domain.codes import CATALOGUE, CodeSpec
 from docverify.domain.models import SEVERITY_ORDER, ClassificationOutput, DocumentBundle, Issue, Severity
+from docverify.domain.policy import VerifyPolicy
+from docverify.verify.llm_io import DocumentInputs
 
-#: ``rule_phase(bundle, classification, policy)`` → the rule phase's issues (``policy``: a
-#: :class:`docverify.domain.policy.VerifyPolicy`).
-RulePhase = Callable[[DocumentBundle, ClassificationOutput, Any], list[Issue]]
+#: ``rule_phase(bundle, classification, policy)`` → the rule phase's issues.
+RulePhase = Callable[[DocumentBundle, ClassificationOutput, VerifyPolicy], list[Issue]]
 #: ``offline_judgment(bundle, classification)`` → the offline judgment's issues.
 OfflineJudgment = Callable[[DocumentBundle, ClassificationOutput], list[Issue]]
 #: ``llm_inputs(bundle, classification)`` → exactly what the LLM judgment reads (the cache key's inputs).
-LLMInputs = Callable[[DocumentBundle, ClassificationOutput], dict[str, Any]]
+LLMInputs = Callable[[DocumentBundle, ClassificationOutput], DocumentInputs]
 #: ``blind_inputs(bundle, classification)`` → what a blind reading reads: each segment's pages and page
 #: range, never the classifier's labels (the cache key's inputs; ADR 0034).
-BlindInputs = Callable[[DocumentBundle, ClassificationOutput], dict[str, Any]]
+BlindInputs = Callable[[DocumentBundle, ClassificationOutput], DocumentInputs]
 #: ``blind_compare(classification, reading, implementation)`` → the issues where the blind reading
 #: disagrees with the classification (raises ``ValueError`` when the reading is unusable, e.g. a
 #: segment left unread: the judgment is then incomplete, never "no issue").
-BlindCompare = Callable[[ClassificationOutput, Any, str], list[Issue]]
+BlindCompare = Callable[[ClassificationOutput, BaseModel, str], list[Issue]]
 #: ``fixer(classification, issues)`` → what it changed, or None (:mod:`docverify.pipeline.autofix`).
 Fixer = Callable[[ClassificationOutput, list[Issue]], "str | None"]
 
@@ -127,8 +128,7 @@ class VerifierSpec:
             if self.prompt is None and self.prompt_text is None:
                 problems.append("a judged verifier needs a prompt (a file name or the text)")
             if self.findings_model is not None:
-                findings: Any = self.findings_model.model_fields["findings"].annotation
-                item = findings.__args__[0]
+                item = get_args(self.findings_model.model_fields["findings"].annotation)[0]
                 if set(get_args(item.model_fields["code"].annotation)) != set(self.judgment_codes):
                     problems.append("its findings model's codes are not its judgment codes")
         if self.prompt_text is not None and not self.prompt_text.startswith(f"prompt: {self.prompt_name}\n"):

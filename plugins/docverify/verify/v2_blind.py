@@ -17,14 +17,14 @@ verifier's spec (:class:`~docverify.verify.spec.VerifierSpec` ``blind_*`` fields
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from docverify.domain.codes import make_issue
 from docverify.domain.models import ClassificationOutput, DocType, DocumentBundle, Issue
 from docverify.verify.common import page_span, seg_loc
-from docverify.verify.llm_io import LLMModel, page_entry
+from docverify.verify.llm_io import DocumentInputs, LLMModel, page_entry
 
 PROMPT = "v2_blind_v1"
 
@@ -47,7 +47,19 @@ class BlindReading(LLMModel):
     segment_readings: list[SegmentReading] = Field(description="Exactly one entry per segment of <segments>.")
 
 
-def blind_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
+class SegmentRange(TypedDict):
+    segment_index: int
+    page_start: int
+    page_end: int
+
+
+class BlindReadingInputs(DocumentInputs):
+    """What the blind reading reads: the pages and each segment's range, no label."""
+
+    segments: list[SegmentRange]
+
+
+def blind_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> BlindReadingInputs:
     """Exactly what the blind reading reads: the pages some segment covers (as V2's judgment) and
     each segment's index and page range — no label, level, confidence, evidence or reasoning."""
     ranges = [(s.page_start, s.page_end) for s in classification.segments]
@@ -60,10 +72,12 @@ def blind_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -
     }
 
 
-def compare(classification: ClassificationOutput, reading: Any, implementation: str) -> list[Issue]:
+def compare(classification: ClassificationOutput, reading: BaseModel, implementation: str) -> list[Issue]:
     """``INDEPENDENT_READING_DISAGREES`` for every segment the blind reading labels with another type
     than the classifier's ``dominant_type`` at a probability of at least :data:`DISAGREE_PROBABILITY`.
     Raises ``ValueError`` when the reading does not read every segment exactly once."""
+    if not isinstance(reading, BlindReading):
+        raise ValueError(f"the blind reading is a {type(reading).__name__}, not a BlindReading")
     readings: list[SegmentReading] = list(reading.segment_readings)
     by_index: dict[int, SegmentReading] = {}
     for r in readings:

@@ -14,7 +14,7 @@ model that never sees the labels and shares nothing with the classifier's lexico
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -30,7 +30,7 @@ from docverify.domain.models import (
 )
 from docverify.verify import independent, v2_blind
 from docverify.verify.common import is_number, page_runs, page_span, seg_loc, segment_text
-from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
+from docverify.verify.llm_io import Finding, JudgmentFindings, JudgmentInputs, judgment_view, page_entry
 from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
@@ -344,7 +344,7 @@ class ConsistencyFindings(JudgmentFindings):
     findings: list[ConsistencyFinding] = Field(description="One entry per problem; empty when there is none.")
 
 
-def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
+def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> JudgmentInputs:
     """V2: the complete text of every page some segment covers."""
     ranges = [(s.page_start, s.page_end) for s in classification.segments]
     pages = [p for p in bundle.pages if any(lo <= p.page_num <= hi for lo, hi in ranges)]

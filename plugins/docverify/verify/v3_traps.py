@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -40,7 +40,14 @@ from docverify.verify.common import (
     term_pattern,
     type_loc,
 )
-from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
+from docverify.verify.llm_io import (
+    Finding,
+    JudgmentFindings,
+    JudgmentInputs,
+    PageEntry,
+    judgment_view,
+    page_entry,
+)
 from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
@@ -219,11 +226,17 @@ class ContextFindings(JudgmentFindings):
     findings: list[ContextFinding] = Field(description="One entry per problem; empty when there is none.")
 
 
-def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
+class ContextInputs(JudgmentInputs):
+    """V3's inputs: the judgment's, with the context budget the pages were cut to."""
+
+    context_chars: int
+
+
+def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> ContextInputs:
     """V3: the first :data:`V3_CONTEXT_CHARS` characters of ``bundle.full_text()``, kept page by
     page (the ``"\\n\\n"`` between pages counts, as in ``full_text``)."""
     budget = V3_CONTEXT_CHARS
-    pages: list[dict[str, Any]] = []
+    pages: list[PageEntry] = []
     for i, p in enumerate(bundle.pages):
         if i:
             budget -= 2

@@ -43,7 +43,7 @@ no term of any type is not weak for that alone: the lexicon does not know every 
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -59,7 +59,7 @@ from docverify.verify.common import (
     normalise,
     type_loc,
 )
-from docverify.verify.llm_io import Finding, JudgmentFindings, judgment_view, page_entry
+from docverify.verify.llm_io import Finding, JudgmentFindings, JudgmentInputs, judgment_view, page_entry
 from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
@@ -278,8 +278,8 @@ class EvidenceFinding(Finding):
         default=None, description="The evidence snippet (or anchor) exactly as the classification gives it."
     )
 
-    def issue_details(self) -> dict[str, Any]:
-        details: dict[str, Any] = {}
+    def issue_details(self) -> dict[str, object]:
+        details: dict[str, object] = {}
         if self.page is not None:
             details["page"] = self.page
         if self.snippet is not None:
@@ -291,7 +291,7 @@ class EvidenceFindings(JudgmentFindings):
     findings: list[EvidenceFinding] = Field(description="One entry per problem; empty when there is none.")
 
 
-def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> dict[str, Any]:
+def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> JudgmentInputs:
     """V4: the evidence (in the judgment view), the text of every page of each segment that has
     evidence, and any other cited page. The whole segment is sent so that a snippet copied from
     another page of its segment is not mistaken for a fabrication (the rule phase reports that
