@@ -270,10 +270,11 @@ def answer_from_form(chosen_options: list[str], params: Mapping[str, object],
     segments = params.get("corrected_segments")
     if isinstance(segments, str) and not segments.strip():
         segments = None
-    values: dict[str, object] = {"choice": chosen[0], "corrected_dominant_type": params.get("corrected_dominant_type") or None,
-              "page_types": pages, "corrected_segments": segments,
-              "unclassifiable_reason": params.get("unclassifiable_reason") or None,
-              "notes": params.get("notes") or ""}
+    values: dict[str, object] = {
+        "choice": chosen[0], "corrected_dominant_type": params.get("corrected_dominant_type") or None,
+        "page_types": pages, "corrected_segments": segments,
+        "unclassifiable_reason": params.get("unclassifiable_reason") or None,
+        "notes": params.get("notes") or ""}
     try:
         return ReviewAnswer.model_validate(values)
     except ValidationError as exc:

@@ -362,7 +362,8 @@ def load_packet(store: ArtifactStore | RunStore, doc_id: str) -> SMEPacket:
 def _top_severity(packet: Mapping[str, object]) -> str:
     issues = objects(packet.get("issues_summary") or [])
     if issues:
-        return str(min((i.get("severity", "MINOR") for i in issues), key=lambda s: SEVERITY_ORDER.get(Severity(str(s)), 9)))
+        return str(min((i.get("severity", "MINOR") for i in issues),
+                       key=lambda s: SEVERITY_ORDER.get(Severity(str(s)), 9)))
     return "ERROR" if packet.get("error") else ""
 
 
