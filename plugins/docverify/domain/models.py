@@ -272,7 +272,7 @@ class ArbiterDecision(_Model):
     fixable_count: int
     major_fixable: int = 0
     major_non_fixable: int = 0
-    citations: dict[str, Any] = Field(
+    citations: dict[str, object] = Field(
         default_factory=dict,
         description="What the decision rests on: the rule, the issue ids and codes, the evidence pages.",
     )
@@ -375,9 +375,9 @@ class SMEPacket(_Model):
     v5_reason: str
     v5_explanation: str = Field(default="", exclude_if=lambda v: not v,
                                 description="The V5 decision's explanation for the SME (issue ids, codes, pages).")
-    v5_citations: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v,
+    v5_citations: dict[str, object] = Field(default_factory=dict, exclude_if=lambda v: not v,
                                          description="The V5 decision's citations: rule, issue ids and codes, pages.")
-    jury_votes: list[dict[str, Any]] = Field(
+    jury_votes: list[dict[str, object]] = Field(
         default_factory=list, exclude_if=lambda v: not v,
         description="Only when the CR_V2 jury ran: every vote of every attempt (finding code, A/B/C votes and "
         "reason codes, decision, flag reason, rule) — also the findings it dropped.")
