@@ -8,7 +8,12 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 
 1. **Pages.** Every page 1..N is scored (:func:`~docverify.domain.lexicon.analyse`): one
    length-normalised score per type. N is ``max(total_pages, highest page_num)``; a page missing
-   from the bundle counts as a page without text.
+   from the bundle counts as a page without text. **Clinical structure** (ADR 0043): on a page
+   that holds at least :data:`STRUCTURE_MIN` distinct section headers of a clinical note's own
+   (history, examination, plan; the lexicon's and the classifier-only :data:`NOTE_HEADERS`),
+   Radiology Report and Other count :data:`STRUCTURE_FACTOR` of their score: a consult full of
+   imaging findings or a progress note listing labs is a note. Everything below reads these
+   scores; the lexicon's own scores (V2's and V4's) are unchanged.
 2. **Segmentation** — a Viterbi pass over the pages. Labelling page *p* with type *t* costs
    ``max_t' S[p][t'] - S[p][t]`` (what the page's own best type would have scored more), and
    every change of type between neighbouring pages costs :data:`SWITCH_PENALTY`. The cheapest
@@ -38,8 +43,10 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    the consent form's words before it is a report, not more of the form. A change of type into a
    page scoring under :data:`CONT_LOW` costs :data:`BREAK_SWITCH` x the penalty (1.0: off).
    **Radiology headers** (ADR 0042): a change of type into Radiology Report on a page that holds no
-   Radiology header (EXAMINATION, FINDINGS, IMPRESSION, ...) costs :data:`HEADERLESS_SWITCH` x the
-   penalty: imaging findings without a report's headers are, far more often, a note discussing them.
+   Radiology header (EXAMINATION, FINDINGS, TECHNIQUE, ...; not those that head clinical notes too,
+   :data:`HEADER_IGNORED`: IMPRESSION, HISTORY, EXAM, INDICATIONS, PROCEDURE) costs
+   :data:`HEADERLESS_SWITCH` x the penalty: imaging findings without a report's headers are, far
+   more often, a note discussing them.
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -118,7 +125,7 @@ from docverify.domain.models import (
 )
 from docverify.verify.v4_evidence import find_on_page
 
-IMPLEMENTATION = "offline-lexicon-v5"
+IMPLEMENTATION = "offline-lexicon-v6"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -171,6 +178,12 @@ BREAK_SWITCH = 1.0
 #: holds no Radiology header costs HEADERLESS_SWITCH times the penalty (ADR 0042; chosen on the tuning parts).
 HEADERLESS_SWITCH = 2.0
 HEADER_REQUIRED = frozenset({DocType.RADIOLOGY_REPORT.value})
+#: Headers that do not count as a type's header for HEADERLESS_SWITCH (offline-lexicon-v6, ADR 0043): the
+#: Radiology headers that head clinical notes too (IMPRESSION of a consult, HISTORY, EXAM, INDICATIONS and
+#: PROCEDURE of a procedure note): a note's last page with its IMPRESSION and the angiogram's contrast is not a
+#: radiology report's first page.
+HEADER_IGNORED: dict[str, frozenset[str]] = {
+    DocType.RADIOLOGY_REPORT.value: frozenset({"IMPRESSION", "HISTORY", "EXAM", "INDICATIONS", "PROCEDURE"})}
 CONT_WORD = re.compile(r"[^\W\d_]{4,}")
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
@@ -222,8 +235,70 @@ class _Page:
             self._norm_text = _norm(self.text)
         return self._norm_text
 
+    _scores: dict[str, float] | None = None
+
     def score(self, doc_type: str) -> float:
-        return self.analysis.scores[doc_type]
+        if self._scores is None:
+            self._scores = page_scores(self.analysis)
+        return self._scores[doc_type]
+
+
+CLINICAL = DocType.CLINICAL_NOTE.value
+RADIOLOGY = DocType.RADIOLOGY_REPORT.value
+#: Clinical structure (offline-lexicon-v6, ADR 0043): a page that holds at least STRUCTURE_MIN distinct section
+#: headers of a clinical note's own -- the history, examination and plan of a patient (PAST MEDICAL HISTORY,
+#: SOCIAL HISTORY, REVIEW OF SYSTEMS, ALLERGIES, VITAL SIGNS, ASSESSMENT AND PLAN, HOSPITAL COURSE, ESTIMATED
+#: BLOOD LOSS, ...) -- is a note, whatever imaging it discusses or labs it lists: its Radiology Report and Other
+#: scores count STRUCTURE_FACTOR of their weight (the classifier's own view of the page; the lexicon's scores,
+#: which V2 and V4 read, are unchanged). On the tuning parts 381 of 382 radiology report pages hold at most one
+#: such header. Not counted: the headers other types' reports carry too (STRUCTURE_SHARED: IMPRESSION, HISTORY,
+#: EXAM, INDICATIONS, PROCEDURE head radiology reports, DIAGNOSIS pathology reports) and one-word headers of any
+#: report (GENERAL, CONDITION, OPERATION, RECOMMENDATIONS, CONSULTATION). Pathology keeps its weight: a pathology
+#: report quotes the operation's diagnoses and clinical history.
+STRUCTURE_MIN = 2
+STRUCTURE_FACTOR = 0.5
+STRUCTURE_DAMPED: frozenset[str] = frozenset({RADIOLOGY, OTHER})
+STRUCTURE_SHARED: frozenset[str] = frozenset({
+    "IMPRESSION", "HISTORY", "INDICATIONS", "EXAM", "PROCEDURE", "DIAGNOSIS",
+    "GENERAL", "CONDITION", "OPERATION", "RECOMMENDATIONS", "CONSULTATION"})
+#: Section headers of notes that the shared lexicon does not list (classifier-only: they count towards the
+#: clinical structure above and nothing else, so V2's and V4's lexical checks do not move): the neurological
+#: and system examination of a note (MS:, CN:, Motor:, Reflexes:, Gait:, ...), an eye clinic's examination
+#: (VISUAL ACUITY, SLIT LAMP, INTRAOCULAR PRESSURE, ...), a discharge summary's and an operative note's closing
+#: sections. A header starts a line or follows ``,`` ``.`` ``;`` (transcribed notes run their sections together
+#: as ",SECTION:,") and ends with a colon; the short ones count in capitals only.
+NOTE_HEADERS: tuple[str, ...] = (
+    "MOTOR", "SENSORY", "SENSATION", "COORDINATION", "COORD", "STATION", "GAIT", "REFLEXES", "GEN EXAM",
+    "MENTAL STATUS", "CRANIAL NERVES", "SKIN", "RESPIRATORY", "GENITOURINARY", "MUSCULOSKELETAL", "LYMPHATICS",
+    "PSYCH", "ALLERGY", "DIET", "ACTIVITY", "CODE STATUS", "IMPRESSION/PLAN", "IMPRESSION AND RECOMMENDATIONS",
+    "PAST OCULAR HISTORY", "VISUAL ACUITY", "SLIT LAMP EXAMINATION", "SLIT LAMP EXAM", "FUNDUS",
+    "DILATED FUNDUS EXAMINATION", "INTRAOCULAR PRESSURE", "EXTRAOCULAR MOVEMENTS", "PUPILS", "LIDS", "CONJUNCTIVA",
+    "CORNEA", "DISCHARGE CONDITION", "DISCHARGE DISPOSITION", "DISCHARGE PLAN", "CONDITION ON DISCHARGE",
+    "POSTOPERATIVE CONDITION", "PROCEDURE DETAILS", "DESCRIPTION OF THE PROCEDURE", "DESCRIPTION OF THE OPERATION",
+    "INDICATIONS FOR THE PROCEDURE", "INDICATION FOR PROCEDURE", "INDICATION FOR OPERATION",
+    "HISTORY OF PRESENT ILLNESS", "PAST MEDICAL HISTORY")
+NOTE_HEADERS_CS: tuple[str, ...] = (
+    "MS", "CN", "HEENT", "GU", "MSK", "EXT", "NEURO", "GEN", "CV", "RESP", "ABD", "VS", "BP", "HR", "RR")
+_NOTE_HEADER = re.compile(
+    r"(?:^|(?<=[\n,.;]))[ \t]*(?:(?i:" + "|".join(re.escape(h).replace(r"\ ", r"\s+") for h in NOTE_HEADERS)
+    + r")|" + "|".join(NOTE_HEADERS_CS) + r")[ \t]*:", re.MULTILINE)
+
+
+def clinical_structure(analysis: TextAnalysis) -> int:
+    """The number of distinct section headers of a clinical note's own on the page (see STRUCTURE_MIN)."""
+    labels = {h.entry.label for h in analysis.hits.get(CLINICAL, ())
+              if h.entry.kind == "header" and h.factor == 1.0 and h.entry.label not in STRUCTURE_SHARED}
+    labels |= {" ".join(m.group(0).strip(" \t:").upper().split()) for m in _NOTE_HEADER.finditer(analysis.text)}
+    return len(labels)
+
+
+def page_scores(analysis: TextAnalysis) -> dict[str, float]:
+    """The classifier's score per type of one page: the lexicon's, with the clinical structure rule applied."""
+    scores = dict(analysis.scores)
+    if clinical_structure(analysis) >= STRUCTURE_MIN:
+        for t in STRUCTURE_DAMPED:
+            scores[t] *= STRUCTURE_FACTOR
+    return scores
 
 
 @dataclass
@@ -286,7 +361,8 @@ def _opens(page: _Page) -> bool:
 
 def _headed_types(page: _Page) -> frozenset[str]:
     """The types of which the page holds at least one header cue (anywhere on the page)."""
-    return frozenset(t for t, hs in page.analysis.hits.items() if any(h.entry.kind == "header" for h in hs))
+    return frozenset(t for t, hs in page.analysis.hits.items()
+                     if any(h.entry.kind == "header" and h.entry.label not in HEADER_IGNORED.get(t, ()) for h in hs))
 
 
 def continuity(prev: _Page, page: _Page) -> float | None:
