@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack
 
 from docverify.judging.judges import Judge, Usage
 from docverify.llm.cost import SEVERAL
@@ -20,6 +20,8 @@ from docverify.storage.runstore import (
     StageRecord,
 )
 from docverify.storage.store import ArtifactStore
+
+T = TypeVar("T")
 
 log = logging.getLogger("docverify.stages")
 lineage_log = logging.getLogger("docverify.lineage")
@@ -36,7 +38,7 @@ MAX_SHARDS = 64
 AIRFLOW_MAP_LIMIT = 1024
 
 
-def lineage(step: str, doc_id: str, **fields: Any) -> None:
+def lineage(step: str, doc_id: str, **fields: object) -> None:
     """One structured line per document per step. Callers pass ids, URIs, hashes, codes — never
     text from the document. ``task`` is the Airflow task whose log holds the line (the task
     runner exports it as ``AIRFLOW_CTX_TASK_ID``); ``step`` is added when the step has another
@@ -50,7 +52,7 @@ def lineage(step: str, doc_id: str, **fields: Any) -> None:
     lineage_log.info("lineage %s", json.dumps(line, sort_keys=True))
 
 
-def no_lineage(step: str, doc_id: str, **fields: Any) -> None:
+def no_lineage(step: str, doc_id: str, **fields: object) -> None:
     """:func:`lineage`'s stand-in where a pass writes none: batch mode's collect pass runs the
     verify code to record the night's LLM requests, and its documents' lineage is the verify
     task's, not the pass's (the caller chooses: ``lineage_on=False``)."""
@@ -158,11 +160,11 @@ class StageStats:
                  self.docs, self.errors, self.cache_hits, out["seconds"], self.usage.llm_calls)
 
 
-async def gather_bounded(factories: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
+async def gather_bounded(factories: list[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
     """Run coroutine factories concurrently, at most ``limit`` at a time, in input order."""
     sem = asyncio.Semaphore(max(1, limit))
 
-    async def one(f: Callable[[], Awaitable[Any]]) -> Any:
+    async def one(f: Callable[[], Awaitable[T]]) -> T:
         async with sem:
             return await f()
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from docverify.domain.models import DocumentBundle
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -34,9 +35,17 @@ log = logging.getLogger("docverify.stages")
 # =========================================================================== layout
 
 
-def _parser_matches(parser: Any, parsers: Iterable[str], prefix: str) -> bool:
+def _parser_matches(parser: object, parsers: Collection[str], prefix: str) -> bool:
     """One of ``parsers``, or a parser starting with ``prefix`` (a parser family)."""
     return parser in parsers or bool(prefix and str(parser or "").startswith(prefix))
+
+
+class _LayoutExtra(TypedDict, total=False):
+    """A layout record's own keys besides the night's index: the parser, the parts merged, the time."""
+
+    parser: str
+    parts: int
+    seconds: float
 
 
 @dataclass
@@ -65,7 +74,7 @@ class _Layout:
         if doc_id not in self.present:
             self.new.append(doc_id)
 
-    def reusable(self, doc: ManifestDoc, parsers: Iterable[str] = (), prefix: str = "") -> bool:
+    def reusable(self, doc: ManifestDoc, parsers: Collection[str] = (), prefix: str = "") -> bool:
         """The bundle this night's earlier layout recorded for the same PDF (sha256) by one of
         ``parsers`` (or a parser starting with ``prefix``) — known without reading the bundle."""
         if self.previous is None or doc.doc_id not in self.present:
@@ -89,7 +98,7 @@ class _Layout:
             doc, str(doc.input_error), f"{doc.pdf_uri}: refused at discovery ({doc.input_error})", "discover")
         self.failed(doc.doc_id, rec)
 
-    def save(self, stats: StageStats, **extra: Any) -> StageOutcome:
+    def save(self, stats: StageStats, **extra: Unpack[_LayoutExtra]) -> StageOutcome:
         docs = self.manifest.documents
         return StageOutcome(stats.save(self.batch, documents=[d.model_dump(mode="json", exclude_none=True) for d in docs],
                           ok=[d.doc_id for d in docs if d.doc_id in self.ok and d.doc_id not in self.errors],
@@ -340,7 +349,7 @@ def _input_refused(batch: Batch, doc: ManifestDoc, exc: InputError, stats: Stage
             output_uri=rs.uri(err_rel))
 
 
-def _bundle_reusable(batch: Batch, doc: ManifestDoc, state: _Layout | None, parsers: Iterable[str] = (),
+def _bundle_reusable(batch: Batch, doc: ManifestDoc, state: _Layout | None, parsers: Collection[str] = (),
                      prefix: str = "") -> list[str] | None:
     """[sha256, parser] of a bundle of the same PDF by one of ``parsers`` (or a parser starting with
     ``prefix``), or None: from this night's earlier layout record (no request), else one read of
@@ -353,12 +362,12 @@ def _bundle_reusable(batch: Batch, doc: ManifestDoc, state: _Layout | None, pars
     return None
 
 
-def _record_layout(batch: Batch, doc: ManifestDoc, result: Any, parser: str, error_type: type[ParseError], stats: StageStats,
+def _record_layout(batch: Batch, doc: ManifestDoc, result: DocumentBundle | ParseError, parser: str, error_type: type[ParseError], stats: StageStats,
                    state: _Layout | _PartState) -> None:
     doc_id = doc.doc_id
     rs = batch.rs
     bundle_rel, err_rel = rs.bundle_rel(doc_id), rs.error_rel(doc_id)
-    if isinstance(result, error_type):
+    if not isinstance(result, DocumentBundle):  # the parser's error
         stats.errors += 1
         record = ErrorRecord.of(doc, result.code, result.message, "layout", sha256=doc.sha256)
         state.failed(doc_id, record)
@@ -429,7 +438,7 @@ def docs_to_layout(batch: Batch, docs: list[ManifestDoc] | None = None,
     return _docai_reuse(batch, _docs(batch) if docs is None else docs, parser_prefix)[0]
 
 
-def _docai_error(batch: Batch, doc: ManifestDoc, exc: Any, stats: StageStats, state: _Layout, *, retryable: bool) -> None:
+def _docai_error(batch: Batch, doc: ManifestDoc, exc: ParseError, stats: StageStats, state: _Layout, *, retryable: bool) -> None:
     """A Document AI document error: the usual error record plus what a re-run needs to know."""
     stats.errors += 1
     rel = batch.rs.error_rel(doc.doc_id)
@@ -536,7 +545,7 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict[str, Any]]
         except InputError as exc:
             _input_refused(batch, doc, exc, stats, state)
             continue
-        result: Any
+        result: DocumentBundle
         try:
             pages = page_count(data, doc.pdf_uri)
             if pages > max_pages:

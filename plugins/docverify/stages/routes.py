@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from docverify.domain.models import DocumentBundle
+from docverify.domain.models import DocumentBundle, SMEPacket
 from docverify.stages.common import Batch, StageStats, lineage
 from docverify.stages.results import Accepted, PacketsWritten
 from docverify.stages.verify import read_bundle, read_companion
@@ -220,7 +220,7 @@ def write_sme_packets(batch: Batch) -> PacketsWritten:
             lineage("write_sme_packets", doc_id, production_error=getattr(exc, "code", "NOT_FOUND"))
             return None
 
-    def finish(doc_id: str, key: str, packet: Any, bundle: DocumentBundle | None, why: str, **fields: Any) -> None:
+    def finish(doc_id: str, key: str, packet: SMEPacket, bundle: DocumentBundle | None, why: str, **fields: object) -> None:
         _withdraw_pending_packets(batch, doc_id, key, f"escalated again by a later run of {batch.ds}", keys,
                                   keep_current=True)
         uri, outcome = write_packet(rs, packet, write_json=rs.write_if_changed)

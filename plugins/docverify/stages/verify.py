@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any, cast
+from typing import Any
 
 from typing_extensions import TypedDict
 
@@ -116,7 +116,7 @@ def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict[str,
     return load_classification(data, uri)
 
 
-def _decision_value(d: Any) -> str:
+def _decision_value(d: object) -> str:
     return str(getattr(d, "value", d))
 
 
@@ -269,8 +269,8 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
                                 f"check its classification, then re-run", "verify")
             rs.write_result(rec)
         # a document waiting for the retry: its attempt 0 only (the retry's result is the retry's)
-        documents[doc_id] = cast(DocSummary, doc_summary(
-            rec if rec.route != "auto_fix_retry" else rec.model_copy(update={"result": None})))
+        documents[doc_id] = doc_summary(
+            rec if rec.route != "auto_fix_retry" else rec.model_copy(update={"result": None}))
         a0 = rec.first_attempt
         so = a0.decision.second_opinion if a0 is not None else None
         if so is not None:
@@ -293,7 +293,7 @@ class _VerifyExtra(TypedDict, total=False):
     #: the V5 second opinion's counts (asked, each override, changed): when the deps have one
     second_opinion: dict[str, int]
     #: what classified and what judged (:func:`docverify.judging.judges.models_of`, ADR 0034)
-    models: dict[str, Any]
+    models: dict[str, str | bool | None]
 
 
 # =========================================================================== V5 arbiter
@@ -416,7 +416,7 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judg
                     fixes=[f.fixer for f in result.fixes_applied],
                     issue_codes=[sorted(i.code for i in a.issues) for a in result.attempts])
         rs.write_result(new)
-        documents[doc_id] = cast(DocSummary, doc_summary(new))
+        documents[doc_id] = doc_summary(new)
         rs.forget(doc_id)
 
     asyncio.run(gather_bounded([functools.partial(one, d) for d in shard], batch.concurrency))
