@@ -9,11 +9,18 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import Levenshtein, Opcodes
 
-from docverify.domain.models import PRESENCE_RANK, ClassificationOutput, Segment, TypeClassification
+from docverify.domain.models import (
+    PRESENCE_RANK,
+    ClassificationOutput,
+    DocumentBundle,
+    Segment,
+    TypeClassification,
+)
 
 #: V3's judgment phase reads only the start of the document (spec slide 5).
 V3_CONTEXT_CHARS = 4000
@@ -48,6 +55,10 @@ def contains(haystack: str, needle: str, *, threshold: float = 90.0, fuzzy_min_c
     """
     return find_text(haystack, needle, threshold=threshold, fuzzy_min_chars=fuzzy_min_chars,
                      critical=critical, ocr=ocr).found
+
+
+#: How a near match differs in critical tokens: category → {"snippet": [...], "page": [...]}
+Differences = dict[str, dict[str, list[str]]]
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,24 @@ def _squeeze(text: str) -> tuple[str, list[int]]:
     return "".join(text[i] for i in idx), idx
 
 
+class FaithfulnessRules(TypedDict):
+    """``faithfulness`` of ``include/rules/evidence.json``: the word lists of :class:`CriticalTokens`."""
+
+    units: list[str]
+    roman_after: list[str]
+    negation_cues: list[str]
+    laterality: list[str]
+    number_abbreviations: NotRequired[list[str]]
+    negation_prefixes: NotRequired[list[str]]
+    negation_suffixes: NotRequired[list[str]]
+    #: groups of characters OCR confuses (each folded to its first)
+    confusable: NotRequired[list[str]]
+    confusable_ocr: NotRequired[list[str]]
+    anchor_chars: NotRequired[int]
+    max_alignments: NotRequired[int]
+    cue_similarity: NotRequired[float]
+
+
 class CriticalTokens:
     """What a fuzzy match must not change (V4, ADR 0021), compiled once from rule data
     (``include/rules/evidence.json`` → ``faithfulness``).
@@ -148,7 +177,7 @@ class CriticalTokens:
       token of the page alone: the page may go on where the quote stops, as an exact substring may.
     """
 
-    def __init__(self, cfg: dict) -> None:
+    def __init__(self, cfg: FaithfulnessRules) -> None:
         def words(items: list[str]) -> str:
             alts = sorted({re.escape(normalise(w)).replace(r"\ ", r"\s") for w in items}, key=len, reverse=True)
             return "|".join(alts)
@@ -176,9 +205,10 @@ class CriticalTokens:
         self.cue_similarity = float(cfg.get("cue_similarity", 0.8))
         #: whole cue words, without whitespace, confusables folded → category
         self.cue_words = {_squeeze(normalise(w))[0].translate(self.canon): cat
-                          for cat, key in (("negation", "negation_cues"), ("negation", "number_abbreviations"),
-                                           ("laterality", "laterality"))
-                          for w in cfg.get(key, [])}
+                          for cat, cues in (("negation", cfg["negation_cues"]),
+                                            ("negation", cfg.get("number_abbreviations", [])),
+                                            ("laterality", cfg["laterality"]))
+                          for w in cues}
 
     #: what may stand between a negation and what it negates: "no evidence of X", "negative for X"
     _GOVERNS = re.compile(r"(?:\s(?:evidence|signs?|history)\s(?:of|for)|\s(?:of|for))?\s?$")
@@ -322,7 +352,7 @@ class CriticalTokens:
                         d[side].append(chunk)
         return differs
 
-    def _misread_cue(self, span: _Span, other_hits: list[_Span], ops, text: str, other: str,
+    def _misread_cue(self, span: _Span, other_hits: list[_Span], ops: Opcodes, text: str, other: str,
                      canon: dict[int, str], *, to_page: bool) -> bool:
         """Is the cue ``span`` faced, on the other side, by a word that is no cue of its category
         but so alike that OCR misread it?"""
@@ -333,7 +363,7 @@ class CriticalTokens:
                           other[lo:hi].translate(canon)) >= 100.0 * self.cue_similarity
 
 
-def _map(ops, pos: int, to_page: bool) -> int:
+def _map(ops: Opcodes, pos: int, to_page: bool) -> int:
     """Where position ``pos`` of one side of the alignment falls on the other side."""
     for op in ops:
         s0, s1, d0, d1 = ((op.src_start, op.src_end, op.dest_start, op.dest_end) if to_page
@@ -409,7 +439,7 @@ def page_runs(pages: Iterable[tuple[int, str]]) -> list[tuple[str, int, int]]:
     return runs
 
 
-def segment_text(bundle, seg: Segment) -> str:
+def segment_text(bundle: DocumentBundle, seg: Segment) -> str:
     lo, hi = min(seg.page_start, seg.page_end), max(seg.page_start, seg.page_end)
     return "\n\n".join(p.text for p in bundle.pages if lo <= p.page_num <= hi)
 
@@ -456,7 +486,7 @@ def match_form(text: str) -> str:
     return _BETWEEN_LETTERS.sub(" ", text)
 
 
-def term_pattern(term: str, *, stem: bool = False) -> re.Pattern:
+def term_pattern(term: str, *, stem: bool = False) -> re.Pattern[str]:
     """A regex finding ``term`` (a literal word or phrase) in :func:`match_form` text on word
     boundaries: "test request" finds "TEST  REQUEST" and "Test-Request" but not "contest
     requested"; "requisition" does not find "requisitioned". Between two words of the term any

@@ -19,7 +19,9 @@ import functools
 import hashlib
 import hmac
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, TypeVar
 
 from docverify.domain.codes import make_issue
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Segment
@@ -32,22 +34,58 @@ _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
 
 
+#: A date of birth as compared: (year, smaller of day/month, larger), or the digits of an unreadable one
+DateKey = tuple[int, int, int] | str
+#: A labelled patient name (its words) and the date of birth that follows it
+NameDob = tuple[frozenset[str], DateKey]
+_Ident = TypeVar("_Ident")
+
+
+class _Family(TypedDict):
+    title: str
+    label: str
+
+
+class _IdentityRules(TypedDict):
+    """``include/rules/identity.json``."""
+
+    identifier_families: dict[str, _Family]
+    identifier_value: str
+    min_identifier_digits: int
+    excluded_context: str
+    name_label: str
+    name_stop_words: list[str]
+    name_placeholder_words: list[str]
+    name_honorifics: list[str]
+    dob_label: str
+    pair_window_chars: int
+
+
+class IdentityConflict(TypedDict):
+    """One kind of identifier with two or more identities in a segment (:func:`segment_conflicts`)."""
+
+    kind: str
+    title: str
+    pages_by_identifier: list[list[int]]
+    identifier_hashes: list[str]
+
+
 @dataclass(frozen=True)
 class _Rules:
-    families: tuple[tuple[str, str, re.Pattern], ...]  # (family, title, label + value)
+    families: tuple[tuple[str, str, re.Pattern[str]], ...]  # (family, title, label + value)
     min_digits: int
-    excluded: re.Pattern
-    name: re.Pattern
+    excluded: re.Pattern[str]
+    name: re.Pattern[str]
     stop: frozenset[str]
     placeholders: frozenset[str]
     honorifics: frozenset[str]
-    dob: re.Pattern
+    dob: re.Pattern[str]
     window: int
 
 
 @functools.cache
 def rules() -> _Rules:
-    r = load_rule(RULE)
+    r: _IdentityRules = load_rule(RULE)
     value = r["identifier_value"]
     return _Rules(
         families=tuple((k, f["title"], re.compile(f"(?:{f['label']}){value}", re.IGNORECASE))
@@ -136,7 +174,7 @@ def normalise_date(raw: str) -> tuple[int, int, int] | str:
     return (y, lo, hi)
 
 
-def name_dob_pairs(text: str, r: _Rules | None = None) -> list[tuple[frozenset[str], tuple | str]]:
+def name_dob_pairs(text: str, r: _Rules | None = None) -> list[NameDob]:
     """(name words, date) of every labelled patient name followed, within the rule's window and
     before the next name label, by a date of birth not preceded on its line by a relative."""
     r = r or rules()
@@ -155,7 +193,7 @@ def name_dob_pairs(text: str, r: _Rules | None = None) -> list[tuple[frozenset[s
     return out
 
 
-def _same_person(a: tuple[frozenset[str], tuple | str], b: tuple[frozenset[str], tuple | str]) -> bool:
+def _same_person(a: NameDob, b: NameDob) -> bool:
     """Two (name, DOB) pairs are one person unless both the names (neither word set holds the
     other) and the dates differ: one differing part is more likely OCR or a missing middle name."""
     return a[0] <= b[0] or b[0] <= a[0] or a[1] == b[1]
@@ -169,10 +207,14 @@ def _same_person(a: tuple[frozenset[str], tuple | str], b: tuple[frozenset[str],
 MAX_IDENTITIES = 8
 
 
-def _groups(found: dict[int, list], same) -> list[tuple[object, list[int]]]:
+def _equal(a: str, b: str) -> bool:
+    return a == b
+
+
+def _groups(found: dict[int, list[_Ident]], same: Callable[[_Ident, _Ident], bool]) -> list[tuple[_Ident, list[int]]]:
     """Identifiers by page → groups of one identity: (representative, pages), in page order (at
     most :data:`MAX_IDENTITIES` groups; an identifier matching none of them then is not placed)."""
-    groups: list[tuple[object, list[int]]] = []
+    groups: list[tuple[_Ident, list[int]]] = []
     for page in sorted(found):
         for ident in dict.fromkeys(found[page]):
             for rep, pages in groups:
@@ -194,26 +236,34 @@ def _hash(key: str, value: object) -> str:
     return hmac.new(key.encode(), repr(value).encode(), hashlib.sha256).hexdigest()[:12]
 
 
-def segment_conflicts(bundle: DocumentBundle, seg: Segment) -> list[dict]:
+def segment_conflicts(bundle: DocumentBundle, seg: Segment) -> list[IdentityConflict]:
     """The identity conflicts of one segment: per kind (an identifier family, or ``name_dob``)
     with two or more different identities, their pages and keyed hashes (no value)."""
     r = rules()
     lo, hi = min(seg.page_start, seg.page_end), max(seg.page_start, seg.page_end)
     pages = [p for p in bundle.pages if lo <= p.page_num <= hi]
     key = bundle.sha256 or bundle.doc_id
-    found: dict[str, dict[int, list]] = {}
+    found: dict[str, dict[int, list[str]]] = {}  # identifiers: family → page → values
+    pairs: dict[int, list[NameDob]] = {}  # (name, date of birth) pairs by page
     for p in pages:
         for family, ident in identifiers(p.text, r):
             found.setdefault(family, {}).setdefault(p.page_num, []).append(ident)
         for pair in name_dob_pairs(p.text, r):
-            found.setdefault("name_dob", {}).setdefault(p.page_num, []).append(pair)
+            pairs.setdefault(p.page_num, []).append(pair)
     titles = {f: t for f, t, _ in r.families} | {"name_dob": "(name, date of birth) pairs"}
-    out = []
+    out: list[IdentityConflict] = []
     for kind in [f for f, _, _ in r.families] + ["name_dob"]:
-        if kind not in found:
+        groups: Sequence[tuple[object, list[int]]]  # (representative, pages) of each identity
+        if kind == "name_dob":
+            if not pairs:
+                continue
+            people = _groups(pairs, _same_person)
+            groups = people
+        elif kind in found:
+            values = _groups(found[kind], _equal)
+            groups = values
+        else:
             continue
-        same = _same_person if kind == "name_dob" else (lambda a, b: a == b)
-        groups = _groups(found[kind], same)
         if len(groups) > 1:
             out.append({"kind": kind, "title": titles[kind], "pages_by_identifier": [g[1] for g in groups],
                         "identifier_hashes": [_hash(key, g[0]) for g in groups]})
@@ -223,7 +273,7 @@ def segment_conflicts(bundle: DocumentBundle, seg: Segment) -> list[dict]:
 def check(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
     """``PATIENT_IDENTITY_CONFLICT`` for every segment whose pages carry two different patient
     identifiers (see the module docstring)."""
-    issues = []
+    issues: list[Issue] = []
     for seg in cls.segments:
         conflicts = segment_conflicts(bundle, seg)
         if not conflicts:

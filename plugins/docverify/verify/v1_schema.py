@@ -7,12 +7,14 @@ which share normalisation could not repair).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from docverify.domain.codes import make_issue
 from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.policy import VerifyPolicy
 from docverify.verify.common import is_number, iter_type_entries, seg_loc, type_loc
 from docverify.verify.spec import VerifierSpec
 
@@ -28,7 +30,7 @@ _EXPECTED = {"float_type": "number", "int_type": "integer", "string_type": "stri
              "literal_error": "enum member", "missing": "a value", "extra_forbidden": "no such field"}
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     """The JSON type of a value, never the value: values may be page text (PHI)."""
     if value is None:
         return "null"
@@ -55,7 +57,7 @@ def _error(e: ErrorDetails) -> dict[str, str]:
     return out
 
 
-def parse(raw: Any) -> tuple[ClassificationOutput | None, list[Issue]]:
+def parse(raw: object) -> tuple[ClassificationOutput | None, list[Issue]]:
     """Parse a raw classification. A shape error becomes one ``SCHEMA_INVALID`` BLOCKER that
     lists the first problems: field path, what was expected and the JSON type that came (a
     confidence of ``true`` or ``"0.9"``, a page of ``2.5``, an enum in the wrong case — the
@@ -224,8 +226,8 @@ def evidence_pages(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Is
     return issues
 
 
-def _completeness(types: list[str], what: str, location: str, details: dict) -> list[Issue]:
-    out = []
+def _completeness(types: list[str], what: str, location: str, details: Mapping[str, object]) -> list[Issue]:
+    out: list[Issue] = []
     missing = [t for t in DOC_TYPES if t not in types]
     if missing:
         out.append(make_issue(
@@ -246,7 +248,7 @@ def _completeness(types: list[str], what: str, location: str, details: dict) -> 
 
 # --------------------------------------------------------------------------- the verifier's spec
 
-def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy: VerifyPolicy) -> list[Issue]:
     return check(bundle, cls)
 
 

@@ -28,6 +28,7 @@ from docverify.domain.models import (
     Issue,
     MixtureEntry,
 )
+from docverify.domain.policy import VerifyPolicy
 from docverify.verify import independent, v2_blind
 from docverify.verify.common import is_number, page_runs, page_span, seg_loc, segment_text
 from docverify.verify.llm_io import Finding, JudgmentFindings, JudgmentInputs, judgment_view, page_entry
@@ -46,7 +47,8 @@ def _share_sum(values: list[float]) -> float | None:
     return float(sum(values))
 
 
-def rule_phase(cls: ClassificationOutput, bundle: DocumentBundle | None = None, policy=None) -> list[Issue]:
+def rule_phase(cls: ClassificationOutput, bundle: DocumentBundle | None = None,
+               policy: VerifyPolicy | None = None) -> list[Issue]:
     """The checks above, plus the ones beyond the specification that ``policy`` (a
     :class:`docverify.domain.policy.VerifyPolicy`) switches on (:mod:`docverify.verify.policy_checks`)."""
     from docverify.verify.policy_checks import rule_checks
@@ -355,7 +357,7 @@ def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> 
     }
 
 
-def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy: VerifyPolicy) -> list[Issue]:
     return rule_phase(cls, bundle, policy)
 
 

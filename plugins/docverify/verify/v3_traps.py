@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import Field
 
 from docverify.domain.codes import make_issue
-from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Segment
+from docverify.domain.policy import VerifyPolicy
 from docverify.domain.resources import load_rule
 from docverify.verify.common import (
     V3_CONTEXT_CHARS,
@@ -55,8 +56,31 @@ OFFLINE_IMPLEMENTATION = "offline-context-rules-v1"
 GENOMIC = "Genomic Report"
 
 
+#: (term, its pattern) pairs: the reported term and how it is found in match-form text
+Terms = list[tuple[str, re.Pattern[str]]]
+
+
+class _ContextRules(TypedDict):
+    labs: Terms
+    genomic: Terms
+    #: report type → the stems of its section words
+    sections: dict[str, Terms]
+
+
+class _TrapRules(TypedDict):
+    """``include/rules/traps.json``, compiled (:func:`_rules`)."""
+
+    #: (reported vendor name, pattern): in vendor_signals / in the page text
+    vendors: Terms
+    text_vendors: Terms
+    admin: Terms
+    report_types: list[str]
+    header_footer: dict[str, re.Pattern[str]]
+    ctx: _ContextRules
+
+
 @functools.lru_cache(maxsize=1)
-def _rules():
+def _rules() -> _TrapRules:
     data = load_rule("traps")
     vendors = data["routine_lab_vendors"]
     return {
@@ -76,12 +100,12 @@ def _rules():
     }
 
 
-def _found(pairs, text: str) -> list[str]:
+def _found(pairs: Terms, text: str) -> list[str]:
     """The terms of ``pairs`` found in ``text`` (already in :func:`match_form`), in list order."""
     return [term for term, rx in pairs if rx.search(text)]
 
 
-def _found_longest(pairs, text: str) -> list[str]:
+def _found_longest(pairs: Terms, text: str) -> list[str]:
     """:func:`_found`, but a match inside a longer term's match does not count: "fax cover
     sheet" is reported once, not also as "fax cover" and "cover sheet"."""
     spans = sorted(((m.start(), m.end(), term) for term, rx in pairs for m in rx.finditer(text)),
@@ -94,7 +118,7 @@ def _found_longest(pairs, text: str) -> list[str]:
     return list(dict.fromkeys(term for term, _ in pairs if term in hit))
 
 
-def _vendors(pairs, texts: list[str]) -> list[str]:
+def _vendors(pairs: Terms, texts: list[str]) -> list[str]:
     """The vendors (reported names) one of whose names is in one of ``texts`` (in match form)."""
     return sorted({name for name, rx in pairs for t in texts if rx.search(t)})
 
@@ -120,9 +144,10 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment
     # against that segment's levels, so that a PDF holding a prior-authorization form and, in a
     # segment of its own, the pathology report it asks for is not an administrative document
     # classified as a report (the form's segment must be Other). One segment: the same rule.
-    scopes = ([(seg, segment_text(bundle, seg), {tc.doc_type: tc.presence_level for tc in seg.classifications})
-               for seg in cls.segments] if per_segment
-              else [(None, bundle.full_text(), strongest_presence(cls))])
+    scopes: list[tuple[Segment | None, str, dict[str, str]]] = (
+        [(seg, segment_text(bundle, seg), {tc.doc_type: tc.presence_level for tc in seg.classifications})
+         for seg in cls.segments] if per_segment
+        else [(None, bundle.full_text(), strongest_presence(cls))])
     for seg, text, levels in scopes:
         keywords = _found_longest(r["admin"], match_form(text))
         if not keywords:
@@ -253,7 +278,7 @@ def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> 
     }
 
 
-def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy: VerifyPolicy) -> list[Issue]:
     return rule_phase(bundle, cls, per_segment=policy.admin_trap_per_segment)
 
 

@@ -43,15 +43,18 @@ no term of any type is not weak for that alone: the lexicon does not know every 
 from __future__ import annotations
 
 import functools
-from typing import Literal
+from typing import Literal, NotRequired, TypedDict
 
 from pydantic import Field
 
 from docverify.domain.codes import make_issue
-from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Severity
+from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Page, Severity
+from docverify.domain.policy import VerifyPolicy
 from docverify.domain.resources import load_rule
 from docverify.verify.common import (
     CriticalTokens,
+    Differences,
+    FaithfulnessRules,
     TextMatch,
     describe_differences,
     find_text,
@@ -67,8 +70,22 @@ OFFLINE_IMPLEMENTATION = "offline-evidence-heuristics-v1"
 PENALTY = {"BLOCKER": 0.30, "MAJOR": 0.15, "MINOR": 0.05}
 
 
-def _cfg() -> dict:
-    return load_rule("evidence")
+class EvidenceRules(TypedDict):
+    """``include/rules/evidence.json``."""
+
+    generic_phrases: list[str]
+    min_chars: int
+    min_words: int
+    fuzzy_threshold: float
+    #: the threshold on a page OCR'd by the local parser
+    fuzzy_threshold_ocr: NotRequired[float]
+    fuzzy_min_chars: int
+    faithfulness: FaithfulnessRules
+
+
+def _cfg() -> EvidenceRules:
+    rules: EvidenceRules = load_rule("evidence")
+    return rules
 
 
 def _short(snippet: str, n: int = 60) -> str:
@@ -90,7 +107,7 @@ def critical_tokens() -> CriticalTokens:
     return CriticalTokens(_cfg()["faithfulness"])
 
 
-def find_on_page(page, text: str, *, quote: bool = True) -> TextMatch:
+def find_on_page(page: Page, text: str, *, quote: bool = True) -> TextMatch:
     """``text`` on ``page`` as V4 looks it up: normalised, fuzzy at the page's threshold, faithful
     in numbers, negation and laterality (``quote``: a snippet, which must not be cut out from
     under a negation; an anchor keyword may)."""
@@ -104,10 +121,10 @@ def find_on_page(page, text: str, *, quote: bool = True) -> TextMatch:
 
 
 def locate_detail(bundle: DocumentBundle, text: str, claimed_page: int, *, quote: bool = True
-                  ) -> tuple[bool, list[int], tuple[int, dict] | None]:
+                  ) -> tuple[bool, list[int], tuple[int, Differences] | None]:
     """(found on the claimed page?, other pages where it was found, the first page where it was
     near-matched but unfaithful — claimed page first — with the differences, or None)."""
-    near: tuple[int, dict] | None = None
+    near: tuple[int, Differences] | None = None
     claimed = next((p for p in bundle.pages if p.page_num == claimed_page), None)
     if claimed is not None:
         m = find_on_page(claimed, text, quote=quote)
@@ -133,7 +150,7 @@ def locate(bundle: DocumentBundle, text: str, claimed_page: int, *, quote: bool 
     return on_page, elsewhere
 
 
-def _unfaithful(near: tuple[int, dict] | None) -> tuple[str, dict]:
+def _unfaithful(near: tuple[int, Differences] | None) -> tuple[str, dict[str, object]]:
     """The message tail and ``details`` entry of a near match whose critical tokens differ."""
     if near is None:
         return "", {}
@@ -310,7 +327,7 @@ def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> 
     }
 
 
-def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy) -> list[Issue]:
+def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy: VerifyPolicy) -> list[Issue]:
     return rule_phase(bundle, cls)
 
 
