@@ -10,6 +10,7 @@ import functools
 import logging
 from typing import Any
 
+from docverify.reporting.contract import FalseAcceptJSON
 from docverify.stages.audit import audit_sample as audit_sample_stage
 from docverify.stages.common import AIRFLOW_MAP_LIMIT, MAX_SHARDS, Batch, shard_size_for
 from docverify.stages.discover import discover as discover_stage
@@ -273,31 +274,35 @@ def write_sme_packets(context) -> WrittenXCom:
 
 @retry_rule
 @traced
-def batch_report(context) -> dict:
+def batch_report(context) -> dict[str, object]:
+    """The night's report; the XCom: what :func:`docverify.reporting.report.write` returns, the night's
+    facts with the verification policy (the OpenLineage night facet), without the false-accept figures
+    (they only decide the alert)."""
     from docverify.reporting import report
 
-    out = report.write(make_batch(context))
-    out["night"]["policy"] = config.policy(config.settings(context)).model_dump(mode="json")
-    log.info("%s", out["summary"])
-    log.info("report: %s | %s | %s", out["json"], out["markdown"], out["html"])
-    _false_accept_alert(context, out)
-    return out
+    written = report.write(make_batch(context))
+    log.info("%s", written["summary"])
+    log.info("report: %s | %s | %s", written["json"], written["markdown"], written["html"])
+    _false_accept_alert(context, written["false_accept_night"], written["html"])
+    policy = config.policy(config.settings(context)).model_dump(mode="json")
+    return {**{k: v for k, v in written.items() if k not in ("false_accept_night", "night")},
+            "night": {**written["night"], "policy": policy}}
 
 
-def _false_accept_alert(context, out: dict) -> None:
+def _false_accept_alert(context, fa: FalseAcceptJSON | None, report_uri: str) -> None:
     """Notify when the night's false-accept interval lies above ``docverify_audit_alert_rate``
     (its lower bound exceeds the threshold). Never fails the report."""
-    fa = out.pop("false_accept_night", None)
-    if not fa or fa.get("rate") is None:
+    rate = fa["rate"] if fa else None
+    if fa is None or rate is None:
         return
     threshold = config.settings(context).audit_alert_rate
     if fa["ci95_low"] > threshold:
         from docverify_airflow import notify
 
         log.warning("false-accept rate %.3f (95%% CI %.3f–%.3f, n=%d) above docverify_audit_alert_rate=%.3f",
-                    fa["rate"], fa["ci95_low"], fa["ci95_high"], fa["n"], threshold)
-        notify.send("false_accept_high", context, rate=f"{100 * fa['rate']:.1f}%", low=f"{100 * fa['ci95_low']:.1f}%",
-                    high=f"{100 * fa['ci95_high']:.1f}%", n=fa["n"], threshold=threshold, report=out["html"])
+                    rate, fa["ci95_low"], fa["ci95_high"], fa["n"], threshold)
+        notify.send("false_accept_high", context, rate=f"{100 * rate:.1f}%", low=f"{100 * fa['ci95_low']:.1f}%",
+                    high=f"{100 * fa['ci95_high']:.1f}%", n=fa["n"], threshold=threshold, report=report_uri)
 
 
 def fail_run(context) -> None:

@@ -216,7 +216,7 @@ def test_sample_batch_stages_on_gcs(gcs_root, gcs_emulator):
 
     # a re-run reuses every bundle from the bucket and rewrites nothing but volatile stage files
     before = {k: store.read_bytes(k) for k in objects if "/_stages/" not in k and not k.startswith("reports/")}
-    assert layout_local(b.fresh(), workers=2)["cache_hits"] == len(parsed)
+    assert layout_local(b.fresh(), workers=2).cache_hits == len(parsed)
     start = gcs_emulator.request_count()
     run_night(b)
     again = gcs_emulator.request_count() - start

@@ -15,7 +15,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docverify.reporting.contract import (
     AuditSection,
@@ -674,9 +674,9 @@ def jury_html(rep: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(batch: Batch) -> dict[str, Any]:
+def write(batch: Batch) -> ReportWritten:
     """Build the night's report and write it as JSON, Markdown and HTML (and the trend); returns
-    :class:`ReportWritten` as a plain dict (the Airflow task adds to its ``night``)."""
+    what was written (the Airflow task's XCom is made from it)."""
     from docverify.reporting import trend
 
     rep = build(batch)
@@ -699,7 +699,7 @@ def write(batch: Batch) -> dict[str, Any]:
         "markdown": rs.uri(rs.report_rel("md")), "html": rs.uri(rs.report_rel("html")),
         "final_routes": rep["final_routes"], "errors": len(rep["errors"]), "trend": trend_uris,
         "false_accept_night": (rep.get("audit") or {}).get("false_accept_night"), "night": night_facts(rep)}
-    return dict(written)
+    return written
 
 
 def night_facts(rep: Report) -> NightFacts:
