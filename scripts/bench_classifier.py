@@ -449,7 +449,10 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "to 86.7 % and page accuracy to 95.1 %, and was not merged. `offline-lexicon-v5` (ADR 0042): a page that "
         "shares its words with the page before follows it into a clinical type both pages show (ADR 0035's "
         "continuity rule, its emission half, never into Other), and a change into Radiology Report on a page "
-        "without a Radiology header costs twice the penalty; chosen on the tuning parts' multi-document sets.",
+        "without a Radiology header costs twice the penalty; chosen on the tuning parts' multi-document sets. "
+        "`offline-lexicon-v6` (ADR 0043): a page with two or more section headers of a clinical note's own counts "
+        "half of its Radiology and Other scores, and IMPRESSION, HISTORY, EXAM, INDICATIONS, PROCEDURE no longer "
+        "count as Radiology headers for that penalty; chosen on the tuning parts.",
         "- texts are cut into pages of ~3000 characters (`docverify.domain.labelled_corpus.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
@@ -500,7 +503,8 @@ def large_markdown(parts: dict[str, Any]) -> list[str]:
         "per source × label × operative note; ids in `docs/benchmarks/classifier_split_large.json`). Nothing of "
         "the classifier was tuned on its test part; the page-boundary rules of v5 (ADR 0042) were chosen on the "
         "tuning parts, and the test parts were scored four times while choosing among variants (aggregate figures "
-        "only; ADR 0042 says which).",
+        "only; ADR 0042 says which); v6's rules (ADR 0043) were chosen on the tuning parts and the test parts "
+        "scored once, with the shipped code.",
         f"- multi-document PDFs: {LARGE_MULTI_DOCS} per part (seed {MULTI_SEED}) and the harder set "
         f"({HARD_DOCS}, seed {HARD_SEED}) made from the part's texts of both corpora together (2–4 documents, "
         "covers, short reports, tails, page lengths 1,500–4,000).",
