@@ -87,8 +87,9 @@ import os
 import pathlib
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, TypeGuard
 
 from docverify.domain.models import DocumentBundle, LayoutMetadata, Page
 from docverify.layout.errors import (
@@ -122,10 +123,22 @@ class _Invalid(Exception):
     """A field of the wrong JSON type (turned into DOCAI_INVALID_JSON with the file's name)."""
 
 
+class OutputPath(Protocol):
+    """What the converter uses of a path to an output file or folder: a :class:`pathlib.Path`, or a
+    pathlib-like object such as Airflow's ``ObjectStoragePath`` on ``gs://``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def iterdir(self) -> Iterable[OutputPath]: ...
+
+    def read_bytes(self) -> bytes: ...
+
+
 # =========================================================================== public API
 
 
-def load_docai_output(path: Any) -> list[dict]:
+def load_docai_output(path: object) -> list[dict[str, object]]:
     """Read one Document AI output: a ``.json`` file, or a folder whose ``*.json`` files are the
     shards of one document (a batch operation writes one folder per input document).
 
@@ -142,13 +155,13 @@ def load_docai_output(path: Any) -> list[dict]:
             of several documents), ``DOCAI_INVALID_JSON`` (empty file, not JSON, not an object).
     """
     root = _as_pathlike(path)
-    out = []
+    out: list[dict[str, object]] = []
     for f in _output_files(root):
         out.append(_parse_json(_read(f), f))
     return out
 
 
-def docai_output_sha256(path: Any) -> str:
+def docai_output_sha256(path: object) -> str:
     """sha256 of the output's JSON bytes: of the file, or of the folder's ``*.json`` files
     concatenated in the order :func:`load_docai_output` reads them. (The bundle's ``sha256``
     normally is the source PDF's; this is for when only the JSON is at hand, e.g. the CLI.)"""
@@ -158,7 +171,7 @@ def docai_output_sha256(path: Any) -> str:
     return h.hexdigest()
 
 
-def default_doc_id(path: Any, docs: list[dict] | None = None) -> str:
+def default_doc_id(path: object, docs: Sequence[dict[str, object]] | None = None) -> str:
     """A doc id for an output read from ``path``: a folder's name, or a file's name without
     ``.json`` and, when ``docs`` show it is a shard (``shardInfo``), without the ``-<shardIndex>``
     that batch processing appends (``report-0.json`` → ``report``)."""
@@ -176,7 +189,7 @@ def default_doc_id(path: Any, docs: list[dict] | None = None) -> str:
 
 
 def bundle_from_docai(
-    doc: dict | list[dict],
+    doc: dict[str, object] | Sequence[dict[str, object]],
     *,
     doc_id: str,
     file_path: str,
@@ -292,7 +305,7 @@ def _snake(camel: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()
 
 
-def _get(obj: Any, camel: str) -> Any:
+def _get(obj: object, camel: str) -> object:
     """Field ``camel`` of a JSON object, under its camelCase or snake_case name (``type`` also as
     proto-plus's ``type_``); None when absent or when ``obj`` is not an object."""
     if not isinstance(obj, dict):
@@ -307,7 +320,7 @@ def _get(obj: Any, camel: str) -> Any:
     return v
 
 
-def _list(obj: Any, camel: str) -> list:
+def _list(obj: object, camel: str) -> list[object]:
     v = _get(obj, camel)
     if v is None:
         return []
@@ -316,7 +329,7 @@ def _list(obj: Any, camel: str) -> list:
     return v
 
 
-def _obj(obj: Any, camel: str) -> dict:
+def _obj(obj: object, camel: str) -> dict[str, object]:
     v = _get(obj, camel)
     if v is None:
         return {}
@@ -325,7 +338,7 @@ def _obj(obj: Any, camel: str) -> dict:
     return v
 
 
-def _str(obj: Any, camel: str) -> str:
+def _str(obj: object, camel: str) -> str:
     v = _get(obj, camel)
     if v is None:
         return ""
@@ -334,7 +347,7 @@ def _str(obj: Any, camel: str) -> str:
     return v
 
 
-def _int(obj: Any, camel: str) -> int | None:
+def _int(obj: object, camel: str) -> int | None:
     """An int64/int32 field: a number or (proto3 JSON int64) a decimal string; None if absent."""
     v = _get(obj, camel)
     if v is None:
@@ -353,7 +366,7 @@ def _int(obj: Any, camel: str) -> int | None:
     raise _Invalid(f"{camel} is {type(v).__name__} {str(v)[:20]!r}, expected an integer")
 
 
-def _unwrap(d: dict) -> dict:
+def _unwrap(d: dict[str, object]) -> dict[str, object]:
     """A ProcessResponse (``{"document": {...}, "humanReviewStatus": ...}``) → its Document."""
     inner = d.get("document")
     if isinstance(inner, dict) and not any(k in d for k in ("text", "pages", "documentLayout", "document_layout")):
@@ -383,7 +396,7 @@ def _short(where: str) -> str:
 # =========================================================================== shards
 
 
-def _order_shards(docs: list[dict], name: str, where: str) -> list[dict]:
+def _order_shards(docs: list[dict[str, object]], name: str, where: str) -> list[dict[str, object]]:
     """The shards in ``shardIndex`` order, after checking that they are all there and belong together."""
     infos = []
     for d in docs:
@@ -454,7 +467,7 @@ def _fmt(xs: list[int]) -> str:
     return ", ".join(str(x) for x in xs)
 
 
-def _processor_version(shards: list[dict]) -> str:
+def _processor_version(shards: list[dict[str, object]]) -> str:
     for s in shards:
         for rev in _list(s, "revisions"):
             m = _VERSION_RE.search(_str(rev, "processor"))
@@ -487,7 +500,7 @@ def _make_pages(total: int, texts: dict[int, list[str]], kinds: dict[int, list[s
 # =========================================================================== Layout Parser
 
 
-def _blocks_of(d: dict) -> list:
+def _blocks_of(d: dict[str, object]) -> list[object]:
     return _list(_obj(d, "documentLayout"), "blocks")
 
 
@@ -506,7 +519,7 @@ class _LayoutWalk:
     max_page: int = 0
     table_pages: set[int] = field(default_factory=set)
 
-    def span(self, block: dict, default: int) -> tuple[int, int]:
+    def span(self, block: object, default: int) -> tuple[int, int]:
         """(first, last) page of a block; see the module docstring for omitted values."""
         ps = _obj(block, "pageSpan")
         start = _int(ps, "pageStart") or 0
@@ -518,7 +531,7 @@ class _LayoutWalk:
         self.max_page = max(self.max_page, end)
         return start, end
 
-    def walk(self, blocks: list, page: int, out: list[_Piece]) -> None:
+    def walk(self, blocks: list[object], page: int, out: list[_Piece]) -> None:
         """Append the pieces of ``blocks`` (depth first, document order) to ``out``."""
         for block in blocks:
             if not isinstance(block, dict):
@@ -544,7 +557,7 @@ class _LayoutWalk:
             # the next block without a span follows the last page seen in reading order
             page = out[-1].page if len(out) > n0 else start
 
-    def table(self, table: dict, start: int, end: int, out: list[_Piece]) -> None:
+    def table(self, table: dict[str, object], start: int, end: int, out: list[_Piece]) -> None:
         """One ``table`` piece per page the table's rows are on (cells ``" | "``, rows by newline)."""
         self.table_pages.update(range(start, end + 1))
         caption = _piece_text(_str(table, "caption"))
@@ -571,7 +584,7 @@ class _LayoutWalk:
                 pieces.append(_Piece(row_page, "table", line))
         out.extend(pieces)
 
-    def list_block(self, lst: dict, page: int, out: list[_Piece]) -> None:
+    def list_block(self, lst: dict[str, object], page: int, out: list[_Piece]) -> None:
         """One ``list_item`` piece per entry (per page, if an entry crosses a page break); tables
         and nested lists inside an entry keep their own pieces."""
         for entry in _list(lst, "listEntries"):
@@ -596,7 +609,7 @@ def _piece_text(s: str) -> str:
     return _BLANK_LINES_RE.sub("\n", s) if "\n\n" in s else s
 
 
-def _pages_from_layout(shards: list[dict], name: str, where: str) -> list[Page]:
+def _pages_from_layout(shards: list[dict[str, object]], name: str, where: str) -> list[Page]:
     walk = _LayoutWalk(name, where)
     page = 1
     for s in shards:
@@ -621,8 +634,10 @@ def _pages_from_layout(shards: list[dict], name: str, where: str) -> list[Page]:
 # =========================================================================== OCR (text + pages)
 
 
-def _pages_from_ocr(shards: list[dict], name: str, where: str) -> list[Page]:
-    texts, offsets, cum = [], [], 0
+def _pages_from_ocr(shards: list[dict[str, object]], name: str, where: str) -> list[Page]:
+    texts: list[str] = []
+    offsets: list[int] = []
+    cum = 0
     for s in shards:
         t = _str(s, "text")
         declared = _int(_obj(s, "shardInfo"), "textOffset")
@@ -639,7 +654,7 @@ def _pages_from_ocr(shards: list[dict], name: str, where: str) -> list[Page]:
         cum += len(t)
     full = "".join(texts)
 
-    def anchor(layout: Any, off: int) -> tuple[str | None, list[tuple[int, int]]]:
+    def anchor(layout: object, off: int) -> tuple[str | None, list[tuple[int, int]]]:
         """(text, global segments) of a layout's textAnchor; text None when there is no anchor."""
         ta = _obj(layout, "textAnchor") if isinstance(layout, dict) else {}
         segs = _list(ta, "textSegments")
@@ -707,21 +722,25 @@ def _pages_from_ocr(shards: list[dict], name: str, where: str) -> list[Page]:
 # =========================================================================== files
 
 
-def _as_pathlike(path: Any) -> Any:
+def _is_output_path(path: object) -> TypeGuard[OutputPath]:
+    return hasattr(path, "iterdir") and hasattr(path, "read_bytes") and hasattr(path, "name")
+
+
+def _as_pathlike(path: object) -> OutputPath:
     if isinstance(path, str):
         return pathlib.Path(path)
-    if hasattr(path, "iterdir") and hasattr(path, "read_bytes") and hasattr(path, "name"):
+    if _is_output_path(path):
         return path
     if isinstance(path, os.PathLike):
         return pathlib.Path(os.fspath(path))
     raise TypeError(f"expected a path or a pathlib-like object, got {type(path).__name__}")
 
 
-def _natural_key(name: str) -> list:
+def _natural_key(name: str) -> list[int | str]:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
-def _output_files(root: Any) -> list[Any]:
+def _output_files(root: OutputPath) -> list[OutputPath]:
     """The JSON file(s) of one output: ``root`` itself, or the ``*.json`` inside the folder ``root``."""
     name = str(root.name)
     if name.lower().endswith(".json"):
@@ -761,9 +780,12 @@ def _output_files(root: Any) -> list[Any]:
     return files
 
 
-def _size(f: Any) -> int | None:
+def _size(f: OutputPath) -> int | None:
+    stat = getattr(f, "stat", None)  # not every pathlike has one: the read itself is then the check
+    if stat is None:
+        return None
     try:
-        st = f.stat()
+        st = stat()
     except Exception:  # noqa: BLE001 - no size available: the read itself is then the check
         return None
     size = getattr(st, "st_size", None)
@@ -772,7 +794,7 @@ def _size(f: Any) -> int | None:
     return int(size) if size is not None else None
 
 
-def _read(f: Any) -> bytes:
+def _read(f: OutputPath) -> bytes:
     size = _size(f)
     if size is not None and size > MAX_DOCAI_JSON_BYTES:  # checked before the read (docverify.storage.limits)
         raise ParseError(
@@ -791,7 +813,7 @@ def _read(f: Any) -> bytes:
         ) from exc
 
 
-def _parse_json(data: bytes, f: Any) -> dict:
+def _parse_json(data: bytes, f: OutputPath) -> dict[str, object]:
     name = str(f.name)
     if not data.strip():
         raise ParseError(

@@ -9,7 +9,8 @@ that crosses process boundaries and ends up in SME packets (``SMEPacket.error``)
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict
 
 EMPTY_FILE = "EMPTY_FILE"
 NOT_A_PDF = "NOT_A_PDF"
@@ -49,6 +50,14 @@ PARSE_ERROR_CODES: tuple[str, ...] = (
 """The stable machine codes of :class:`ParseError`, in a fixed order."""
 
 
+class ParseErrorDict(TypedDict):
+    """:meth:`ParseError.to_dict`: the JSON form of a parse error."""
+
+    error: str
+    message: str
+    file: str
+
+
 class ParseError(Exception):
     """A PDF that cannot become a DocumentBundle.
 
@@ -66,11 +75,11 @@ class ParseError(Exception):
         self.message = message
         self.file = file
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ParseErrorDict:
         return {"error": self.code, "message": self.message, "file": self.file}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ParseError:
+    def from_dict(cls, data: Mapping[str, object]) -> ParseError:
         """Inverse of :meth:`to_dict` (used when the error comes back from a child process)."""
         return cls(str(data["error"]), str(data.get("message", "")), str(data.get("file", "")))
 
@@ -80,5 +89,5 @@ class ParseError(Exception):
     def __repr__(self) -> str:
         return f"ParseError({self.code!r}, {self.message!r}, file={self.file!r})"
 
-    def __reduce__(self):  # picklable despite the custom __init__ signature
+    def __reduce__(self) -> tuple[type[ParseError], tuple[str, str, str]]:  # picklable despite the custom __init__
         return (type(self), (self.code, self.message, self.file))

@@ -530,7 +530,7 @@ def _image_coverage(page: pdfium.PdfPage) -> float:
     """Fraction of the page area covered by image objects (sum of their clipped boxes, ≤ 1)."""
     try:
         l0, b0, r0, t0 = page.get_bbox()
-        area = max(1e-6, (r0 - l0) * (t0 - b0))
+        area: float = max(1e-6, (r0 - l0) * (t0 - b0))
         covered = 0.0
         for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=4):
             left, bottom, right, top = obj.get_bounds()

@@ -26,7 +26,16 @@ import statistics
 import unicodedata
 from dataclasses import dataclass, field
 from importlib import metadata as _metadata
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from pypdfium2 import PdfPage
+    from rapidocr_onnxruntime import RapidOCR
+
+    #: a page image: height × width × 3 channels
+    Image = npt.NDArray[np.uint8]
 
 ENGINE = "rapidocr-onnxruntime"
 #: the longer side of the rendered page image, in pixels (≈ 200 dpi on a Letter page)
@@ -70,7 +79,7 @@ class OCRPage:
 
 
 @functools.lru_cache(maxsize=1)
-def get_engine() -> Any:
+def get_engine() -> RapidOCR:
     """The process's OCR engine (loaded once; models from the installed wheel)."""
     try:
         from rapidocr_onnxruntime import RapidOCR
@@ -79,22 +88,23 @@ def get_engine() -> Any:
     return RapidOCR(intra_op_num_threads=THREADS, inter_op_num_threads=1, print_verbose=False)
 
 
-def render(page: Any, target_px: int = TARGET_PX) -> Any:
+def render(page: PdfPage, target_px: int = TARGET_PX) -> Image:
     """A pypdfium2 page → RGB numpy array whose longer side is ``target_px`` pixels."""
     w, h = page.get_size()
     scale = target_px / max(1e-3, w, h)
-    return page.render(scale=scale).to_numpy()
+    image: Image = page.render(scale=scale).to_numpy()
+    return image
 
 
 def _norm(s: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", s).split())
 
 
-def read_image(image: Any) -> OCRPage:
+def read_image(image: Image) -> OCRPage:
     """OCR one image (numpy array, RGB or BGR) → :class:`OCRPage`."""
     engine = get_engine()
     result, _elapse = engine(image)
-    rows = []
+    rows: list[tuple[float, float, float, str, float]] = []
     for box, text, score in result or []:
         text = _norm(str(text))
         score = float(score)
@@ -110,7 +120,7 @@ def read_image(image: Any) -> OCRPage:
     med = statistics.median(heights)
     # reading order: lines whose tops are within half a line height share a row, left to right
     rows.sort(key=lambda r: (r[0], r[2]))
-    ordered: list[list[tuple]] = []
+    ordered: list[list[tuple[float, float, float, str, float]]] = []
     for r in rows:
         if ordered and abs(r[0] - ordered[-1][0][0]) <= 0.5 * med:
             ordered[-1].append(r)
@@ -135,6 +145,6 @@ def read_image(image: Any) -> OCRPage:
     return OCRPage(paragraphs=paragraphs, confidence=round(conf, 4), lines=len(rows), image_size=(w, h))
 
 
-def read_page(page: Any, target_px: int = TARGET_PX) -> OCRPage:
+def read_page(page: PdfPage, target_px: int = TARGET_PX) -> OCRPage:
     """Render a pypdfium2 page and OCR it."""
     return read_image(render(page, target_px))

@@ -27,18 +27,32 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from docverify.domain.models import DocumentBundle
-from docverify.layout.errors import CORRUPT, TIMEOUT, TOO_LARGE, ParseError
+from docverify.layout.errors import CORRUPT, TIMEOUT, TOO_LARGE, ParseError, ParseErrorDict
 from docverify.storage.limits import PARSE_WORKER_MEMORY_BYTES
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_PARSE_FN = "docverify.layout.local_pdf:parse_pdf"
 
 Result = tuple[str, DocumentBundle | ParseError]
+#: what a worker runs on each file: ``fn(path, **kw)`` → a DocumentBundle (or its JSON)
+ParseFn = Callable[..., object]
+
+
+class _Message(TypedDict, total=False):
+    """One line a worker writes (JSON): ready / a startup error, or a file's result."""
+
+    ready: bool
+    startup_error: str
+    #: the file's DocumentBundle, as JSON (checked by the parent)
+    ok: object
+    error: ParseErrorDict
+    #: the worker survived a MemoryError: the pool replaces it
+    recycle: bool
 
 
 def parse_pdf_bounded(
@@ -46,7 +60,8 @@ def parse_pdf_bounded(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     parse_fn: str | None = None,
-    **kw: Any,
+    startup_timeout_s: float = 120.0,
+    **kw: object,
 ) -> DocumentBundle:
     """:func:`parse_pdf` in a child process that is killed after ``timeout_s`` seconds.
 
@@ -57,10 +72,11 @@ def parse_pdf_bounded(
     Raises:
         ParseError: the parse error, or ``TIMEOUT`` (child killed), or ``CORRUPT`` (child crashed,
             the message names its exit code / signal).
-        RuntimeError: the child process could not even start (an environment problem, not a
-            problem of the file).
+        RuntimeError: the child process could not even start within ``startup_timeout_s`` (an
+            environment problem, not a problem of the file).
     """
-    for _path, result in parse_many_bounded([path], workers=1, timeout_s=timeout_s, parse_fn=parse_fn, **kw):
+    for _path, result in _parse_many([path], workers=1, timeout_s=timeout_s, parse_fn=parse_fn,
+                                     startup_timeout_s=startup_timeout_s, per_file_kw=None, kw=kw):
         if isinstance(result, ParseError):
             raise result
         return result
@@ -74,8 +90,8 @@ def parse_many_bounded(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     parse_fn: str | None = None,
     startup_timeout_s: float = 120.0,
-    per_file_kw: Mapping[str, Mapping[str, Any]] | None = None,
-    **kw: Any,
+    per_file_kw: Mapping[str, Mapping[str, object]] | None = None,
+    **kw: object,
 ) -> Iterator[tuple[str, DocumentBundle | ParseError]]:
     """Parse many PDFs in ``workers`` child processes; yield ``(path, bundle or ParseError)``.
 
@@ -93,6 +109,21 @@ def parse_many_bounded(
         RuntimeError: a worker could not start within ``startup_timeout_s`` or died while
             starting (broken environment); failures of individual files are never raised.
     """
+    yield from _parse_many(paths, workers=workers, timeout_s=timeout_s, parse_fn=parse_fn,
+                           startup_timeout_s=startup_timeout_s, per_file_kw=per_file_kw, kw=kw)
+
+
+def _parse_many(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    workers: int,
+    timeout_s: float,
+    parse_fn: str | None,
+    startup_timeout_s: float,
+    per_file_kw: Mapping[str, Mapping[str, object]] | None,
+    kw: Mapping[str, object],
+) -> Iterator[Result]:
+    """:func:`parse_many_bounded`, with the keyword arguments of every file as one mapping."""
     pending = collections.deque(str(p) for p in paths)
     if not pending:
         return
@@ -114,8 +145,8 @@ def parse_many_bounded(
 class _Pool:
     """The workers of one :func:`parse_many_bounded` call and their queue of files."""
 
-    def __init__(self, spec: str, pending: collections.deque, n_workers: int, timeout_s: float,
-                 startup_timeout_s: float, job_bytes: Callable[[str], bytes]):
+    def __init__(self, spec: str, pending: collections.deque[str], n_workers: int, timeout_s: float,
+                 startup_timeout_s: float, job_bytes: Callable[[str], bytes]) -> None:
         self.spec, self.pending, self.n_workers = spec, pending, n_workers
         self.timeout_s, self.startup_timeout_s, self.job_bytes = timeout_s, startup_timeout_s, job_bytes
         self.workers: list[_Worker] = []
@@ -144,27 +175,30 @@ class _Pool:
             w.job = self.pending.popleft()
             self.workers.append(w)
 
-    def _waitables(self) -> list[Any]:
-        out: list[Any] = []
+    def _waitables(self) -> list[int]:
+        """The file descriptors to wait on: each busy worker's output pipe and, where the platform has
+        one, its exit sentinel."""
+        out: list[int] = []
         for w in self._busy():
-            out += [w.conn] + ([w.proc.sentinel] if w.proc.sentinel >= 0 else [])
+            out += [w.conn.fileno()] + ([w.proc.sentinel] if w.proc.sentinel >= 0 else [])
         return out
 
     def _wait_s(self) -> float:
         return max(0.0, min(w.deadline for w in self._busy()) - time.monotonic())
 
-    def _step(self, w: _Worker, ready: list[Any], now: float) -> Result | None:
+    def _step(self, w: _Worker, ready: Collection[object], now: float) -> Result | None:
         """What happened to busy worker ``w``: a message, its exit, its deadline, or nothing yet."""
-        msg = _receive(w.conn) if w.conn in ready else None
+        readable = w.conn.fileno() in ready
+        msg = _receive(w.conn) if readable else None
         if msg is not None:
             return self._on_message(w, msg)
-        if w.conn in ready or w.proc.sentinel in ready or not w.proc.is_alive():
+        if readable or w.proc.sentinel in ready or not w.proc.is_alive():
             return self._on_exit(w)
         if now >= w.deadline:
             return self._on_timeout(w)
         return None
 
-    def _on_message(self, w: _Worker, msg: dict[str, Any]) -> Result | None:
+    def _on_message(self, w: _Worker, msg: _Message) -> Result | None:
         assert w.job is not None  # _step runs for the busy workers only
         if "ready" in msg:
             w.ready = True
@@ -231,14 +265,15 @@ def _lost(w: _Worker, not_started: str, code: str, message: Callable[[str], str]
     return job, ParseError(code, message(pathlib.Path(job).name), job)
 
 
-def _receive(conn: _PipeConn) -> dict[str, Any] | None:
+def _receive(conn: _PipeConn) -> _Message | None:
     """The worker's next message, or None when there is none or its pipe broke."""
     if not _poll(conn):
         return None
     try:
-        return json.loads(conn.recv_bytes())
+        msg: _Message = json.loads(conn.recv_bytes())
     except (EOFError, OSError):
         return None
+    return msg
 
 
 # =========================================================================== child processes
@@ -283,7 +318,7 @@ def _alive(pid: int) -> bool:
 class _PipeConn:
     """One JSON message per line over the worker's stdin/stdout."""
 
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdin is not None and proc.stdout is not None  # started with stdin and stdout PIPE
         self._in, self._out = proc.stdin, proc.stdout
 
@@ -314,9 +349,9 @@ class _PipeConn:
 class _ProcHandle:
     """The small part of ``multiprocessing.Process`` the pool loop uses, on a Popen."""
 
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self._p = proc
-        self._pidfd = None
+        self._pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: readable when the child exits
             self._pidfd = os.pidfd_open(proc.pid)
         self.sentinel = self._pidfd if self._pidfd is not None else -1
@@ -358,8 +393,8 @@ class _Worker:
     job: str | None = None
     ready: bool = False
     deadline: float = 0.0
-    proc: Any = field(init=False)
-    conn: Any = field(init=False)
+    proc: _ProcHandle = field(init=False)
+    conn: _PipeConn = field(init=False)
 
     def __post_init__(self) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -395,11 +430,12 @@ class _Worker:
         self.proc.close()
 
 
-def _resolve_parse_fn(spec: str):
+def _resolve_parse_fn(spec: str) -> ParseFn:
     module, _, name = spec.partition(":")
     if not module or not name:
         raise ValueError(f"parse_fn must look like 'module:function', got {spec!r}")
-    return getattr(importlib.import_module(module), name)
+    fn: ParseFn = getattr(importlib.import_module(module), name)
+    return fn
 
 
 def _cap_memory() -> None:
@@ -430,7 +466,7 @@ def worker_main(spec: str) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     _cap_memory()
 
-    def send(obj: Any) -> None:
+    def send(obj: _Message) -> None:
         out.write(json.dumps(obj).encode() + b"\n")
         out.flush()
 
@@ -447,7 +483,7 @@ def worker_main(spec: str) -> None:
         send(_run_job(fn, job["path"], job["kw"]))
 
 
-def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:
+def _run_job(fn: ParseFn, path: str, kw: dict[str, object]) -> _Message:
     try:
         result = fn(path, **kw)
         if hasattr(result, "model_dump"):
@@ -472,7 +508,7 @@ def _run_job(fn, path: str, kw: dict[str, Any]) -> dict[str, Any]:
         }
 
 
-def _result_from_json(msg: dict[str, Any], path: str) -> DocumentBundle | ParseError:
+def _result_from_json(msg: _Message, path: str) -> DocumentBundle | ParseError:
     if "error" in msg:
         return ParseError.from_dict(msg["error"])
     try:
