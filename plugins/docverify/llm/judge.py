@@ -116,7 +116,7 @@ from docverify.llm.prompts import (
 )
 from docverify.llm.ratelimit import LimiterWaitExceeded, RateLimiter
 from docverify.llm.schemas import OUTPUT_TYPES
-from docverify.verify.llm_io import Finding
+from docverify.verify.llm_io import Finding, JudgmentFindings
 from docverify.verify.registry import REGISTRY, Registry
 
 logger = logging.getLogger(__name__)
@@ -608,8 +608,11 @@ class LLMJudge(Judge):
         usage.add(outcome.usage)
         if outcome.error is not None or outcome.output is None:
             return JudgmentResult([*issues, self._incomplete(agent, outcome.error)], self.name, usage)
+        answer = outcome.output
         try:
-            found = [self._to_issue(agent, f) for f in outcome.output.findings]  # type: ignore[attr-defined]
+            if not isinstance(answer, JudgmentFindings):  # a spec's findings model is one
+                raise TypeError(f"the {agent} answer is a {type(answer).__name__}, not a JudgmentFindings")
+            found = [self._to_issue(agent, f) for f in answer.findings]
         except Exception as exc:  # noqa: BLE001 - e.g. a cached answer from an older catalogue
             return JudgmentResult([*issues, self._incomplete(agent, exc)], self.name, usage)
         return JudgmentResult([*issues, *found], self.name, usage)
