@@ -145,7 +145,7 @@ def next_pacific_midnight(now: datetime.datetime | None = None) -> str:
     return midnight.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
@@ -187,7 +187,7 @@ def fault_family(exc: BaseException) -> str:
         if kinds and kinds <= {OUTAGE, DAILY_QUOTA}:
             return OUTAGE
         return DOCUMENT
-    for e in _chain(exc):  # google.auth's RefreshError / DefaultCredentialsError, raised by the client as is
+    for e in exception_chain(exc):  # google.auth's RefreshError / DefaultCredentialsError, raised by the client as is
         if type(e).__module__.startswith("google.auth") and type(e).__name__ in (
                 "RefreshError", "DefaultCredentialsError", "ReauthFailError"):
             return CONFIGURATION

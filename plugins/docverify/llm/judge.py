@@ -98,7 +98,7 @@ from docverify.llm.faults import (
     RetryPolicy,
     ServiceOutage,
     ThrottlePolicy,
-    _chain,
+    exception_chain,
     fault_family,
     is_throttled,
     next_pacific_midnight,
@@ -522,7 +522,7 @@ class LLMJudge(Judge):
         status = getattr(exc, "status_code", None)
         what = f"{type(exc).__name__}" + (f", HTTP {status}" if status else "")
         if type(exc).__name__ in ("RefreshError", "DefaultCredentialsError", "ReauthFailError") or any(
-                type(e).__name__ == "RefreshError" for e in _chain(exc)):
+                type(e).__name__ == "RefreshError" for e in exception_chain(exc)):
             fix = "its credentials cannot be refreshed: renew the service-account key / credentials of the connection"
         elif status == 404 or type(exc).__name__.endswith("NotFoundError"):
             fix = "the model is unknown or retired: name an available model in the connection's extra (\"model\")"
