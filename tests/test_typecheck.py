@@ -19,3 +19,17 @@ def test_mypy_is_clean_over_plugins_and_dags():
     proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_whole_core_is_under_mypys_strict_checks():
+    # ADR 0044: strict for every module of the Airflow-free core, not only some layers
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    strict = [o for o in conf.get("overrides", []) if o.get("disallow_untyped_defs")]
+    assert any({"docverify", "docverify.*"} <= set(o["module"]) for o in strict), strict
+    core = next(o for o in strict if "docverify.*" in o["module"])
+    for flag in ("disallow_untyped_defs", "disallow_incomplete_defs", "disallow_untyped_calls",
+                 "disallow_any_generics", "warn_return_any", "no_implicit_reexport", "strict_equality",
+                 "warn_unused_ignores", "check_untyped_defs"):
+        assert core.get(flag) is True, flag
