@@ -24,12 +24,33 @@ import os
 import pathlib
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from docverify.domain.models import DocumentBundle
-    from docverify.domain.policy import VerifyPolicy
-    from docverify.judging.judges import Judge
+from docverify.arbiters.cr_vote import VoteInputError, arbiter_vote, arbiter_vote_all
+from docverify.arbiters.fraud_decision import decision_arbiter_agent, validate_state
+from docverify.arbiters.v5 import decide
+from docverify.domain.labelled_corpus import CorpusNotFound
+from docverify.domain.models import DocumentBundle, Issue
+from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
+from docverify.judging.judges import Judge, OfflineJudge
+from docverify.layout import docai
+from docverify.layout.errors import ParseError
+from docverify.layout.pool import parse_pdf_bounded
+from docverify.pipeline.document import VerifyDeps, verify_document
+from docverify.reporting import evaluate_render
+from docverify.reporting.evaluate import evaluate_labelled_corpus, evaluate_store
+from docverify.reporting.outputs import write_outcome
+from docverify.reporting.trace import UnknownDocument, document_trace, render_text
+from docverify.storage.limits import (
+    MAX_COMPANION_BYTES,
+    MAX_DOCAI_JSON_BYTES,
+    InputError,
+    check_classification_shape,
+    check_size,
+    load_json_object,
+)
+from docverify.storage.paths import printable_name
+from docverify.storage.store import ArtifactStore, to_jsonable
 
 EXIT_INPUT_ERROR = 2
 
@@ -44,8 +65,6 @@ class CLIError(Exception):
 
 
 def _emit(obj: object) -> None:
-    from docverify.storage.store import to_jsonable
-
     text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)
     try:
         text.encode(sys.stdout.encoding or "utf-8")
@@ -58,8 +77,6 @@ def _read_json(path: str, what: str, *, require_object: bool = False) -> Any:
     """A JSON input within ``docverify.storage.limits`` (size checked before the read, nesting, finite
     numbers); a refusal is the CLI's JSON error with the limit's code, never a traceback. The
     message names the file and the limit, never the file's content."""
-    from docverify.storage.limits import MAX_DOCAI_JSON_BYTES, InputError, check_size, load_json_object
-
     p = pathlib.Path(path)
     if not p.is_file():
         raise CLIError("FILE_NOT_FOUND", f"{what} file {path} does not exist", path)
@@ -75,13 +92,6 @@ def _read_json(path: str, what: str, *, require_object: bool = False) -> Any:
 def _read_classification(path: str) -> dict[str, Any]:
     """A classification file within every limit of a companion classification (a JSON object,
     segments, nesting, numbers)."""
-    from docverify.storage.limits import (
-        MAX_COMPANION_BYTES,
-        InputError,
-        check_classification_shape,
-        check_size,
-    )
-
     p = pathlib.Path(path)
     if p.is_file():
         try:
@@ -98,8 +108,6 @@ def _read_classification(path: str) -> dict[str, Any]:
 def _load_bundle(path: str) -> DocumentBundle:
     from pydantic import ValidationError
 
-    from docverify.domain.models import DocumentBundle
-
     raw = _read_json(path, "bundle", require_object=True)
     try:
         return DocumentBundle.model_validate(raw)
@@ -115,10 +123,8 @@ def make_judge(model: str | None) -> Judge:
     (e.g. ``google-gla:gemini-2.5-flash``; credentials from the model provider's environment)."""
     model = model or os.environ.get("DOCVERIFY_MODEL")
     if not model:
-        from docverify.judging.judges import OfflineJudge
-
         return OfflineJudge()
-    from docverify.llm.judge import LLMJudge
+    from docverify.llm.judge import LLMJudge  # pydantic_ai: only with a model
 
     return LLMJudge(model, model_id=model)
 
@@ -128,21 +134,15 @@ def cmd_parse(args: argparse.Namespace) -> int:
     file or a folder of shards — converted by ``docverify.layout.docai``. For Document AI output,
     ``doc_id`` is the folder's name or the file's stem (without its ``-<shard>`` suffix) and
     ``sha256`` is that of the JSON bytes (the PDF is not at hand)."""
-    from docverify.layout.errors import ParseError
-
     path = pathlib.Path(args.file)
     if not path.exists():
         raise CLIError("FILE_NOT_FOUND", f"{args.file} does not exist", args.file)
     try:
         if path.is_dir() or path.suffix.lower() == ".json":
-            from docverify.layout import docai
-
             docs = docai.load_docai_output(path)
             bundle = docai.bundle_from_docai(docs, doc_id=docai.default_doc_id(path, docs),
                                              file_path=str(path.resolve()), sha256=docai.docai_output_sha256(path))
         else:
-            from docverify.layout.pool import parse_pdf_bounded
-
             bundle = parse_pdf_bounded(path, timeout_s=args.timeout, ocr=not args.no_ocr)
     except ParseError as exc:
         _emit(exc.to_dict())
@@ -154,8 +154,6 @@ def cmd_parse(args: argparse.Namespace) -> int:
 def _as_text(value: str) -> str:
     """A name that is not UTF-8 text (bytes of another encoding in a file name reach Python as lone
     surrogates) in its escaped form (``caf\\xe9``), so the bundle is text ``verify`` reads back."""
-    from docverify.storage.paths import printable_name
-
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -174,8 +172,6 @@ def cmd_classify(args: argparse.Namespace) -> int:
 def verify_policy(args: argparse.Namespace) -> VerifyPolicy:
     """The :class:`~docverify.domain.policy.VerifyPolicy` of ``verify``'s flags (the Airflow Variables'
     counterparts; unset flags take the policy's defaults)."""
-    from docverify.domain.policy import VerifyPolicy
-
     if not 0.0 <= args.min_primary_confidence <= 1.0:
         raise CLIError("INVALID_ARGUMENT", f"--min-primary-confidence {args.min_primary_confidence}: give a "
                        f"confidence between 0 and 1 (0 = off)")
@@ -183,17 +179,12 @@ def verify_policy(args: argparse.Namespace) -> VerifyPolicy:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from docverify.pipeline.document import VerifyDeps, verify_document
-
     bundle = _load_bundle(args.bundle)
     classification = _read_classification(args.classification)
     judge = make_judge(args.model)
     deps = VerifyDeps(judge, policy=verify_policy(args))
     result = asyncio.run(verify_document(bundle, classification, deps))
     if args.out:
-        from docverify.reporting.outputs import write_outcome
-        from docverify.storage.store import ArtifactStore
-
         store = ArtifactStore(args.out)
         run_dir = ArtifactStore.run_dir(args.ds, bundle.doc_id)
         store.write_json(f"{run_dir}/bundle.json", bundle)
@@ -212,9 +203,6 @@ def cmd_arbiter(args: argparse.Namespace) -> int:
         return _arbiter_decision(args)
     from pydantic import TypeAdapter, ValidationError
 
-    from docverify.arbiters.v5 import decide
-    from docverify.domain.models import Issue
-
     raw = _read_json(args.issues, "issues")
     if isinstance(raw, dict) and "issues" in raw:
         raw = raw["issues"]  # a report.json works too
@@ -231,8 +219,6 @@ def _arbiter_cr(args: argparse.Namespace) -> int:
     """``{"actions_by_tuple": {id: {A, B, C}}, "conflict_flags": {id: type}}`` (the document's
     input) or one item ``{"votes": {A, B, C}, "conflict_type": …}``; a vote is an action or
     ``{"action", "reason_code"}``."""
-    from docverify.arbiters.cr_vote import VoteInputError, arbiter_vote, arbiter_vote_all
-
     raw = _read_json(args.issues, "votes")
     fix = ('give {"actions_by_tuple": {"<id>": {"A": "KEEP", "B": {"action": "FLIP", "reason_code": '
            '"NEGATION_SCOPE"}, "C": "DROP"}}, "conflict_flags": {"<id>": "<conflict_type>"}}')
@@ -255,8 +241,6 @@ def _arbiter_cr(args: argparse.Namespace) -> int:
 def _arbiter_decision(args: argparse.Namespace) -> int:
     """``{"transaction", "evidence", "debate"?, "trace"?}`` → the decision arbiter's answer. With
     ``--model`` (or $DOCVERIFY_MODEL) the LLM is asked; otherwise the deterministic fallback runs."""
-    from docverify.arbiters.fraud_decision import decision_arbiter_agent, validate_state
-
     raw = _read_json(args.issues, "decision input")
     try:
         validate_state(raw)
@@ -274,11 +258,6 @@ def _arbiter_decision(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Feedback figures of a store (and of the offline classifier on the labelled corpus with
     ``--corpus``). Unreadable ground-truth files are listed, not fatal: exit 0."""
-    from docverify.domain.labelled_corpus import CorpusNotFound
-    from docverify.reporting.evaluate import evaluate_labelled_corpus, evaluate_store
-    from docverify.reporting.evaluate_render import render_text
-    from docverify.storage.store import ArtifactStore
-
     store = ArtifactStore(args.root)
     if isinstance(store.root, pathlib.Path) and not store.root.is_dir():
         raise CLIError("ROOT_NOT_FOUND", f"storage root {args.root} is not a folder: pass the artifact store's "
@@ -294,7 +273,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _emit({"store": figures.model_dump(mode="json"),
                "labelled_corpus": corpus.model_dump(mode="json") if corpus else None})
     else:
-        sys.stdout.write(render_text(figures, corpus))
+        sys.stdout.write(evaluate_render.render_text(figures, corpus))
     return 0
 
 
@@ -302,9 +281,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
     """One document's trail (:func:`docverify.reporting.trace.document_trace`): every night, attempt, route,
     packet, answer and ground-truth version, each with its Airflow task instance. An unknown doc id
     or an unsafe one is the CLI's JSON error (exit 2)."""
-    from docverify.reporting.trace import UnknownDocument, document_trace, render_text
-    from docverify.storage.store import ArtifactStore
-
     store = ArtifactStore(args.root)
     if isinstance(store.root, pathlib.Path) and not store.root.is_dir():
         raise CLIError("ROOT_NOT_FOUND", f"storage root {args.root} is not a folder: pass the artifact store's "
@@ -322,8 +298,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def _policy_flags(sv: argparse.ArgumentParser) -> None:
     """``verify``'s switches of :class:`docverify.domain.policy.VerifyPolicy` (defaults: the policy's)."""
-    from docverify.domain.policy import DEFAULT_POLICY as D
-
+    D = DEFAULT_POLICY
     on_off = argparse.BooleanOptionalAction
     sv.add_argument("--blocker-repair", action=on_off, default=D.blocker_repair,
                     help="repair an attempt whose BLOCKERs are all auto-fixable once before V5's rule 1 (README "
@@ -389,7 +364,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from docverify.storage.limits import InputError
 
     fn: Callable[[argparse.Namespace], int] = args.fn  # the subcommand's cmd_* (set_defaults)
     try:

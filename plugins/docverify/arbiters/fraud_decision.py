@@ -300,6 +300,7 @@ def _with_self(trace: list[str]) -> list[str]:
 
 
 def render_prompt(transaction_id: str, evidence: AggregatedEvidence, debate: DebateArguments) -> str:
+    # imports pydantic_ai: the deterministic fallback and `python -m docverify` run without it
     from docverify.llm.prompts import load_prompt
 
     _, template = load_prompt(PROMPT_NAME)

@@ -41,10 +41,12 @@ from typing import Protocol, TypedDict
 from pydantic import BaseModel
 
 from docverify.arbiters.cr_vote import AGENTS, Vote, VoteResult, VoteResultDict, arbiter_vote
+from docverify.arbiters.v5 import evidence_pages
 from docverify.domain.codes import make_issue
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, VerifierRun
 from docverify.judging.judges import JudgeThrottled, JudgmentResult, Usage
 from docverify.llm.schemas import JuryVote
+from docverify.verify.llm_io import judgment_view, page_entry
 
 #: finding code → CR_V2 conflict type
 CONFLICT_TYPES: dict[str, str] = {
@@ -123,8 +125,6 @@ def flip_target(issue: Issue, cls: ClassificationOutput) -> FlipTarget | None:
 
 
 def _finding_pages(issue: Issue, cls: ClassificationOutput) -> list[int]:
-    from docverify.arbiters.v5 import evidence_pages
-
     pages = evidence_pages([issue])
     if not pages:
         t = flip_target(issue, cls)
@@ -138,8 +138,6 @@ def _finding_pages(issue: Issue, cls: ClassificationOutput) -> list[int]:
 
 
 def juror_inputs(issue: Issue, bundle: DocumentBundle, cls: ClassificationOutput) -> dict[str, object]:
-    from docverify.verify.llm_io import judgment_view, page_entry
-
     wanted = set(_finding_pages(issue, cls))
     return {
         "total_pages": bundle.total_pages,

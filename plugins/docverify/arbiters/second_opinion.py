@@ -27,10 +27,11 @@ from typing import TypedDict
 from pydantic import BaseModel
 
 from docverify.arbiters.jury import AskingLLM
-from docverify.arbiters.v5 import Counts, count
+from docverify.arbiters.v5 import Counts, count, evidence_pages
 from docverify.domain.models import ArbiterDecision, ClassificationOutput, Decision, DocumentBundle, Issue
 from docverify.judging.judges import JudgeThrottled, Usage
 from docverify.llm.schemas import SecondOpinionAnswer
+from docverify.verify.v4_evidence import llm_inputs as evidence_inputs
 
 STRICTNESS = {"AUTO_ACCEPT": 0, "AUTO_RETRY": 1, "ESCALATE_TO_SME": 2}
 MIN_CONFIDENCE = 0.55
@@ -130,9 +131,6 @@ def second_opinion_inputs(bundle: DocumentBundle, cls: ClassificationOutput, iss
                           table: ArbiterDecision) -> dict[str, object]:
     """What the LLM reads: the evidence pages and the judgment view (as V4's judgment), the
     issues as codes and facts (no messages) and the table's decision."""
-    from docverify.arbiters.v5 import evidence_pages
-    from docverify.verify.v4_evidence import llm_inputs as evidence_inputs
-
     inputs: dict[str, object] = dict(evidence_inputs(bundle, cls))
     inputs["issues"] = {
         "table": {"decision": Decision(table.decision).value, "rule": table.rule},

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypedDict
 
-from docverify.domain.models import ArbiterDecision, Decision, Issue, Severity
+from docverify.domain.codes import CATALOGUE
+from docverify.domain.models import SEVERITY_ORDER, ArbiterDecision, Decision, Issue, Severity
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,6 @@ _SME_WHAT = {
 def sme_explanation(decision: Decision, rule: Rule, reason: str, issues: list[Issue]) -> str:
     """For the SME: why the table decided, issue by issue (id, severity, code title, pages) — the
     catalogue's titles, never page text."""
-    from docverify.domain.codes import CATALOGUE
-    from docverify.domain.models import SEVERITY_ORDER
-
     lines = [f"This classification {_SME_WHAT[decision]}: {reason}."]
 
     def key(i: Issue) -> tuple[int, str, str, bool, str, list[int]]:

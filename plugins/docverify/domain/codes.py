@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from docverify.domain.models import Issue, Severity
+from docverify.domain.models import SEVERITY_ORDER, Issue, Severity
+from docverify.domain.resources import load_rule
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,6 @@ def make_issue(
     spec = code if isinstance(code, CodeSpec) else CATALOGUE[code]
     name = spec.code
     sev = Severity(severity) if severity is not None else spec.severity
-    from docverify.domain.models import SEVERITY_ORDER
 
     if SEVERITY_ORDER[sev] > SEVERITY_ORDER[spec.severity]:
         raise ValueError(f"{name}: severity {sev.value} is below the catalogue's {spec.severity.value}")
@@ -157,8 +157,6 @@ def plain_words(code: str) -> str:
     """The one-sentence explanation of ``code`` for a clinician (``include/rules/plain_words.json``,
     ADR 0036); the catalogue's title when the file has none (a code registered by a verifier
     without its sentence yet), else the code itself."""
-    from docverify.domain.resources import load_rule
-
     sentence = (load_rule("plain_words").get("codes") or {}).get(code)
     if sentence:
         return str(sentence)
@@ -168,6 +166,4 @@ def plain_words(code: str) -> str:
 
 def blocker_why() -> str:
     """Why a BLOCKER stops automatic acceptance even when the document's type looks right."""
-    from docverify.domain.resources import load_rule
-
     return str(load_rule("plain_words").get("blocker_why") or "")

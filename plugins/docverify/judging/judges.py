@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+from docverify.classify.offline import IMPLEMENTATION, classify_offline
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.verify.registry import REGISTRY, Registry
 
@@ -152,13 +153,9 @@ class OfflineJudge(Judge):
 
     @property
     def classifier_id(self) -> str:
-        from docverify.classify.offline import IMPLEMENTATION
-
         return f"{self.name}+{IMPLEMENTATION}"
 
     async def classify(self, bundle: DocumentBundle) -> ClassifyResult:
-        from docverify.classify.offline import IMPLEMENTATION, classify_offline
-
         return ClassifyResult(classify_offline(bundle), IMPLEMENTATION)
 
     async def judge(

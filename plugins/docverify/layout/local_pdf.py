@@ -73,6 +73,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from docverify.domain.models import DocumentBundle, LayoutMetadata, Page
+from docverify.layout import ocr
 from docverify.layout.errors import (
     CORRUPT,
     EMPTY_FILE,
@@ -84,7 +85,9 @@ from docverify.layout.errors import (
     ZERO_PAGES,
     ParseError,
 )
+from docverify.layout.ocr import engine_id
 from docverify.layout.structure import PageLayout, clip, normalise_line, page_layout
+from docverify.storage.inputs import opened_inside
 from docverify.storage.limits import MAX_PAGES, MAX_PDF_BYTES
 
 
@@ -259,8 +262,6 @@ def _check_size(size: int, name: str, file_ref: str, max_bytes: int) -> None:
 def _read_input(p: pathlib.Path, root: str, max_bytes: int) -> bytes:
     """The bytes of the input ``p`` of the storage root ``root``, opened without following a link
     and read only when what was opened is a regular file under ``root`` (see :func:`parse_pdf`)."""
-    from docverify.storage.inputs import opened_inside
-
     name, file_ref = p.name, str(p)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -481,7 +482,6 @@ class _OCRState:
 
 
 def OCR_PARSER_ID() -> str:  # noqa: N802 - a constant computed on first use (the OCR package is optional)
-    from docverify.layout.ocr import engine_id
 
     return f"{PARSER_ID}+{engine_id()}"
 
@@ -490,8 +490,6 @@ def _ocr_page(page: pdfium.PdfPage, result: PageLayout, state: _OCRState) -> tup
     """OCR an image page without a text layer (kept in its own function: the parse worker's
     memory limits are set elsewhere). Returns the page layout built from the OCR'd lines and
     its confidence, or the unchanged layout and None when the engine is unavailable."""
-    from docverify.layout import ocr
-
     if state.unavailable:
         return result, None
     try:

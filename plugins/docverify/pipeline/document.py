@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from docverify.arbiters.jury import Jury, review_judgment
 from docverify.domain.codes import make_issue, number_issues
 from docverify.domain.models import (
     AttemptRecord,
@@ -50,7 +51,6 @@ from docverify.verify import v1_schema, v2_consistency, v4_evidence
 from docverify.verify.registry import REGISTRY, Registry
 
 if TYPE_CHECKING:
-    from docverify.arbiters.jury import Jury
     from docverify.arbiters.second_opinion import SecondOpinion
 
 #: The verifiers with a judgment phase, in order (of the default registry).
@@ -160,8 +160,6 @@ async def run_agent(agent: str, bundle: DocumentBundle, cls: ClassificationOutpu
                             issue_count=len(result.issues), llm_calls=u.llm_calls, cache_hits=u.cache_hits,
                             input_tokens=u.input_tokens, output_tokens=u.output_tokens))
     # the CR_V2 jury reviews this judgment's findings (only with deps.jury)
-    from docverify.arbiters.jury import review_judgment
-
     findings, jury_runs, jury_usage = await review_judgment(agent, bundle, cls, result, deps.jury)
     runs += jury_runs
     total = Usage()

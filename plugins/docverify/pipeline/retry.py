@@ -31,6 +31,7 @@ from docverify.domain.models import (
 )
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.pipeline.autofix import FIXERS, apply_fixes
+from docverify.verify.v1_schema import parse
 
 MAX_RETRIES = 2
 
@@ -110,8 +111,6 @@ async def run_loop(
     record of an attempt (the V5 second opinion, :mod:`docverify.arbiters.second_opinion`); whether
     the attempt is a BLOCKER repair is decided here, by ``policy``, whoever recorded it.
     """
-    from docverify.verify.v1_schema import parse
-
     cls, schema_issues = parse(classification)
     attempts: list[AttemptRecord] = []
     fixes: list[FixApplied] = []

@@ -93,7 +93,12 @@ from typing import TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from docverify.classify.offline import IMPLEMENTATION, classify_offline
+from docverify.domain.labelled_corpus import PAGE_CHARS, load_records, sample_path, to_bundle
 from docverify.domain.models import GroundTruthRecord
+from docverify.reporting.audit_sample import error_kinds as kinds_of
+from docverify.reporting.audit_sample import false_accept_estimate
+from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore, StoragePath
 
 NA = "n/a"
@@ -208,8 +213,6 @@ class FalseAcceptFigures(_Figures):
 
 
 def _false_accept(items: list[tuple[bool, float]]) -> FalseAcceptFigures:
-    from docverify.reporting.audit_sample import false_accept_estimate
-
     e = false_accept_estimate(items)
     return FalseAcceptFigures(rate=e.rate, ci95_low=round(e.low, 6), ci95_high=round(e.high, 6), n=e.n,
                               corrected=e.k, n_effective=round(e.n_eff, 3))
@@ -499,8 +502,6 @@ class _PrimarySource:
 
     def _result(self, ds: str, doc_id: str) -> dict[str, object] | None:
         """The night's ``result.json`` of ``doc_id`` (:class:`docverify.storage.runstore.DocResult`), or None."""
-        from docverify.storage.runstore import RunStore
-
         rel = RunStore(self.store, ds).result_rel(doc_id)
         try:
             raw = self.store.read_json_if_exists(rel)
@@ -602,8 +603,6 @@ def evaluate_store(store: ArtifactStore | str | StoragePath) -> FeedbackFigures:
                                         unclassifiable_reason=reason))
             continue
         if record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit":
-            from docverify.reporting.audit_sample import error_kinds as kinds_of
-
             accepted_cls = (packet or {}).get("primary_classification")
             accepted_type = accepted_cls.get("dominant_type_overall") if isinstance(accepted_cls, dict) else None
             corrected = src == "SME_CORRECTED"
@@ -686,9 +685,6 @@ def evaluate_labelled_corpus(corpus_dir: pathlib.Path | str, page_chars: int | N
     and boundary recall has no denominator. ``corpus_dir``: the corpora folder, its
     ``text_labeled`` folder or the ``.jsonl`` itself. Raises
     :class:`~docverify.domain.labelled_corpus.CorpusNotFound` when the sample is not there."""
-    from docverify.classify.offline import IMPLEMENTATION, classify_offline
-    from docverify.domain.labelled_corpus import PAGE_CHARS, load_records, sample_path, to_bundle
-
     page_chars = page_chars or PAGE_CHARS
     path = sample_path(corpus_dir)
     total = _Accumulator()

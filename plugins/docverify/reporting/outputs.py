@@ -9,7 +9,7 @@ from typing import Protocol
 from typing_extensions import TypedDict
 
 from docverify.domain.models import DocumentBundle, VerificationResult
-from docverify.sme.packets import build_packet, now_iso, write_packet
+from docverify.sme.packets import build_packet, now_iso, review_id, write_packet
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
 
@@ -100,8 +100,6 @@ def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result:
                                         run_id=run_id, provenance=provenance))
         out["accepted"] = store.uri(rel)
     else:
-        from docverify.sme.packets import review_id
-
         packet = build_packet(doc_id=bundle.doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
                               bundle_path=store.uri(bundle_rel), result=result, run_id=run_id,
                               review_id=review_id(ds, bundle.doc_id, bundle.sha256))

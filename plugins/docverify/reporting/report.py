@@ -15,8 +15,9 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
+from docverify.llm.cost import CostEstimate, estimate_cost
+from docverify.reporting import evaluate, trend
 from docverify.reporting.contract import (
     AuditSection,
     BatchJob,
@@ -37,15 +38,13 @@ from docverify.reporting.contract import (
     ReportWritten,
     StageTiming,
 )
+from docverify.reporting.evaluate import FalseAcceptFigures, FeedbackFigures
+from docverify.reporting.evaluate_render import render_html, render_markdown
 from docverify.sme.packets import review_id
 from docverify.stages.common import Batch, lineage, load_stage_stats
 from docverify.storage.runstore import DocSummary, StageRecord, SummaryError
 from docverify.storage.store import ArtifactStore
 from docverify.storage.summaries import doc_summary
-
-if TYPE_CHECKING:
-    from docverify.llm.cost import CostEstimate
-    from docverify.reporting.evaluate import FeedbackFigures
 
 log = logging.getLogger("docverify.reporting.report")
 
@@ -102,8 +101,6 @@ def models_lines(rep: Report) -> list[str]:
 
 
 def _cost(model: str | None, usage: Mapping[str, int], batch: bool = False) -> CostEstimate:
-    from docverify.llm.cost import estimate_cost
-
     return estimate_cost(model, input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
                          cached_tokens=usage.get("cached_tokens", 0), batch=batch)
 
@@ -334,7 +331,6 @@ def audit_markdown(rep: Report) -> list[str]:
     a = rep.get("audit")
     if not a:
         return []
-    from docverify.reporting.evaluate import FalseAcceptFigures
 
     def line(fig: FalseAcceptJSON | None) -> str:
         return FalseAcceptFigures.model_validate(fig).show() if fig else "n/a (no audit answered yet)"
@@ -390,10 +386,8 @@ def feedback_section(store: ArtifactStore) -> FeedbackJSON:
     """The "Feedback from SME reviews" figures over all the store's ground truth so far
     (:func:`docverify.reporting.evaluate.evaluate_store` without its per-document rows). A failure here
     never fails the report: it becomes ``{"error": …}`` (the exception's type only)."""
-    from docverify.reporting.evaluate import evaluate_store
-
     try:
-        return evaluate_store(store).model_dump(mode="json", exclude={"per_document"})
+        return evaluate.evaluate_store(store).model_dump(mode="json", exclude={"per_document"})
     except Exception as exc:  # the report must be written even when the store cannot be read
         log.warning("feedback figures not computed: %s", type(exc).__name__)
         return {"error": type(exc).__name__, "message": "the feedback figures could not be computed; "
@@ -401,16 +395,12 @@ def feedback_section(store: ArtifactStore) -> FeedbackJSON:
 
 
 def _feedback_figures(rep: Report) -> FeedbackFigures | None:
-    from docverify.reporting.evaluate import FeedbackFigures
-
     fb = rep.get("feedback")
     return None if not fb or "error" in fb else FeedbackFigures.model_validate(fb)
 
 
 def feedback_markdown(rep: Report) -> str:
     """The feedback section of the Markdown report ("" for a report built before it existed)."""
-    from docverify.reporting.evaluate_render import render_markdown
-
     if "feedback" not in rep:
         return ""
     figures = _feedback_figures(rep)
@@ -421,8 +411,6 @@ def feedback_markdown(rep: Report) -> str:
 
 def feedback_html(rep: Report) -> str:
     """The feedback section of the HTML report ("" for a report built before it existed)."""
-    from docverify.reporting.evaluate_render import render_html
-
     if "feedback" not in rep:
         return ""
     figures = _feedback_figures(rep)
@@ -619,8 +607,6 @@ def models_html(rep: Report) -> str:
 
 
 def trend_markdown(rep: Report) -> list[str]:
-    from docverify.reporting import trend
-
     return trend.markdown(rep.get("trend") or [])
 
 
@@ -677,8 +663,6 @@ def jury_html(rep: Report) -> str:
 def write(batch: Batch) -> ReportWritten:
     """Build the night's report and write it as JSON, Markdown and HTML (and the trend); returns
     what was written (the Airflow task's XCom is made from it)."""
-    from docverify.reporting import trend
-
     rep = build(batch)
     rs = batch.rs
     trend_uris: dict[str, str]

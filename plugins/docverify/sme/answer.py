@@ -30,7 +30,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from docverify.domain.models import DOC_TYPES, GroundTruthRecord, SMEPacket, UnclassifiableReason
+from docverify.sme.ground_truth import (
+    NoChange,
+    apply_correction,
+    packet_bundle,
+    save_review,
+    save_unclassifiable,
+)
 from docverify.sme.jsonish import as_int
+from docverify.sme.packets import load_packet
 from docverify.storage.limits import MAX_PAGES
 from docverify.storage.store import ArtifactStore
 
@@ -294,9 +302,6 @@ class _Checked:
 
 
 def _check(store: ArtifactStore, review_id: str, answer: ReviewAnswer) -> _Checked:
-    from docverify.sme.ground_truth import NoChange, apply_correction, packet_bundle
-    from docverify.sme.packets import load_packet
-
     packet = load_packet(store, review_id)
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
     total = int(packet.total_pages or 0)
@@ -384,8 +389,6 @@ def save_answer(store: ArtifactStore, review_id: str, answer: ReviewAnswer, *, r
     Agree → SME_VALIDATED, Correct → SME_CORRECTED (:func:`docverify.sme.ground_truth.save_review`),
     Cannot classify → SME_UNCLASSIFIABLE (:func:`docverify.sme.ground_truth.save_unclassifiable`).
     The packet becomes reviewed. Returns (record, uri); raises AnswerRefused."""
-    from docverify.sme.ground_truth import save_review, save_unclassifiable
-
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise AnswerRefused("The answer has no reviewer: sign in and answer again")
     checked = _check(store, review_id, answer)

@@ -47,7 +47,7 @@ from docverify.domain.models import PRESENCE_RANK, DocumentBundle, SMEPacket
 from docverify.domain.resources import load_rule
 from docverify.sme.jsonish import as_int, mapping, objects
 from docverify.storage.runstore import RunStore
-from docverify.storage.store import ArtifactStore
+from docverify.storage.store import ArtifactStore, as_root
 from docverify.verify.common import normalise
 
 if TYPE_CHECKING:
@@ -483,8 +483,6 @@ class PdfPages:
 def read_uri(store: Store | None, uri: str) -> bytes:
     """Bytes behind a URI the pipeline wrote (``file://…`` / ``gs://…``): through ``store`` when
     the URI is under its root, else through :func:`docverify.storage.store.as_root`."""
-    from docverify.storage.store import as_root
-
     if store is not None:
         root_uri = store.uri("").rstrip("/")
         if uri.startswith(root_uri + "/"):

@@ -37,6 +37,9 @@ from docverify.domain.models import (
     PresenceLevel,
 )
 from docverify.sme.jsonish import items
+from docverify.verify.common import is_number
+from docverify.verify.v2_consistency import derive_mixture
+from docverify.verify.v4_evidence import locate
 
 
 class SegmentRange(TypedDict):
@@ -86,14 +89,11 @@ def _type_entries(seg: Mapping[str, object]) -> dict[str, dict[str, Any]]:
 def _on_page(bundle: DocumentBundle | None, text: str, page: int, *, quote: bool = True) -> bool:
     if bundle is None:
         return True
-    from docverify.verify.v4_evidence import locate
 
     return locate(bundle, text, page, quote=quote)[0]
 
 
 def _number(x: object) -> TypeGuard[float]:
-    from docverify.verify.common import is_number
-
     return isinstance(x, int | float) and is_number(x)
 
 
@@ -103,8 +103,6 @@ def derive(gt: dict[str, Any], segments: list[SegmentRange], *, dominant: str | 
     """Fill ``gt`` from the SME's ``segments`` (``page_start``, ``page_end``, ``dominant_type``,
     optional ``presence``; ``base``: the primary segment to start from, or None) so that no
     field contradicts another. Appends one line per change to ``changes``."""
-    from docverify.verify.v2_consistency import derive_mixture
-
     by_range = {(s.get("page_start"), s.get("page_end")): s for s in old_segments}
     built: list[_Built] = []
     sme_set: list[dict[str, str]] = []

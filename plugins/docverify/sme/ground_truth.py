@@ -20,12 +20,21 @@ from docverify.domain.models import (
     DocumentBundle,
     GroundTruthRecord,
     SMEPacket,
+    UnclassifiableReason,
 )
-from docverify.sme.correction import SegmentRange
-from docverify.sme.packets import html_rel, load_packet, now_iso, packet_key, resolve_key, segment_shape
+from docverify.sme.correction import SegmentRange, check_levels, derive
+from docverify.sme.packets import (
+    PACKET_CAS_ATTEMPTS,
+    html_rel,
+    load_packet,
+    now_iso,
+    packet_key,
+    resolve_key,
+    segment_shape,
+)
 from docverify.sme.render import write_packet_html
 from docverify.storage.limits import MAX_PAGES
-from docverify.storage.store import ArtifactStore
+from docverify.storage.store import ArtifactStore, dumps
 
 log = logging.getLogger("docverify.sme")
 
@@ -78,8 +87,6 @@ def validate_segments(segments: object, total_pages: int) -> list[SegmentRange]:
         out.append({"page_start": start, "page_end": end,
                     "dominant_type": _check_type(seg["dominant_type"], f"{where}.dominant_type")})
         if seg.get("presence") is not None:
-            from docverify.sme.correction import check_levels
-
             out[-1]["presence"] = check_levels(seg["presence"], f"{where}.presence")
         expect = end + 1
     if total_pages and expect != total_pages + 1:
@@ -112,8 +119,6 @@ def apply_correction(primary: Mapping[str, object] | None, *, doc_id: str, total
 
     With ``bundle`` (the page text), evidence not found on its page is dropped. Raises
     ValueError naming the bad field, or when the correction changes nothing."""
-    from docverify.sme.correction import check_levels, derive
-
     if corrected_dominant_type is not None:
         _check_type(corrected_dominant_type, "corrected_dominant_type")
     segs_in = validate_segments(corrected_segments, total_pages) if corrected_segments is not None else None
@@ -208,9 +213,6 @@ def _set_reviewed(store: ArtifactStore, key: str, newest: GroundTruthRecord, ans
     read again and mark what is there now. A packet withdrawn in between (deleted after the SME
     loaded it) is put back, answered, from ``answered`` (create-if-absent), so the ground truth's
     ``packet_path`` names a packet."""
-    from docverify.sme.packets import PACKET_CAS_ATTEMPTS
-    from docverify.storage.store import dumps
-
     rel = ArtifactStore.packet_rel(key)
     update = dict(review_status="reviewed", reviewed_at=newest.reviewed_at, reviewer=newest.reviewer,
                   ground_truth_path=store.uri(ArtifactStore.ground_truth_rel(key, newest.version)),
@@ -312,8 +314,6 @@ def save_unclassifiable(store: ArtifactStore, doc_id: str, *, reason: str, notes
         ValueError: an empty reviewer, an unknown reason, or "other" without notes.
     """
     from typing import get_args
-
-    from docverify.domain.models import UnclassifiableReason
 
     packet = load_packet(store, doc_id)
     if not isinstance(reviewer, str) or not reviewer.strip():

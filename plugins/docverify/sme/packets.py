@@ -26,9 +26,10 @@ from docverify.domain.models import (
     SMEPacket,
     VerificationResult,
 )
+from docverify.sme.context import locate_issue, stored_context
 from docverify.sme.jsonish import mapping, objects
-from docverify.storage.runstore import RunStore
-from docverify.storage.store import ArtifactStore
+from docverify.storage.runstore import VOLATILE, RunStore
+from docverify.storage.store import ArtifactStore, dumps
 
 log = logging.getLogger("docverify.sme")
 
@@ -157,8 +158,6 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
                             message=i.message, location=i.location, suggested_fix=i.suggested_fix,
                             formatted=format_issue(i), details=i.details)
         if bundle is not None:
-            from docverify.sme.context import locate_issue, stored_context
-
             s.context = stored_context(locate_issue(bundle, s.model_dump(mode="json"),
                                                     primary if isinstance(primary, dict) else None))
         summaries.append(s)
@@ -297,9 +296,6 @@ def write_packet(store: ArtifactStore | RunStore, packet: SMEPacket, write_json:
     created, answered or rewrote it meanwhile) reads again and decides again. ``write_json`` (the
     callers' ``write_if_changed``) is accepted for compatibility and not called: no writer but the
     compare-and-swap may touch a packet. On a :class:`RunStore` the memo follows."""
-    from docverify.storage.runstore import VOLATILE
-    from docverify.storage.store import dumps
-
     rel = ArtifactStore.packet_rel(packet_key(packet))
     data = dumps(packet)
     new = json.loads(data)

@@ -7,8 +7,12 @@ by ``<doc>_<10 hex>`` exactly, so they never see (nor withdraw, nor overwrite) a
 
 from __future__ import annotations
 
+from docverify.reporting.audit_sample import classification_confidence, draw_sample
+from docverify.sme.packets import build_packet, review_id, write_packet
+from docverify.sme.render import write_packet_html
 from docverify.stages.common import Batch, StageStats, lineage
 from docverify.stages.results import AuditDrawn
+from docverify.stages.verify import read_bundle
 
 AUDIT_SUFFIX = "_audit"
 
@@ -23,11 +27,6 @@ def audit_sample(batch: Batch, rate: float) -> AuditDrawn:
     an audit packet for each: the classification to confirm, the page images, the verifiers'
     issues if any. A re-run draws the same sample; an audit packet that exists (pending or
     answered) is never rewritten."""
-    from docverify.reporting.audit_sample import classification_confidence, draw_sample
-    from docverify.sme.packets import build_packet, review_id, write_packet
-    from docverify.sme.render import write_packet_html
-    from docverify.stages.verify import read_bundle
-
     rs = batch.rs
     stats = StageStats("audit_sample")
     routes = rs.routes()

@@ -45,12 +45,15 @@ from pydantic import BaseModel
 from docverify.domain.models import DocumentBundle
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.judging.judges import CallDeferred, ClassifyResult, JudgeThrottled, Usage
+from docverify.llm.cost import SEVERAL, price_name
 from docverify.llm.faults import ClassificationError
 from docverify.llm.judge import JudgeOutcome, LLMJudge
 from docverify.llm.prompts import PROMPTS, load_prompt, prompt_hash, render_user_prompt
 from docverify.llm.schemas import OUTPUT_TYPES
+from docverify.pipeline.document import verify_document
 from docverify.stages.common import Batch, StageStats, gather_bounded
 from docverify.stages.results import Collected, StageOutcome
+from docverify.stages.verify import classification_for, night_index, read_bundle
 
 if TYPE_CHECKING:
     import httpx2
@@ -157,9 +160,6 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
     verdict cache, written as the Batch API's JSONL (``requests`` 0: nothing to send, no file written). ``policy``: the night's
     :class:`~docverify.domain.policy.VerifyPolicy`, the one the verify tasks use, so the pass takes the
     same decisions (and asks for the same calls) as the online path."""
-    from docverify.pipeline.document import verify_document
-    from docverify.stages.verify import classification_for, night_index, read_bundle
-
     if round_key not in ROUNDS:
         raise ValueError(f"unknown batch round {round_key!r}")
     rec = RecordingJudge(judge)
@@ -302,8 +302,6 @@ def degenerate_reason(response: dict[str, Any]) -> str | None:
 
 def answer_model(response: dict[str, Any]) -> str | None:
     """The model that answered a batch line (``modelVersion``), as the price table names it."""
-    from docverify.llm.cost import price_name
-
     return price_name(_get(response, "modelVersion", "model_version"))
 
 
@@ -410,8 +408,6 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
     stats.docs = len(per_doc)
     # priced by the model that answered (each line's modelVersion), not the judge's configured name (a
     # fallback connection's "fallback:a,b" has no price); several → "a+b", which the report does not price
-    from docverify.llm.cost import SEVERAL, price_name
-
     answered_by.discard("")
     stats.price_model = (SEVERAL.join(sorted(answered_by)) if answered_by
                          else price_name(judge.price_model))

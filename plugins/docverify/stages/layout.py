@@ -7,9 +7,12 @@ import tempfile
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from docverify.domain.models import DocumentBundle
+from docverify.layout.docai import bundle_from_docai, load_docai_output
+from docverify.layout.errors import ParseError
+from docverify.layout.pool import parse_many_bounded
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -26,9 +29,7 @@ from docverify.storage.limits import (
     InputError,
 )
 from docverify.storage.runstore import ErrorRecord, ManifestDoc
-
-if TYPE_CHECKING:
-    from docverify.layout.errors import ParseError
+from docverify.storage.store import OutsideRootError, local_path
 
 log = logging.getLogger("docverify.stages")
 
@@ -133,7 +134,7 @@ def _layout_rel(batch: Batch, name: str) -> str:
 
 
 def _local_parsers(ocr: bool) -> tuple[str, ...]:
-    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID
+    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID  # imports pypdfium2: not at DAG parse
 
     return (PARSER_ID, OCR_PARSER_ID()) if ocr else (PARSER_ID,)
 
@@ -209,9 +210,7 @@ def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeo
     (``ocr``: scanned pages are OCR'd there). A file that fails gets ``runs/<ds>/<doc>/error.json``
     and goes to the SME queue. Writes the part's record (``_stages/layout/part_<n>.json``); a retried part
     parses its PDFs again and writes the same bundles."""
-    from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import PARSER_ID
-    from docverify.layout.pool import parse_many_bounded
+    from docverify.layout.local_pdf import PARSER_ID  # imports pypdfium2: not at DAG parse
 
     plan = batch.rs.get_json(_layout_rel(batch, "plan")) or {}
     if plan.get("token") != part.token:
@@ -271,7 +270,7 @@ class _PartState:
 def merge_layout_local(batch: Batch, *, ocr: bool = True) -> StageOutcome:
     """The local layout's record (the :class:`~docverify.storage.runstore.NightIndex` every later stage
     reads): the plan plus its parts' records, which must all be this plan's (its token)."""
-    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID
+    from docverify.layout.local_pdf import OCR_PARSER_ID, PARSER_ID  # imports pypdfium2: not at DAG parse
 
     rs = batch.rs
     plan_rel = _layout_rel(batch, "plan")
@@ -314,8 +313,6 @@ def _local_file(batch: Batch, doc: ManifestDoc, tmp: str) -> str:
     """The local path a parse worker reads: the PDF itself on a local root, else a copy in
     ``tmp``. ``INPUT_NOT_REGULAR`` (an :class:`InputError`) when the entry discovery listed as a
     regular file is now a symbolic link, a folder, a FIFO or gone (ADR 0033)."""
-    from docverify.storage.store import OutsideRootError, local_path
-
     rel, uri = doc.pdf_rel, doc.pdf_uri
     if real_root(batch.store) is not None:
         problem = entry_problem(batch.store, rel)
@@ -488,9 +485,6 @@ def layout_docai_outputs(batch: Batch, results: list[DocAIResult], open_output: 
     failed document, a missing result or unreadable output becomes the document's error record
     (it goes to the SME queue) — never a failed stage. Documents :func:`docs_to_layout` does not
     list (laid out or failed for good earlier) are reused."""
-    from docverify.layout.docai import bundle_from_docai, load_docai_output
-    from docverify.layout.errors import ParseError
-
     stats = StageStats("layout")
     by_uri = {r["input_uri"]: r for r in results}
     docs, todo, state = _docai_start(batch, stats)
@@ -531,9 +525,7 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict[str, Any]]
     Document AI cannot read in batch (a local one). ``process(pdf_bytes)`` returns the Document
     JSON. A PDF over ``max_pages`` (15 for the Layout Parser online) gets the error record
     ``TOO_MANY_PAGES`` naming the fix (a gs:// storage root, so the batch path runs)."""
-    from docverify.layout.docai import bundle_from_docai
-    from docverify.layout.errors import ParseError
-    from docverify.layout.local_pdf import page_count
+    from docverify.layout.local_pdf import page_count  # imports pypdfium2: not at DAG parse
 
     stats = StageStats("layout")
     docs, todo, state = _docai_start(batch, stats)

@@ -7,6 +7,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from docverify.domain.models import DocumentBundle, SMEPacket
+from docverify.reporting.outputs import accepted_record
+from docverify.sme.packets import build_packet, now_iso, review_id, write_packet
+from docverify.sme.render import write_packet_html
 from docverify.stages.common import Batch, StageStats, lineage
 from docverify.stages.results import Accepted, PacketsWritten
 from docverify.stages.verify import read_bundle, read_companion
@@ -31,8 +34,6 @@ def withdraw(batch: Batch, rel: str, kind: str, doc_id: str, reason: str) -> str
     packet (``kind`` ``sme_packet``) whose review_status is not pending is never withdrawn."""
     import json
     import logging
-
-    from docverify.sme.packets import now_iso
 
     rs = batch.rs
     got = rs.read_versioned(rel)
@@ -98,8 +99,6 @@ def withdraw_removed(batch: Batch, present: set[str]) -> list[str]:
 
 
 def _review_id(batch: Batch, doc_id: str, sha256: str | None) -> str:
-    from docverify.sme.packets import review_id
-
     return review_id(batch.ds, doc_id, sha256)
 
 
@@ -160,8 +159,6 @@ def accept(batch: Batch) -> Accepted:
     it may write (the accept and retry routes), nothing else per document. A pending packet of an
     earlier run of this night for such a document is withdrawn (moved aside with the reason): one
     route per document."""
-    from docverify.reporting.outputs import accepted_record
-
     rs = batch.rs
     stats = StageStats("accept")
     written = []
@@ -195,9 +192,6 @@ def write_sme_packets(batch: Batch) -> PacketsWritten:
     """One packet per escalated document (after V5 or after the retry), and per document that
     could not be parsed or classified. A packet an SME already reviewed is kept. Reads the routes,
     the manifest and, per document it may write, its result (and bundle and PDF for the packet)."""
-    from docverify.sme.packets import build_packet, write_packet
-    from docverify.sme.render import write_packet_html
-
     rs = batch.rs
     stats = StageStats("write_sme_packets")
     written: list[str] = []

@@ -33,6 +33,7 @@ from docverify.stages.common import (
     split,
 )
 from docverify.stages.results import Arbitrated, StageOutcome
+from docverify.storage.inputs import read_regular
 from docverify.storage.limits import (
     MAX_COMPANION_BYTES,
     InputError,
@@ -50,6 +51,7 @@ from docverify.storage.runstore import (
     Routes,
     V5Decision,
 )
+from docverify.storage.summaries import doc_summary
 
 log = logging.getLogger("docverify.stages")
 
@@ -107,8 +109,6 @@ def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict[str,
     before the read — from discovery's listing when given; bytes, nesting, numbers, segment
     counts, a JSON object), or InputError — ``INPUT_NOT_REGULAR`` when it is no longer a regular
     file (a symbolic link, a folder, gone since discovery: never followed, ADR 0033)."""
-    from docverify.storage.inputs import read_regular
-
     uri = batch.rs.uri(rel)
     if size is not None:
         check_size(size, MAX_COMPANION_BYTES, uri, "classification")
@@ -233,8 +233,6 @@ def verify_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judge, shard
     A document's fault is that document's error (it escalates); throttling propagates.
     ``deps``: the judge, the policy (what runs beyond the specification), the jury and the second
     opinion (:class:`~docverify.pipeline.document.VerifyDeps`), or a bare judge with ``policy``."""
-    from docverify.storage.summaries import doc_summary
-
     deps = as_deps(deps, policy)
     rs = batch.rs
     stats = StageStats("verify")
@@ -376,8 +374,6 @@ def auto_fix_retry_shard(batch: Batch, shard: list[str], deps: VerifyDeps | Judg
     """Fix → verify again (same pipeline, V1–V5) for documents routed AUTO_RETRY, from the stored
     attempt 0; the final result goes into the document's ``result.json``. ``deps`` (or a bare judge
     and ``policy``): the ones the verify stage used."""
-    from docverify.storage.summaries import doc_summary
-
     deps = as_deps(deps, policy)
     judge = deps.judge
     rs = batch.rs

@@ -25,7 +25,7 @@ import errno
 import os
 import stat as stat_mod
 
-from docverify.storage.limits import INPUT_NOT_REGULAR, InputError, check_size
+from docverify.storage.limits import HASH_CHUNK_BYTES, INPUT_NOT_REGULAR, InputError, check_size
 from docverify.storage.store import ArtifactStore, OutsideRootError, local_path, remote_target
 
 #: what an entry is now, in words (the error message names it; never the bytes of anything)
@@ -109,8 +109,6 @@ def sha256_regular(store: ArtifactStore, rel: str, uri: str, *, what: str = "PDF
     ``INPUT_NOT_REGULAR`` when it is no longer one (see :func:`read_regular`): discovery's listing
     saw a regular file, the hash must read that file, never a link put in its place since."""
     import hashlib
-
-    from docverify.storage.limits import HASH_CHUNK_BYTES
 
     fd = _open_regular(store, rel, uri, what)
     if fd is None:

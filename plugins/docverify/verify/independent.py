@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from docverify.domain.codes import make_issue
 from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.resources import include_dir
 from docverify.verify.common import page_runs, page_span, seg_loc, segment_text
 
 if TYPE_CHECKING:  # numpy is imported where a model is loaded, not when the verifiers are (DAG parse time)
@@ -130,8 +131,6 @@ def load(path: pathlib.Path | str | None = None) -> Reader:
     """The reader of ``path`` (default: ``include/models/independent_reader.npz``)."""
     import numpy as np
 
-    from docverify.domain.resources import include_dir
-
     p = pathlib.Path(path) if path is not None else include_dir() / ARTEFACT
     try:
         raw = p.read_bytes()
@@ -160,8 +159,6 @@ def default_reader() -> Reader:
 def implementation_id(path: pathlib.Path | str | None = None) -> str:
     """The reader's implementation id from its artefact's bytes (hashed, not parsed: cheap at import);
     ``independent-reader-missing`` when there is none (the judgment then fails, never accepts)."""
-    from docverify.domain.resources import include_dir
-
     p = pathlib.Path(path) if path is not None else include_dir() / ARTEFACT
     try:
         digest = hashlib.sha256(p.read_bytes()).hexdigest()

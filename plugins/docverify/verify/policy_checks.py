@@ -17,6 +17,7 @@ from __future__ import annotations
 from docverify.domain.codes import make_issue
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue
 from docverify.domain.policy import VerifyPolicy
+from docverify.verify import identity
 from docverify.verify.common import is_number, type_loc
 
 
@@ -48,7 +49,5 @@ def rule_checks(bundle: DocumentBundle | None, cls: ClassificationOutput, policy
         return []
     issues: list[Issue] = []
     if policy.patient_identity and bundle is not None:
-        from docverify.verify import identity
-
         issues += identity.check(bundle, cls)
     return issues + low_confidence_primary(cls, policy.min_primary_confidence)

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import Field
 
 from docverify.domain.codes import make_issue
+from docverify.domain.lexicon import best_type, lexical_support, score_text
 from docverify.domain.models import (
     DOC_TYPES,
     PRESENCE_RANK,
@@ -32,6 +33,7 @@ from docverify.domain.policy import VerifyPolicy
 from docverify.verify import independent, v2_blind
 from docverify.verify.common import is_number, page_runs, page_span, seg_loc, segment_text
 from docverify.verify.llm_io import Finding, JudgmentFindings, JudgmentInputs, judgment_view, page_entry
+from docverify.verify.policy_checks import rule_checks
 from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
@@ -51,8 +53,6 @@ def rule_phase(cls: ClassificationOutput, bundle: DocumentBundle | None = None,
                policy: VerifyPolicy | None = None) -> list[Issue]:
     """The checks above, plus the ones beyond the specification that ``policy`` (a
     :class:`docverify.domain.policy.VerifyPolicy`) switches on (:mod:`docverify.verify.policy_checks`)."""
-    from docverify.verify.policy_checks import rule_checks
-
     issues: list[Issue] = rule_checks(bundle, cls, policy)
     for seg in cls.segments:
         total = _share_sum([tc.segment_share for tc in seg.classifications])
@@ -264,8 +264,6 @@ def page_types(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
     NO_EVIDENCE (two documents merged into one segment, a boundary a page off) are one issue per
     run of consecutive pages of that type. The label check below reads a segment's text as one
     whole, where a short foreign part is outweighed by the rest."""
-    from docverify.domain.lexicon import best_type, score_text
-
     issues: list[Issue] = []
     for seg in cls.segments:
         levels: dict[str, str] = {tc.doc_type: tc.presence_level for tc in seg.classifications}
@@ -308,8 +306,6 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
 def lexical_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
     """Lexical support of every PRIMARY label by its segment's whole page text, and every page
     of a segment read for a type the segment does not claim (:func:`page_types`)."""
-    from docverify.domain.lexicon import lexical_support
-
     issues: list[Issue] = page_types(bundle, cls)
     for seg in cls.segments:
         text = segment_text(bundle, seg)

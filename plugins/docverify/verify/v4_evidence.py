@@ -48,6 +48,7 @@ from typing import Literal, NotRequired, TypedDict
 from pydantic import Field
 
 from docverify.domain.codes import make_issue
+from docverify.domain.lexicon import score_text
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Page, Severity
 from docverify.domain.policy import VerifyPolicy
 from docverify.domain.resources import load_rule
@@ -252,8 +253,6 @@ def _worded_as_other(scores: dict[str, float], doc_type: str) -> str:
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
-    from docverify.domain.lexicon import score_text
-
     cfg = _cfg()
     generic = {normalise(g) for g in cfg["generic_phrases"]}
     issues: list[Issue] = []
