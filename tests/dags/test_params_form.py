@@ -15,7 +15,8 @@ DAG_IDS = ("clinical_doc_verification", "sme_review")
 
 
 @pytest.fixture(scope="module")
-def bag(airflow_db):
+def bag():
+    # parsing needs no metadata database: the migrate (airflow_db) is for the tests that run a DAG
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(REPO / "dags"))
