@@ -333,10 +333,12 @@ def _unwatched(fn: Any) -> None:
 
 
 def run_night(night: Night, judge: Any, *, run_id: str = "hostile", watch: bool = True,
-              after: dict[str, Any] | None = None) -> dict:
+              after: dict[str, Any] | None = None, workers: int = 2) -> dict:
     """discover → … → batch report, in process, with every stage's return value (what the DAG
     puts on XCom) and every log line kept for the leak scan. ``after``: stage name (``discover``,
-    ``layout``) → a callable run once that stage is done (the file system changing under the night)."""
+    ``layout``) → a callable run once that stage is done (the file system changing under the night).
+    ``workers``: the layout's parse workers (a night of a few PDFs needs one: a worker's start-up
+    is most of its cost)."""
     after = after or {}
     from docverify.reporting import report
     from docverify.stages.common import Batch
@@ -354,7 +356,7 @@ def run_night(night: Night, judge: Any, *, run_id: str = "hostile", watch: bool 
         xcom.append(discover(b.fresh()))
         if "discover" in after:
             _unwatched(after["discover"])
-        xcom.append(layout_local(b.fresh(), workers=2, timeout_s=60))
+        xcom.append(layout_local(b.fresh(), workers=workers, timeout_s=60))
         if "layout" in after:
             _unwatched(after["layout"])
         shards = plan_shards(b.fresh(), shard_size=8)

@@ -70,7 +70,7 @@ UNSAFE_NAMES = {"newline": b"scan\n2.pdf", "cr": b"scan\r.pdf", "tab": b"a\tb.pd
 def test_an_unsafe_file_name_is_one_document_with_a_typed_error_and_the_night_goes_on(tmp_path, case):
     night = tiny_night(tmp_path)
     name = add_raw(night, UNSAFE_NAMES[case], NOTE, "error", "INPUT_UNSAFE_NAME")
-    run = kit.run_night(night, OfflineJudge(), watch=False)
+    run = kit.run_night(night, OfflineJudge(), watch=False, workers=1)
     kit.check_night(night, run)  # one document each, in one route; the packet carries the error
     assert_clean_note_accepted(night, run)
     manifest_bytes = (night.root / "runs" / DS / "_manifest.json").read_bytes()
@@ -82,7 +82,7 @@ def test_an_unsafe_file_name_is_one_document_with_a_typed_error_and_the_night_go
     err = json.loads((night.root / "runs" / DS / doc["doc_id"] / "error.json").read_text())
     assert err["error"] == "INPUT_UNSAFE_NAME" and repr(printable_name(name)) in err["message"]
     # a re-run settles to the same id and the same packet
-    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="rerun", watch=False))
+    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="rerun", watch=False, workers=1))
 
 
 def test_printable_names_are_injective_and_ids_distinct():
@@ -119,7 +119,7 @@ def test_a_companion_with_a_lone_surrogate_is_that_documents_typed_error(tmp_pat
     night = tiny_night(tmp_path)
     night.add("cut_emoji.pdf", NOTE, "error", "INPUT_INVALID_JSON")
     (night.incoming / "cut_emoji.classification.json").write_bytes(data)
-    run = kit.run_night(night, OfflineJudge(), watch=False)
+    run = kit.run_night(night, OfflineJudge(), watch=False, workers=1)
     kit.check_night(night, run)
     assert_clean_note_accepted(night, run)
 
@@ -144,7 +144,7 @@ def test_cli_verify_with_a_lone_surrogate_is_a_json_error(tmp_path, data):
 def test_an_input_named_like_a_temporary_file_is_discovered(tmp_path):
     night = tiny_night(tmp_path)
     night.add(".tmp-scan.pdf", NOTE, "route")
-    run = kit.run_night(night, OfflineJudge(), watch=False)
+    run = kit.run_night(night, OfflineJudge(), watch=False, workers=1)
     kit.check_night(night, run)
     ids = {d["pdf_rel"].rsplit("/", 1)[-1] for d in run["batch"].manifest()["documents"]}
     assert ".tmp-scan.pdf" in ids
@@ -191,7 +191,7 @@ def test_no_name_or_companion_fails_a_stage(entries):
                 with open(os.fsencode(night.incoming) + b"/" + raw[:-4] + b".classification.json", "wb") as fh:
                     fh.write(companion)
                 night.expect[printable_name(name)] = ("any", None)
-        run = kit.run_night(night, OfflineJudge(), watch=False)  # no stage may raise
+        run = kit.run_night(night, OfflineJudge(), watch=False, workers=1)  # no stage may raise
         kit.check_night(night, run)  # every entry: one document, in exactly one route
         assert_clean_note_accepted(night, run)
         for d in run["report"]["per_document"]:
@@ -208,7 +208,7 @@ def _night_with_removals(tmp_path) -> kit.Night:
     night.add("quest_cbc_panel.pdf", kit.sample("quest_cbc_panel.pdf"), "escalate")
     (night.incoming / "quest_cbc_panel.classification.json").write_bytes(
         kit.sample("quest_cbc_panel.classification.json"))
-    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run1", watch=False))
+    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run1", watch=False, workers=1))
     return night
 
 
@@ -223,7 +223,7 @@ def test_a_removed_input_has_its_outputs_withdrawn_and_orphans_are_reported(tmp_
     assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
     [packet] = (night.root / "sme_packets").glob("sme_packet_*quest_cbc_panel*.json")
     _remove(night, "note_mts_19.pdf", "quest_cbc_panel.pdf")  # its companion stays behind: an orphan
-    run = kit.run_night(night, OfflineJudge(), run_id="run2", watch=False)
+    run = kit.run_night(night, OfflineJudge(), run_id="run2", watch=False, workers=1)
     kit.check_night(night, run)
     assert not (night.root / "accepted" / DS / "note_mts_19.json").exists() and not packet.exists()
     assert not packet.with_suffix(".html").exists()
@@ -236,7 +236,7 @@ def test_a_removed_input_has_its_outputs_withdrawn_and_orphans_are_reported(tmp_
                       "removed": ["note_mts_19", "quest_cbc_panel"]}
     assert any("without their PDF" in line for line in run["logs"])
     # the next re-run has nothing left to withdraw: the night is settled
-    run3 = kit.run_night(night, OfflineJudge(), run_id="run3", watch=False)
+    run3 = kit.run_night(night, OfflineJudge(), run_id="run3", watch=False, workers=1)
     assert run3["report"]["inputs"] == {"orphan_companions": ["quest_cbc_panel.classification.json"]}
 
 
@@ -249,7 +249,7 @@ def test_a_removed_input_keeps_its_answered_packet(tmp_path):
     [packet] = (night.root / "sme_packets").glob("sme_packet_*quest_cbc_panel*.json")
     before = packet.read_bytes()
     _remove(night, "quest_cbc_panel.pdf")
-    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run2", watch=False))
+    kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run2", watch=False, workers=1))
     assert packet.read_bytes() == before and not (night.root / "withdrawn").exists()
 
 
