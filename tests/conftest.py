@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 
 import pytest
 from tests.gcs_emulator import gcs_emulator, gcs_root  # noqa: F401 - fixtures: a GCS emulator, a gs:// root
@@ -35,6 +36,30 @@ def corpora_dir() -> pathlib.Path:
 @pytest.fixture(scope="session")
 def repo_dir() -> pathlib.Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def _review_night_pristine(tmp_path_factory) -> pathlib.Path:
+    """``review_night.run_night`` on its default samples, once per test process (per xdist
+    worker): ``<base>/root`` as the stages left it, and ``<base>/pristine``, its copy."""
+    from tests.docverify.review_night import run_night
+
+    base = tmp_path_factory.mktemp("review_night")
+    run_night(base / "root")
+    shutil.copytree(base / "root", base / "pristine", symlinks=True)
+    return base
+
+
+@pytest.fixture
+def review_night_root(_review_night_pristine) -> pathlib.Path:
+    """The storage root of ``review_night.run_night(root)`` (its default samples), exactly as the
+    night left it: the night runs once per test process and its root is restored before each test
+    at the same path (its records hold absolute paths), so a test that answers, claims or writes
+    finds a fresh night's bytes, without paying the night's stages (~1 s) again."""
+    root = _review_night_pristine / "root"
+    shutil.rmtree(root)
+    shutil.copytree(_review_night_pristine / "pristine", root, symlinks=True)
+    return root
 
 
 @pytest.fixture(autouse=True)

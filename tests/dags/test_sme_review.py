@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 import pytest
 from tests.dags.airflow_env import REPO
-from tests.docverify.review_night import run_night
 
 DAG_ID = "sme_review"
 
@@ -31,11 +30,10 @@ def dag(bag):
 
 
 @pytest.fixture
-def night(tmp_path, monkeypatch):
-    """A night's packets under a fresh storage root, configured as Airflow would (Variables from
-    the environment)."""
-    root = tmp_path / "root"
-    run_night(root)
+def night(review_night_root, monkeypatch):
+    """A night's packets under a fresh storage root (review_night.run_night's, restored for each
+    test), configured as Airflow would (Variables from the environment)."""
+    root = review_night_root
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_SME_ASSIGNEES", "sme.anna, 7:sme.ben")
     from docverify.storage.store import ArtifactStore

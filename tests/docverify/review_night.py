@@ -24,6 +24,12 @@ def run_night(root: pathlib.Path, names=SAMPLES, extra_files: dict[str, bytes] |
     incoming = copy_samples(root, DS, names)
     for name, data in (extra_files or {}).items():
         (incoming / name).write_bytes(data)
-    b = Batch(store=ArtifactStore(root), ds=DS, run_id="night-test")
+    b = night_batch(root)
     run_stages(b, OfflineJudge())
     return b
+
+
+def night_batch(root: pathlib.Path) -> Batch:
+    """The batch :func:`run_night` ran on ``root`` (what it returns), e.g. for a root restored
+    from a night run earlier (the ``review_night_root`` fixture)."""
+    return Batch(store=ArtifactStore(root), ds=DS, run_id="night-test")

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pytest
 from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
-from tests.docverify.review_night import run_night
+from tests.docverify.review_night import night_batch
 
 
 @pytest.fixture
-def client(tmp_path, monkeypatch):
+def client(review_night_root, monkeypatch):
     from fastapi.testclient import TestClient
 
     from docverify_airflow import packet_app
 
-    root = tmp_path / "root"
-    run_night(root)
+    root = review_night_root  # review_night.run_night's root, restored for each test
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     return TestClient(packet_app.app), packet_app
 
@@ -56,11 +55,10 @@ def test_unknown_packet_is_404(logged_in):
     assert logged_in.get("/packets/no_such_doc").status_code == 404
 
 
-def test_the_review_form_links_the_served_page(tmp_path, monkeypatch):
+def test_the_review_form_links_the_served_page(review_night_root, monkeypatch):
     from docverify_airflow import sme_tasks
 
-    root = tmp_path / "root"
-    run_night(root)
+    root = review_night_root  # review_night.run_night's root, restored for each test
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     from docverify.sme.packets import resolve_key
     from docverify.storage.store import ArtifactStore
@@ -78,7 +76,7 @@ def test_the_plugin_registers_the_app():
     assert apps[0]["url_prefix"] == "/docverify" and apps[0]["app"].title == "docverify SME packets"
 
 
-def test_the_form_body_is_short_when_the_page_is_served(tmp_path, monkeypatch):
+def test_the_form_body_is_short_when_the_page_is_served(review_night_root, monkeypatch):
     """Each page once with its issues marked is the served page's job: the form keeps ids, codes
     and pages, none of the page text (Airflow shows the form to Viewers, ADR 0036)."""
     from docverify.sme.packets import load_packet, resolve_key
@@ -86,8 +84,7 @@ def test_the_form_body_is_short_when_the_page_is_served(tmp_path, monkeypatch):
     from docverify.storage.store import ArtifactStore
     from docverify_airflow import sme_tasks
 
-    root = tmp_path / "root"
-    run_night(root)
+    root = review_night_root  # review_night.run_night's root, restored for each test
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     store = ArtifactStore(root)
     key = resolve_key(store, "lab_requisition_form")
@@ -157,7 +154,7 @@ def test_the_workspace_routes_are_behind_the_login(client):
     assert c.post("/reviews/open").status_code == 401
 
 
-def test_the_batch_report_is_served_with_a_link_to_each_review(tmp_path, monkeypatch):
+def test_the_batch_report_is_served_with_a_link_to_each_review(review_night_root, monkeypatch):
     import json
     import re
 
@@ -166,8 +163,8 @@ def test_the_batch_report_is_served_with_a_link_to_each_review(tmp_path, monkeyp
     from docverify.reporting import report
     from docverify_airflow import packet_app
 
-    root = tmp_path / "root"
-    batch = run_night(root)
+    root = review_night_root  # review_night.run_night's root, restored for each test
+    batch = night_batch(root)
     report.write(batch)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     for dep in packet_app.TREND_AUTH:
