@@ -452,7 +452,9 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "without a Radiology header costs twice the penalty; chosen on the tuning parts' multi-document sets. "
         "`offline-lexicon-v6` (ADR 0043): a page with two or more section headers of a clinical note's own counts "
         "half of its Radiology and Other scores, and IMPRESSION, HISTORY, EXAM, INDICATIONS, PROCEDURE no longer "
-        "count as Radiology headers for that penalty; chosen on the tuning parts.",
+        "count as Radiology headers for that penalty; chosen on the tuning parts. `offline-lexicon-v7` (ADR 0045): "
+        "v6's rules over lexicon `lexicon-v4` (autopsy, ancillary and molecular pathology, ultrasound, Doppler "
+        "and nuclear-medicine vocabulary, written down before any figure was read).",
         "- texts are cut into pages of ~3000 characters (`docverify.domain.labelled_corpus.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "

@@ -125,7 +125,9 @@ from docverify.domain.models import (
 )
 from docverify.verify.v4_evidence import find_on_page
 
-IMPLEMENTATION = "offline-lexicon-v6"
+#: offline-lexicon-v7 (ADR 0045): v6's rules over lexicon-v4 (autopsy, ancillary/molecular pathology and
+#: ultrasound/Doppler/nuclear-medicine vocabulary); the code is v6's.
+IMPLEMENTATION = "offline-lexicon-v7"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
