@@ -54,9 +54,9 @@ test: $(STAMP) browser celery-deps  ## lint, then the whole suite: everything bu
 	$(PY) -m pytest -q -m e2e
 
 # an environment that sets PYTHONDONTWRITEBYTECODE (container images do) would make every process of
-# the inner loop (each xdist worker, parse worker, CLI and Airflow subprocess) compile Airflow,
-# pydantic-ai and the project from source again: test-fast keeps Python's bytecode cache
-test-fast: export PYTHONDONTWRITEBYTECODE :=
+# the suites (each xdist worker, parse worker, CLI and Airflow subprocess) compile Airflow,
+# pydantic-ai and the project from source again: the test targets keep Python's bytecode cache
+test test-fast test-e2e: export PYTHONDONTWRITEBYTECODE :=
 test-fast: $(STAMP)  ## the inner loop: everything but the slow tests (no scheduler, no browser), on both cores (pytest-xdist)
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) scripts/check_layers.py
