@@ -151,8 +151,8 @@ def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOU
     shard_size_for(0, shard_size, max_shards, map_limit)  # a bad value fails before anything is read
     reusable = _local_parsers(ocr)
     stats = StageStats("layout")
-    docs = _docs(batch)
     state = _Layout(batch)
+    docs = state.manifest.documents  # the manifest as _Layout read and validated it
     todo = []
     for doc in docs:
         state.seen(doc.doc_id)
@@ -460,8 +460,8 @@ class DocAIResult(TypedDict, total=False):
 
 
 def _docai_start(batch: Batch, stats: StageStats) -> tuple[list[ManifestDoc], set[str], _Layout]:
-    docs = _docs(batch)
     state = _Layout(batch)
+    docs = state.manifest.documents  # the manifest as _Layout read and validated it
     todo, ok, failed = _docai_reuse(batch, docs, state=state)
     for doc in docs:
         state.seen(doc.doc_id)
