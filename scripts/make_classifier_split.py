@@ -3,7 +3,8 @@
     python scripts/make_classifier_split.py [--corpora DIR]
 
 Reads ``text_labeled/combined_sample.jsonl`` and ``text_labeled_more/records.jsonl`` and writes
-``docs/benchmarks/classifier_split.json``: record ids only (the texts are not redistributable).
+``docs/benchmarks/classifier_split.json`` (and ``text_labeled_large`` → ``classifier_split_large.json``,
+``forms_real`` → ``forms_split.json``, by source repository): record ids only (the texts are not redistributable).
 Records that come from one source document (the pages of one PDF, the instances of one
 FHIR file of a report) share a group and land on the same side; each corpus × type is split
 half/half over its groups with ``random.Random(SEED)``. The classifier's lexicon and thresholds
@@ -23,12 +24,16 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
 
 from docverify.domain.labelled_corpus import (  # noqa: E402
+    FORMS,
+    FORMS_SPLIT_FILE,
     LARGE,
     LARGE_SPLIT_FILE,
     MORE,
     SPLIT_FILE,
+    forms_stratum,
     large_stratum,
     load_all_records,
+    load_forms_records,
     load_large_records,
     source_group,
 )
@@ -72,6 +77,21 @@ def make_large_split(records: list[dict]) -> dict:
             "tune": tune, "test": test}
 
 
+def make_forms_split(records: list[dict]) -> dict:
+    """``forms_real``: by source repository — every form of one repository on one side, so the test part's
+    clinics, agencies and tax forms are ones the tuning never saw — half/half per stratum
+    (:func:`~docverify.domain.labelled_corpus.forms_stratum`) by :func:`halves` with its own generator."""
+    kinds: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        kinds[r["corpus"]].append(str((r.get("labels") or {}).get("kind")))
+    by_stratum: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        by_stratum[forms_stratum(kinds[r["corpus"]])][r["corpus"]].append(r["id"])
+    tune, test = halves(by_stratum)
+    return {"seed": SEED, "made_by": "scripts/make_classifier_split.py", "sources": [FORMS.as_posix()],
+            "grouped_by": "source", "tune": tune, "test": test}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora", type=pathlib.Path, default=None)
@@ -87,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     if large:
         split = make_large_split(large)
         out = REPO / LARGE_SPLIT_FILE
+        out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
+    forms = load_forms_records(corpora)
+    if forms:
+        split = make_forms_split(forms)
+        out = REPO / FORMS_SPLIT_FILE
         out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
     return 0

@@ -27,7 +27,13 @@ SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split.json"
 #: relative to the corpora folder; its own tuning/test split (record ids only), relative to the repository.
 LARGE = pathlib.Path("text_labeled_large") / "records.jsonl"
 LARGE_SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "classifier_split_large.json"
+#: Real forms and administrative pages (label Other, a ``kind`` each), relative to the corpora folder; their
+#: tuning/test split by source repository (record ids only), relative to the repository.
+FORMS = pathlib.Path("forms_real") / "records.jsonl"
+FORMS_SPLIT_FILE = pathlib.Path("docs") / "benchmarks" / "forms_split.json"
 PAGE_CHARS = 3000
+#: A form feed in a record's text is a real page break of its PDF (``forms_real``).
+PAGE_BREAK = "\f"
 
 
 class LabelledRecord(TypedDict):
@@ -91,9 +97,18 @@ def split_pages(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
     return pages or [""]
 
 
+def record_pages(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
+    """A record's pages: its real pages where the text carries them (form feeds), each cut further by
+    :func:`split_pages` when longer than ``page_chars``; else :func:`split_pages` of the whole text."""
+    if PAGE_BREAK not in text:
+        return split_pages(text, page_chars)
+    pages = [p for chunk in text.split(PAGE_BREAK) if chunk.strip() for p in split_pages(chunk, page_chars)]
+    return pages or [""]
+
+
 def to_bundle(record: LabelledRecord, page_chars: int = PAGE_CHARS) -> DocumentBundle:
-    """One record → a DocumentBundle whose pages come from :func:`split_pages`."""
-    texts = split_pages(record.get("text") or "", page_chars)
+    """One record → a DocumentBundle whose pages come from :func:`record_pages`."""
+    texts = record_pages(record.get("text") or "", page_chars)
     return DocumentBundle(
         doc_id=str(record["id"]),
         file_path=f"corpus://{record.get('corpus', '')}/{record['id']}",
@@ -155,15 +170,55 @@ def large_stratum(record: LabelledRecord) -> str:
     return f"{record['corpus']}|{record['proposed_doc_type']}|{note}"
 
 
-def part_records(corpora: pathlib.Path | str, repo: pathlib.Path | str, part: str) -> list[LabelledRecord]:
-    """The records of one part (``tune`` or ``test``) of both committed splits, in split order: the
-    first split's ids, then ``text_labeled_large``'s (absent records are skipped)."""
+def part_records(corpora: pathlib.Path | str, repo: pathlib.Path | str, part: str, *,
+                 forms: bool = True) -> list[LabelledRecord]:
+    """The records of one part (``tune`` or ``test``) of the committed splits, in split order: the
+    first split's ids, then ``text_labeled_large``'s, then ``forms_real``'s unless ``forms`` is False
+    (absent records are skipped)."""
     old = {str(r["id"]): r for r in load_all_records(corpora)}
     large = {r["id"]: r for r in load_large_records(corpora)}
     records = [old[i] for i in load_split(repo)[part] if i in old]
     if large:
         records += [large[i] for i in load_large_split(repo)[part] if i in large]
+    if forms:
+        by_id = {r["id"]: r for r in load_forms_records(corpora)}
+        if by_id:
+            records += [by_id[i] for i in load_forms_split(repo)[part] if i in by_id]
     return records
+
+
+def load_forms_records(corpora: pathlib.Path | str) -> list[LabelledRecord]:
+    """The records of ``forms_real`` in the shape of the others (``corpus`` = its ``source``,
+    ``proposed_doc_type`` = its ``label``, ``labels`` = its ``meta`` with its ``kind``; the text keeps its
+    form feeds between real pages); [] when the file is absent."""
+    path = pathlib.Path(corpora) / FORMS
+    if not path.is_file():
+        return []
+    out: list[LabelledRecord] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                out.append({"id": r["id"], "corpus": r["source"], "proposed_doc_type": r["label"],
+                            "text": r["text"], "labels": {**(r.get("meta") or {}), "kind": r.get("kind")}})
+    return out
+
+
+def forms_stratum(source_kinds: list[str]) -> str:
+    """The stratum of a ``forms_real`` source for the split, by the kinds of its records: ``business``
+    (mostly business forms), ``research_consent`` (consent forms only), else ``clinic`` (intake,
+    registration, release, questionnaires, benefit applications)."""
+    if sum(k == "business_form" for k in source_kinds) * 2 > len(source_kinds):
+        return "business"
+    if all(k == "consent" for k in source_kinds):
+        return "research_consent"
+    return "clinic"
+
+
+def load_forms_split(repo: pathlib.Path | str) -> dict[str, Any]:
+    """The committed split of ``forms_real`` by source (``docs/benchmarks/forms_split.json``)."""
+    split: dict[str, Any] = json.loads((pathlib.Path(repo) / FORMS_SPLIT_FILE).read_text(encoding="utf-8"))
+    return split
 
 
 def load_large_split(repo: pathlib.Path | str) -> dict[str, Any]:
