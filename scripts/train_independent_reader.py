@@ -38,7 +38,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO / "plugins") not in sys.path:
     sys.path.insert(0, str(REPO / "plugins"))
 
-from docverify.domain.labelled_corpus import part_records, source_group, split_pages  # noqa: E402
+from docverify.domain.labelled_corpus import part_records, record_pages, source_group  # noqa: E402
 from docverify.domain.models import DOC_TYPES  # noqa: E402
 from docverify.verify import independent as ind  # noqa: E402
 
@@ -47,6 +47,17 @@ C = 4.0
 FOLDS = 5
 TARGET_FALSE_ALARM = 0.01
 MIN_THRESHOLD = 0.5
+#: A boundary split (a fix applied without a person) needs a reading this rare on the right pages: the
+#: probability at which at most this share of the tuning texts' pages would be read as another type.
+TARGET_BOUNDARY_FALSE_ALARM = 0.002
+#: Novelty: k-means centroids of the samples' tf-idf vectors per type (spherical: L2-normalised), each kept
+#: to its CENTROID_TERMS heaviest buckets; a text's familiarity is its best cosine with any centroid.
+CENTROIDS_PER_TYPE = 24
+CENTROID_TERMS = 400
+#: The familiarity threshold: the reading abstains below it. Chosen on the held-back folds as the
+#: CATCH_LOSS quantile of the familiarity of texts the reading reads confidently as their own type (the
+#: readings that would catch a wrong label): at most that share of catches is given up.
+CATCH_LOSS = 0.03
 PAGE_CUTS = (3000, 1500)
 #: the short parts: an opening of 300–1,200 characters and a tail of 80–400 (seeded per text)
 OPENING_CHARS = (300, 1200)
@@ -69,7 +80,7 @@ def samples(records: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
         group = source_group(r) if "corpus" in r else str(r["id"])
         out.append((text, r["proposed_doc_type"], group, "whole"))
         for cut in PAGE_CUTS:
-            pages = split_pages(text, cut)
+            pages = record_pages(text, cut)
             if len(pages) > 1:
                 out += [(p, r["proposed_doc_type"], group, "page") for p in pages]
         if len(text) > 2 * OPENING_CHARS[1]:
@@ -119,33 +130,77 @@ def fit(X, y: list[str]):
     return model
 
 
-def out_of_fold(counts: list, labels: list[str], groups: list[str]) -> np.ndarray:
-    """Out-of-fold probabilities (columns in DOC_TYPES order), each fold vectorised on its own training part."""
+def centroids(X, labels: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Spherical k-means centroids per type of the rows of ``X`` (L2-normalised tf-idf), each kept to its
+    :data:`CENTROID_TERMS` heaviest columns and normalised again: (row of each entry, column, value)."""
+    from sklearn.cluster import KMeans
+
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    label_arr = np.array(labels)
+    k_row = 0
+    for t in DOC_TYPES:
+        Xt = X[np.flatnonzero(label_arr == t)]
+        if Xt.shape[0] == 0:
+            continue
+        k = max(1, min(CENTROIDS_PER_TYPE, Xt.shape[0] // 20))
+        km = KMeans(n_clusters=k, n_init=1, random_state=SEED, max_iter=50).fit(Xt)
+        for c in km.cluster_centers_:
+            top = np.argsort(c)[::-1][:CENTROID_TERMS]
+            top = top[c[top] > 0]
+            v = c[top]
+            v = v / np.linalg.norm(v)
+            rows.append(np.full(len(top), k_row, dtype=np.int32))
+            cols.append(top.astype(np.int32))
+            vals.append(np.round(v, 4).astype(np.float32))
+            k_row += 1
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+def familiarity(X, cent: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Each row's best cosine with a centroid (rows of ``X`` are L2-normalised)."""
+    from scipy.sparse import csr_matrix
+
+    r, c, v = cent
+    C = csr_matrix((v, (r, c)), shape=(int(r.max()) + 1, X.shape[1]))
+    return np.asarray((X @ C.T).max(axis=1).todense()).ravel()
+
+
+def out_of_fold(counts: list, labels: list[str], groups: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold probabilities (columns in DOC_TYPES order) and familiarity, each fold vectorised, fitted
+    and clustered on its own training part."""
     from sklearn.model_selection import GroupKFold
 
     probs = np.zeros((len(counts), len(DOC_TYPES)))
+    fam = np.zeros(len(counts))
     for train, held in GroupKFold(n_splits=FOLDS).split(counts, labels, groups):
         tf, buckets, df = vectorise([counts[i] for i in train])
         idf = np.log((1 + len(train)) / (1 + df)) + 1.0
-        model = fit(finish(tf, idf), [labels[i] for i in train])
+        X = finish(tf, idf)
+        train_labels = [labels[i] for i in train]
+        model = fit(X, train_labels)
         tf_h, _, _ = vectorise([counts[i] for i in held], buckets)
-        p = model.predict_proba(finish(tf_h, idf))
+        X_h = finish(tf_h, idf)
+        p = model.predict_proba(X_h)
         order = [list(model.classes_).index(t) for t in DOC_TYPES]
         probs[held] = p[:, order]
-    return probs
+        fam[held] = familiarity(X_h, centroids(X, train_labels))
+    return probs, fam
 
 
-def threshold(scores: list[float]) -> float:
-    """The lowest threshold at which at most TARGET_FALSE_ALARM of ``scores`` reach it."""
+def threshold(scores: list[float], target: float = TARGET_FALSE_ALARM) -> float:
+    """The lowest threshold at which at most ``target`` of ``scores`` reach it."""
     s = sorted(scores, reverse=True)
-    allowed = int(TARGET_FALSE_ALARM * len(s))
+    allowed = int(target * len(s))
     t = s[allowed] + 1e-4 if allowed < len(s) else 0.0
     return round(max(MIN_THRESHOLD, t), 4)
 
 
-def calibrate(data: list[tuple[str, str, str, str]], probs: np.ndarray) -> dict[str, Any]:
+def calibrate(data: list[tuple[str, str, str, str]], probs: np.ndarray, fam: np.ndarray) -> dict[str, Any]:
     """Per text: the highest out-of-fold probability of another type on its whole text, and on any of its
-    pages that a night would read (≥ MIN_PAGE_LETTERS letters), where that type also beats its own."""
+    pages that a night would read (≥ MIN_PAGE_LETTERS letters), where that type also beats its own; then
+    the familiarity threshold (:func:`novelty_threshold`)."""
     whole: dict[str, float] = {}
     page: dict[str, float] = {}
     short: dict[str, float] = {}
@@ -165,10 +220,40 @@ def calibrate(data: list[tuple[str, str, str, str]], probs: np.ndarray) -> dict[
     seg_t = threshold(list(whole.values()))
     page_t = threshold(list(page.values()))
     short_t = threshold(list(short.values()))
+    edges = list(page.values()) + list(short.values())
+    boundary_t = max(page_t, short_t, threshold(edges, TARGET_BOUNDARY_FALSE_ALARM))
+    nov = novelty_threshold(data, probs, fam, {"whole": seg_t, "page": page_t, "short": short_t})
     return {"segment_threshold": seg_t, "page_threshold": page_t, "short_threshold": short_t,
+            "boundary_threshold": boundary_t, "boundary_false_alarms": int(sum(v >= boundary_t for v in edges)),
+            "edge_texts": len(edges), **nov,
             "texts": len(whole), "segment_false_alarms": int(sum(v >= seg_t for v in whole.values())),
             "page_texts": len(page), "page_false_alarms": int(sum(v >= page_t for v in page.values())),
             "short_texts": len(short), "short_false_alarms": int(sum(v >= short_t for v in short.values()))}
+
+
+def novelty_threshold(data: list[tuple[str, str, str, str]], probs: np.ndarray, fam: np.ndarray,
+                      limits: dict[str, float]) -> dict[str, Any]:
+    """The familiarity below which the reading abstains, from the held-back folds: the :data:`CATCH_LOSS`
+    quantile of the familiarity of the samples read confidently as their own type (a reading that would
+    stop a wrong label: at most that share of them abstains). Reported beside it: how many held-back false
+    alarms (a sample read as another type at its threshold) fall below it, i.e. would abstain instead."""
+    col = {t: i for i, t in enumerate(DOC_TYPES)}
+    catches: list[float] = []
+    alarms: list[float] = []
+    for (text, label, _group, kind), p, f in zip(data, probs, fam, strict=True):
+        n = ind.letters(text)
+        if n < ind.SHORT_MIN_LETTERS:
+            continue
+        limit = limits["short"] if n < ind.MIN_PAGE_LETTERS else limits["whole" if kind == "whole" else "page"]
+        own = p[col[label]]
+        other = max(p[col[t]] for t in DOC_TYPES if t != label)
+        if own >= limit:
+            catches.append(float(f))
+        elif other >= limit and other > own:
+            alarms.append(float(f))
+    t = round(float(np.quantile(catches, CATCH_LOSS)), 4) if catches else 0.0
+    return {"novelty_threshold": t, "held_back_catches": len(catches),
+            "held_back_false_alarms": len(alarms), "false_alarms_abstaining": int(sum(a < t for a in alarms))}
 
 
 def train(corpora: pathlib.Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -177,10 +262,12 @@ def train(corpora: pathlib.Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]
     labels = [d[1] for d in data]
     groups = [d[2] for d in data]
     counts = [ind.features(t) for t in texts]
-    cal = calibrate(data, out_of_fold(counts, labels, groups))
+    cal = calibrate(data, *out_of_fold(counts, labels, groups))
     tf, buckets, df = vectorise(counts)
     idf = np.log((1 + len(texts)) / (1 + df)) + 1.0
-    model = fit(finish(tf, idf), labels)
+    X = finish(tf, idf)
+    model = fit(X, labels)
+    cent_rows, cent_cols, cent_vals = centroids(X, labels)
     order = [list(model.classes_).index(t) for t in DOC_TYPES]
     arrays = {
         "buckets": buckets.astype(np.int32),
@@ -191,6 +278,11 @@ def train(corpora: pathlib.Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]
         "segment_threshold": np.array(cal["segment_threshold"]),
         "page_threshold": np.array(cal["page_threshold"]),
         "short_threshold": np.array(cal["short_threshold"]),
+        "boundary_threshold": np.array(cal["boundary_threshold"]),
+        "novelty_threshold": np.array(cal["novelty_threshold"]),
+        "centroid_rows": cent_rows.astype(np.int16),
+        "centroid_cols": cent_cols,
+        "centroid_vals": cent_vals,
     }
     info = {**cal, "samples": len(texts), "buckets": int(len(buckets)),
             "labels": {t: labels.count(t) for t in DOC_TYPES}}

@@ -62,6 +62,11 @@ CATALOGUE: Mapping[str, CodeSpec] = MappingProxyType({
                  "Pages of a segment read as a type the segment marks NO_EVIDENCE (merged documents, a boundary off)"),
         CodeSpec("INDEPENDENT_READING_DISAGREES", "V2", _M, False, "IG-10",
                  "A reading of the segment's text made without the classifier's labels finds another type"),
+        CodeSpec("SEGMENT_BOUNDARY_MISPLACED", "V2", _M, True, "IG-2",
+                 "Pages at a segment's start or end read surely as another type: split the segment there"),
+        CodeSpec("INDEPENDENT_READING_ABSTAINS", "V2", _m, False, "IG-10",
+                 "The reading made without the classifier's labels leans to another type on a text unlike its "
+                 "training material, and abstains"),
         # V3 — clinical traps
         CodeSpec("TRAP_ROUTINE_LAB_GENOMIC", "V3", _B, False, "IG-7", "Routine-lab vendor with Genomic Report PRIMARY"),
         CodeSpec("TRAP_ADMIN_DOCUMENT", "V3", _B, False, "IG-7", "Administrative document classified as a report"),

@@ -16,6 +16,7 @@ from docverify.domain.models import (
     FixApplied,
     Issue,
     MixtureEntry,
+    Segment,
     TypeClassification,
 )
 from docverify.verify.common import is_number
@@ -172,6 +173,71 @@ def fix_jury_flip(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
                         if m.doc_type == tc.doc_type and m.presence_level == t["from"]:
                             m.presence_level = t["to"]
     return "Applied the jury's FLIP: " + "; ".join(done) if done else None
+
+
+@fixer("SEGMENT_BOUNDARY_MISPLACED")
+def split_at_boundary(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
+    """Split off the pages the independent reading read surely as another type at a segment's start or end
+    (the issue's ``pages`` and ``read_as``) as a segment of their own: that type PRIMARY (the reading's
+    probability as its confidence, its evidence on those pages kept), every other type NO_EVIDENCE. The rest
+    of the segment keeps its labels and the evidence on its own pages. Segments are renumbered in page order,
+    the mixture and the overall type derived from them. Segments are found by page range, not index, so the
+    issues of one attempt can all be applied; idempotent (a range that already is a segment is left)."""
+    done = []
+    for issue in issues:
+        d = issue.details or {}
+        pages, read_as, prob = d.get("pages"), d.get("read_as"), d.get("probability")
+        if not (isinstance(pages, list) and len(pages) == 2 and read_as in DOC_TYPES and is_number(prob)):
+            continue
+        a, b = int(pages[0]), int(pages[1])
+        seg = next((s for s in cls.segments if s.page_start <= a and b <= s.page_end), None)
+        if seg is None or seg.dominant_type == read_as or (seg.page_start, seg.page_end) == (a, b):
+            continue
+        if a != seg.page_start and b != seg.page_end:  # not at an edge: a person decides
+            continue
+        new = _split_segment(seg, a, b, str(read_as), float(prob))
+        rest = _rest_of(seg, b + 1 if a == seg.page_start else seg.page_start, seg.page_end if a == seg.page_start
+                        else a - 1)
+        at = cls.segments.index(seg)
+        cls.segments[at:at + 1] = [new, rest] if a == seg.page_start else [rest, new]
+        done.append(f"pages {a}–{b} of segment {seg.segment_index} as {read_as}" if a != b
+                    else f"page {a} of segment {seg.segment_index} as {read_as}")
+    if not done:
+        return None
+    cls.segments.sort(key=lambda s: s.page_start)
+    for i, seg in enumerate(cls.segments, 1):
+        seg.segment_index = i
+    cls.number_of_segments = len(cls.segments)
+    cls.document_mixture = derive_mixture(cls)
+    pages = pages_by_dominant_type(cls)
+    if cls.dominant_type_overall not in pages:
+        cls.dominant_type_overall = max(pages, key=lambda t: pages[t])
+    return f"Split at the boundary the independent reading found: {'; '.join(done)}"
+
+
+def _split_segment(seg: Segment, a: int, b: int, doc_type: str, prob: float) -> Segment:
+    entries = []
+    for t in DOC_TYPES:
+        old = next((tc for tc in seg.classifications if tc.doc_type == t), None)
+        if t == doc_type:
+            evidence = [ev for ev in (old.top_evidence if old else []) if a <= ev.page <= b]
+            entries.append(TypeClassification(doc_type=t, presence_level="PRIMARY", confidence=round(prob, 4),
+                                              segment_share=1.0, top_evidence=evidence))
+        else:
+            entries.append(TypeClassification(doc_type=t, presence_level="NO_EVIDENCE", confidence=0.0,
+                                              segment_share=0.0))
+    return Segment(segment_index=seg.segment_index, page_start=a, page_end=b, segment_page_count=b - a + 1,
+                   dominant_type=doc_type, classifications=entries,
+                   reasoning=f"Split from segment {seg.segment_index} by the verifiers: the pages read as {doc_type} "
+                             f"in a reading made without the classifier's labels (probability {prob:.2f}).")
+
+
+def _rest_of(seg: Segment, a: int, b: int) -> Segment:
+    rest = seg.model_copy(deep=True)
+    rest.page_start, rest.page_end, rest.segment_page_count = a, b, b - a + 1
+    for tc in rest.classifications:
+        tc.top_evidence = [ev for ev in tc.top_evidence if a <= ev.page <= b]
+    return rest
 
 
 def fixer_for(code: str, registry: Registry = REGISTRY) -> Fixer | None:

@@ -38,6 +38,10 @@ from typing_extensions import TypedDict
 
 DEFAULT_RATE = 0.02
 CONFIDENCE_OFFSET = 1.5
+#: Issue codes of an accepted document that make it count as the least confident one (confidence 0, the
+#: largest weight): the independent reading leaned to another type on a text unlike its training material
+#: and abstained — the accept rests on the classifier alone.
+UNSURE_CODES = frozenset({"INDEPENDENT_READING_ABSTAINS"})
 
 
 def seed_of(ds: str) -> int:
@@ -162,6 +166,14 @@ def false_accept_estimate(audits: Iterable[tuple[bool, float]], z: float = 1.96)
     n_eff = sw * sw / sw2
     low, high = wilson_interval(rate * n_eff, n_eff, z)
     return Estimate(rate, low, high, len(items), sum(y for y, _ in items), n_eff)
+
+
+def sampling_confidence(classification: object, codes: Iterable[str]) -> float:
+    """The confidence a document is drawn with: 0 when its final issues hold one of :data:`UNSURE_CODES`
+    (weight 1.5, the most likely to be drawn), else :func:`classification_confidence`."""
+    if UNSURE_CODES.intersection(codes):
+        return 0.0
+    return classification_confidence(classification)
 
 
 def classification_confidence(classification: object) -> float:

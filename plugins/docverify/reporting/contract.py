@@ -177,6 +177,8 @@ class AuditSection(TypedDict, total=False):
     sample: dict[str, float]
     written: list[str]
     kept: list[str]
+    #: accepted documents weighted up in the draw: the independent reading abstained on them
+    weighted_up: list[str]
     #: ``FalseAcceptFigures`` as JSON, once an audit was answered
     false_accept_night: FalseAcceptJSON | None
     false_accept_overall: FalseAcceptJSON | None

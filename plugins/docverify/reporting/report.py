@@ -319,7 +319,7 @@ def audit_section(ds: str, stage: StageRecord, feedback: FeedbackJSON) -> AuditS
     over all nights so far (from the feedback figures; absent until an audit is answered)."""
     out: AuditSection = {"rate": stage.get("rate"), "accepted": stage.get("accepted", 0),
                          "sample": stage.get("sample") or {}, "written": stage.get("written") or [],
-                         "kept": stage.get("kept") or []}
+                         "kept": stage.get("kept") or [], "weighted_up": stage.get("weighted_up") or []}
     if isinstance(feedback, dict) and "error" not in feedback:
         out["false_accept_night"] = (feedback.get("false_accept_by_night") or {}).get(ds)
         out["false_accept_overall"] = feedback.get("false_accept")
@@ -338,6 +338,10 @@ def audit_markdown(rep: Report) -> list[str]:
     lines = ["## Audit of accepted documents", "",
              f"{len(a['sample'])} of {a['accepted']} accepted document(s) drawn for an SME audit "
              f"(rate {a['rate']}; lower classifier confidence drawn more).", ""]
+    if a.get("weighted_up"):
+        lines += [f"{len(a['weighted_up'])} accepted document(s) drawn with the largest weight because the "
+                  "independent reading abstained on them (a text unlike its training material): "
+                  + ", ".join(md(d) for d in a["weighted_up"]), ""]
     lines += [f"- {md(d)} (inclusion probability {p:.3f})" for d, p in a["sample"].items()]
     lines += ["", f"False-accept rate this night: {line(a.get('false_accept_night'))}",
               "", f"False-accept rate over all nights: {line(a.get('false_accept_overall'))}", ""]

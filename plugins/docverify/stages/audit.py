@@ -7,7 +7,7 @@ by ``<doc>_<10 hex>`` exactly, so they never see (nor withdraw, nor overwrite) a
 
 from __future__ import annotations
 
-from docverify.reporting.audit_sample import classification_confidence, draw_sample
+from docverify.reporting.audit_sample import UNSURE_CODES, draw_sample, sampling_confidence
 from docverify.sme.packets import build_packet, review_id, write_packet
 from docverify.sme.render import write_packet_html
 from docverify.stages.common import Batch, StageStats, lineage
@@ -32,11 +32,15 @@ def audit_sample(batch: Batch, rate: float) -> AuditDrawn:
     routes = rs.routes()
     candidates = (routes.routes["accept"] + routes.routes["auto_fix_retry"]) if routes and rate > 0 else []
     accepted: dict[str, float] = {}
+    weighted_up: list[str] = []  # accepted while the independent reading abstained: drawn as the least confident
     for doc_id in candidates:
         rec = rs.result(doc_id)
         if rec is not None and rec.result is not None and rec.result.final_decision == "AUTO_ACCEPT" \
                 and rec.bundle is not None:
-            accepted[doc_id] = classification_confidence(rec.result.final_classification)
+            codes = [i.code for i in rec.result.attempts[-1].issues] if rec.result.attempts else []
+            accepted[doc_id] = sampling_confidence(rec.result.final_classification, codes)
+            if UNSURE_CODES.intersection(codes):
+                weighted_up.append(doc_id)
     sample = draw_sample(batch.ds, accepted.items(), rate)
     written: list[str] = []
     kept: list[str] = []
@@ -69,6 +73,6 @@ def audit_sample(batch: Batch, rate: float) -> AuditDrawn:
         rs.forget(doc_id, rels=[rel])
     stats.docs = len(written) + len(kept)
     stats.save(batch, written=written, kept=kept, accepted=len(accepted), rate=rate,
-               sample={d: round(p, 6) for d, p in sample})
+               sample={d: round(p, 6) for d, p in sample}, weighted_up=weighted_up)
     return AuditDrawn(packets=written, kept=kept, sample=[d for d, _ in sample], accepted=len(accepted),
                       uri=rs.uri(rs.PACKETS_DIR))

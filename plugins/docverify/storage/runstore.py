@@ -170,6 +170,8 @@ class StageRecord(TypedDict, total=False):
     accepted: int
     rate: float
     sample: dict[str, float]
+    #: audit_sample: the accepted documents drawn with the largest weight (the independent reading abstained)
+    weighted_up: list[str]
     #: layout (a :class:`NightIndex`'s keys)
     ok: list[str]
     failed: Any

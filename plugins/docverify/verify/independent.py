@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docverify.domain.codes import make_issue
-from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue, Page, Segment
 from docverify.domain.resources import include_dir
 from docverify.verify.common import page_runs, page_span, seg_loc, segment_text
 
@@ -84,6 +84,15 @@ class Reader:
     segment_threshold: float
     page_threshold: float
     short_threshold: float
+    #: a run of pages at a segment's edge read as another type at least this surely is a boundary to move
+    #: (``SEGMENT_BOUNDARY_MISPLACED``, fixed without a person); below it a person decides
+    boundary_threshold: float
+    #: a text whose familiarity is below this is unlike the training material: the reading abstains
+    novelty_threshold: float
+    #: the k-means centroids of the training samples, sparse, sorted by column: (column, centroid, value)
+    centroid_cols: np.ndarray  # int64, sorted
+    centroid_rows: np.ndarray  # int64
+    centroid_vals: np.ndarray  # float32
     digest: str
 
     def threshold(self, text: str, *, whole: bool) -> float | None:
@@ -115,16 +124,56 @@ class Reader:
         norm = math.sqrt(float(np.dot(vals, vals)))
         return cols, (vals / norm if norm > 0 else vals)
 
-    def probabilities(self, text: str) -> dict[str, float]:
-        """P(type | text) over the five types."""
-        import numpy as np
+    def familiarity(self, text: str) -> float:
+        """How much ``text`` looks like the material the reader was trained on: the best cosine of its
+        tf-idf vector with a centroid of the training samples (0: nothing in common; 1: a centroid)."""
 
         cols, vals = self.vector(text)
+        return self._familiarity(cols, vals)
+
+    def _familiarity(self, cols: np.ndarray, vals: np.ndarray) -> float:
+        import numpy as np
+
+        if len(cols) == 0:
+            return 0.0
+        order = np.argsort(cols)
+        cols, vals = cols[order], vals[order]
+        hit = np.isin(self.centroid_cols, cols, assume_unique=False)
+        if not hit.any():
+            return 0.0
+        at = np.searchsorted(cols, self.centroid_cols[hit])
+        sims = np.bincount(self.centroid_rows[hit], weights=self.centroid_vals[hit].astype(np.float64) * vals[at])
+        return float(sims.max())
+
+    def read(self, text: str) -> Reading:
+        """The probabilities of ``text`` and its familiarity, from one vector."""
+        cols, vals = self.vector(text)
+        return Reading(self._probabilities(cols, vals), self._familiarity(cols, vals))
+
+    def probabilities(self, text: str) -> dict[str, float]:
+        """P(type | text) over the five types."""
+        cols, vals = self.vector(text)
+        return self._probabilities(cols, vals)
+
+    def _probabilities(self, cols: np.ndarray, vals: np.ndarray) -> dict[str, float]:
+        import numpy as np
+
         logits = self.intercept.astype(np.float64) + self.coef[:, cols].astype(np.float64) @ vals
         logits -= logits.max()
         p = np.exp(logits)
         p /= p.sum()
         return {c: float(v) for c, v in zip(self.classes, p, strict=True)}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One text as the reader reads it: P(type | text), and how familiar the text is (:meth:`Reader.familiarity`)."""
+
+    probs: dict[str, float]
+    familiarity: float
+
+    def unfamiliar(self, reader: Reader) -> bool:
+        return self.familiarity < reader.novelty_threshold
 
 
 def load(path: pathlib.Path | str | None = None) -> Reader:
@@ -143,10 +192,20 @@ def load(path: pathlib.Path | str | None = None) -> Reader:
     classes = tuple(str(c) for c in data["classes"])
     if set(classes) != set(DOC_TYPES):
         raise ReaderUnavailable(f"{p}: its classes {classes} are not the five document types; retrain it")
+    missing = {"boundary_threshold", "novelty_threshold", "centroid_rows", "centroid_cols", "centroid_vals"} - set(data)
+    if missing:
+        raise ReaderUnavailable(f"{p} has no {', '.join(sorted(missing))} (an older artefact): rebuild it with "
+                                "`make independent-reader`")
+    order = np.argsort(data["centroid_cols"], kind="stable")
     return Reader(buckets=data["buckets"].astype(np.int64), idf=data["idf"].astype(np.float32),
                   coef=data["coef"].astype(np.float32), intercept=data["intercept"].astype(np.float32),
                   classes=classes, segment_threshold=float(data["segment_threshold"]),
                   page_threshold=float(data["page_threshold"]), short_threshold=float(data["short_threshold"]),
+                  boundary_threshold=float(data["boundary_threshold"]),
+                  novelty_threshold=float(data["novelty_threshold"]),
+                  centroid_cols=data["centroid_cols"].astype(np.int64)[order],
+                  centroid_rows=data["centroid_rows"].astype(np.int64)[order],
+                  centroid_vals=data["centroid_vals"].astype(np.float32)[order],
                   digest=hashlib.sha256(raw).hexdigest())
 
 
@@ -182,54 +241,117 @@ def _best_other(probs: dict[str, float], own: str) -> tuple[str, float]:
 def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Reader | None = None) -> list[Issue]:
     """Each segment, and each page of it with enough text, read without the classification; a reading of
     another type than the segment's ``dominant_type`` with at least the calibrated probability is one issue
-    per segment (the whole segment) or per run of pages (a part of it)."""
+    per segment (the whole segment) or per run of pages (a part of it):
+
+    * ``SEGMENT_BOUNDARY_MISPLACED`` (MAJOR, fixable: the segment is split there and verified again) — a run
+      of pages at the start or the end of a multi-page segment, not all of it, read as another type at least
+      at the boundary threshold: a form or a report absorbed into its neighbour;
+    * ``INDEPENDENT_READING_DISAGREES`` (MAJOR, a person decides) — the whole segment, a run inside it, or an
+      edge run below the boundary threshold;
+    * ``INDEPENDENT_READING_ABSTAINS`` (MINOR) — instead of either, when the text read is unlike the reader's
+      training material (familiarity under its novelty threshold): the reading cannot tell "another type"
+      from "never seen", so it says so; the document is accepted if nothing else stops it, and weighted up
+      in the night's audit sample."""
     r = reader or default_reader()
     issues: list[Issue] = []
     pages_by_num = {p.page_num: p for p in bundle.pages}
     for seg in cls.segments:
         own = seg.dominant_type
+        base = {"segment_index": seg.segment_index, "labelled": own, "implementation": r.implementation}
         text = segment_text(bundle, seg)
         limit = r.threshold(text, whole=True)
-        if limit is None:
-            continue
-        probs = r.probabilities(text)
-        other, p_other = _best_other(probs, own)
-        base = {"segment_index": seg.segment_index, "labelled": own, "implementation": r.implementation}
-        if p_other >= limit and p_other > probs[own]:
-            issues.append(make_issue(
-                "INDEPENDENT_READING_DISAGREES",
-                f"Segment {seg.segment_index} is labelled {own}, but a reading of its text made without the "
-                f"classifier's labels finds {other} (probability {p_other:.2f}; {own} {probs[own]:.2f})",
-                agent="V2", location=f"{seg_loc(seg)}.dominant_type",
-                suggested_fix=f"Check the segment's type: {other} or {own}?",
-                details={**base, "read_as": other, "probability": round(p_other, 4),
-                         "labelled_probability": round(probs[own], 4),
-                         "pages": [seg.page_start, seg.page_end]},
-            ))
-            continue
-        if seg.page_end <= seg.page_start:
-            continue
-        foreign: dict[int, tuple[str, float]] = {}  # page → (type read, probability)
-        for num in range(seg.page_start, seg.page_end + 1):
-            page = pages_by_num.get(num)
-            page_limit = r.threshold(page.text, whole=False) if page is not None else None
-            if page is None or page_limit is None:
+        if limit is not None:
+            reading = r.read(text)
+            other, p_other = _best_other(reading.probs, own)
+            if p_other >= limit and p_other > reading.probs[own]:
+                issues.append(_segment_issue(seg, own, other, p_other, reading, r, base))
                 continue
-            pp = r.probabilities(page.text)
-            t, p = _best_other(pp, own)
-            if p >= page_limit and p > pp[own]:
-                foreign[num] = (t, p)
-        for t, a, b in page_runs((num, read[0]) for num, read in foreign.items()):
-            p = min(foreign[num][1] for num in range(a, b + 1))  # the run's lowest probability
-            pages = page_span(a, b)
-            issues.append(make_issue(
-                "INDEPENDENT_READING_DISAGREES",
-                f"Segment {seg.segment_index} is labelled {own}, but its {pages} read as {t} in a reading made "
-                f"without the classifier's labels (probability ≥ {p:.2f}): another document in this segment, or "
-                f"a boundary off?",
-                agent="V2", location=f"{seg_loc(seg)} → {t}",
-                suggested_fix=f"Check the segment's boundaries: {pages} may be a {t} of its own",
-                details={**base, "read_as": t, "probability": round(p, 4), "pages": [a, b]},
-            ))
+        if seg.page_end > seg.page_start:
+            issues += _page_issues(seg, own, pages_by_num, r, base)
     return issues
 
+
+def _read_how(reading: Reading, r: Reader) -> dict[str, object]:
+    return {"familiarity": round(reading.familiarity, 4), "novelty_threshold": r.novelty_threshold}
+
+
+def _abstains(seg: Segment, own: str, other: str, p: float, pages: tuple[int, int], familiarity: float,
+              r: Reader, base: dict[str, object]) -> Issue:
+    where = page_span(*pages)
+    return make_issue(
+        "INDEPENDENT_READING_ABSTAINS",
+        f"Segment {seg.segment_index} is labelled {own}; a reading of its {where} made without the classifier's "
+        f"labels leans to {other} (probability {p:.2f}), but the text is unlike the material it was trained on "
+        f"(familiarity {familiarity:.2f} < {r.novelty_threshold:.2f}): it abstains",
+        agent="V2", location=f"{seg_loc(seg)}.dominant_type",
+        suggested_fix="Nothing to fix automatically: the document is weighted up in the night's audit sample",
+        details={**base, "read_as": other, "probability": round(p, 4), "pages": list(pages),
+                 "familiarity": round(familiarity, 4), "novelty_threshold": r.novelty_threshold},
+    )
+
+
+def _segment_issue(seg: Segment, own: str, other: str, p_other: float, reading: Reading, r: Reader,
+                   base: dict[str, object]) -> Issue:
+    if reading.unfamiliar(r):
+        return _abstains(seg, own, other, p_other, (seg.page_start, seg.page_end), reading.familiarity, r, base)
+    return make_issue(
+        "INDEPENDENT_READING_DISAGREES",
+        f"Segment {seg.segment_index} is labelled {own}, but a reading of its text made without the "
+        f"classifier's labels finds {other} (probability {p_other:.2f}; {own} {reading.probs[own]:.2f})",
+        agent="V2", location=f"{seg_loc(seg)}.dominant_type",
+        suggested_fix=f"Check the segment's type: {other} or {own}?",
+        details={**base, "read_as": other, "probability": round(p_other, 4),
+                 "labelled_probability": round(reading.probs[own], 4),
+                 "pages": [seg.page_start, seg.page_end], **_read_how(reading, r)},
+    )
+
+
+def _page_issues(seg: Segment, own: str, pages_by_num: dict[int, Page], r: Reader,
+                 base: dict[str, object]) -> list[Issue]:
+    """The pages of a multi-page segment read one by one: runs of pages read as another type."""
+    foreign: dict[int, tuple[str, float, Reading]] = {}  # page → (type read, probability, the reading)
+    for num in range(seg.page_start, seg.page_end + 1):
+        page = pages_by_num.get(num)
+        page_limit = r.threshold(page.text, whole=False) if page is not None else None
+        if page is None or page_limit is None:
+            continue
+        reading = r.read(page.text)
+        t, p = _best_other(reading.probs, own)
+        if p >= page_limit and p > reading.probs[own]:
+            foreign[num] = (t, p, reading)
+    issues: list[Issue] = []
+    familiar = [(num, f[0]) for num, f in foreign.items() if not f[2].unfamiliar(r)]
+    unfamiliar = [(num, f[0]) for num, f in foreign.items() if f[2].unfamiliar(r)]
+    for t, a, b in page_runs(familiar):
+        p = min(foreign[num][1] for num in range(a, b + 1))  # the run's lowest probability
+        fam = min(foreign[num][2].familiarity for num in range(a, b + 1))
+        pages = page_span(a, b)
+        how = {"familiarity": round(fam, 4), "novelty_threshold": r.novelty_threshold}
+        at_edge = (a == seg.page_start) != (b == seg.page_end)
+        if at_edge and p >= r.boundary_threshold:
+            split = b + 1 if a == seg.page_start else a
+            issues.append(make_issue(
+                "SEGMENT_BOUNDARY_MISPLACED",
+                f"Segment {seg.segment_index} is labelled {own}, but its {pages} at its "
+                f"{'start' if a == seg.page_start else 'end'} read as {t} in a reading made without the "
+                f"classifier's labels (probability ≥ {p:.2f}): another document begins on page {split}?",
+                agent="V2", location=f"{seg_loc(seg)} → {t}",
+                suggested_fix=f"Split segment {seg.segment_index}: {pages} as a {t} segment of its own",
+                details={**base, "read_as": t, "probability": round(p, 4), "pages": [a, b],
+                         "boundary_threshold": r.boundary_threshold, **how},
+            ))
+            continue
+        issues.append(make_issue(
+            "INDEPENDENT_READING_DISAGREES",
+            f"Segment {seg.segment_index} is labelled {own}, but its {pages} read as {t} in a reading made "
+            f"without the classifier's labels (probability ≥ {p:.2f}): another document in this segment, or "
+            f"a boundary off?",
+            agent="V2", location=f"{seg_loc(seg)} → {t}",
+            suggested_fix=f"Check the segment's boundaries: {pages} may be a {t} of its own",
+            details={**base, "read_as": t, "probability": round(p, 4), "pages": [a, b], **how},
+        ))
+    for t, a, b in page_runs(unfamiliar):
+        p = min(foreign[num][1] for num in range(a, b + 1))
+        fam = max(foreign[num][2].familiarity for num in range(a, b + 1))
+        issues.append(_abstains(seg, own, t, p, (a, b), fam, r, base))
+    return issues
