@@ -250,3 +250,229 @@ def form_pages_used(packets: Iterable[IntakePacket]) -> list[tuple[str, int]]:
             for j in f.real_pages:
                 seen.setdefault((f.record_id, j), None)
     return list(seen)
+
+
+# --------------------------------------------------------------------------- scanned forms (OCR)
+
+#: where the OCR'd texts of rendered form pages are kept (git-ignored: ``/build/``)
+OCR_CACHE = REPO / "build" / "ocr_cache"
+#: a scanned page: US Letter at 200 dpi (1,700 × 2,200 pixels, the project's OCR renders PDFs at about that)
+DPI = 200
+PAGE_INCHES = (8.5, 11.0)
+MARGIN_INCHES = 0.75
+#: the font sizes tried, in points, largest first: a page is drawn at the largest whose lines fit
+FONT_POINTS = (10.0, 9.0, 8.0, 7.0)
+#: a common sans-serif TrueType font (Debian's fonts-dejavu-core); Pillow's own default font without it
+FONT_PATHS = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+              "/usr/share/fonts/dejavu/DejaVuSans.ttf")
+
+
+def font_name() -> str:
+    """The font scanned pages are drawn with (for the report's meta)."""
+    path = next((p for p in FONT_PATHS if pathlib.Path(p).is_file()), None)
+    return pathlib.Path(path).stem if path else "Pillow default font (no TrueType font found)"
+
+
+def _font(points: float):
+    from PIL import ImageFont
+
+    px = round(points / 72 * DPI)
+    path = next((p for p in FONT_PATHS if pathlib.Path(p).is_file()), None)
+    return ImageFont.truetype(path, px) if path else ImageFont.load_default(px)
+
+
+def _wrap(text: str, font, width: int) -> list[str]:
+    """The text's lines, each wrapped at spaces to ``width`` pixels (a word longer than the line is cut)."""
+    lines: list[str] = []
+    for raw in text.splitlines():
+        words = raw.split()
+        if not words:
+            lines.append("")
+            continue
+        line = ""
+        for w in words:
+            cand = f"{line} {w}" if line else w
+            if font.getlength(cand) <= width:
+                line = cand
+                continue
+            if line:
+                lines.append(line)
+            while font.getlength(w) > width:  # a very long token: cut it
+                k = max(1, int(len(w) * width / font.getlength(w)))
+                lines.append(w[:k])
+                w = w[k:]
+            line = w
+        lines.append(line)
+    return lines
+
+
+def render_page(text: str):
+    """A page image (Pillow, RGB) of ``text`` as a scanner sees a printed page: black text on white, Letter
+    at :data:`DPI`, margins of :data:`MARGIN_INCHES`; the largest of :data:`FONT_POINTS` whose wrapped lines
+    fit the page (at the smallest, lines beyond the page's foot are lost, as on paper)."""
+    from PIL import Image, ImageDraw
+
+    w, h = (round(x * DPI) for x in PAGE_INCHES)
+    margin = round(MARGIN_INCHES * DPI)
+    for points in FONT_POINTS:
+        font = _font(points)
+        step = round(points / 72 * DPI * 1.3)
+        lines = _wrap(text, font, w - 2 * margin)
+        if len(lines) * step <= h - 2 * margin:
+            break
+    image = Image.new("RGB", (w, h), "white")
+    draw = ImageDraw.Draw(image)
+    y = margin
+    for line in lines:
+        if y + step > h - margin:
+            break
+        if line:
+            draw.text((margin, y), line, fill="black", font=font)
+        y += step
+    return image
+
+
+def ocr_input(text: str):
+    """The image the project's OCR reads for a scanned page of ``text``: the :func:`render_page` scan, scaled
+    as the local PDF parser renders a scanned page (longer side :data:`docverify.layout.ocr.TARGET_PX`)."""
+    from PIL import Image
+
+    from docverify.layout.ocr import TARGET_PX
+
+    image = render_page(text)
+    scale = TARGET_PX / max(image.size)
+    return image.resize((round(image.size[0] * scale), round(image.size[1] * scale)), Image.Resampling.LANCZOS)
+
+
+def ocr_page_text(text: str, cache: pathlib.Path = OCR_CACHE) -> str:
+    """``text`` rendered as a scanned page (:func:`ocr_input`) and read back by the project's local OCR
+    (:func:`docverify.layout.ocr.read_image`), cached in ``cache/<sha256 of the image read>.txt``."""
+    import hashlib
+
+    import numpy as np
+
+    image = ocr_input(text)
+    digest = hashlib.sha256(f"{image.size}|{image.mode}|".encode() + image.tobytes()).hexdigest()
+    path = cache / f"{digest}.txt"
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    from docverify.layout.ocr import read_image
+
+    read = read_image(np.asarray(image)).text
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(read, encoding="utf-8")
+    tmp.replace(path)
+    return read
+
+
+def ocr_sample(packets: Iterable[IntakePacket], k: int, seed: int) -> list[tuple[str, int]]:
+    """At most ``k`` form pages to scan: the packets in a seeded order, every form page of a packet taken
+    while it fits, so whole packets arrive scanned (a page also used by another packet is scanned there too)."""
+    order = list(packets)
+    random.Random(seed).shuffle(order)
+    chosen: dict[tuple[str, int], None] = {}
+    for p in order:
+        keys = [key for key in form_pages_used([p]) if key not in chosen]
+        if len(chosen) + len(keys) <= k:
+            chosen.update(dict.fromkeys(keys))
+        if len(chosen) >= k:
+            break
+    return list(chosen)
+
+
+def ocr_pages_for(records: Iterable[Mapping[str, Any]], keys: Iterable[tuple[str, int]],
+                  cache: pathlib.Path = OCR_CACHE) -> dict[tuple[str, int], str]:
+    """``(form record id, real page index)`` → the OCR'd text of that page (:func:`ocr_page_text`)."""
+    by_id = {str(r["id"]): r for r in records}
+    out: dict[tuple[str, int], str] = {}
+    for rid, j in keys:
+        text = dict(form_real_pages(by_id[rid])).get(j)
+        if text is not None:
+            out[(rid, j)] = ocr_page_text(text, cache)
+    return out
+
+
+# --------------------------------------------------------------------------- split scores
+
+Span = tuple[str, int, int]
+
+
+def merge_adjacent_others(spans: Iterable[Span]) -> list[Span]:
+    """Adjacent Other segments as one (two forms in a row: the headline reading, see :func:`split_scores`)."""
+    out: list[Span] = []
+    for t, a, b in sorted(spans, key=lambda s: (s[1], s[2])):
+        if out and t == OTHER and out[-1][0] == OTHER and out[-1][2] + 1 == a:
+            out[-1] = (OTHER, out[-1][1], b)
+        else:
+            out.append((t, a, b))
+    return out
+
+
+def boundaries(spans: Iterable[Span]) -> set[int]:
+    """The pages where a new document starts, page 1 excluded."""
+    return {a for _, a, _ in spans if a > 1}
+
+
+def boundary_prf(truth: Iterable[Span], pred: Iterable[Span]) -> tuple[float, float, float]:
+    """Boundary precision, recall and F1 (DocSplit's partial credit): a boundary is right when the predicted
+    split starts a document on the same page. With no predicted (true) boundary, precision (recall) is 1 when
+    there is no true (predicted) one either, else 0."""
+    t, p = boundaries(truth), boundaries(pred)
+    hit = len(t & p)
+    precision = hit / len(p) if p else float(not t)
+    recall = hit / len(t) if t else float(not p)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def _entropy(counts: Iterable[int], n: int) -> float:
+    import math
+
+    return -sum(c / n * math.log(c / n) for c in counts if c)
+
+
+def v_measure(truth: Iterable[Span], pred: Iterable[Span], pages: int) -> float:
+    """V-measure (Rosenberg & Hirschberg 2007) of the pages' clustering into documents, types ignored: the
+    harmonic mean of homogeneity (each predicted document holds one true one) and completeness (each true
+    document lies in one predicted one). A page no predicted segment covers is a cluster of its own."""
+    from collections import Counter
+
+    def labels(spans: Iterable[Span]) -> list[int]:
+        lab = [-p for p in range(1, pages + 1)]  # uncovered pages: clusters of their own
+        for k, (_, a, b) in enumerate(spans):
+            for p in range(max(1, a), min(pages, b) + 1):
+                lab[p - 1] = k
+        return lab
+
+    c, k = labels(truth), labels(pred)
+    n = len(c)
+    if not n:
+        return 1.0
+    h_c, h_k = _entropy(Counter(c).values(), n), _entropy(Counter(k).values(), n)
+    joint = Counter(zip(c, k, strict=True))
+    h_ck = _entropy(joint.values(), n) - h_k  # H(C|K)
+    h_kc = _entropy(joint.values(), n) - h_c  # H(K|C)
+    hom = 1.0 if h_c == 0 else 1 - h_ck / h_c
+    com = 1.0 if h_k == 0 else 1 - h_kc / h_k
+    return 2 * hom * com / (hom + com) if hom + com else 0.0
+
+
+def split_scores(truth: list[Span], pred: list[Span], pages: int) -> dict[str, float | bool]:
+    """One packet's split scores. ``exact``: the same segments, types and page ranges, every form its own
+    segment; ``exact_merged`` (the headline): the same after adjacent Other segments are merged on both
+    sides — two different forms in a row read as one Other segment are not an error that matters (nothing
+    clinical is mis-filed, and a blank form seldom says where it ends). Boundary P/R/F1 and V-measure are
+    scored on the merged reading too."""
+    t, p = merge_adjacent_others(truth), merge_adjacent_others(pred)
+    precision, recall, f1 = boundary_prf(t, p)
+    return {"exact": sorted(pred, key=lambda s: (s[1], s[2])) == truth, "exact_merged": p == t,
+            "boundary_precision": precision, "boundary_recall": recall, "boundary_f1": f1,
+            "v_measure": v_measure(t, p, pages)}
+
+
+def form_found(form: FormPlacement, truth: list[Span], pred: list[Span]) -> bool:
+    """The form's run of Other pages (the form with any form next to it) is a predicted Other segment of the
+    same pages — it was neither absorbed into a report nor cut, nor did it absorb a report page."""
+    run = next(s for s in merge_adjacent_others(truth) if s[1] <= form.page_start <= s[2])
+    return run in merge_adjacent_others(pred)

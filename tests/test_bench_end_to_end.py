@@ -25,6 +25,25 @@ def test_the_end_to_end_benchmark_counts_what_it_says(corpora_dir, capsys, monke
     lo, hi = a["false_accept_ci"]
     assert 0 <= lo <= (a["false_accept_rate"] or 0) <= hi <= 1
     assert sum(f["documents"] for f in part["by_kind"].values()) == 40
+    assert a["escalations"] == a["stopped"] + a["right_escalated"] and a["escalated_wrong"] == a["stopped"]
+    assert sum(c["escalations"] for c in a["escalation_precision_by_code"].values()) >= a["escalations"]
+
+
+@pytest.mark.slow
+def test_the_intake_kind_alone_scores_its_splits(corpora_dir, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import bench_end_to_end as b
+    assert b.main(["--corpora", str(corpora_dir), "--part", "tune", "--kinds", "intake", "--no-ocr", "--limit", "9",
+                   "--no-write", "--json"]) == 0
+    [part] = json.loads(capsys.readouterr().out)
+    assert list(part["by_kind"]) == ["intake"] and part["old_kinds"] is None
+    s = part["intake"]
+    assert s["all"]["packets"] == 9 and 0 <= s["all"]["boundary_f1"] <= 1 and 0 <= s["all"]["v_measure"] <= 1
+    assert {g for g in s["groups"] if g.startswith("position:")} == {"position:first", "position:middle",
+                                                                      "position:last"}
+    assert list(s["groups"]) == sorted(s["groups"], key=lambda g: ["position", "scan", "form", "kind"].index(
+        g.split(":")[0]))
+    assert s["groups"]["scan:text layer"]["packets"] == 9
 
 
 def test_rightness_of_a_single_document_needs_every_segment_of_its_type():
