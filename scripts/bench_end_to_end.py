@@ -325,7 +325,18 @@ def intake_summary(outcomes: list[Outcome]) -> dict[str, Any] | None:
         what, _, value = g.partition(":")
         return order.get(what, 9), pos_order.get(value, 9), value
 
-    return {"all": split_figures(intake), "groups": {g: split_figures(groups[g]) for g in sorted(groups, key=key)},
+    # the false accepts: which of their forms the classifier lost (absorbed, cut), per position
+    fa = [o for o in intake if o.decision == "AUTO_ACCEPT" and not o.right_final]
+    lost: Counter[str] = Counter()
+    for o in fa:
+        for position in {pos for pos, _, ok in o.forms if not ok}:
+            lost[position] += 1
+    false_accepts = {"false_accepts": len(fa), "with_a_form_lost": sum(any(not ok for *_, ok in o.forms) for o in fa),
+                     "form_lost_first_or_last": sum(
+                         any(not ok and pos in ("first", "last") for pos, _, ok in o.forms) for o in fa),
+                     "by_position": {pos: lost[pos] for pos in ip.POSITIONS}}
+    return {"all": split_figures(intake), "false_accepts": false_accepts,
+            "groups": {g: split_figures(groups[g]) for g in sorted(groups, key=key)},
             "forms_found": {g: {"forms": len(v), "found": sum(v), "rate": _rate(sum(v), len(v))}
                             for g, v in sorted(found.items(), key=lambda kv: key(kv[0]))}}
 
@@ -515,6 +526,11 @@ def render(parts: list[dict[str, Any]], meta: dict[str, str], kinds: tuple[str, 
         if s:
             lines += ["", "### Intake packets: split and verifiers", "", INTAKE_HEAD, _intake_row("**all**", s["all"])]
             lines += [_intake_row(g.replace(":", ": "), f) for g, f in s["groups"].items()]
+            fa = s["false_accepts"]
+            lines += ["", f"- false accepts: {fa['false_accepts']}; with a form the classifier lost (absorbed into a "
+                      f"neighbour or cut): {fa['with_a_form_lost']}, of which a form first or last "
+                      f"{fa['form_lost_first_or_last']}; per position of the lost form: "
+                      + ", ".join(f"{k} {v}" for k, v in fa["by_position"].items())]
             lines += ["", "Forms found, per form (a packet's every form):", "",
                       "| | forms | found |", "|---|---:|---:|"]
             lines += [f"| {g.replace(':', ': ')} | {f['forms']} | {f['found']} ({_pct(f['rate'])}) |"
