@@ -117,7 +117,10 @@ LAYOUT_TASKS = int(os.environ.get("DOCVERIFY_LAYOUT_TASKS", "2") or 2)
                                    description="PDFs per mapped layout_parse task at least (local parser): it "
                                                "grows with the night so at most max_shards tasks run"),
         "parse_workers": Param(2, type="integer", minimum=1, maximum=16, description="Parser child processes"),
-        "parse_timeout_s": Param(60, type="number", minimum=1, description="Seconds per PDF before TIMEOUT"),
+        "parse_timeout_s": Param(60, type="number", minimum=1,
+                                 description="Seconds a PDF may take to open before TIMEOUT; then each page has "
+                                             "Variable docverify_parse_page_timeout_s, the PDF at most "
+                                             "docverify_parse_file_ceiling_s (ADR 0047)"),
     },
 )
 def clinical_doc_verification():

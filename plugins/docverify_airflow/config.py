@@ -91,6 +91,9 @@ VAR_DOCAI_PROCESSOR = "docverify_docai_processor"
 VAR_DOCAI_CONN = "docverify_docai_conn_id"
 VAR_DOCAI_POLL = "docverify_docai_poll_s"
 VAR_OCR = "docverify_ocr"
+# ADR 0047: the local parser's time budget grows with the pages (docverify.layout.pool)
+VAR_PARSE_PAGE_TIMEOUT = "docverify_parse_page_timeout_s"
+VAR_PARSE_FILE_CEILING = "docverify_parse_file_ceiling_s"
 # the CR_V2 jury over the judgment phases' findings (ADR 0012), and the V5 second opinion (ADR 0013);
 # both off by default
 VAR_JURY = "docverify_jury"
@@ -225,6 +228,7 @@ BlindReading = Annotated[Literal["instead", "before", "off"], BeforeValidator(_w
 LLMMode = Annotated[Literal["online", "batch"], BeforeValidator(_word), Accepts("an LLM mode")]
 JuryMode = Annotated[Literal["off", "cr_v2", "cr_v1"], BeforeValidator(_word), Accepts("a jury mode")]
 Seconds = Annotated[float, Field(ge=0)]
+AtLeastASecond = Annotated[float, Field(ge=1)]
 PerMinute = Annotated[float, Field(ge=0)]  # 0 = unlimited
 Count = Annotated[int, Field(ge=0)]
 AtLeastOne = Annotated[int, Field(ge=1)]
@@ -309,6 +313,13 @@ class Settings(BaseModel):
         "How PDFs become page text: local (pypdf, OCR per docverify_ocr) or document_ai (the Layout Parser "
         "processor of docverify_docai_processor)."))
     ocr: Switch = _var(VAR_OCR, "on", doc="The local layout OCRs pages without a text layer (on/off).")
+    parse_page_timeout_s: AtLeastASecond = _var(VAR_PARSE_PAGE_TIMEOUT, "60", doc=(
+        "Local layout: seconds one page of a PDF may take in the parser (a scanned page's OCR included), counted "
+        "from the previous page; a slower page stops the file (TIMEOUT naming the page). Each finished page "
+        "restarts it, so a long scan is read (ADR 0047; the DAG param parse_timeout_s is the time to open a PDF)."))
+    parse_file_ceiling_s: AtLeastASecond = _var(VAR_PARSE_FILE_CEILING, "1800", doc=(
+        "Local layout: seconds one PDF may take in the parser at most, however its pages advance (never less "
+        "than the DAG param parse_timeout_s; ADR 0047)."))
     docai_processor: str = _var(VAR_DOCAI_PROCESSOR, "", doc=(
         "The Document AI Layout Parser processor: projects/<project>/locations/<us|eu>/processors/<id>[/"
         "processorVersions/<v>] (layout document_ai only)."))

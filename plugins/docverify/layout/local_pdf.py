@@ -12,8 +12,10 @@ here; the paragraph/table rules in :mod:`docverify.layout.structure`):
 
 * :func:`parse_pdf` — in-process. Every failure is a :class:`ParseError` (library exceptions
   are wrapped), but a file that hangs or crashes PDFium hangs or crashes the caller.
-* :func:`parse_pdf_bounded` — the same in a child process killed after ``timeout_s``
-  (→ ``TIMEOUT``); a crash of the child (e.g. a segfault in PDFium) → ``CORRUPT``.
+* :func:`parse_pdf_bounded` — the same in a child process, stopped (→ ``TIMEOUT``) when opening
+  the file takes longer than ``timeout_s``, one page longer than ``page_timeout_s`` or the whole
+  file longer than ``file_ceiling_s`` (the parser reports each page it finishes,
+  :mod:`docverify.layout.progress`; ADR 0047); a crash of the child (e.g. a segfault in PDFium) → ``CORRUPT``.
 * :func:`parse_many_bounded` — a shard of files over a few long-lived child processes, each file
   still time-bounded; this is what the nightly DAG's layout task calls.
 
@@ -73,7 +75,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from docverify.domain.models import DocumentBundle, LayoutMetadata, Page
-from docverify.layout import ocr
+from docverify.layout import ocr, progress
 from docverify.layout.errors import (
     CORRUPT,
     EMPTY_FILE,
@@ -401,6 +403,7 @@ def _extract_pages(
         dense_pages = 0
         image_pages = 0
         ocr_state = _OCRState() if ocr else None
+        progress.page_done(0, n)  # opened: from here each page has the per-page budget (ADR 0047)
         for i in range(n):
             try:
                 page = doc[i]
@@ -438,6 +441,7 @@ def _extract_pages(
                     ocr_confidence=ocr_conf,
                 )
             )
+            progress.page_done(i + 1, n, ocr_state.tried if ocr_state is not None else 0)
     finally:
         doc.close()
 

@@ -1,9 +1,21 @@
 """Time-bounded parsing in child processes: a PDF that hangs or crashes PDFium costs one
 ``TIMEOUT``/``CORRUPT`` result, never the caller.
 
-* :func:`parse_pdf_bounded` — one file in a child killed after ``timeout_s``;
+* :func:`parse_pdf_bounded` — one file in a child, stopped when it runs out of time;
 * :func:`parse_many_bounded` — a shard of files over a few long-lived children, each file still
   time-bounded; what the nightly DAG's layout task calls.
+
+**A time budget that grows with the work** (ADR 0047). The parser reports each page it finishes
+(:mod:`docverify.layout.progress`: a ``progress`` message on the pipe); the parent stops a file
+
+* before its first report (opening it), after ``timeout_s`` (default 60 s) — also the whole
+  file's limit for a ``parse_fn`` that reports no pages;
+* when a page does not finish within ``page_timeout_s`` (default 60 s) of the previous report;
+* in any case after ``file_ceiling_s`` (default 1800 s, and never less than ``timeout_s``).
+
+So a 30-page scan whose pages take a few seconds each is read, and a page that hangs is stopped;
+the ``TIMEOUT`` message says which limit was hit, how many pages were read of how many, and on
+which page it stopped.
 
 Children are fresh interpreters (``python -m docverify.layout.worker SPEC``, the caller's
 ``sys.path`` and environment) speaking one JSON message per line over stdin/stdout — not
@@ -32,10 +44,18 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from docverify.domain.models import DocumentBundle
+from docverify.layout import progress
 from docverify.layout.errors import CORRUPT, TIMEOUT, TOO_LARGE, ParseError, ParseErrorDict
 from docverify.storage.limits import PARSE_WORKER_MEMORY_BYTES
 
+#: seconds a file may take before its first page report (opening it), or in all when its parse_fn
+#: reports no pages (the night's DAG param ``parse_timeout_s``)
 DEFAULT_TIMEOUT_S = 60.0
+#: seconds one page may take, counted from the previous report (Variable docverify_parse_page_timeout_s)
+DEFAULT_PAGE_TIMEOUT_S = 60.0
+#: seconds a file may take at most, however its pages advance (Variable docverify_parse_file_ceiling_s):
+#: half the layout task's 60-minute execution_timeout
+DEFAULT_FILE_CEILING_S = 1800.0
 DEFAULT_PARSE_FN = "docverify.layout.local_pdf:parse_pdf"
 
 Result = tuple[str, DocumentBundle | ParseError]
@@ -53,29 +73,35 @@ class _Message(TypedDict, total=False):
     error: ParseErrorDict
     #: the worker survived a MemoryError: the pool replaces it
     recycle: bool
+    #: pages finished so far (docverify.layout.progress): ``{"done": k, "total": n, "ocr": m}``
+    progress: dict[str, int]
 
 
 def parse_pdf_bounded(
     path: str | os.PathLike[str],
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    page_timeout_s: float = DEFAULT_PAGE_TIMEOUT_S,
+    file_ceiling_s: float = DEFAULT_FILE_CEILING_S,
     parse_fn: str | None = None,
     startup_timeout_s: float = 120.0,
     **kw: object,
 ) -> DocumentBundle:
-    """:func:`parse_pdf` in a child process that is killed after ``timeout_s`` seconds.
+    """:func:`parse_pdf` in a child process that is killed when it runs out of time: ``timeout_s``
+    to open the file, ``page_timeout_s`` per page, ``file_ceiling_s`` in all (see the module).
 
     ``kw`` are :func:`parse_pdf`'s keyword arguments (JSON-serialisable). ``parse_fn`` is an
     optional ``"module:function"`` run in the child instead of :func:`parse_pdf` (an extension
     point, also used by the tests to simulate a hang or a crash).
 
     Raises:
-        ParseError: the parse error, or ``TIMEOUT`` (child killed), or ``CORRUPT`` (child crashed,
+        ParseError: the parse error, or ``TIMEOUT`` (child stopped), or ``CORRUPT`` (child crashed,
             the message names its exit code / signal).
         RuntimeError: the child process could not even start within ``startup_timeout_s`` (an
             environment problem, not a problem of the file).
     """
-    for _path, result in _parse_many([path], workers=1, timeout_s=timeout_s, parse_fn=parse_fn,
+    limits = _Limits(timeout_s, page_timeout_s, file_ceiling_s)
+    for _path, result in _parse_many([path], workers=1, limits=limits, parse_fn=parse_fn,
                                      startup_timeout_s=startup_timeout_s, per_file_kw=None, kw=kw):
         if isinstance(result, ParseError):
             raise result
@@ -88,6 +114,8 @@ def parse_many_bounded(
     *,
     workers: int = 2,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    page_timeout_s: float = DEFAULT_PAGE_TIMEOUT_S,
+    file_ceiling_s: float = DEFAULT_FILE_CEILING_S,
     parse_fn: str | None = None,
     startup_timeout_s: float = 120.0,
     per_file_kw: Mapping[str, Mapping[str, object]] | None = None,
@@ -96,8 +124,9 @@ def parse_many_bounded(
     """Parse many PDFs in ``workers`` child processes; yield ``(path, bundle or ParseError)``.
 
     Results come in completion order (not input order), exactly one per input path; ``path`` is
-    ``str()`` of the input. Each file gets ``timeout_s`` seconds, counted from the moment its
-    worker is ready; a worker that times out or crashes is killed and replaced, so one bad file
+    ``str()`` of the input. Each file's time counts from the moment its worker is ready: ``timeout_s``
+    until the parser reports the file open, then ``page_timeout_s`` for each page, ``file_ceiling_s``
+    in all (see the module); a worker that times out or crashes is killed and replaced, so one bad file
     costs one ``TIMEOUT``/``CORRUPT`` result and a worker restart, never the shard. Workers are
     reused across files (the import of PDFium is paid once per worker). Closing the generator
     early stops the workers.
@@ -109,15 +138,30 @@ def parse_many_bounded(
         RuntimeError: a worker could not start within ``startup_timeout_s`` or died while
             starting (broken environment); failures of individual files are never raised.
     """
-    yield from _parse_many(paths, workers=workers, timeout_s=timeout_s, parse_fn=parse_fn,
-                           startup_timeout_s=startup_timeout_s, per_file_kw=per_file_kw, kw=kw)
+    yield from _parse_many(paths, workers=workers, limits=_Limits(timeout_s, page_timeout_s, file_ceiling_s),
+                           parse_fn=parse_fn, startup_timeout_s=startup_timeout_s, per_file_kw=per_file_kw, kw=kw)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """A file's time limits (see the module): to open it, per page, in all."""
+
+    open_s: float
+    page_s: float
+    ceiling_s: float
+
+    def __post_init__(self) -> None:
+        for name, value in (("timeout_s", self.open_s), ("page_timeout_s", self.page_s),
+                            ("file_ceiling_s", self.ceiling_s)):
+            if not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
 def _parse_many(
     paths: Iterable[str | os.PathLike[str]],
     *,
     workers: int,
-    timeout_s: float,
+    limits: _Limits,
     parse_fn: str | None,
     startup_timeout_s: float,
     per_file_kw: Mapping[str, Mapping[str, object]] | None,
@@ -135,7 +179,7 @@ def _parse_many(
         return json.dumps({"path": path, "kw": {**kw, **per_file.get(path, {})}}).encode()
 
     n_workers = max(1, min(int(workers), len(pending)))
-    pool = _Pool(spec, pending, n_workers, timeout_s, startup_timeout_s, job_bytes)
+    pool = _Pool(spec, pending, n_workers, limits, startup_timeout_s, job_bytes)
     try:
         yield from pool.run()
     finally:
@@ -145,10 +189,10 @@ def _parse_many(
 class _Pool:
     """The workers of one :func:`parse_many_bounded` call and their queue of files."""
 
-    def __init__(self, spec: str, pending: collections.deque[str], n_workers: int, timeout_s: float,
+    def __init__(self, spec: str, pending: collections.deque[str], n_workers: int, limits: _Limits,
                  startup_timeout_s: float, job_bytes: Callable[[str], bytes]) -> None:
         self.spec, self.pending, self.n_workers = spec, pending, n_workers
-        self.timeout_s, self.startup_timeout_s, self.job_bytes = timeout_s, startup_timeout_s, job_bytes
+        self.limits, self.startup_timeout_s, self.job_bytes = limits, startup_timeout_s, job_bytes
         self.workers: list[_Worker] = []
 
     def run(self) -> Iterator[Result]:
@@ -184,19 +228,50 @@ class _Pool:
         return out
 
     def _wait_s(self) -> float:
-        return max(0.0, min(w.deadline for w in self._busy()) - time.monotonic())
+        busy = self._busy()
+        if any(w.conn.buffered() for w in busy):  # a whole message already read from the pipe
+            return 0.0
+        return max(0.0, min(w.deadline for w in busy) - time.monotonic())
 
     def _step(self, w: _Worker, ready: Collection[object], now: float) -> Result | None:
-        """What happened to busy worker ``w``: a message, its exit, its deadline, or nothing yet."""
-        readable = w.conn.fileno() in ready
-        msg = _receive(w.conn) if readable else None
-        if msg is not None:
-            return self._on_message(w, msg)
+        """What happened to busy worker ``w``: messages (page reports, then maybe its answer), its
+        exit, its deadline, or nothing yet."""
+        readable = w.conn.fileno() in ready or w.conn.buffered()
+        if readable:
+            msg = _receive(w.conn)
+            while msg is not None and "progress" in msg:
+                self._on_progress(w, msg["progress"])
+                if not _poll(w.conn):
+                    return None  # its deadline is checked on the next round, against the new one
+                msg = _receive(w.conn)
+            if msg is not None:
+                return self._on_message(w, msg)
         if readable or w.proc.sentinel in ready or not w.proc.is_alive():
             return self._on_exit(w)
         if now >= w.deadline:
             return self._on_timeout(w)
         return None
+
+    def _on_progress(self, w: _Worker, report: Mapping[str, object]) -> None:
+        """A page report: the file now has ``page_s`` for its next page (never past its ceiling)."""
+        if w.job is None or not w.ready:
+            return
+        w.done, w.total, w.ocr = (_count(report.get(k)) for k in ("done", "total", "ocr"))
+        w.reported = True
+        self._arm(w, time.monotonic())
+
+    def _arm(self, w: _Worker, now: float) -> None:
+        """Set ``w``'s deadline and the limit it stands for: ``open`` (``open_s`` from the start, until
+        the first report), ``page`` (``page_s`` from the last report), ``ceiling`` (from the start)."""
+        lim = self.limits
+        if w.reported:
+            deadline, w.limit = now + lim.page_s, "page"
+        else:
+            deadline, w.limit = w.started + lim.open_s, "open"
+        ceiling = w.started + max(lim.ceiling_s, lim.open_s)
+        if ceiling <= deadline:
+            deadline, w.limit = ceiling, "ceiling"
+        w.deadline = deadline
 
     def _on_message(self, w: _Worker, msg: _Message) -> Result | None:
         assert w.job is not None  # _step runs for the busy workers only
@@ -237,15 +312,16 @@ class _Pool:
         return _lost(
             w, f"parse worker did not start within {self.startup_timeout_s:g} s "
                f"(machine overloaded or a broken environment)",
-            TIMEOUT, lambda name: (
-                f"{name} took longer than {self.timeout_s:g} s to parse and the parser was stopped; the file "
-                f"may be malformed or pathological: repair it (e.g. with qpdf) or route it through Document AI"))
+            TIMEOUT, lambda name: timeout_message(name, w.limit, self.limits, done=w.done, total=w.total,
+                                                  ocr=w.ocr, elapsed=time.monotonic() - w.started))
 
     def _send(self, w: _Worker, path: str) -> None:
         """Hand ``path`` to worker ``w``; if its pipe is broken (it died after its last answer), put
         the job back at the head of the queue and drop the worker (a fresh one takes the job)."""
         w.job = path
-        w.deadline = time.monotonic() + self.timeout_s
+        w.started = time.monotonic()
+        w.reported, w.done, w.total, w.ocr = False, 0, 0, 0
+        self._arm(w, w.started)
         try:
             w.conn.send_bytes(self.job_bytes(path))
         except (OSError, ValueError):
@@ -253,6 +329,44 @@ class _Pool:
             self.pending.appendleft(path)
             self.workers.remove(w)
             w.kill()
+
+
+#: the settings behind each limit, as an operator changes them for the night
+LIMIT_SETTINGS = {
+    "open": "the DAG param parse_timeout_s",
+    "page": "Variable docverify_parse_page_timeout_s",
+    "ceiling": "Variable docverify_parse_file_ceiling_s",
+}
+
+
+def timeout_message(name: str, limit: str, limits: _Limits, *, done: int, total: int, ocr: int,
+                    elapsed: float) -> str:
+    """The ``TIMEOUT`` message of a file stopped by ``limit`` (``open``, ``page`` or ``ceiling``):
+    what happened (pages read of how many, the page it stopped on, the limit and its setting) and
+    the fix. It never calls the file damaged: the parser did not say so."""
+    read = f"{done} of {total} page(s) read" + (f", {ocr} of them by OCR" if ocr else "")
+    where = f"on page {done + 1} of {total}" if done < total else f"after reading all {total} page(s)"
+    if limit == "open":
+        return (f"{name} took longer than {limits.open_s:g} s to parse without reading a page (the limit to open a "
+                f"PDF, {LIMIT_SETTINGS['open']}; for a parser that reports no pages, the whole file's) and the "
+                f"parser was stopped: raise parse_timeout_s for this run, or route it through Document AI")
+    if limit == "page" and done >= total:
+        return (f"{name}: all {total} page(s) were read ({read}) but the parser did not finish within "
+                f"{limits.page_s:g} s of the last one ({LIMIT_SETTINGS['page']}) and was stopped after "
+                f"{elapsed:.0f} s: raise docverify_parse_page_timeout_s, or route the file through Document AI")
+    if limit == "page":
+        return (f"{name}: page {done + 1} of {total} did not finish within the per-page limit of {limits.page_s:g} s "
+                f"({LIMIT_SETTINGS['page']}) and the parser was stopped after {elapsed:.0f} s with {read}; a page "
+                f"this slow is usually a dense scan OCR'd on a busy machine: raise docverify_parse_page_timeout_s, "
+                f"or route the file through Document AI")
+    return (f"{name} reached the limit of {max(limits.ceiling_s, limits.open_s):g} s per file "
+            f"({LIMIT_SETTINGS['ceiling']}) {where} with {read}, its pages still advancing, and the parser was "
+            f"stopped: raise docverify_parse_file_ceiling_s, split the file, or route it through Document AI")
+
+
+def _count(value: object) -> int:
+    """A page count from a worker's report (an int ≥ 0; anything else is 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _lost(w: _Worker, not_started: str, code: str, message: Callable[[str], str]) -> Result:
@@ -316,28 +430,41 @@ def _alive(pid: int) -> bool:
 
 
 class _PipeConn:
-    """One JSON message per line over the worker's stdin/stdout."""
+    """One JSON message per line over the worker's stdin/stdout. The output is read in chunks into
+    our own buffer (never through the file object's, which ``select`` cannot see): a worker may
+    write several lines at once (page reports, then its answer) and each is seen."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdin is not None and proc.stdout is not None  # started with stdin and stdout PIPE
         self._in, self._out = proc.stdin, proc.stdout
+        self._buf = bytearray()
 
     def fileno(self) -> int:
         return self._out.fileno()
 
+    def buffered(self) -> bool:
+        """A whole line is waiting in our buffer (``select`` on the pipe would not say so)."""
+        return b"\n" in self._buf
+
     def poll(self) -> bool:
         import select
 
-        return bool(select.select([self._out], [], [], 0)[0])
+        return self.buffered() or bool(select.select([self._out], [], [], 0)[0])
 
     def send_bytes(self, data: bytes) -> None:
         self._in.write(data + b"\n")
         self._in.flush()
 
     def recv_bytes(self) -> bytes:
-        line = self._out.readline()
-        if not line.endswith(b"\n"):
-            raise EOFError("parse worker closed its output")
+        """The next line (blocks until it is whole)."""
+        while b"\n" not in self._buf:
+            chunk = os.read(self._out.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError("parse worker closed its output")
+            self._buf += chunk
+        end = self._buf.index(b"\n") + 1
+        line = bytes(self._buf[:end])
+        del self._buf[:end]
         return line
 
     def close(self) -> None:
@@ -393,6 +520,14 @@ class _Worker:
     job: str | None = None
     ready: bool = False
     deadline: float = 0.0
+    #: the current file: when it was sent, its page reports (any yet; pages done, of, OCR'd) and
+    #: which limit ``deadline`` stands for (``startup`` until the worker is ready)
+    started: float = 0.0
+    reported: bool = False
+    done: int = 0
+    total: int = 0
+    ocr: int = 0
+    limit: str = "startup"
     proc: _ProcHandle = field(init=False)
     conn: _PipeConn = field(init=False)
 
@@ -476,6 +611,7 @@ def worker_main(spec: str) -> None:
         send({"startup_error": f"{spec}: {type(exc).__name__}: {exc}"})
         return
     send({"ready": True})
+    progress.listen(lambda done, total, ocr: send({"progress": {"done": done, "total": total, "ocr": ocr}}))
     for line in sys.stdin.buffer:
         job = json.loads(line)
         if job is None:

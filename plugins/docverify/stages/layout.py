@@ -12,7 +12,7 @@ from typing import Any, TypedDict, Unpack
 from docverify.domain.models import DocumentBundle
 from docverify.layout.docai import bundle_from_docai, load_docai_output
 from docverify.layout.errors import ParseError
-from docverify.layout.pool import parse_many_bounded
+from docverify.layout.pool import DEFAULT_FILE_CEILING_S, DEFAULT_PAGE_TIMEOUT_S, parse_many_bounded
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -205,9 +205,11 @@ def _balanced(docs: list[ManifestDoc], n: int) -> list[list[str]]:
 
 
 def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeout_s: float = 60.0,
-                      ocr: bool = True) -> StageOutcome:
+                      ocr: bool = True, page_timeout_s: float = DEFAULT_PAGE_TIMEOUT_S,
+                      file_ceiling_s: float = DEFAULT_FILE_CEILING_S) -> StageOutcome:
     """One part of the plan: its PDFs through the local parser, each in a bounded child process
-    (``ocr``: scanned pages are OCR'd there). A file that fails gets ``runs/<ds>/<doc>/error.json``
+    (``ocr``: scanned pages are OCR'd there; ``timeout_s`` to open a PDF, ``page_timeout_s`` per
+    page, ``file_ceiling_s`` per PDF: :mod:`docverify.layout.pool`). A file that fails gets ``runs/<ds>/<doc>/error.json``
     and goes to the SME queue. Writes the part's record (``_stages/layout/part_<n>.json``); a retried part
     parses its PDFs again and writes the same bundles."""
     from docverify.layout.local_pdf import PARSER_ID  # imports pypdfium2: not at DAG parse
@@ -231,7 +233,8 @@ def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeo
                 _input_refused(batch, doc, exc, stats, state)
         # a local root: each worker opens its PDF without following a link, under the root only
         kw: dict[str, Any] = {"root": root} if root is not None else {}
-        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr, **kw):
+        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr,
+                                               page_timeout_s=page_timeout_s, file_ceiling_s=file_ceiling_s, **kw):
             doc = local[path]
             problem = entry_problem(batch.store, doc.pdf_rel) \
                 if root is not None and isinstance(result, ParseError) else None
@@ -301,11 +304,14 @@ def merge_layout_local(batch: Batch, *, ocr: bool = True) -> StageOutcome:
                       seconds=round(seconds, 3))
 
 
-def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True) -> StageOutcome:
+def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True,
+                 page_timeout_s: float = DEFAULT_PAGE_TIMEOUT_S,
+                 file_ceiling_s: float = DEFAULT_FILE_CEILING_S) -> StageOutcome:
     """The whole local layout in one call (the in-process runners; the DAG maps the parts):
     :func:`plan_layout_local` in one part, :func:`layout_local_part`, :func:`merge_layout_local`."""
     for part in plan_layout_local(batch, ocr=ocr, shard_size=1, max_shards=1):
-        layout_local_part(batch, part, workers=workers, timeout_s=timeout_s, ocr=ocr)
+        layout_local_part(batch, part, workers=workers, timeout_s=timeout_s, ocr=ocr, page_timeout_s=page_timeout_s,
+                          file_ceiling_s=file_ceiling_s)
     return merge_layout_local(batch, ocr=ocr)
 
 
