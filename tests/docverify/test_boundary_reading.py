@@ -154,3 +154,17 @@ def test_familiarity_separates_real_text_from_text_it_has_never_seen(corpora_dir
 def test_an_abstention_draws_the_accept_as_the_least_confident(codes, expected):
     cls = _classification([(1, 1, "Other")]).model_dump(mode="json")
     assert sampling_confidence(cls, codes) == pytest.approx(expected)
+
+
+def test_pages_read_as_the_neighbours_type_move_the_boundary_instead_of_a_new_segment():
+    """[Other 1–2][Pathology 3–5] where page 2 reads surely as Pathology: the boundary moves to page 2."""
+    cls = _classification([(1, 2, "Other"), (3, 5, "Pathology Report")])
+    issue = Issue(issue_id="V2-0001", agent="V2", severity="MAJOR", message="m", auto_fixable=True,
+                  code="SEGMENT_BOUNDARY_MISPLACED", ig_code="IG-2",
+                  details={"segment_index": 1, "pages": [2, 2], "read_as": "Pathology Report", "probability": 0.9})
+    fixed, applied = apply_fixes(cls, [issue], attempt=0)
+    assert [(s.dominant_type, s.page_start, s.page_end, s.segment_page_count) for s in fixed.segments] == [
+        ("Other", 1, 1, 1), ("Pathology Report", 2, 5, 4)]
+    assert "moved to segment 2" in applied[0].description
+    assert not [i for i in v1_check(_bundle(["a"] * 5), fixed) + v2_rules(fixed, _bundle(["a"] * 5))
+                if i.severity in ("BLOCKER", "MAJOR")]

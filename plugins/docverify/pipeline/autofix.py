@@ -179,7 +179,9 @@ def fix_jury_flip(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
 def split_at_boundary(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
     """Split off the pages the independent reading read surely as another type at a segment's start or end
     (the issue's ``pages`` and ``read_as``) as a segment of their own: that type PRIMARY (the reading's
-    probability as its confidence, its evidence on those pages kept), every other type NO_EVIDENCE. The rest
+    probability as its confidence, its evidence on those pages kept), every other type NO_EVIDENCE — or, when
+    the segment on the other side of the boundary already is of that type, as more pages of it (the boundary
+    moves). The rest
     of the segment keeps its labels and the evidence on its own pages. Segments are renumbered in page order,
     the mixture and the overall type derived from them. Segments are found by page range, not index, so the
     issues of one attempt can all be applied; idempotent (a range that already is a segment is left)."""
@@ -195,13 +197,23 @@ def split_at_boundary(cls: ClassificationOutput, issues: list[Issue]) -> str | N
             continue
         if a != seg.page_start and b != seg.page_end:  # not at an edge: a person decides
             continue
-        new = _split_segment(seg, a, b, str(read_as), float(prob))
-        rest = _rest_of(seg, b + 1 if a == seg.page_start else seg.page_start, seg.page_end if a == seg.page_start
-                        else a - 1)
+        at_start = a == seg.page_start
+        rest = _rest_of(seg, b + 1 if at_start else seg.page_start, seg.page_end if at_start else a - 1)
         at = cls.segments.index(seg)
-        cls.segments[at:at + 1] = [new, rest] if a == seg.page_start else [rest, new]
-        done.append(f"pages {a}–{b} of segment {seg.segment_index} as {read_as}" if a != b
-                    else f"page {a} of segment {seg.segment_index} as {read_as}")
+        pages_named = f"pages {a}–{b}" if a != b else f"page {a}"
+        # the segment the pages touch on the other side of the boundary: of the type read, it takes them
+        beside = next((s for s in cls.segments if s.page_end == a - 1), None) if at_start else \
+            next((s for s in cls.segments if s.page_start == b + 1), None)
+        if beside is not None and beside.dominant_type == read_as:
+            beside.page_start, beside.page_end = min(beside.page_start, a), max(beside.page_end, b)
+            beside.segment_page_count = beside.page_end - beside.page_start + 1
+            cls.segments[at] = rest
+            done.append(f"{pages_named} of segment {seg.segment_index} moved to segment {beside.segment_index} "
+                        f"({read_as})")
+            continue
+        new = _split_segment(seg, a, b, str(read_as), float(prob))
+        cls.segments[at:at + 1] = [new, rest] if at_start else [rest, new]
+        done.append(f"{pages_named} of segment {seg.segment_index} as {read_as}")
     if not done:
         return None
     cls.segments.sort(key=lambda s: s.page_start)
