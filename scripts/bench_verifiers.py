@@ -111,6 +111,9 @@ def render(parts: list[dict[str, Any]], judge_name: str, policy_note: str) -> st
         "- trap 2 per segment (Variable `docverify_admin_trap_per_segment`, on by default, ADR 0037): a PDF "
         "holding an administrative form beside the report it concerns is no trap; `--admin-trap-whole-document` "
         "measures the strict whole-document reading.",
+        "- trap 2 counts report types at PRIMARY or EMBEDDED_RAW (Variable `docverify_admin_trap_counts_mentions`, off "
+        "by default, ADR 0046): a form classified Other that mentions a report type (MENTION_ONLY) is no trap; "
+        "`--admin-trap-counts-mentions` measures the strict letter (any level but NO_EVIDENCE).",
         "- what it cannot measure: the gold confidences are fixed (0.9), so `LOW_CONFIDENCE_PRIMARY`'s false alarms "
         "need real classifier output; the corpora are de-identified, so `PATIENT_IDENTITY_CONFLICT` is measured on "
         "invented name/MRN/DOB headers (documents naming their own patient are left out of those two rows); the "
@@ -174,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="LOW_CONFIDENCE_PRIMARY under this confidence (0 = off; default: the policy's)")
     ap.add_argument("--admin-trap-whole-document", action="store_true",
                     help="V3 trap 2 over the whole document (the strict, opt-in reading; default: per segment)")
+    ap.add_argument("--admin-trap-counts-mentions", action="store_true",
+                    help="V3 trap 2 also counts MENTION_ONLY (the strict letter, opt-in; default: PRIMARY or "
+                    "EMBEDDED_RAW only, ADR 0046)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -186,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
 
     policy = VerifyPolicy.from_overrides({
         "blocker_repair": args.blocker_repair, "patient_identity": not args.no_patient_identity,
-        "min_primary_confidence": args.min_primary_confidence, "admin_trap_per_segment": not args.admin_trap_whole_document})
+        "min_primary_confidence": args.min_primary_confidence, "admin_trap_per_segment": not args.admin_trap_whole_document,
+        "admin_trap_counts_mentions": args.admin_trap_counts_mentions})
     verify_kw: dict[str, Any] = {"policy": policy}
     parts = []
     for name in (("tune", "test") if args.part == "both" else (args.part,)):

@@ -522,7 +522,7 @@ def make_fax_cover(out: pathlib.Path) -> str:
     return doc_id
 
 
-def make_requisition(out: pathlib.Path) -> str:
+def make_requisition(out: pathlib.Path) -> tuple[str, dict]:
     doc_id = "lab_requisition_form"
     pdf = SamplePDF("Laboratory requisition form")
     pdf.add_page()
@@ -575,7 +575,31 @@ def make_requisition(out: pathlib.Path) -> str:
     pdf.gap(2)
     pdf.para("Blank form written for software testing; it describes no real person.", size=8, style="I")
     pdf.write_to(out / f"{doc_id}.pdf")
-    return doc_id
+    # the classifier's mistake of the specification's trap 2 example (slide 5): a requisition whose
+    # pathology checkbox line is read as a pathology report inside the form (EMBEDDED_RAW). A report type
+    # only *mentioned* (MENTION_ONLY, what the offline classifier says of it) is no trap (ADR 0046), so the
+    # sample carries the mistake as a companion.
+    c = classification([(1, 1, "Other", {"snippet": "LABORATORY TEST REQUISITION FORM", "page": 1,
+                                         "anchors_found": ["REQUISITION"]})], doc_id)
+    seg = c["segments"][0]
+    for tc in seg["classifications"]:
+        if tc["doc_type"] == "Other":
+            tc.update(confidence=0.8, segment_share=0.85)
+        elif tc["doc_type"] == "Pathology Report":
+            tc.update(presence_level="EMBEDDED_RAW", confidence=0.55, segment_share=0.15, top_evidence=[
+                {"snippet": "Surgical pathology (tissue) Cytology Frozen section", "page": 1,
+                 "anchors_found": ["Surgical pathology"]}])
+    for m in c["document_mixture"]:
+        if m["doc_type"] == "Other":
+            m["overall_share"] = 0.85
+        elif m["doc_type"] == "Pathology Report":
+            m.update(presence_level="EMBEDDED_RAW", overall_share=0.15)
+    seg["reasoning"] = ("Laboratory requisition form; its anatomic pathology section is read as pathology "
+                        "content embedded in the form.")
+    c["self_evaluation"] = {"confidence": 0.8, "notes": "Sample companion: the spec's trap 2 example "
+                            "(a requisition with Pathology Report EMBEDDED_RAW)."}
+    c["classifier"] = "external"
+    return doc_id, c
 
 
 MIXED_PAGES = [
@@ -787,12 +811,12 @@ def main(argv: list[str] | None = None) -> int:
     companions: dict[str, dict] = {}
     builders: list[Callable[[pathlib.Path], str]] = [
         lambda o: make_pathology(o, corpora), lambda o: make_radiology(o, corpora), lambda o: make_note(o, corpora),
-        make_genomic, make_fax_cover, make_requisition, make_mixed, make_radiology_mention,
+        make_genomic, make_fax_cover, make_mixed, make_radiology_mention,
         lambda o: make_scanned(o, corpora), make_corrupt,
     ]
     for build in builders:
         written.append(build(out))
-    for build_pair in (make_quest_cbc, make_retry_shares, make_fabricated):
+    for build_pair in (make_quest_cbc, make_requisition, make_retry_shares, make_fabricated):
         doc_id, c = build_pair(out)
         ClassificationOutput.model_validate(c)
         (out / f"{doc_id}.classification.json").write_text(json.dumps(c, indent=2) + "\n", encoding="utf-8")

@@ -312,6 +312,10 @@ def _policy_flags(sv: argparse.ArgumentParser) -> None:
     sv.add_argument("--admin-trap-per-segment", action=on_off, default=D.admin_trap_per_segment,
                     help="V3 trap 2 per segment (off: the strict whole-document reading; default: "
                     f"{'on' if D.admin_trap_per_segment else 'off'})")
+    sv.add_argument("--admin-trap-counts-mentions", action=on_off, default=D.admin_trap_counts_mentions,
+                    help="V3 trap 2 also counts a report type at MENTION_ONLY (on: the strict letter, any level but "
+                    "NO_EVIDENCE; off: PRIMARY or EMBEDDED_RAW only, ADR 0046; default: "
+                    f"{'on' if D.admin_trap_counts_mentions else 'off'})")
     sv.add_argument("--label-text-guard", action=on_off, default=D.label_text_guard,
                     help="with --model: the offline label-versus-text check beside the model's V2 judgment (default: "
                     f"{'on' if D.label_text_guard else 'off'})")

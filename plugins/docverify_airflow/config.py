@@ -108,6 +108,7 @@ VAR_CHECK_PATIENT_IDENTITY = "docverify_check_patient_identity"
 VAR_MIN_PRIMARY_CONFIDENCE = "docverify_min_primary_confidence"
 VAR_LABEL_TEXT_GUARD = "docverify_label_text_guard"
 VAR_ADMIN_TRAP_PER_SEGMENT = "docverify_admin_trap_per_segment"
+VAR_ADMIN_TRAP_COUNTS_MENTIONS = "docverify_admin_trap_counts_mentions"
 VAR_SME_ASSIGNEES = "docverify_sme_assignees"
 VAR_AUDIT_RATE = "docverify_audit_rate"
 VAR_AUDIT_ALERT_RATE = "docverify_audit_alert_rate"
@@ -292,6 +293,7 @@ POLICY_FIELDS: dict[str, str] = {
     "min_primary_confidence": "min_primary_confidence",
     "label_text_guard": "label_text_guard",
     "admin_trap_per_segment": "admin_trap_per_segment",
+    "admin_trap_counts_mentions": "admin_trap_counts_mentions",
 }
 
 
@@ -383,6 +385,9 @@ class Settings(BaseModel):
                                   doc=P.VerifyPolicy.model_fields["label_text_guard"].description or "")
     admin_trap_per_segment: Switch = _var(VAR_ADMIN_TRAP_PER_SEGMENT, _on_off_default(P.ADMIN_TRAP_PER_SEGMENT),
                                         doc=P.VerifyPolicy.model_fields["admin_trap_per_segment"].description or "")
+    admin_trap_counts_mentions: Switch = _var(
+        VAR_ADMIN_TRAP_COUNTS_MENTIONS, _on_off_default(P.ADMIN_TRAP_COUNTS_MENTIONS),
+        doc=P.VerifyPolicy.model_fields["admin_trap_counts_mentions"].description or "")
     sme_assignees: str = _var(VAR_SME_ASSIGNEES, "", doc=(
         "Comma-separated SME reviewers of the review packets when the sme_review DAG's assignees param is "
         "empty."))
@@ -604,7 +609,8 @@ def judge(s: Settings | None = None) -> Judge:
 def policy(s: Settings | None = None) -> P.VerifyPolicy:
     """The verification policy of the Variables ``docverify_blocker_repair`` (off),
     ``docverify_check_patient_identity`` (on), ``docverify_min_primary_confidence`` (0 = off) and
-    ``docverify_label_text_guard`` (on) and ``docverify_admin_trap_per_segment`` (on) (:data:`POLICY_FIELDS`):
+    ``docverify_label_text_guard`` (on), ``docverify_admin_trap_per_segment`` (on) and
+    ``docverify_admin_trap_counts_mentions`` (off) (:data:`POLICY_FIELDS`):
     the tasks pass it to the verify and retry stages (in their :class:`~docverify.pipeline.document.VerifyDeps`) and to
     the batch-mode collect pass (``policy=…``), never through the judge."""
     s = s or Settings.load()

@@ -28,7 +28,10 @@ REPAIR = VerifyPolicy(blocker_repair=True)
 def test_the_defaults_are_the_module_constants_and_the_object_is_frozen():
     assert DEFAULT_POLICY == VerifyPolicy() == VerifyPolicy(
         blocker_repair=P.BLOCKER_REPAIR, patient_identity=P.PATIENT_IDENTITY,
-        min_primary_confidence=P.MIN_PRIMARY_CONFIDENCE, label_text_guard=P.LABEL_TEXT_GUARD)
+        min_primary_confidence=P.MIN_PRIMARY_CONFIDENCE, label_text_guard=P.LABEL_TEXT_GUARD,
+        admin_trap_per_segment=P.ADMIN_TRAP_PER_SEGMENT, admin_trap_counts_mentions=P.ADMIN_TRAP_COUNTS_MENTIONS)
+    # trap 2: per segment (ADR 0037), PRIMARY/EMBEDDED_RAW only (ADR 0046)
+    assert (DEFAULT_POLICY.admin_trap_per_segment, DEFAULT_POLICY.admin_trap_counts_mentions) == (True, False)
     assert (DEFAULT_POLICY.blocker_repair, DEFAULT_POLICY.min_primary_confidence) == (False, 0.2)
     with pytest.raises(ValidationError):
         DEFAULT_POLICY.blocker_repair = True  # type: ignore[misc]
@@ -206,6 +209,38 @@ def test_the_cli_switches_the_repair_on_with_a_flag(tmp_path, capsys):
     assert decisions == [("ESCALATE_TO_SME", 1), ("AUTO_ACCEPT", 7), ("ESCALATE_TO_SME", 1)]
     assert main(args + ["--min-primary-confidence", "1.5"]) == 2
     assert json.loads(capsys.readouterr().out)["error"] == "INVALID_ARGUMENT"
+
+
+def test_the_cli_counts_mentions_for_trap_2_only_with_its_flag(tmp_path, capsys):
+    """ADR 0046 through ``verify``: a requisition classified Other with Pathology Report MENTION_ONLY
+    is accepted by default and escalated by trap 2 with ``--admin-trap-counts-mentions``."""
+    from docverify.cli import main
+
+    form = ("LABORATORY REQUISITION AND RECORDS REQUEST\nPatient name: SAMPLE, PATIENT\n"
+            "Records requested: pathology, radiology.\nDeliver to the requesting clinic by courier.\n"
+            "Signature of the requesting provider: ____________  Date: ________")
+    b = bundle([form], "roi")
+
+    def shape(c):
+        path = next(tc for tc in c["segments"][0]["classifications"] if tc["doc_type"] == "Pathology Report")
+        path.update(presence_level="MENTION_ONLY", confidence=0.3, segment_share=0.0,
+                    top_evidence=[{"snippet": "Records requested: pathology, radiology.", "page": 1,
+                                   "anchors_found": []}])
+        next(m for m in c["document_mixture"] if m["doc_type"] == "Pathology Report").update(
+            presence_level="MENTION_ONLY")
+
+    c = mutate(classification([(1, 1, "Other", {"snippet": "LABORATORY REQUISITION AND RECORDS REQUEST", "page": 1,
+                                                "anchors_found": []})], "roi"), shape)
+    (tmp_path / "b.json").write_text(b.model_dump_json())
+    (tmp_path / "c.json").write_text(json.dumps(c))
+    args = ["verify", "--bundle", str(tmp_path / "b.json"), "--classification", str(tmp_path / "c.json")]
+    routes = []
+    for extra in ([], ["--admin-trap-counts-mentions"], ["--admin-trap-counts-mentions", "--no-admin-trap-per-segment"]):
+        assert main(args + extra) == 0
+        out = json.loads(capsys.readouterr().out)
+        codes = [i["code"] for a in out["attempts"] for i in a["issues"]]
+        routes.append((out["final_decision"], "TRAP_ADMIN_DOCUMENT" in codes))
+    assert routes == [("AUTO_ACCEPT", False), ("ESCALATE_TO_SME", True), ("ESCALATE_TO_SME", True)]
 
 
 def test_one_constructor_from_a_mapping_of_overrides():

@@ -10,7 +10,7 @@ import pytest
 
 from docverify.domain.models import ClassificationOutput
 
-COMPANIONS = ("quest_cbc_panel", "retry_shares", "fabricated_evidence")
+COMPANIONS = ("quest_cbc_panel", "lab_requisition_form", "retry_shares", "fabricated_evidence")
 EXPECTED_PDFS = {
     "path_tcga_19-1787", "radiology_iu_101", "note_mts_19", "genomic_brca_ngs", "quest_cbc_panel",
     "fax_cover_sheet", "lab_requisition_form", "mixed_genomic_then_note", "retry_shares",
@@ -85,7 +85,7 @@ def test_companion_is_a_classification_output(samples, doc_id):
     assert all(1 <= s["page_start"] <= s["page_end"] <= pages for s in c["segments"])
 
 
-@pytest.mark.parametrize("doc_id", ["retry_shares", "quest_cbc_panel"])
+@pytest.mark.parametrize("doc_id", ["retry_shares", "quest_cbc_panel", "lab_requisition_form"])
 def test_evidence_is_on_its_pdf_page(samples, doc_id):
     texts = [norm(t) for t in page_texts(samples / f"{doc_id}.pdf")]
     evs = list(evidence(companion(samples, doc_id)))
@@ -117,6 +117,18 @@ def test_quest_companion_is_the_trap(samples):
     genomic = next(tc for tc in c["segments"][0]["classifications"] if tc["doc_type"] == "Genomic Report")
     assert genomic["presence_level"] == "PRIMARY"
     assert "quest diagnostics" in norm(page_texts(samples / "quest_cbc_panel.pdf")[0])
+
+
+def test_requisition_companion_is_the_spec_trap_2(samples):
+    """The specification's trap 2 example (slide 5): a requisition with Pathology Report EMBEDDED_RAW.
+    A report type the form only mentions (MENTION_ONLY) would be no trap (ADR 0046)."""
+    c = companion(samples, "lab_requisition_form")
+    [seg] = c["segments"]
+    levels = {tc["doc_type"]: tc["presence_level"] for tc in seg["classifications"]}
+    assert levels == {"Clinical Note": "NO_EVIDENCE", "Pathology Report": "EMBEDDED_RAW", "Genomic Report": "NO_EVIDENCE",
+                      "Radiology Report": "NO_EVIDENCE", "Other": "PRIMARY"}
+    assert seg["dominant_type"] == c["dominant_type_overall"] == "Other"
+    assert "requisition" in norm(page_texts(samples / "lab_requisition_form.pdf")[0])
 
 
 def test_text_samples_have_text_on_every_page(samples):

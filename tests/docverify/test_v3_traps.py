@@ -331,3 +331,93 @@ def test_mention_only_reads_the_opening_of_the_segment_that_is_labelled():
     only = classification([(1, 2, "Pathology Report", {**PATH_EV, "page": 2})])
     # the control: one segment opening with the release form only mentions pathology
     assert [i.code for i in judge(b, only)] == ["TRAP_CONTEXT"]
+
+
+# --------------------------------------------------------------------------- trap 2 and MENTION_ONLY (ADR 0046)
+
+ROI_FORM = ("LABORATORY REQUISITION AND RECORDS REQUEST\nRecords requested: pathology, radiology.\n"
+            "Deliver to the requesting clinic.")
+ROI_EV = {"snippet": "LABORATORY REQUISITION AND RECORDS REQUEST", "page": 1, "anchors_found": []}
+
+
+def _form_with_pathology_at(level: str, pages: list[str] | None = None):
+    """A form rightly classified Other whose classification gives Pathology Report ``level`` (in its
+    segment and in the mixture), evidence quoted from the form."""
+    b = bundle(pages or [ROI_FORM])
+
+    def shape(c):
+        path = next(tc for tc in c["segments"][0]["classifications"] if tc["doc_type"] == "Pathology Report")
+        path.update(presence_level=level, confidence=0.3,
+                    top_evidence=[{"snippet": "Records requested: pathology, radiology.", "page": 1, "anchors_found": []}])
+        next(m for m in c["document_mixture"] if m["doc_type"] == "Pathology Report").update(presence_level=level)
+
+    return b, ClassificationOutput.model_validate(mutate(classification([(1, 1, "Other", ROI_EV)]), shape))
+
+
+def _trap2(b, c, **overrides) -> list:
+    from docverify.domain.policy import VerifyPolicy
+    from docverify.verify.v3_traps import SPEC
+
+    return [i for i in SPEC.rule_phase(b, c, VerifyPolicy.from_overrides(overrides)) if i.code == "TRAP_ADMIN_DOCUMENT"]
+
+
+@pytest.mark.parametrize("per_segment", [True, False])
+def test_trap2_a_form_that_only_mentions_a_report_type_is_no_trap_by_default(per_segment):
+    """ADR 0046: a requisition classified Other with Pathology Report MENTION_ONLY is what the
+    specification recommends for a mentioned type; by default (either reading of "the document")
+    it is no trap, and the strict letter (``admin_trap_counts_mentions``) escalates it."""
+    from docverify.domain.policy import DEFAULT_POLICY
+
+    assert DEFAULT_POLICY.admin_trap_counts_mentions is False
+    b, c = _form_with_pathology_at("MENTION_ONLY")
+    assert _trap2(b, c, admin_trap_per_segment=per_segment) == []
+    [issue] = _trap2(b, c, admin_trap_per_segment=per_segment, admin_trap_counts_mentions=True)
+    assert (issue.severity, issue.details["doc_type"], issue.details["presence_level"]) == (
+        "BLOCKER", "Pathology Report", "MENTION_ONLY")
+    assert "requisition" in issue.details["keywords"]
+    assert issue.message.endswith("but Pathology Report marked MENTION_ONLY")
+
+
+@pytest.mark.parametrize("per_segment", [True, False])
+@pytest.mark.parametrize("counts_mentions", [True, False])
+@pytest.mark.parametrize("level", ["PRIMARY", "EMBEDDED_RAW"])
+def test_trap2_primary_and_embedded_raw_trigger_in_every_mode(level, counts_mentions, per_segment):
+    """The spec's own example (a requisition with Pathology Report EMBEDDED_RAW) and a form called a
+    report are BLOCKERs whatever the switches."""
+    b, c = _form_with_pathology_at(level)
+    [issue] = _trap2(b, c, admin_trap_per_segment=per_segment, admin_trap_counts_mentions=counts_mentions)
+    assert (issue.severity, issue.details["presence_level"]) == ("BLOCKER", level)
+
+
+def test_trap2_a_mention_beside_another_segment_in_both_readings():
+    """A form (Other, Pathology Report MENTION_ONLY) beside a clinical note of its own segment. Whole
+    document: the keyword is the form's, the level the strongest over the segments (the mention); per
+    segment: the form's own segment. Neither fires by default; both fire in strict mode, each
+    where its reading puts it."""
+    note = "PROGRESS NOTE\nHISTORY OF PRESENT ILLNESS: follow-up visit.\nASSESSMENT AND PLAN: continue therapy."
+    b = bundle([ROI_FORM, note])
+    ev_note = {"snippet": "ASSESSMENT AND PLAN: continue therapy.", "page": 2, "anchors_found": []}
+
+    def shape(c):
+        path = next(tc for tc in c["segments"][0]["classifications"] if tc["doc_type"] == "Pathology Report")
+        path.update(presence_level="MENTION_ONLY", confidence=0.3,
+                    top_evidence=[{"snippet": "Records requested: pathology, radiology.", "page": 1, "anchors_found": []}])
+        next(m for m in c["document_mixture"] if m["doc_type"] == "Pathology Report").update(
+            presence_level="MENTION_ONLY")
+
+    c = ClassificationOutput.model_validate(
+        mutate(classification([(1, 1, "Other", ROI_EV), (2, 2, "Clinical Note", ev_note)]), shape))
+    for per_segment in (True, False):
+        assert _trap2(b, c, admin_trap_per_segment=per_segment) == []
+    [whole] = _trap2(b, c, admin_trap_per_segment=False, admin_trap_counts_mentions=True)
+    assert whole.location == "document_mixture → Pathology Report" and whole.details["presence_level"] == "MENTION_ONLY"
+    [seg] = _trap2(b, c, admin_trap_per_segment=True, admin_trap_counts_mentions=True)
+    assert seg.location == "segments[1] → Pathology Report" and seg.details["segment_index"] == 1
+
+
+def test_trap2_rule_phase_keywords_default_to_the_letter():
+    """``rule_phase`` called without the policy reads the specification's letter (as with
+    ``per_segment``): the verifier passes the policy's readings."""
+    b, c = _form_with_pathology_at("MENTION_ONLY")
+    assert [i.code for i in v3_traps.rule_phase(b, c)] == ["TRAP_ADMIN_DOCUMENT"]
+    assert v3_traps.rule_phase(b, c, counts_mentions=False) == []

@@ -189,7 +189,8 @@ GCS_REQUESTS_PER_DOCUMENT = 13
 def test_sample_batch_stages_on_gcs(gcs_root, gcs_emulator):
     expected = expected_routes()
     store = gcs_store(gcs_root)
-    assert _upload_samples(store) == len(expected) + 3  # 13 PDFs + 3 companion classifications
+    # 13 PDFs + their companion classifications (4)
+    assert _upload_samples(store) == len(expected) + len(list(SAMPLES.glob("*.classification.json"))) == 17
     b = Batch(store=store, ds=DS, run_id="gcs-test")
     start = gcs_emulator.request_count()
     out = run_night(b)

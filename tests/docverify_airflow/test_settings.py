@@ -226,9 +226,15 @@ def test_the_verification_policy_comes_from_its_variables():
 
     assert config.policy(config.Settings.parse({})) == DEFAULT_POLICY
     s = config.Settings.parse({"docverify_blocker_repair": "on", "docverify_check_patient_identity": "off",
-                               "docverify_min_primary_confidence": "0.5", "docverify_label_text_guard": "off"})
+                               "docverify_min_primary_confidence": "0.5", "docverify_label_text_guard": "off",
+                               "docverify_admin_trap_per_segment": "off",
+                               "docverify_admin_trap_counts_mentions": "on"})
     assert config.policy(s) == VerifyPolicy(blocker_repair=True, patient_identity=False, min_primary_confidence=0.5,
-                                            label_text_guard=False)
+                                            label_text_guard=False, admin_trap_per_segment=False,
+                                            admin_trap_counts_mentions=True)
+    # every policy switch has its Variable (ADR 0022): a new VerifyPolicy field needs one
+    assert set(config.POLICY_FIELDS.values()) == set(VerifyPolicy.model_fields)
+    assert config.Settings.variable("admin_trap_counts_mentions") == "docverify_admin_trap_counts_mentions"
 
 
 def test_the_processor_is_parsed_by_the_client_helpers():

@@ -23,6 +23,12 @@ them, and :data:`DEFAULT_POLICY` is what a caller that passes no policy gets.
   of the specification for segmented documents (ADR 0037: "the document" of trap 2 is the segment).
   Off = the strict whole-document reading, opt-in: keywords anywhere in the document and a report
   type anywhere not NO_EVIDENCE.
+* ``admin_trap_counts_mentions`` (``docverify_admin_trap_counts_mentions``, off): V3's trap 2 counts a
+  report type at PRIMARY or EMBEDDED_RAW only, so an administrative form rightly classified Other whose
+  classification records that it *mentions* a report type (a release form listing "pathology,
+  radiology" among the records to release) at MENTION_ONLY — the level the specification itself
+  recommends for a type a document only mentions — is not a trap (ADR 0046). On = the letter of the
+  specification, opt-in: any level but NO_EVIDENCE triggers it.
 * ``label_text_guard`` (``docverify_label_text_guard``, on): with a judge whose V2 judgment is
   not the offline lexical one (the LLM judge), V2's outcome also carries the offline
   label-versus-text check (``LABEL_TEXT_MISMATCH``, run ``phase="guard"``).
@@ -40,6 +46,7 @@ PATIENT_IDENTITY = True
 MIN_PRIMARY_CONFIDENCE = 0.2
 LABEL_TEXT_GUARD = True
 ADMIN_TRAP_PER_SEGMENT = True
+ADMIN_TRAP_COUNTS_MENTIONS = False
 
 
 class VerifyPolicy(BaseModel):
@@ -60,6 +67,10 @@ class VerifyPolicy(BaseModel):
         ADMIN_TRAP_PER_SEGMENT, description="V3 trap 2 reads each segment's own text against that segment's levels "
         "(the project's reading of the specification for segmented documents, ADR 0037; off: the strict "
         "whole-document reading, keywords anywhere against every segment).")
+    admin_trap_counts_mentions: bool = Field(
+        ADMIN_TRAP_COUNTS_MENTIONS, description="V3 trap 2 also counts a report type at MENTION_ONLY (the letter of "
+        "the specification, any level but NO_EVIDENCE; off, the default: PRIMARY or EMBEDDED_RAW only, so a form "
+        "classified Other that mentions a report type is no trap, ADR 0046).")
     label_text_guard: bool = Field(
         LABEL_TEXT_GUARD, description="Beside a non-offline V2 judgment, the offline label-versus-text check "
         "(LABEL_TEXT_MISMATCH) as a 'guard' phase.")

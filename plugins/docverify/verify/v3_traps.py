@@ -4,6 +4,9 @@ Rule phase (data in ``include/rules/traps.json``):
 
 1. a routine-lab vendor in ``vendor_signals`` and Genomic Report PRIMARY → BLOCKER;
 2. administrative keywords in the document and a report type that is not NO_EVIDENCE → BLOCKER;
+   by default read per segment (ADR 0037) and counting a report type at PRIMARY or EMBEDDED_RAW only:
+   MENTION_ONLY, the specification's own remedy for a type a document only mentions, does not
+   trigger it (ADR 0046; policy ``admin_trap_counts_mentions`` restores the letter);
 3. header/footer patterns (page X of Y, fax numbers, MRN, date of birth) in evidence → MINOR.
 
 Every text (page text, vendor_signals, evidence snippets) is matched in
@@ -123,7 +126,17 @@ def _vendors(pairs: Terms, texts: list[str]) -> list[str]:
     return sorted({name for name, rx in pairs for t in texts if rx.search(t)})
 
 
-def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment: bool = False) -> list[Issue]:
+#: the levels at which a report type counts for trap 2 (ADR 0046): a report type *in* the document
+TRAP2_LEVELS = frozenset({"PRIMARY", "EMBEDDED_RAW"})
+#: ... and with ``counts_mentions`` (the specification's letter: any level but NO_EVIDENCE)
+TRAP2_LEVELS_STRICT = frozenset({"PRIMARY", "EMBEDDED_RAW", "MENTION_ONLY"})
+
+
+def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment: bool = False,
+               counts_mentions: bool = True) -> list[Issue]:
+    """The three rule traps. The keywords' defaults are the specification's letter (trap 2 over the
+    whole document, any level but NO_EVIDENCE); the verifier passes the policy's readings
+    (``admin_trap_per_segment``, ``admin_trap_counts_mentions``: per segment, PRIMARY/EMBEDDED_RAW)."""
     r = _rules()
     issues: list[Issue] = []
 
@@ -144,6 +157,11 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment
     # against that segment's levels, so that a PDF holding a prior-authorization form and, in a
     # segment of its own, the pathology report it asks for is not an administrative document
     # classified as a report (the form's segment must be Other). One segment: the same rule.
+    # Without ``counts_mentions`` (policy ``admin_trap_counts_mentions`` off, ADR 0046) a report type
+    # counts at PRIMARY or EMBEDDED_RAW: a form classified Other that records the report types it
+    # *mentions* ("pathology, radiology" among the records to release) at MENTION_ONLY — what the
+    # specification recommends for a mentioned type — is not an administrative document called a report.
+    counted = TRAP2_LEVELS_STRICT if counts_mentions else TRAP2_LEVELS
     scopes: list[tuple[Segment | None, str, dict[str, str]]] = (
         [(seg, segment_text(bundle, seg), {tc.doc_type: tc.presence_level for tc in seg.classifications})
          for seg in cls.segments] if per_segment
@@ -154,7 +172,7 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment
             continue
         for rt in r["report_types"]:
             level = levels.get(rt, "NO_EVIDENCE")
-            if level != "NO_EVIDENCE":
+            if level in counted:
                 quoted = ", ".join(f"'{k}'" for k in keywords)
                 where = f" in segment {seg.segment_index}" if seg is not None and len(cls.segments) > 1 else ""
                 issues.append(make_issue(
@@ -279,7 +297,8 @@ def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> 
 
 
 def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy: VerifyPolicy) -> list[Issue]:
-    return rule_phase(bundle, cls, per_segment=policy.admin_trap_per_segment)
+    return rule_phase(bundle, cls, per_segment=policy.admin_trap_per_segment,
+                      counts_mentions=policy.admin_trap_counts_mentions)
 
 
 SPEC = VerifierSpec(
