@@ -66,7 +66,7 @@ def _report_pages(corpora_dir, doc_type: str, k: int) -> list[list[str]]:
 def test_the_reader_ships_a_boundary_and_a_novelty_threshold():
     r = ind.default_reader()
     assert r.boundary_threshold >= max(r.page_threshold, r.short_threshold)
-    assert 0 < r.novelty_threshold < 1
+    assert 0 < r.novelty_threshold < 1 and 0 < r.novelty_short_threshold < 1
     assert len(r.centroid_cols) == len(r.centroid_rows) == len(r.centroid_vals) > 0
 
 
@@ -133,11 +133,24 @@ def test_an_unfamiliar_text_makes_the_reading_abstain_instead_of_disagreeing(cor
     b = _bundle(pages)
     wrong = _classification([(1, b.total_pages, "Pathology Report")])
     reader = ind.default_reader()
-    [disagrees] = ind.disagreements(b, wrong, dataclasses.replace(reader, novelty_threshold=0.0))
+    never = dataclasses.replace(reader, novelty_threshold=0.0, novelty_short_threshold=0.0)
+    [disagrees] = ind.disagreements(b, wrong, never)
     assert disagrees.code == "INDEPENDENT_READING_DISAGREES" and "familiarity" in disagrees.details
-    [abstains] = ind.disagreements(b, wrong, dataclasses.replace(reader, novelty_threshold=1.01))
+    always = dataclasses.replace(reader, novelty_threshold=1.01, novelty_short_threshold=1.01)
+    [abstains] = ind.disagreements(b, wrong, always)
     assert abstains.code == "INDEPENDENT_READING_ABSTAINS" and abstains.severity == "MINOR"
     assert abstains.details["read_as"] == "Radiology Report" and "abstains" in abstains.message
+
+
+def test_a_reading_of_other_never_abstains(corpora_dir):
+    """"Other" is the open class: a form page in a report's segment is reported however unfamiliar it is."""
+    form = _form_pages(corpora_dir, 1)[0]
+    report = _report_pages(corpora_dir, "Pathology Report", 1)[0]
+    b = _bundle([*report, form])
+    always = dataclasses.replace(ind.default_reader(), novelty_threshold=1.01, novelty_short_threshold=1.01)
+    issues = ind.disagreements(b, _classification([(1, b.total_pages, "Pathology Report")]), always)
+    assert [i.code for i in issues if i.details["read_as"] == "Other"] in (
+        ["SEGMENT_BOUNDARY_MISPLACED"], ["INDEPENDENT_READING_DISAGREES"])
 
 
 def test_familiarity_separates_real_text_from_text_it_has_never_seen(corpora_dir):
@@ -146,7 +159,7 @@ def test_familiarity_separates_real_text_from_text_it_has_never_seen(corpora_dir
     assert reader.familiarity(pages[0]) >= reader.novelty_threshold
     # the same letters, words scrambled into strings no corpus holds
     scrambled = " ".join(w[::-1] + "qx" for w in pages[0].split())
-    assert reader.familiarity(scrambled) < reader.novelty_threshold
+    assert reader.familiarity(scrambled) < min(reader.novelty_threshold, reader.novelty_short_threshold)
 
 
 @pytest.mark.parametrize("codes, expected", [([], 0.9), (["EVIDENCE_MISSING"], 0.9),

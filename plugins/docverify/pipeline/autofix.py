@@ -189,7 +189,8 @@ def split_at_boundary(cls: ClassificationOutput, issues: list[Issue]) -> str | N
     for issue in issues:
         d = issue.details or {}
         pages, read_as, prob = d.get("pages"), d.get("read_as"), d.get("probability")
-        if not (isinstance(pages, list) and len(pages) == 2 and read_as in DOC_TYPES and is_number(prob)):
+        if not (isinstance(pages, list) and len(pages) == 2 and read_as in DOC_TYPES
+                and isinstance(prob, (int, float)) and not isinstance(prob, bool)):
             continue
         a, b = int(pages[0]), int(pages[1])
         seg = next((s for s in cls.segments if s.page_start <= a and b <= s.page_end), None)

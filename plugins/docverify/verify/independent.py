@@ -50,6 +50,7 @@ MIN_PAGE_LETTERS = 400
 SHORT_MIN_LETTERS = 100
 _TOKEN = re.compile(r"[a-z][a-z0-9]+")
 _LETTERS = re.compile(r"[A-Za-z]")
+OTHER = "Other"
 
 
 class ReaderUnavailable(RuntimeError):
@@ -87,8 +88,11 @@ class Reader:
     #: a run of pages at a segment's edge read as another type at least this surely is a boundary to move
     #: (``SEGMENT_BOUNDARY_MISPLACED``, fixed without a person); below it a person decides
     boundary_threshold: float
-    #: a text whose familiarity is below this is unlike the training material: the reading abstains
+    #: a text whose familiarity is below this (a page or segment of MIN_PAGE_LETTERS letters or more) or below
+    #: ``novelty_short_threshold`` (a shorter one) is unlike the training material: a reading of a clinical
+    #: type on it abstains
     novelty_threshold: float
+    novelty_short_threshold: float
     #: the k-means centroids of the training samples, sparse, sorted by column: (column, centroid, value)
     centroid_cols: np.ndarray  # int64, sorted
     centroid_rows: np.ndarray  # int64
@@ -148,7 +152,7 @@ class Reader:
     def read(self, text: str) -> Reading:
         """The probabilities of ``text`` and its familiarity, from one vector."""
         cols, vals = self.vector(text)
-        return Reading(self._probabilities(cols, vals), self._familiarity(cols, vals))
+        return Reading(self._probabilities(cols, vals), self._familiarity(cols, vals), letters(text))
 
     def probabilities(self, text: str) -> dict[str, float]:
         """P(type | text) over the five types."""
@@ -171,9 +175,16 @@ class Reading:
 
     probs: dict[str, float]
     familiarity: float
+    letters: int
 
-    def unfamiliar(self, reader: Reader) -> bool:
-        return self.familiarity < reader.novelty_threshold
+    def novelty_threshold(self, reader: Reader) -> float:
+        return reader.novelty_threshold if self.letters >= MIN_PAGE_LETTERS else reader.novelty_short_threshold
+
+    def abstains(self, reader: Reader, read_as: str) -> bool:
+        """Whether a reading of ``read_as`` on this text is withheld: a clinical type read on a text less
+        familiar than its length class's threshold. "Other" is the open class (a text unlike the reports the
+        reader learned from is evidence for it): a reading of Other never abstains."""
+        return read_as != OTHER and self.familiarity < self.novelty_threshold(reader)
 
 
 def load(path: pathlib.Path | str | None = None) -> Reader:
@@ -192,7 +203,8 @@ def load(path: pathlib.Path | str | None = None) -> Reader:
     classes = tuple(str(c) for c in data["classes"])
     if set(classes) != set(DOC_TYPES):
         raise ReaderUnavailable(f"{p}: its classes {classes} are not the five document types; retrain it")
-    missing = {"boundary_threshold", "novelty_threshold", "centroid_rows", "centroid_cols", "centroid_vals"} - set(data)
+    missing = {"boundary_threshold", "novelty_threshold", "novelty_short_threshold", "centroid_rows",
+               "centroid_cols", "centroid_vals"} - set(data)
     if missing:
         raise ReaderUnavailable(f"{p} has no {', '.join(sorted(missing))} (an older artefact): rebuild it with "
                                 "`make independent-reader`")
@@ -203,6 +215,7 @@ def load(path: pathlib.Path | str | None = None) -> Reader:
                   page_threshold=float(data["page_threshold"]), short_threshold=float(data["short_threshold"]),
                   boundary_threshold=float(data["boundary_threshold"]),
                   novelty_threshold=float(data["novelty_threshold"]),
+                  novelty_short_threshold=float(data["novelty_short_threshold"]),
                   centroid_cols=data["centroid_cols"].astype(np.int64)[order],
                   centroid_rows=data["centroid_rows"].astype(np.int64)[order],
                   centroid_vals=data["centroid_vals"].astype(np.float32)[order],
@@ -272,28 +285,29 @@ def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Rea
 
 
 def _read_how(reading: Reading, r: Reader) -> dict[str, object]:
-    return {"familiarity": round(reading.familiarity, 4), "novelty_threshold": r.novelty_threshold}
+    return {"familiarity": round(reading.familiarity, 4), "novelty_threshold": reading.novelty_threshold(r)}
 
 
 def _abstains(seg: Segment, own: str, other: str, p: float, pages: tuple[int, int], familiarity: float,
-              r: Reader, base: dict[str, object]) -> Issue:
+              threshold: float, base: dict[str, object]) -> Issue:
     where = page_span(*pages)
     return make_issue(
         "INDEPENDENT_READING_ABSTAINS",
         f"Segment {seg.segment_index} is labelled {own}; a reading of its {where} made without the classifier's "
         f"labels leans to {other} (probability {p:.2f}), but the text is unlike the material it was trained on "
-        f"(familiarity {familiarity:.2f} < {r.novelty_threshold:.2f}): it abstains",
+        f"(familiarity {familiarity:.2f} < {threshold:.2f}): it abstains",
         agent="V2", location=f"{seg_loc(seg)}.dominant_type",
         suggested_fix="Nothing to fix automatically: the document is weighted up in the night's audit sample",
         details={**base, "read_as": other, "probability": round(p, 4), "pages": list(pages),
-                 "familiarity": round(familiarity, 4), "novelty_threshold": r.novelty_threshold},
+                 "familiarity": round(familiarity, 4), "novelty_threshold": threshold},
     )
 
 
 def _segment_issue(seg: Segment, own: str, other: str, p_other: float, reading: Reading, r: Reader,
                    base: dict[str, object]) -> Issue:
-    if reading.unfamiliar(r):
-        return _abstains(seg, own, other, p_other, (seg.page_start, seg.page_end), reading.familiarity, r, base)
+    if reading.abstains(r, other):
+        return _abstains(seg, own, other, p_other, (seg.page_start, seg.page_end), reading.familiarity,
+                         reading.novelty_threshold(r), base)
     return make_issue(
         "INDEPENDENT_READING_DISAGREES",
         f"Segment {seg.segment_index} is labelled {own}, but a reading of its text made without the "
@@ -320,13 +334,14 @@ def _page_issues(seg: Segment, own: str, pages_by_num: dict[int, Page], r: Reade
         if p >= page_limit and p > reading.probs[own]:
             foreign[num] = (t, p, reading)
     issues: list[Issue] = []
-    familiar = [(num, f[0]) for num, f in foreign.items() if not f[2].unfamiliar(r)]
-    unfamiliar = [(num, f[0]) for num, f in foreign.items() if f[2].unfamiliar(r)]
+    familiar = [(num, f[0]) for num, f in foreign.items() if not f[2].abstains(r, f[0])]
+    unfamiliar = [(num, f[0]) for num, f in foreign.items() if f[2].abstains(r, f[0])]
     for t, a, b in page_runs(familiar):
         p = min(foreign[num][1] for num in range(a, b + 1))  # the run's lowest probability
         fam = min(foreign[num][2].familiarity for num in range(a, b + 1))
         pages = page_span(a, b)
-        how = {"familiarity": round(fam, 4), "novelty_threshold": r.novelty_threshold}
+        how = {"familiarity": round(fam, 4),
+               "novelty_threshold": min(foreign[num][2].novelty_threshold(r) for num in range(a, b + 1))}
         at_edge = (a == seg.page_start) != (b == seg.page_end)
         if at_edge and p >= r.boundary_threshold:
             split = b + 1 if a == seg.page_start else a
@@ -353,5 +368,6 @@ def _page_issues(seg: Segment, own: str, pages_by_num: dict[int, Page], r: Reade
     for t, a, b in page_runs(unfamiliar):
         p = min(foreign[num][1] for num in range(a, b + 1))
         fam = max(foreign[num][2].familiarity for num in range(a, b + 1))
-        issues.append(_abstains(seg, own, t, p, (a, b), fam, r, base))
+        limit = max(foreign[num][2].novelty_threshold(r) for num in range(a, b + 1))
+        issues.append(_abstains(seg, own, t, p, (a, b), fam, limit, base))
     return issues

@@ -297,10 +297,26 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
     """V2's offline judgment: the lexical checks below (:func:`lexical_judgment`), then the reading made
     without the classifier's labels by a method that shares nothing with its lexicon
     (:func:`docverify.verify.independent.disagreements`, ADR 0038). A segment the lexical checks already
-    call another type is not reported twice."""
+    call another type is not reported twice; pages at a segment's edge that both read as the same other type
+    are one finding, the reading's fixable ``SEGMENT_BOUNDARY_MISPLACED`` (ADR 0049)."""
     lexical = lexical_judgment(bundle, cls)
     seen = {i.details.get("segment_index") for i in lexical if i.code == "LABEL_TEXT_MISMATCH"}
-    return lexical + [i for i in independent.disagreements(bundle, cls) if i.details.get("segment_index") not in seen]
+    reading = [i for i in independent.disagreements(bundle, cls) if i.details.get("segment_index") not in seen]
+    # pages the lexical check also reads as the type the boundary finding names: one finding, the fixable one
+    moved = [(i.details.get("segment_index"), i.details.get("read_as"), i.details.get("pages"))
+             for i in reading if i.code == "SEGMENT_BOUNDARY_MISPLACED"]
+    lexical = [i for i in lexical if not (i.code == "SEGMENT_HOLDS_OTHER_TYPE" and any(
+        seg == i.details.get("segment_index") and t == i.details.get("doc_type") and isinstance(pages, list)
+        and _within(i.details.get("pages"), pages) for seg, t, pages in moved))]
+    return lexical + reading
+
+
+def _within(inner: object, outer: list[object]) -> bool:
+    """Whether the page range ``inner`` ([a, b]) lies inside ``outer``."""
+    if not (isinstance(inner, list) and len(inner) == 2 and len(outer) == 2):
+        return False
+    a, b, lo, hi = inner[0], inner[1], outer[0], outer[1]
+    return all(isinstance(x, int) for x in (a, b, lo, hi)) and lo <= a and b <= hi
 
 
 def lexical_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
