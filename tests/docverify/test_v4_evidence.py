@@ -275,3 +275,107 @@ def test_a_form_answer_no_before_the_next_field_is_no_negation(page):
 
     snippet = page.split("\n")[1]
     assert find_text(page, snippet, critical=critical_tokens()).found
+
+
+# --------------------------------------------------------------------------- weak evidence in other words (issue 39)
+
+#: Pointers worded otherwise than the phrase list: each only sends the reader elsewhere (written for
+#: these tests, no corpus text).
+POINTER_PARAPHRASES = [
+    "Please refer to the enclosed laboratory document for complete results",
+    "Results are in the accompanying report",
+    "Details on separate sheet",
+    "Full report to follow under separate cover",
+    "Findings documented in the attached imaging report",
+    "A scanned copy is in the patient's chart",
+    "Complete genomic results will be sent separately",
+    "The signed report is on file with the laboratory",
+    "Lab results: see attached",
+    "See radiology report dated 03/12/2024",
+    "Molecular results are forthcoming from the reference lab",
+    "Please see the attached report from Dr. Okafor",
+    "Results available in the patient portal",
+    "For details, kindly consult the accompanying pathology document",
+]
+
+#: (claimed type, snippet): a pointer word beside content of the type — never weak.
+CONTENT_WITH_A_POINTER = [
+    ("Pathology Report", "See attached: invasive ductal carcinoma, grade 2"),
+    ("Pathology Report", "Refer to addendum: ER positive (95%), PR positive (80%), HER2 negative"),
+    ("Radiology Report", "Impression: 4 mm nodule, see prior CT for comparison"),
+    ("Genomic Report", "BRCA2 c.5946del pathogenic variant; see attached report for interpretation"),
+    ("Pathology Report", "See below for the margins, which are free of tumor"),
+    ("Clinical Note", "Blood pressure 128/80, pulse 72; see attached flow sheet"),
+    ("Clinical Note", "As above, the patient tolerated the procedure well and was discharged home"),
+    ("Pathology Report", "Enclosed are the gross description and microscopic findings of the left breast excision"),
+    ("Pathology Report", "Sections of the attached specimen show adenocarcinoma"),
+    ("Clinical Note", "Refer to high-risk breast clinic"),
+    ("Radiology Report", "Two separate lesions in the liver"),
+    ("Radiology Report", "Follow-up imaging in 6 months; see report"),
+    ("Clinical Note", "The procedure was uncomplicated; see attached"),
+]
+
+
+def _judged(doc_type: str, snippets: list[str]):
+    """The offline V4 judgment of one segment whose ``doc_type`` is PRIMARY with ``snippets``."""
+    b = bundle(["\n".join(snippets)], "ptr")
+    c = classification([(1, 1, doc_type, {"snippet": snippets[0], "page": 1, "anchors_found": []})], "ptr")
+    pos = next(i for i, tc in enumerate(c["segments"][0]["classifications"]) if tc["doc_type"] == doc_type)
+    c = mutate(c, lambda c: c["segments"][0]["classifications"][pos].update(
+        top_evidence=[{"snippet": s, "page": 1, "anchors_found": []} for s in snippets]))
+    return [i for i in v4_evidence.offline_judgment(b, ClassificationOutput.model_validate(c)) if i.code == "EVIDENCE_WEAK"]
+
+
+@pytest.mark.parametrize("snippet", POINTER_PARAPHRASES)
+def test_a_pointer_in_other_words_is_weak_evidence(snippet):
+    """What the snippet says, not a phrase list: none of these is a generic phrase, each is judged a
+    pointer, and a PRIMARY report type resting on it alone is EVIDENCE_WEAK (MAJOR)."""
+    from docverify.verify.common import normalise
+
+    generic = {normalise(g) for g in v4_evidence._cfg()["generic_phrases"]}
+    assert normalise(snippet).strip(" .:;,") not in generic
+    assert v4_evidence.pointer_only(snippet)
+    [issue] = _judged("Pathology Report", [snippet])
+    assert (issue.severity, issue.auto_fixable) == ("MAJOR", False)
+    assert issue.details["reasons"] == ["only a pointer to another document, with nothing of its own"]
+
+
+@pytest.mark.parametrize(("doc_type", "snippet"), CONTENT_WITH_A_POINTER)
+def test_content_beside_a_pointer_word_is_not_weak(doc_type, snippet):
+    assert not v4_evidence.pointer_only(snippet)
+    assert _judged(doc_type, [snippet]) == []
+
+
+def test_the_spec_example_is_still_weak_and_one_specific_snippet_is_enough():
+    assert v4_evidence.pointer_only("See attached results")
+    [issue] = _judged("Genomic Report", ["See attached results", "Results are in the accompanying report"])
+    assert issue.details["reasons"][0] == "a generic reference" and len(issue.details["reasons"]) == 2
+    # weak means *every* snippet: one that says something keeps the type's evidence
+    assert _judged("Pathology Report", ["Details on separate sheet", "FINAL DIAGNOSIS: invasive ductal carcinoma"]) == []
+
+
+def test_a_pointing_word_is_no_type_s_wording():
+    """'attached' is an Other cue of the lexicon: beside a clinical sentence it does not make the
+    snippet 'worded as Other'; a clinical adjective of another type still does."""
+    assert _judged("Clinical Note", ["The procedure was uncomplicated; see attached"]) == []
+    [issue] = _judged("Radiology Report", ["Findings are consistent with a carcinoma of the colon"])
+    assert issue.details["reasons"] == ["worded as Pathology Report, without any term specific to Radiology Report"]
+
+
+def test_a_cover_sheet_pointing_at_its_records_is_not_judged_a_pointer():
+    """'Other' (a fax cover, a transmittal) says what it is by pointing at what it carries."""
+    assert v4_evidence.pointer_only("Records are in the accompanying report")
+    assert _judged("Other", ["Records are in the accompanying report"]) == []
+    assert len(_judged("Radiology Report", ["Records are in the accompanying report"])) == 1
+
+
+@pytest.mark.parametrize("snippet", [
+    "Refer to oncology for further management",  # no document pointed at
+    "See attached for the pathologist's comment about the mitotic count",  # a lexicon cue (mitotic)
+    "See attached report from Lakeview Regional Medical Center",  # more than a name unread: not judged
+    "Results of the right breast biopsy are attached",  # laterality + a lexicon cue
+    "Attached report: CA-125 above 35 U/mL",  # a measurement
+    "Pathologic fracture, see attached report",  # 'pathologic' is a clinical adjective, not a document kind
+])
+def test_what_the_pointer_judgment_leaves_alone(snippet):
+    assert not v4_evidence.pointer_only(snippet)

@@ -33,9 +33,25 @@ Rule phase, deterministic, against the DocumentBundle (never against the classif
   ``EVIDENCE_PAGE_OUTSIDE_DOCUMENT``: such an item is only checked for fabrication here.
 
 Judgment phase (evidence quality). The offline implementation flags a PRIMARY or EMBEDDED_RAW
-type whose every snippet is generic ("see attached results"), too short, or worded as another
-type (terms of another type, none of the claimed one) → ``EVIDENCE_WEAK`` (MAJOR). A snippet with
-no term of any type is not weak for that alone: the lexicon does not know every form line.
+type whose every snippet is a generic phrase ("see attached results", "n/a"), too short, only a
+pointer to another document however it is worded, or worded as another type (terms of another
+type, none of the claimed one; a pointing word such as "attached", an Other cue of the lexicon, is
+no type's wording) → ``EVIDENCE_WEAK`` (MAJOR). A snippet with no term of any type is not weak for
+that alone: the lexicon does not know every form line.
+
+"Only a pointer" (:func:`pointer_only`, data ``pointer`` in ``evidence.json``) is a judgment of what
+the snippet says, not a phrase list: it holds a referential cue ("see", "refer", "enclosed",
+"accompanying", "separate", "to follow", "on file"…), names what it points at (a document noun:
+report, results, sheet…; or a cue that is its own referent: "attached", "see above"), and once its
+filler words, cues, document nouns and document kinds ("pathology", "imaging", "laboratory": a
+type's name says nothing of the document) are taken out nothing clinical is left — no lexicon cue of
+any type, no measurement (a number with a unit or %, a comparison, a grade or stage), no laterality
+word — and at most ``max_unread_words`` other words (a name). "Please refer to the enclosed
+laboratory document for complete results", "Results are in the accompanying report" and "Details on
+separate sheet" are pointers; "See attached: invasive ductal carcinoma, grade 2" is not
+(``offline-evidence-heuristics-v1`` called weak any snippet that merely *started* with a generic
+phrase, whatever followed it). A report type only (never "Other": a fax cover's "records attached"
+is what a cover sheet says).
 
 ``quality_score`` = 1.0 − 0.30·BLOCKER − 0.15·MAJOR − 0.05·MINOR over V4's issues, ≥ 0.
 """
@@ -43,12 +59,14 @@ no term of any type is not weak for that alone: the lexicon does not know every 
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
 from pydantic import Field
 
 from docverify.domain.codes import make_issue
-from docverify.domain.lexicon import score_text
+from docverify.domain.lexicon import OTHER, analyse, score_text
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Page, Severity
 from docverify.domain.policy import VerifyPolicy
 from docverify.domain.resources import load_rule
@@ -67,8 +85,25 @@ from docverify.verify.llm_io import Finding, JudgmentFindings, JudgmentInputs, j
 from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
-OFFLINE_IMPLEMENTATION = "offline-evidence-heuristics-v1"
+OFFLINE_IMPLEMENTATION = "offline-evidence-heuristics-v2"
 PENALTY = {"BLOCKER": 0.30, "MAJOR": 0.15, "MINOR": 0.05}
+
+
+class PointerRules(TypedDict):
+    """``pointer`` in ``include/rules/evidence.json``: the words of a snippet that only points elsewhere."""
+
+    #: referential words and phrases ("see", "enclosed", "to follow", "on file")
+    cues: list[str]
+    #: cues that name their own referent ("attached", "see above"): no document noun needed
+    self_referents: list[str]
+    #: what a pointer points at (report, results, sheet, page…)
+    document_nouns: list[str]
+    #: words that say which kind of document, not what it says (pathology, imaging, laboratory…)
+    document_kinds: list[str]
+    #: function words, courtesy, qualifiers and the verbs of sending and filing
+    filler_words: list[str]
+    #: at most this many other words (a name, a place) may remain
+    max_unread_words: int
 
 
 class EvidenceRules(TypedDict):
@@ -77,6 +112,7 @@ class EvidenceRules(TypedDict):
     generic_phrases: list[str]
     min_chars: int
     min_words: int
+    pointer: PointerRules
     fuzzy_threshold: float
     #: the threshold on a page OCR'd by the local parser
     fuzzy_threshold_ocr: NotRequired[float]
@@ -242,6 +278,93 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
     return issues
 
 
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+@dataclass(frozen=True)
+class _Pointer:
+    """:class:`PointerRules`, compiled: phrases (more than one word) and single words apart."""
+
+    cue_phrases: tuple[str, ...]
+    cue_words: frozenset[str]
+    referent_phrases: tuple[str, ...]
+    referent_words: frozenset[str]
+    #: every word a pointer may consist of (cues, document nouns and kinds, fillers)
+    vocabulary: frozenset[str]
+    #: the words that only point (cues, self-referents, fillers): no type's wording
+    pointing: frozenset[str]
+    max_unread: int
+    staging: frozenset[str]
+
+
+@functools.cache
+def _pointer() -> _Pointer:
+    rules = _cfg()["pointer"]
+
+    def split(items: list[str]) -> tuple[tuple[str, ...], frozenset[str]]:
+        norm = [normalise(i) for i in items]
+        return (tuple(sorted((i for i in norm if " " in i), key=len, reverse=True)),
+                frozenset(i for i in norm if " " not in i))
+
+    cue_phrases, cue_words = split(rules["cues"])
+    referent_phrases, referent_words = split(rules["self_referents"] + rules["document_nouns"])
+    lists = (rules["cues"], rules["self_referents"], rules["document_nouns"], rules["document_kinds"],
+             rules["filler_words"])
+    vocabulary = frozenset(w for items in lists for item in items for w in _LETTERS.findall(normalise(item)))
+    pointing = frozenset(w for items in (rules["cues"], rules["self_referents"], rules["filler_words"])
+                         for item in items for w in _LETTERS.findall(normalise(item)))
+    return _Pointer(cue_phrases, cue_words, referent_phrases, referent_words, vocabulary, pointing,
+                    int(rules["max_unread_words"]),
+                    frozenset(normalise(w) for w in _cfg()["faithfulness"]["roman_after"]))
+
+
+def _holds(text: str, words: list[str], phrases: tuple[str, ...], singles: frozenset[str]) -> bool:
+    return any(re.search(rf"(?<![^\W_]){re.escape(p)}(?![^\W_])", text) for p in phrases) or any(
+        w in singles for w in words)
+
+
+def _measurement(text: str, ptr: _Pointer) -> bool:
+    """A number that says something clinical: with a unit or %, after a comparison sign, or a grade /
+    stage ("grade 2", "stage iiia"). A date, a page number or an id alone is not one."""
+    ct = critical_tokens()
+    if ct.roman.search(text):
+        return True
+    for m in ct.number.finditer(text):
+        token = m.group()
+        if m.group("u") or "%" in token or token[:1] in "<>≤≥":
+            return True
+        before = _LETTERS.findall(text[max(0, m.start() - 20):m.start()])
+        if before and before[-1] in ptr.staging:
+            return True
+    return False
+
+
+def _content_types(snippet: str, words: frozenset[str]) -> set[str]:
+    """The types with a lexicon cue in ``snippet`` that says more than ``words``: a cue counts unless
+    every word of it is one of them."""
+    return {t for t, hits in analyse(snippet).hits.items()
+            if any(not set(_LETTERS.findall(normalise(h.text))) <= words for h in hits)}
+
+
+def pointer_only(snippet: str) -> bool:
+    """Does ``snippet`` only point at another document, saying nothing of its own (module docstring)?"""
+    ptr = _pointer()
+    text = normalise(snippet)
+    words = _LETTERS.findall(text)
+    if not words or not _holds(text, words, ptr.cue_phrases, ptr.cue_words):
+        return False
+    if not _holds(text, words, ptr.referent_phrases, ptr.referent_words):
+        return False  # "refer to oncology", "two separate lesions": no document pointed at
+    if _measurement(text, ptr) or critical_tokens().laterality.search(text):
+        return False
+    # a lexicon cue says something unless every word of it is a pointer's ("pathology report", "prior
+    # study", "attached" — an Other cue —, "results" as a header)
+    if _content_types(snippet, ptr.vocabulary):
+        return False
+    unread = [w for w in words if w not in ptr.vocabulary and len(w) > 1]
+    return len(unread) <= ptr.max_unread
+
+
 def _worded_as_other(scores: dict[str, float], doc_type: str) -> str:
     """The type a snippet's words belong to when none is ``doc_type``'s ('' when it has terms of
     ``doc_type``, or of no type at all: a snippet the lexicon knows nothing of is not weak for it —
@@ -250,6 +373,13 @@ def _worded_as_other(scores: dict[str, float], doc_type: str) -> str:
         return ""
     best = max(scores, key=lambda t: scores[t], default="")
     return best if best and scores[best] > 0.0 else ""
+
+
+def _other_wording(snippet: str, doc_type: str) -> dict[str, float]:
+    """``score_text`` of the snippet, the other types counted only for cues that are more than pointing
+    words: "attached", "pending" (Other cues), "scanned" (a Radiology one) are no type's wording."""
+    content = _content_types(snippet, _pointer().pointing)
+    return {t: v for t, v in score_text(snippet).items() if t == doc_type or t in content}
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
@@ -262,11 +392,15 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
         reasons = []
         for ev in tc.top_evidence:
             s = normalise(ev.snippet).strip(" .:;,")
-            if s in generic or any(s.startswith(g) for g in generic if len(g) > 6):
+            # the phrase itself ("see attached results", "n/a"); a snippet that only *starts* with one
+            # is judged by what it says (pointer_only): "See attached: invasive ductal carcinoma" is not weak
+            if s in generic:
                 reasons.append("a generic reference")
             elif len(s) < cfg["min_chars"] or len(s.split()) < cfg["min_words"]:
                 reasons.append("too short to be specific")
-            elif (other := _worded_as_other(score_text(ev.snippet), tc.doc_type)):
+            elif tc.doc_type != OTHER and pointer_only(ev.snippet):
+                reasons.append("only a pointer to another document, with nothing of its own")
+            elif (other := _worded_as_other(_other_wording(ev.snippet, tc.doc_type), tc.doc_type)):
                 reasons.append(f"worded as {other}, without any term specific to {tc.doc_type}")
             else:
                 reasons.append("")
