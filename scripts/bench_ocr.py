@@ -15,7 +15,11 @@ Each page is rendered with pypdfium2 exactly as the parser does for a page witho
   the real text; the share found in the OCR'd page by V4's ``contains`` at fuzzy thresholds 80–95,
   and, as the false-match check, the share of lines of *other* TCGA documents found there.
 * **pages/s** of render + OCR, one process, one ONNX Runtime thread (as in a parse worker), and
-  the process's peak RSS.
+  each variant's peak RSS (a child process OCRing a few pages with it alone).
+
+Every figure is given for each engine setting of :data:`VARIANTS` side by side, measured in the same
+run (the variants take turns page by page): the orientation classifier on/off, detection on the
+rendered image or on a ≤ 960 px copy (ADR 0047).
 
     python scripts/bench_ocr.py [--corpora DIR] [--no-write]
 
@@ -124,35 +128,73 @@ def measure_v4(pages: list[tuple[str, str, str]]) -> dict:
             "mutations": {k: tuple(v) for k, v in sorted(mutations.items())}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpora", type=pathlib.Path, default=None)
-    ap.add_argument("--no-write", action="store_true")
-    args = ap.parse_args(argv)
-    from docverify.domain.resources import default_corpora_dir
+#: the engine settings compared side by side: (name, description, read_page keyword arguments)
+VARIANTS: tuple[tuple[str, str, dict[str, object]], ...] = (
+    ("1700 px, cls on", "the engine's own pipeline on the 1700 px page: detection on the full image, orientation "
+     "classifier on (the default until ADR 0047)", {"det_px": 0, "use_cls": True}),
+    ("1700 px, cls off", "the same, orientation classifier off", {"det_px": 0, "use_cls": False}),
+    ("det ≤ 960 px, cls off", "detection on a ≤ 960 px copy, recognition on the 1700 px page's crops, orientation "
+     "classifier off", {"det_px": 960, "use_cls": False}),
+)
+#: pages OCR'd by the child that measures a variant's peak memory alone
+RSS_PAGES = 4
 
-    pdfs = sorted(((args.corpora or default_corpora_dir()) / "pdfs").glob("clinical_tcga_*.pdf"))
-    t_load = time.perf_counter()
+
+def _variant_kw(name: str) -> dict[str, object]:
+    return next(kw for n, _d, kw in VARIANTS if n == name)
+
+
+def _is_default(kw: dict[str, object]) -> bool:
+    return (kw["det_px"] or None) == ocr.DET_PX and kw["use_cls"] == ocr.USE_CLS
+
+
+def _rss_mb() -> float:
+    """This process's peak RSS in MB: ``VmHWM`` (Linux's ``ru_maxrss`` survives ``exec``, so a child
+    started by a large parent would report the parent's peak), else ``ru_maxrss``."""
+    try:
+        for line in pathlib.Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_probe(pdfs: list[pathlib.Path], name: str) -> int:
+    """Child mode: OCR the first :data:`RSS_PAGES` pages with one variant only; print the peak RSS."""
+    kw = _variant_kw(name)
     ocr.get_engine()
-    load_s = time.perf_counter() - t_load
-    pages = []  # (file, page, ref, hyp, conf, seconds)
+    done = 0
     for path in pdfs:
         doc = pdfium.PdfDocument(str(path))
         try:
             for i in range(len(doc)):
+                if done >= RSS_PAGES:
+                    break
                 page = doc[i]
-                tp = page.get_textpage()
-                ref = tp.get_text_range()
-                tp.close()
-                t0 = time.perf_counter()
-                read = ocr.read_page(page)
-                pages.append((path.name, i + 1, ref, read.text, read.confidence, time.perf_counter() - t0))
+                ocr.read_page(page, **kw)  # type: ignore[arg-type]
                 page.close()
+                done += 1
         finally:
             doc.close()
+    print(f"{_rss_mb():.0f}")
+    return 0
+
+
+def _peak_rss(name: str, corpora: pathlib.Path | None) -> str:
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--rss-probe", name] + (["--corpora", str(corpora)] if corpora else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return f"{out.stdout.strip().splitlines()[-1]} MB" if out.returncode == 0 and out.stdout.strip() else "n/a"
+
+
+def _figures(pages: list[tuple[str, int, str]], hyps: list[tuple[str, float, float, float]]) -> dict:
+    """CER, word recall and V4's look-ups of one variant: ``pages`` (file, page, reference) and
+    ``hyps`` (OCR text, confidence, seconds, CPU seconds) in the same order."""
     dist = ref_chars = words_n = words_found = 0
     cers = []
-    for _f, _p, ref, hyp, _c, _s in pages:
+    for (_f, _p, ref), (hyp, _c, _s, _cpu) in zip(pages, hyps, strict=True):
         r, h = normalise(ref), normalise(hyp)
         d = Levenshtein.distance(r, h)
         dist += d
@@ -162,71 +204,154 @@ def main(argv: list[str] | None = None) -> int:
         ref_words = WORD.findall(r)
         words_n += len(ref_words)
         words_found += sum(w in hyp_words for w in ref_words)
-    v4 = measure_v4([(f, ref, hyp) for f, _p, ref, hyp, *_ in pages])
-    found, faithful, false, false_faithful = v4["found"], v4["faithful"], v4["false"], v4["false_faithful"]
-    n_lines, n_false, t_ocr = v4["n_lines"], v4["n_false"], v4["threshold_ocr"]
-    secs = sum(p[5] for p in pages)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    secs = sum(h[2] for h in hyps)
+    cpu = sum(h[3] for h in hyps)
+    return {"secs": secs, "pps": len(hyps) / max(1e-9, secs), "cpu": cpu, "ppcpu": len(hyps) / max(1e-9, cpu), "cer": dist / max(1, ref_chars), "dist": dist,
+            "ref_chars": ref_chars, "cers": cers, "words": words_found / max(1, words_n), "words_n": words_n,
+            "conf": statistics.mean(h[1] for h in hyps) if hyps else 0.0,
+            "v4": measure_v4([(f, ref, h[0]) for (f, _p, ref), h in zip(pages, hyps, strict=True)])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpora", type=pathlib.Path, default=None)
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--rss-probe", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    from docverify.domain.resources import default_corpora_dir
+
+    pdfs = sorted(((args.corpora or default_corpora_dir()) / "pdfs").glob("clinical_tcga_*.pdf"))
+    if args.rss_probe:
+        return _rss_probe(pdfs, args.rss_probe)
+    t_load = time.perf_counter()
+    ocr.get_engine()
+    load_s = time.perf_counter() - t_load
+    pages: list[tuple[str, int, str]] = []  # (file, page, reference)
+    # (text, confidence, seconds, CPU seconds)
+    hyps: dict[str, list[tuple[str, float, float, float]]] = {n: [] for n, _d, _k in VARIANTS}
+    for path in pdfs:
+        doc = pdfium.PdfDocument(str(path))
+        try:
+            for i in range(len(doc)):
+                page = doc[i]
+                tp = page.get_textpage()
+                pages.append((path.name, i + 1, tp.get_text_range()))
+                tp.close()
+                # the variants take turns, starting with another one on each page: a busy machine's
+                # slow spells fall on all of them alike
+                k = len(pages) % len(VARIANTS)
+                for name, _d, kw in VARIANTS[k:] + VARIANTS[:k]:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    read = ocr.read_page(page, **kw)  # type: ignore[arg-type]
+                    hyps[name].append((read.text, read.confidence, time.perf_counter() - t0,
+                                       time.process_time() - c0))
+                page.close()
+        finally:
+            doc.close()
+    rss_all = _rss_mb()
+    figs = {name: _figures(pages, hyps[name]) for name, _d, _k in VARIANTS}
+    rss = {name: _peak_rss(name, args.corpora) for name, _d, _k in VARIANTS}
+    base = figs[VARIANTS[0][0]]
+    import shutil
+
+    tesseract = shutil.which("tesseract")
     lines = [
         "# Local OCR benchmark",
         "",
         f"- date: {_dt.date.today().isoformat()}",
         f"- engine: `{ocr.engine_id()}` (PP-OCRv4 ONNX models shipped in the wheel), pages rendered at "
-        f"{ocr.TARGET_PX} px on the longer side, {ocr.THREADS} ONNX Runtime thread",
+        f"{ocr.TARGET_PX} px on the longer side (≈ 155 dpi on a Letter page), {ocr.THREADS} ONNX Runtime thread; "
+        f"the parser's default: detection on {f'a ≤ {ocr.DET_PX} px copy' if ocr.DET_PX else 'the full image'}, "
+        f"orientation classifier {'on' if ocr.USE_CLS else 'off'} (ADR 0047)",
         f"- data: {len(pdfs)} TCGA pathology scans of the shared corpus ({len(pages)} pages) that carry a reference "
         "text layer; the rendered image is OCR'd and compared with the layer (itself an upstream OCR)",
-        f"- script: `scripts/bench_ocr.py`; engine load {load_s:.2f} s",
+        f"- script: `scripts/bench_ocr.py`; engine load {load_s:.2f} s; the variants share one engine and take turns "
+        "page by page (each page starts with another one), so the machine's load falls on all of them alike",
+        "- not measured here: Tesseract (Debian's `tesseract-ocr` is "
+        + ("installed but not wired into this script" if tesseract else "not installed on this machine")
+        + ") and the OpenVINO runtime (`rapidocr-openvino`: not in the pinned requirements); issue 40 measured both "
+        "by hand",
         "",
-        "| figure | value |",
-        "|---|---:|",
-        f"| pages/s (render + OCR, one process) | **{len(pages) / secs:.2f}** ({secs:.1f} s for {len(pages)} pages) |",
-        f"| CER, all characters | **{100 * dist / max(1, ref_chars):.1f} %** ({dist} edits / {ref_chars} characters) |",
-        f"| CER, median page | {100 * statistics.median(cers):.1f} % |",
-        f"| reference words (≥ 4 letters) also read by OCR, order-free | {100 * words_found / max(1, words_n):.1f} % "
-        f"of {words_n} |",
-        f"| mean OCR confidence | {statistics.mean(p[4] for p in pages):.3f} |",
-        f"| peak RSS of the process | {rss:.0f} MB |",
+        "## The variants side by side",
+        "",
+        "| variant | pages/s | pages per CPU-second | × the first (CPU) | reference words read | CER (all characters) "
+        "| CER (median page) "
+        "| V4 own lines found, faithful (threshold {t}) | V4 false, faithful | mean confidence | peak RSS |".format(
+            t=base["v4"]["threshold_ocr"]),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, _d, kw in VARIANTS:
+        f = figs[name]
+        v4, t = f["v4"], f["v4"]["threshold_ocr"]
+        mark = " **(default)**" if _is_default(kw) else ""
+        lines.append(
+            f"| {name}{mark} | {f['pps']:.2f} ({f['secs']:.1f} s) | **{f['ppcpu']:.2f}** ({f['cpu']:.1f} CPU-s) "
+            f"| {f['ppcpu'] / base['ppcpu']:.2f}× "
+            f"| {100 * f['words']:.1f} % | {100 * f['cer']:.1f} % | {100 * statistics.median(f['cers']):.1f} % "
+            f"| {_pct(v4['faithful'][t], v4['n_lines'])} | {_pct(v4['false_faithful'][t], v4['n_false'])} "
+            f"| {f['conf']:.3f} | {rss[name]} |")
+    lines += [""] + [f"- *{name}*: {d}." for name, d, _k in VARIANTS] + [
+        f"- pages/s: render + OCR of the {len(pages)} pages, one process, one thread, wall clock (on a shared machine "
+        "it counts the other processes' turns too); pages per CPU-second: the same over this process's CPU time "
+        "(the comparison that holds on a busy machine); reference words: the layer's "
+        f"words of ≥ 4 letters ({base['words_n']}) also read, order-free; peak RSS: a child process OCRing "
+        f"{RSS_PAGES} pages with that variant alone (this process, all variants: {rss_all:.0f} MB).",
         "",
         "## V4's fuzzy match on OCR'd pages",
         "",
-        f"Reference lines of ≥ 25 characters ({n_lines}) looked up in the OCR'd text of their own page "
+        f"Reference lines of ≥ 25 characters ({base['v4']['n_lines']}) looked up in the OCR'd text of their own page "
         f"with V4's `contains` (exact, then rapidfuzz `partial_ratio` ≥ threshold); false matches: "
-        f"{n_false} lines of other TCGA documents looked up in the same pages. *Faithful*: a fuzzy match "
+        f"{base['v4']['n_false']} lines of other TCGA documents looked up in the same pages. *Faithful*: a fuzzy match "
         "must also keep the numbers, units, negation cues and laterality words of the line (ADR 0021, "
-        "`faithfulness` in `include/rules/evidence.json`), as V4 requires on an OCR'd page.",
+        "`faithfulness` in `include/rules/evidence.json`), as V4 requires on an OCR'd page. Each cell: own lines "
+        "found / found faithful / other documents' lines found (false) / false, faithful.",
         "",
-        "| threshold | own lines found | own lines found, faithful | other documents' lines found (false) "
-        "| false, faithful |",
-        "|---:|---:|---:|---:|---:|",
+        "| threshold | " + " | ".join(n for n, _d, _k in VARIANTS) + " |",
+        "|---:|" + "---:|" * len(VARIANTS),
     ]
     for t in THRESHOLDS:
-        lines.append(f"| {t} | {_pct(found[t], n_lines)} | {_pct(faithful[t], n_lines)} | {_pct(false[t], n_false)} "
-                     f"| {_pct(false_faithful[t], n_false)} |")
-    lost = found[t_ocr] - faithful[t_ocr]
+        cells = []
+        for name, _d, _k in VARIANTS:
+            v4 = figs[name]["v4"]
+            cells.append(f"{_pct(v4['found'][t], v4['n_lines'])} / {_pct(v4['faithful'][t], v4['n_lines'])} / "
+                         f"{_pct(v4['false'][t], v4['n_false'])} / {_pct(v4['false_faithful'][t], v4['n_false'])}")
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    lines += ["", f"At V4's OCR threshold ({base['v4']['threshold_ocr']}) the faithfulness check turns own lines the "
+              "fuzzy match finds into not found (V4 would call them fabricated):", ""]
+    for name, _d, _k in VARIANTS:
+        v4 = figs[name]["v4"]
+        t = v4["threshold_ocr"]
+        lost = v4["found"][t] - v4["faithful"][t]
+        lines.append(f"- {name}: {lost} of {v4['found'][t]} ({_pct(lost, v4['found'][t])}), by category: "
+                     f"{', '.join(f'{k} {v}' for k, v in sorted(v4['lost_by'].items())) or 'none'}")
     lines += [
         "",
-        f"At V4's OCR threshold ({t_ocr}) the faithfulness check turns {lost} of the {found[t_ocr]} own lines the "
-        f"fuzzy match finds ({_pct(lost, found[t_ocr])}) into not found (V4 would call them fabricated), by "
-        f"category: {', '.join(f'{k} {v}' for k, v in sorted(v4['lost_by'].items())) or 'none'}. Both texts are "
-        "OCR, so a lost line is either two OCRs reading a digit or a sign differently (the check tolerates "
-        "letter/digit confusions, 0/o 1/l 5/s 8/b, a unit read on one side only and a misread cue word, never "
-        "one digit for another) or a line the OCR did not read at all, whose fuzzy match was another line "
+        "Both texts are OCR, so a lost line is either two OCRs reading a digit or a sign differently (the check "
+        "tolerates letter/digit confusions, 0/o 1/l 5/s 8/b, a unit read on one side only and a misread cue word, "
+        "never one digit for another) or a line the OCR did not read at all, whose fuzzy match was another line "
         "with other numbers (a right rejection).",
         "",
-        f"Realistic classifier errors made on the own lines the faithful check finds (threshold {t_ocr}) and "
-        "looked up again on the same OCR'd page:",
+        "Realistic classifier errors made on the own lines the faithful check finds (V4's OCR threshold) and "
+        "looked up again on the same OCR'd page (lines / caught, i.e. not found):",
         "",
-        "| change | lines | caught (not found) |",
-        "|---|---:|---:|",
+        "| change | " + " | ".join(n for n, _d, _k in VARIANTS) + " |",
+        "|---|" + "---:|" * len(VARIANTS),
     ]
-    for kind, (n, caught) in v4["mutations"].items():
-        lines.append(f"| {kind} | {n} | {_pct(caught, n)} |")
+    kinds = sorted({k for name, _d, _k in VARIANTS for k in figs[name]["v4"]["mutations"]})
+    for kind in kinds:
+        cells = []
+        for name, _d, _k in VARIANTS:
+            n, caught = figs[name]["v4"]["mutations"].get(kind, (0, 0))
+            cells.append(f"{n} / {_pct(caught, n)}")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     lines += ["", "A change not caught is mostly one whose changed form is on the page too (left and right lymph "
               "node lists, numbered blocks), or a quote that stops right after a dropped leading \"no\" (an exact "
               "substring of the page)."]
-    lines += ["", "## Per page", "", "| file | page | CER | confidence | seconds |", "|---|---:|---:|---:|---:|"]
-    for (f, p, *_rest), cer in zip(pages, cers, strict=True):
-        lines.append(f"| {f} | {p} | {100 * cer:.1f} % | {_rest[2]:.3f} | {_rest[3]:.2f} |")
+    lines += ["", "## Per page (CER / CPU seconds)", "", "| file | page | " + " | ".join(n for n, _d, _k in VARIANTS) + " |",
+              "|---|---:|" + "---:|" * len(VARIANTS)]
+    for j, (fname, pno, _ref) in enumerate(pages):
+        lines.append(f"| {fname} | {pno} | " + " | ".join(
+            f"{100 * figs[n]['cers'][j]:.1f} % / {hyps[n][j][3]:.2f}" for n, _d, _k in VARIANTS) + " |")
     md = "\n".join(lines) + "\n"
     if not args.no_write:
         OUT.write_text(md, encoding="utf-8")

@@ -147,33 +147,39 @@ def test_timeout_messages_name_the_limit_and_the_fix():
 # --------------------------------------------------------------------------- a long scan, on the defaults
 
 
-def _scan_of(sources: list[pathlib.Path], out: pathlib.Path, pages: int, dpi: int = 200) -> pathlib.Path:
+def _scan_of(sources: list[pathlib.Path], out: pathlib.Path, pages: int, dpi: int = 200) -> tuple[pathlib.Path, list[int]]:
     """An image-only PDF of ``pages`` pages: the corpus scans' pages rendered at ``dpi`` (grey JPEG,
-    as a scanner or a fax server writes them), round after round until ``pages``."""
+    as a scanner or a fax server writes them), round after round until ``pages``; and the number of
+    words of each page's source text layer (the upstream OCR's)."""
     import pypdfium2 as pdfium
 
-    images = []
+    images, words = [], []
     for src in sources:
         doc = pdfium.PdfDocument(str(src))
         try:
             for i in range(len(doc)):
-                images.append(doc[i].render(scale=dpi / 72, grayscale=True).to_pil())
+                page = doc[i]
+                images.append(page.render(scale=dpi / 72, grayscale=True).to_pil())
+                words.append(len(page.get_textpage().get_text_range().split()))
         finally:
             doc.close()
     chosen = [images[k % len(images)] for k in range(pages)]
     chosen[0].save(out, "PDF", resolution=dpi, save_all=True, append_images=chosen[1:], quality=60)
-    return out
+    return out, [words[k % len(words)] for k in range(pages)]
 
 
 @pytest.mark.slow
 def test_a_30_page_scan_parses_on_the_default_settings(corpora_dir, tmp_path):
     sources = sorted((corpora_dir / "pdfs").glob("clinical_tcga_*.pdf"))
-    path = _scan_of(sources, tmp_path / "dense30.pdf", 30)
+    path, ref_words = _scan_of(sources, tmp_path / "dense30.pdf", 30)
     assert (DEFAULT_TIMEOUT_S, DEFAULT_PAGE_TIMEOUT_S, DEFAULT_FILE_CEILING_S) == (60, 60, 1800)
     t0 = time.monotonic()
     bundle = parse_pdf_bounded(path, ocr=True)  # the defaults: the night's, unless its settings say otherwise
     seconds = time.monotonic() - t0
     assert bundle.total_pages == len(bundle.pages) == 30
-    assert all(p.ocr_confidence is not None and len(p.text.split()) >= 20 for p in bundle.pages), [
-        (p.page_num, p.ocr_confidence, len(p.text.split())) for p in bundle.pages]
+    # every page OCR'd and read (a page of a few handwritten words has 18 in the upstream OCR layer:
+    # 5 at least), and the document as a whole: 3/4 of the upstream layer's word count at least
+    read = [(p.page_num, p.ocr_confidence, len(p.text.split()), ref) for p, ref in zip(bundle.pages, ref_words, strict=True)]
+    assert not [r for r in read if r[1] is None or r[2] < 5], read
+    assert sum(r[2] for r in read) >= 0.75 * sum(ref_words), read
     print(f"dense30.pdf: 30 OCR'd pages in {seconds:.1f} s ({seconds / 30:.2f} s a page)")
