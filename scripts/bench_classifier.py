@@ -30,8 +30,9 @@ from collections.abc import Iterable
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
-    sys.path.insert(0, str(REPO / "plugins"))
+for _p in (REPO / "plugins", REPO / "scripts"):  # direct runs without PYTHONPATH; intake_packets beside it
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
 from docverify.classify.calibration import calibrated, calibration  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
@@ -39,10 +40,13 @@ from docverify.domain.labelled_corpus import (  # noqa: E402,F401  (re-exported 
     PAGE_CHARS,
     SAMPLE,
     load_all_records,
+    load_forms_records,
+    load_forms_split,
     load_large_records,
     load_large_split,
     load_records,
     load_split,
+    part_records,  # noqa: E402
     split_pages,
     to_bundle,
 )
@@ -298,6 +302,69 @@ def large_part(corpora: pathlib.Path, part: str) -> list[dict[str, Any]]:
     return [records[i] for i in load_large_split(REPO)[part] if i in records]
 
 
+#: intake packets (issue 39, ADR 0048): ``scripts/intake_packets.py``'s packets of a part (its clinical texts and
+#: its ``forms_real`` forms), the end-to-end benchmark's seed and size
+INTAKE_SEED = 4545
+INTAKE_DOCS = 150
+POSITIONS = ("first", "middle", "last")
+
+
+def forms_part(corpora: pathlib.Path, part: str) -> list[dict[str, Any]]:
+    """The ``forms_real`` records of one part of ``docs/benchmarks/forms_split.json`` ([] without the corpus)."""
+    records = {r["id"]: r for r in load_forms_records(corpora)}
+    return [dict(records[i]) for i in load_forms_split(REPO)[part] if i in records]
+
+
+def evaluate_intake(packets: list[Any]) -> dict[str, Any]:
+    """Intake packets (:mod:`intake_packets`): exact split with adjacent Other segments merged (the headline,
+    :func:`intake_packets.split_scores`) and strict, page accuracy, and per position of a form (first, middle,
+    last): the packets holding a form there that are split exactly, and the forms there found
+    (:func:`intake_packets.form_found`: their run of Other pages is a predicted segment of its own)."""
+    import intake_packets as ip
+
+    n = len(packets)
+    exact = merged = pages_ok = pages_n = 0
+    pos_n = dict.fromkeys(POSITIONS, 0)
+    pos_ok = dict.fromkeys(POSITIONS, 0)
+    found_n = dict.fromkeys(POSITIONS, 0)
+    found_ok = dict.fromkeys(POSITIONS, 0)
+    one_n = one_ok = 0
+    for p in packets:
+        out = classify_offline(p.bundle)
+        pred = [(s.dominant_type, s.page_start, s.page_end) for s in out.segments]
+        sc = ip.split_scores(p.truth, pred, len(p.bundle.pages))
+        exact += bool(sc["exact"])
+        merged += bool(sc["exact_merged"])
+        page_pred = {q: t for t, a, b in pred for q in range(a, b + 1)}
+        for t, a, b in p.truth:
+            for q in range(a, b + 1):
+                pages_n += 1
+                pages_ok += page_pred.get(q) == t
+        for pos in p.positions:
+            pos_n[pos] += 1
+            pos_ok[pos] += bool(sc["exact_merged"])
+        for f in p.forms:
+            found = ip.form_found(f, p.truth, pred)
+            found_n[f.position] += 1
+            found_ok[f.position] += found
+            if f.one_page:
+                one_n += 1
+                one_ok += found
+    return {"documents": n, "pages": pages_n, "page_accuracy": pages_ok / pages_n if pages_n else None,
+            "exact_merged": merged / n if n else None, "exact_merged_n": merged,
+            "exact_split": exact / n if n else None, "exact_n": exact,
+            "per_position": {q: {"packets": pos_n[q], "exact_merged": pos_ok[q], "forms": found_n[q],
+                                 "forms_found": found_ok[q]} for q in POSITIONS},
+            "one_page_forms": one_n, "one_page_forms_found": one_ok}
+
+
+def intake_part(corpora: pathlib.Path, part: str, n: int = INTAKE_DOCS, seed: int = INTAKE_SEED) -> dict[str, Any]:
+    """The intake packets of a part (``part_records``: its clinical texts and its forms)."""
+    import intake_packets as ip
+
+    return evaluate_intake(ip.make_intake_packets(part_records(corpora, REPO, part), n, seed))
+
+
 def evaluate_parts(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> dict[str, Any]:
     """Both parts of the committed split (``docs/benchmarks/classifier_split.json``): single
     documents and multi-document bundles made from each part's own texts; and, per part, the
@@ -318,6 +385,10 @@ def evaluate_parts(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> dict[
             res["large_multi"] = evaluate_multidocs(make_multidocs(recs + large, n=LARGE_MULTI_DOCS,
                                                                    page_chars=page_chars))
             res["large_hard"] = evaluate_multidocs(make_hard_multidocs(recs + large))
+        forms = forms_part(corpora, part)
+        if forms:  # forms_real (issue 39, ADR 0048): the forms as single documents, and the intake packets
+            res["forms"] = evaluate(forms, page_chars)
+            res["intake"] = intake_part(corpora, part)
         parts[part] = res
     return parts
 
@@ -356,7 +427,21 @@ def evaluate_tune_only(corpora: pathlib.Path, page_chars: int = PAGE_CHARS) -> d
             f"tune both hard ({HARD_DOCS}, seed {HARD_SEED})": summary(evaluate_multidocs(
                 make_hard_multidocs(recs + large))),
         }),
+        **({} if not forms_part(corpora, "tune") else {
+            "tune forms single": (lambda r: f"{_pct(r['accuracy'])} ({r['correct']}/{r['documents']})")(
+                evaluate(forms_part(corpora, "tune"), page_chars)),
+            **{f"tune intake ({n}, seed {seed})": intake_summary(intake_part(corpora, "tune", n, seed))
+               for n, seed in ((INTAKE_DOCS, INTAKE_SEED), (300, 1), (300, 2))},
+        }),
     }
+
+
+def intake_summary(m: dict[str, Any]) -> str:
+    """One line of intake figures."""
+    pos = ", ".join(f"{q} {v['exact_merged']}/{v['packets']} (forms found {v['forms_found']}/{v['forms']})"
+                    for q, v in m["per_position"].items())
+    return (f"exact (Others merged) {_pct(m['exact_merged'])} ({m['exact_merged_n']}/{m['documents']}), strict "
+            f"{_pct(m['exact_split'])}, page {_pct(m['page_accuracy'])}; per position: {pos}")
 
 
 def _pct(x: float | None) -> str:
@@ -454,7 +539,10 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "half of its Radiology and Other scores, and IMPRESSION, HISTORY, EXAM, INDICATIONS, PROCEDURE no longer "
         "count as Radiology headers for that penalty; chosen on the tuning parts. `offline-lexicon-v7` (ADR 0045): "
         "v6's rules over lexicon `lexicon-v4` (autopsy, ancillary and molecular pathology, ultrasound, Doppler "
-        "and nuclear-medicine vocabulary, written down before any figure was read).",
+        "and nuclear-medicine vocabulary, written down before any figure was read). `offline-lexicon-v8` (ADR 0048): "
+        "a page that is a form by its layout (field labels without a value, blanks, checkboxes, yes/no choices, "
+        "signature and date lines; few sentences; no strong clinical reading) opens its own Other segment; "
+        "chosen on the tuning parts' intake packets.",
         "- texts are cut into pages of ~3000 characters (`docverify.domain.labelled_corpus.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
@@ -469,11 +557,45 @@ def parts_markdown(parts: dict[str, Any]) -> str:
     ]
     if "large" in parts["test"]:
         lines += large_markdown(parts)
+    if "intake" in parts["test"]:
+        lines += intake_markdown(parts)
     for part in ("test", "tune"):
         body = to_markdown(parts[part]).split("\n")
         start = next(i for i, ln in enumerate(body) if ln.startswith("## Per corpus"))
         lines += [f"# The {part} part", ""] + [ln.replace("## ", "### ") for ln in body[start:]]
     return "\n".join(lines)
+
+
+def intake_markdown(parts: dict[str, Any]) -> list[str]:
+    """The forms of ``forms_real`` as single documents and the intake packets (issue 39, ADR 0048)."""
+    def row(part: str, r: dict[str, Any]) -> str:
+        f, m = r["forms"], r["intake"]
+        pos = " | ".join(f"{v['exact_merged']}/{v['packets']} · {v['forms_found']}/{v['forms']}"
+                         for v in m["per_position"].values())
+        return (f"| {part} | {_pct(f['accuracy'])} ({f['correct']}/{f['documents']}) | {m['documents']} "
+                f"({m['pages']} pages) | {_pct(m['page_accuracy'])} | {_pct(m['exact_merged'])} "
+                f"({m['exact_merged_n']}/{m['documents']}) | {_pct(m['exact_split'])} | {pos} | "
+                f"{m['one_page_forms_found']}/{m['one_page_forms']} |")
+    return [
+        "## Forms and intake packets (`forms_real`, issue 39, ADR 0048)",
+        "",
+        "- data: `forms_real/records.jsonl` (203 real forms, label Other), split by source repository "
+        "(`docs/benchmarks/forms_split.json`); forms single = each form as one document (its real pages); intake "
+        f"packets = {INTAKE_DOCS} per part (seed {INTAKE_SEED}, `scripts/intake_packets.py`, as "
+        "`bench_end_to_end.py` makes them, text layers only): 2–6 documents, 1–4 reports of the part and 1–3 "
+        "of its forms (mostly one real page of a form) first, between or last.",
+        "- exact (Others merged): the same segments, types and page ranges, after adjacent Other segments are "
+        "merged on both sides (two forms in a row read as one Other segment); strict: every form its own segment. "
+        "Per position: packets with a form there split exactly · the forms there found (their run of Other pages "
+        "is a predicted segment of its own: neither absorbed into a report nor cut).",
+        "",
+        "| part | forms single: Other | intake packets | page acc. | exact (Others merged) | exact (strict) | "
+        "first: packets · forms | middle: packets · forms | last: packets · forms | one-page forms found |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        row("tune", parts["tune"]),
+        row("**test**", parts["test"]),
+        "",
+    ]
 
 
 LARGE_TARGETS = {"dominant": 0.99, "page": 0.97, "exact": 0.92}

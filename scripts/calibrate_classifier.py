@@ -1,7 +1,8 @@
 """Calibrate the offline classifier's document confidence (ADR 0035).
 
-Classifies every single document of the tuning parts (``docs/benchmarks/classifier_split.json`` and
-``classifier_split_large.json``: text_labeled + text_labeled_more + text_labeled_large) with the raw
+Classifies every single document of the tuning parts (``docs/benchmarks/classifier_split.json``,
+``classifier_split_large.json`` and, since offline-lexicon-v8, ``forms_split.json``: text_labeled +
+text_labeled_more + text_labeled_large + forms_real) with the raw
 confidence (``classify_offline(..., calibrate=False)``), and fits Platt scaling (a logistic regression
 of "the dominant type is right" on the raw confidence, scikit-learn) on them. The test parts are never
 read for the fit; ``--report`` scores confidence against correctness on them (AUROC, ECE in 10 equal
@@ -82,7 +83,8 @@ def calibration_record(corpora: pathlib.Path) -> dict[str, Any]:
         "version": f"platt-{IMPLEMENTATION}",
         "about": "Platt scaling of the offline classifier's raw document confidence (ADR 0035): "
                  "p(dominant type right) = 1 / (1 + exp(-(a * raw + b))). Fitted by scripts/calibrate_classifier.py "
-                 "on the tuning parts of docs/benchmarks/classifier_split.json and classifier_split_large.json only.",
+                 "on the tuning parts of docs/benchmarks/classifier_split.json, classifier_split_large.json and "
+                 "forms_split.json only.",
         "method": "platt",
         "implementation": IMPLEMENTATION,
         "a": a,

@@ -47,6 +47,14 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    :data:`HEADER_IGNORED`: IMPRESSION, HISTORY, EXAM, INDICATIONS, PROCEDURE) costs
    :data:`HEADERLESS_SWITCH` x the penalty: imaging findings without a report's headers are, far
    more often, a note discussing them.
+   **Form pages** (offline-lexicon-v8, ADR 0048): a page that is a form as a whole by its layout
+   (:mod:`docverify.classify.form_layout`: at least :data:`FORM_SHARE` of its lines are field lines -- labels
+   without a value, blanks, checkboxes, yes/no choices, signature and date lines -- and at least
+   :data:`FORM_MIN_FIELDS` of them, few sentences, and no strong clinical reading: :func:`is_form`) counts
+   :data:`FORM_FACTOR` of its clinical scores and at least :data:`FORM_OTHER` for Other; it is never a weak page,
+   and a change of type into it, or out of it into a page that is no form, costs :data:`FORM_SWITCH` x the
+   penalty: a one-page form before, between or after reports opens its own Other segment. A segment of form
+   pages only is Other (its reasoning and its page decisions say "form page" and why).
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -89,7 +97,9 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    probability that the dominant type is right, Platt scaling fitted on the tuning parts).
 6. **Page decisions** (ADR 0035): ``page_decisions`` records, per page, its score per type, its
    continuity score, whether it opens with a header, its segment's type and why a segment starts
-   or continues there — numbers and lexicon labels, never page text.
+   or continues there (since v8: "form page (N of M lines are form fields, K sentence(s); ...)" on a form
+   page, "after a form page" on the page that starts a segment after one) — numbers and lexicon labels,
+   never page text.
 """
 
 from __future__ import annotations
@@ -99,6 +109,7 @@ import re
 from dataclasses import dataclass
 
 from docverify.classify.calibration import calibrated, calibration
+from docverify.classify.form_layout import FormLayout, form_layout
 from docverify.domain.lexicon import (
     SNIPPET_MAX,
     SNIPPET_MIN,
@@ -125,9 +136,9 @@ from docverify.domain.models import (
 )
 from docverify.verify.v4_evidence import find_on_page
 
-#: offline-lexicon-v7 (ADR 0045): v6's rules over lexicon-v4 (autopsy, ancillary/molecular pathology and
-#: ultrasound/Doppler/nuclear-medicine vocabulary); the code is v6's.
-IMPLEMENTATION = "offline-lexicon-v7"
+#: offline-lexicon-v8 (ADR 0048): v7's (ADR 0045: v6's rules over lexicon-v4) with form pages: a page that is a
+#: form by its layout opens its own Other segment (FORM_*); the lexicon is v7's.
+IMPLEMENTATION = "offline-lexicon-v8"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -238,11 +249,27 @@ class _Page:
         return self._norm_text
 
     _scores: dict[str, float] | None = None
+    _layout: FormLayout | None = None
+
+    _form: bool | None = None
 
     def score(self, doc_type: str) -> float:
         if self._scores is None:
-            self._scores = page_scores(self.analysis)
+            self._scores = page_scores(self.analysis, form=self.form)
         return self._scores[doc_type]
+
+    @property
+    def layout(self) -> FormLayout:
+        if self._layout is None:
+            self._layout = form_layout(self.analysis)
+        return self._layout
+
+    @property
+    def form(self) -> bool:
+        """The page is a form as a whole (see FORM_MIN_LINES: its layout, and no strong clinical reading)."""
+        if self._form is None:
+            self._form = is_form(self.analysis, self.layout)
+        return self._form
 
 
 CLINICAL = DocType.CLINICAL_NOTE.value
@@ -294,12 +321,49 @@ def clinical_structure(analysis: TextAnalysis) -> int:
     return len(labels)
 
 
-def page_scores(analysis: TextAnalysis) -> dict[str, float]:
-    """The classifier's score per type of one page: the lexicon's, with the clinical structure rule applied."""
+#: Form pages (offline-lexicon-v8, ADR 0048): a page is a form as a whole when it has at least FORM_MIN_LINES
+#: lines, at least FORM_MIN_FIELDS of them field lines (a blank, a checkbox, a yes/no choice, a signature or date
+#: line, labels with nothing after them: :mod:`docverify.classify.form_layout`) making at least FORM_SHARE of its
+#: lines, at most FORM_SENTENCES sentences of prose per line, and no type but Other scoring FORM_MAX_CLINICAL or
+#: more (unless its field lines make FORM_STRONG_SHARE of its lines): a pathology report's page of specimen fields
+#: and a radiology report's EXAM/DATE header lines read as their report. The classifier's view of a form page:
+#: its scores for the clinical types count FORM_FACTOR of their weight, Other scores at least FORM_OTHER; it is
+#: never a weak page, and a change of type into it, or out of it into a page that is no form, costs
+#: FORM_SWITCH x the penalty: a one-page form before, between or after reports opens its own Other segment.
+FORM_MIN_LINES = 5
+FORM_MIN_FIELDS = 4
+FORM_SHARE = 0.2
+FORM_SENTENCES = 0.5
+FORM_MAX_CLINICAL = 6.0
+FORM_STRONG_SHARE = 0.6
+FORM_FACTOR = 0.25
+FORM_OTHER = 4.0
+FORM_SWITCH = 0.5
+#: Confidence of an Other segment of form pages without any Other cue (its layout is the evidence).
+FORM_CONFIDENCE = 0.5
+
+
+def is_form(analysis: TextAnalysis, layout: FormLayout | None = None) -> bool:
+    """The page is a form as a whole (see FORM_MIN_LINES): its layout, and no strong clinical reading."""
+    lay = form_layout(analysis) if layout is None else layout
+    if lay.lines < FORM_MIN_LINES or lay.fields < FORM_MIN_FIELDS or lay.field_share < FORM_SHARE:
+        return False
+    if lay.sentences > FORM_SENTENCES * lay.lines:
+        return False
+    clinical = max(analysis.scores[t] for t in DOC_TYPES if t != OTHER)
+    return clinical < FORM_MAX_CLINICAL or lay.field_share >= FORM_STRONG_SHARE
+
+
+def page_scores(analysis: TextAnalysis, *, form: bool | None = None) -> dict[str, float]:
+    """The classifier's score per type of one page: the lexicon's, with the clinical structure rule and the
+    form page rule applied (``form``: whether the page is a form, when the caller knows; else found here)."""
     scores = dict(analysis.scores)
     if clinical_structure(analysis) >= STRUCTURE_MIN:
         for t in STRUCTURE_DAMPED:
             scores[t] *= STRUCTURE_FACTOR
+    if is_form(analysis) if form is None else form:
+        for t in DOC_TYPES:
+            scores[t] = max(scores[t], FORM_OTHER) if t == OTHER else scores[t] * FORM_FACTOR
     return scores
 
 
@@ -324,7 +388,14 @@ class _Seg:
     def has_evidence(self, t: str) -> bool:
         return any(u.scores.get(t, 0.0) > 0 for p in self.pages for u in p.analysis.units)
 
+    def forms(self) -> bool:
+        """Every page of the segment with text is a form page."""
+        text = [p for p in self.pages if p.analysis.has_text]
+        return bool(text) and all(p.form for p in text)
+
     def dominant(self) -> str:
+        if self.forms():
+            return OTHER
         candidates = [t for t in DOC_TYPES if self.total(t) > 0 and self.has_evidence(t)]
         if not candidates:
             return OTHER
@@ -391,13 +462,14 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     support: list[dict[str, bool]] = []
     opens: list[bool] = []
     headed: list[frozenset[str]] = []
+    forms = [p.form for p in pages]
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
         # it joins its neighbours unless their type is absent from it
         lead = max(DOC_TYPES, key=lambda t: p.score(t))
         distinct = len({h.entry.index for h in p.analysis.hits.get(lead, ()) if h.factor == 1.0})
-        k = WEAK_PAGE_FACTOR if distinct < WEAK_PAGE_CUES else 1.0
+        k = WEAK_PAGE_FACTOR if distinct < WEAK_PAGE_CUES and not p.form else 1.0
         weak.append(k < 1.0)
         # ... but only into a type the page itself supports (CONTINUE_RATIO of its best score):
         # a weak page whose few cues all belong to another type does not continue a segment
@@ -432,6 +504,8 @@ def _viterbi(pages: list[_Page]) -> list[str]:
                 # leaving u for a weak page costs more only when that page could continue u
                 sticky = weak[i] and support[i][u]
                 factor = (WEAK_SWITCH if sticky else 1.0) * (OPEN_SWITCH if opens[i] else 1.0) * conts[i]
+                if forms[i] != forms[i - 1]:
+                    factor *= FORM_SWITCH  # into a form page, or out of one into a page that is no form
                 if t in HEADER_REQUIRED and t not in headed[i]:
                     factor *= HEADERLESS_SWITCH
                 c = cost[i - 1][u] + SWITCH_PENALTY * factor
@@ -636,7 +710,16 @@ def _classify_segment(index: int, seg: _Seg, dom: str) -> _SegResult:
 
     text_pages = [p for p in seg.pages if p.analysis.has_text]
     fallback = dom == OTHER and _weak_fallback(seg)
-    if fallback:
+    if dom == OTHER and seg.forms():
+        # a form by its layout: its own Other cues, if any, can only add to what the layout says
+        if has_cues:
+            mean = dom_total / max(1, len(text_pages))
+            runner_up = max((totals[t] for t in DOC_TYPES if t != dom), default=0.0)
+            margin = max(0.0, (dom_total - runner_up) / dom_total)
+            dom_conf = max(FORM_CONFIDENCE, 0.25 + 0.7 * (1.0 - math.exp(-mean / 6.0)) * (0.35 + 0.65 * margin))
+        else:
+            dom_conf = FORM_CONFIDENCE
+    elif fallback:
         dom_conf = WEAK_FALLBACK_CONFIDENCE
     elif has_cues:
         mean = dom_total / max(1, len(text_pages))
@@ -698,6 +781,14 @@ def _cue_labels(seg: _Seg, t: str, limit: int = 5) -> list[str]:
 def _reasoning(seg: _Seg, dom: str, has_cues: bool, levels: dict[str, str],
                ratios: dict[str, float]) -> str:
     pages = f"page {seg.start}" if seg.start == seg.end else f"pages {seg.start}-{seg.end}"
+    if dom == OTHER and seg.forms():
+        fields = sum(p.layout.fields for p in seg.pages)
+        lines = sum(p.layout.lines for p in seg.pages)
+        text = (f"Form layout on {pages}: {fields} of {lines} lines are form fields (labels without a value, "
+                f"blanks, checkboxes, yes/no choices, signature or date lines), "
+                f"{sum(p.layout.sentences for p in seg.pages)} sentence(s) of prose: a form, Other")
+        cues = _cue_labels(seg, OTHER) if has_cues else []
+        return text + (f"; Other cues: {', '.join(cues)}." if cues else ".")
     if not has_cues:
         if not any(p.analysis.has_text for p in seg.pages):
             return f"No text on {pages}: defaulted to Other with low confidence."
@@ -734,6 +825,13 @@ _SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.valu
           DocType.GENOMIC_REPORT.value: "Genomic", DocType.RADIOLOGY_REPORT.value: "Radiology", OTHER: "Other"}
 
 
+def _form_reason(page: _Page) -> str:
+    """Why a page is a form page (numbers only)."""
+    lay = page.layout
+    return (f"form page ({lay.fields} of {lay.lines} lines are form fields, {lay.sentences} sentence(s); "
+            f"Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})")
+
+
 def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> list[PageDecision]:
     """Each page's scores, continuity and the decision made on it (ADR 0035): numbers and lexicon
     labels only, never page text."""
@@ -747,12 +845,19 @@ def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> lis
         best = max(DOC_TYPES, key=lambda d: (page.score(d), -DOC_TYPES.index(d)))
         c = "none" if cont is None else f"{cont:.2f}"
         if i == 0:
-            reason = "first page"
+            reason = "first page" + (f"; {_form_reason(page)}" if page.form else "")
+        elif page.num in starts and page.form:
+            prev = label[pages[i - 1].num]
+            reason = (f"new segment: {_form_reason(page)}: {_SHORT[t]} {page.score(t):.1f} against {_SHORT[prev]} "
+                      f"{page.score(prev):.1f} on this page; continuity {c}")
         elif page.num in starts:
             prev = label[pages[i - 1].num]
             reason = (f"new segment: {_SHORT[t]} {page.score(t):.1f} against {_SHORT[prev]} "
                       f"{page.score(prev):.1f} on this page; continuity {c}"
-                      + ("; opens with a header" if opens else ""))
+                      + ("; opens with a header" if opens else "")
+                      + ("; after a form page" if pages[i - 1].form else ""))
+        elif page.form:
+            reason = f"continues {_SHORT[t]}: {_form_reason(page)}; continuity {c}"
         else:
             reason = f"continues {_SHORT[t]}: continuity {c}"
             if best != t and page.score(best) > page.score(t):
