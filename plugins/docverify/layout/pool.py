@@ -242,7 +242,8 @@ class _Pool:
             while msg is not None and "progress" in msg:
                 self._on_progress(w, msg["progress"])
                 if not _poll(w.conn):
-                    return None  # its deadline is checked on the next round, against the new one
+                    # the ceiling holds even for a worker whose reports never stop coming
+                    return self._on_timeout(w) if time.monotonic() >= w.deadline else None
                 msg = _receive(w.conn)
             if msg is not None:
                 return self._on_message(w, msg)
