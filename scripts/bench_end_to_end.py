@@ -5,6 +5,7 @@ and how many correct classifications are escalated for nothing.
     python scripts/bench_end_to_end.py [--corpora DIR] [--part test|tune|both] [--limit N]
                                        [--kinds single,multi,hard,intake] [--no-ocr]
                                        [--model M] [--judge-model M] [--admin-trap-whole-document]
+                                       [--admin-trap-counts-mentions]
                                        [--no-independent-reading] [--no-write] [--json]
 
 The documents of a part (the committed splits ``docs/benchmarks/classifier_split.json``,
@@ -257,7 +258,11 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
 
     n = len(outcomes)
     wrong = [o for o in outcomes if not o.right]
-    stopped = [o for o in wrong if o.decision != "AUTO_ACCEPT"]
+    escalated_wrong = [o for o in wrong if o.decision != "AUTO_ACCEPT"]
+    # a wrong classification the verifiers' automatic fixes made right (a boundary moved) is stopped too:
+    # what is written is right
+    fixed = [o for o in wrong if o.decision == "AUTO_ACCEPT" and o.right_final]
+    stopped = escalated_wrong + fixed
     accepted = [o for o in outcomes if o.decision == "AUTO_ACCEPT"]
     false_accepts = [o for o in accepted if not o.right_final]
     right = [o for o in outcomes if o.right]
@@ -272,15 +277,16 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
     return {
         "documents": n,
         "classifier_wrong": len(wrong), "stopped": len(stopped), "stopped_rate": _rate(len(stopped), len(wrong)),
+        "fixed": len(fixed),
         "accepted": len(accepted), "false_accepts": len(false_accepts),
         "false_accept_rate": _rate(len(false_accepts), len(accepted)), "false_accept_ci": [lo, hi],
         "right": len(right), "right_escalated": len(right_escalated),
         "right_escalated_rate": _rate(len(right_escalated), len(right)),
         "escalated_by_code": dict(Counter(c for o in right_escalated for c in o.deciding_codes).most_common()),
         "stopping_codes": dict(Counter(c for o in stopped for c in o.deciding_codes).most_common()),
-        "missed": sorted(o.doc_id for o in wrong if o.decision == "AUTO_ACCEPT"),
-        "escalations": len(escalations), "escalated_wrong": len(stopped),
-        "escalation_precision": _rate(len(stopped), len(escalations)),
+        "missed": sorted(o.doc_id for o in wrong if o.decision == "AUTO_ACCEPT" and not o.right_final),
+        "escalations": len(escalations), "escalated_wrong": len(escalated_wrong),
+        "escalation_precision": _rate(len(escalated_wrong), len(escalations)),
         "escalation_precision_by_code": {
             c: {"escalations": e, "real_errors": w, "precision": _rate(w, e)}
             for c, (e, w) in sorted(by_code.items(), key=lambda kv: (-kv[1][0], kv[0]))},
@@ -392,12 +398,13 @@ def _fa(f: dict[str, Any]) -> str:
 
 def _row(label: str, f: dict[str, Any]) -> str:
     codes = ", ".join(f"`{c}` {k}" for c, k in list(f["escalated_by_code"].items())[:4]) or "–"
-    return (f"| {label} | {f['documents']} | {f['classifier_wrong']} | {f['stopped']} ({_pct(f['stopped_rate'])}) | "
+    return (f"| {label} | {f['documents']} | {f['classifier_wrong']} | {f['stopped']} ({_pct(f['stopped_rate'])}"
+            f"{'; ' + str(f['fixed']) + ' fixed' if f.get('fixed') else ''}) | "
             f"{_fa(f)} | {f['right_escalated']}/{f['right']} = {_pct(f['right_escalated_rate'])} | {_esc(f)} | "
             f"{codes} |")
 
 
-HEAD = ("| | documents | classifier wrong | stopped by the verifiers | false accepts (95 % CI) | "
+HEAD = ("| | documents | classifier wrong | stopped (escalated, or fixed automatically) | false accepts (95 % CI) | "
         "right but escalated | escalations that are real errors (escalation precision) | escalated by (right ones) |"
         "\n|---|---:|---:|---:|---:|---:|---:|---|")
 INTAKE_HEAD = ("| | packets | exact split (Others merged) | exact split (strict) | boundary P | boundary R | "
@@ -596,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="", help="the classifier's pydantic-ai model (default: the offline classifier)")
     ap.add_argument("--judge-model", default="", help="the judgments' model (default: --model, or offline)")
     ap.add_argument("--admin-trap-whole-document", action="store_true", help="V3 trap 2, strict reading")
+    ap.add_argument("--admin-trap-counts-mentions", action="store_true",
+                    help="V3 trap 2 also counts MENTION_ONLY (the specification's letter, ADR 0046)")
     ap.add_argument("--no-independent-reading", action="store_true",
                     help="switch off V2's classifier-independent reading (to measure what it adds)")
     ap.add_argument("--kinds", default=",".join(KINDS),
@@ -615,7 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     corpora = args.corpora or default_corpora()
     classifier = make_judge(args.model)
     judge = make_judge(args.judge_model or args.model)
-    policy = VerifyPolicy.from_overrides({"admin_trap_per_segment": not args.admin_trap_whole_document})
+    policy = VerifyPolicy.from_overrides({"admin_trap_per_segment": not args.admin_trap_whole_document,
+                                          "admin_trap_counts_mentions": args.admin_trap_counts_mentions})
     if args.no_independent_reading:
         judge = without_independent_reading(judge)
     deps = VerifyDeps(judge=judge, policy=policy)

@@ -191,6 +191,15 @@ def test_escalation_precision_overall_and_per_code():
     assert b.figures([_o(True, "AUTO_ACCEPT")])["escalation_precision"] is None
 
 
+def test_an_error_the_fixes_made_right_is_stopped_not_missed():
+    """A wrong split the verifiers' automatic fix corrected (accepted, right as written) counts as stopped and
+    as fixed; a wrong classification accepted as it was is missed."""
+    f = b.figures([_o(False, "AUTO_ACCEPT", right_final=True), _o(False, "AUTO_ACCEPT"),
+                   _o(False, "ESCALATE_TO_SME", ["A"])])
+    assert (f["classifier_wrong"], f["stopped"], f["fixed"], f["false_accepts"]) == (3, 2, 1, 1)
+    assert f["stopped_rate"] == pytest.approx(2 / 3) and len(f["missed"]) == 1
+
+
 def test_the_page_shows_escalation_precision_and_the_issue_targets():
     pos = lambda *g: [f"position:{x}" for x in g] + ["scan:text layer", "kind:consent", "form:one page"]  # noqa: E731
     outcomes = [
