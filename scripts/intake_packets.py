@@ -346,13 +346,16 @@ def ocr_input(text: str):
 
 def ocr_page_text(text: str, cache: pathlib.Path = OCR_CACHE) -> str:
     """``text`` rendered as a scanned page (:func:`ocr_input`) and read back by the project's local OCR
-    (:func:`docverify.layout.ocr.read_image`), cached in ``cache/<sha256 of the image read>.txt``."""
+    (:func:`docverify.layout.ocr.read_image`), cached in ``cache/<sha256 of the OCR's settings and the image
+    read>.txt`` (another engine, version or setting reads the page again)."""
     import hashlib
 
     import numpy as np
 
+    from docverify.layout.ocr import engine_id
+
     image = ocr_input(text)
-    digest = hashlib.sha256(f"{image.size}|{image.mode}|".encode() + image.tobytes()).hexdigest()
+    digest = hashlib.sha256(f"{engine_id()}|{image.size}|{image.mode}|".encode() + image.tobytes()).hexdigest()
     path = cache / f"{digest}.txt"
     if path.is_file():
         return path.read_text(encoding="utf-8")
