@@ -99,20 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     from docverify.domain.resources import default_corpora_dir
 
     corpora = args.corpora or default_corpora_dir()
-    split = make_split(load_all_records(corpora))
-    out = REPO / SPLIT_FILE
-    out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
-    large = load_large_records(corpora)
-    if large:
-        split = make_large_split(large)
-        out = REPO / LARGE_SPLIT_FILE
-        out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
-    forms = load_forms_records(corpora)
-    if forms:
-        split = make_forms_split(forms)
-        out = REPO / FORMS_SPLIT_FILE
+    large, forms = load_large_records(corpora), load_forms_records(corpora)
+    splits = [(SPLIT_FILE, make_split(load_all_records(corpora)))]
+    splits += [(LARGE_SPLIT_FILE, make_large_split(large))] if large else []
+    splits += [(FORMS_SPLIT_FILE, make_forms_split(forms))] if forms else []
+    for rel, split in splits:
+        out = REPO / rel
         out.write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {out.relative_to(REPO)}: tune {len(split['tune'])}, test {len(split['test'])}")
     return 0

@@ -8,9 +8,11 @@ import dataclasses
 import pathlib
 
 import pytest
+from tests.docverify.segments import bundle as _bundle
+from tests.docverify.segments import classification as _classification
 
 from docverify.domain.labelled_corpus import part_records, split_pages
-from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue, Page
+from docverify.domain.models import Issue
 from docverify.pipeline.autofix import apply_fixes
 from docverify.reporting.audit_sample import sampling_confidence
 from docverify.verify import independent as ind
@@ -19,28 +21,6 @@ from docverify.verify.v2_consistency import rule_phase as v2_rules
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FORM_KINDS = ("registration", "consent", "roi_authorization", "questionnaire")
-
-
-def _bundle(pages: list[str]) -> DocumentBundle:
-    return DocumentBundle(doc_id="d", file_path="x.pdf", total_pages=len(pages),
-                          pages=[Page(page_num=i, text=t) for i, t in enumerate(pages, 1)])
-
-
-def _classification(segments: list[tuple[int, int, str]]) -> ClassificationOutput:
-    segs = []
-    for i, (a, b, t) in enumerate(segments, 1):
-        segs.append({"segment_index": i, "page_start": a, "page_end": b, "segment_page_count": b - a + 1,
-                     "dominant_type": t, "reasoning": "",
-                     "classifications": [{"doc_type": d, "presence_level": "PRIMARY" if d == t else "NO_EVIDENCE",
-                                          "confidence": 0.9, "segment_share": 1.0 if d == t else 0.0,
-                                          "top_evidence": [{"snippet": "x", "page": a}] if d == t else []}
-                                         for d in DOC_TYPES]})
-    return ClassificationOutput.model_validate({
-        "doc_id": "d", "dominant_type_overall": segments[0][2], "number_of_segments": len(segs), "segments": segs,
-        "document_mixture": [{"doc_type": d, "presence_level": "PRIMARY" if any(s[2] == d for s in segments)
-                              else "NO_EVIDENCE", "overall_share": 1.0 / len({s[2] for s in segments})
-                              if any(s[2] == d for s in segments) else 0.0} for d in DOC_TYPES],
-        "vendor_signals": [], "self_evaluation": {"confidence": 0.9, "notes": ""}})
 
 
 def _test_part(corpora_dir) -> list[dict]:

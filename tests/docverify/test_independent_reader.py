@@ -9,9 +9,11 @@ import shutil
 import sys
 
 import pytest
+from tests.docverify.segments import bundle as _bundle
+from tests.docverify.segments import classification as _classification
 
 from docverify.domain.labelled_corpus import part_records, split_pages
-from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Page
+from docverify.domain.models import DOC_TYPES
 from docverify.verify import independent as ind
 from docverify.verify import v2_consistency
 
@@ -49,26 +51,6 @@ def _test_records(corpora_dir) -> dict[str, list[dict]]:
         if len(r["text"]) > 2500:
             by_type.setdefault(r["proposed_doc_type"], []).append(r)
     return by_type
-
-
-def _bundle(pages: list[str]) -> DocumentBundle:
-    return DocumentBundle(doc_id="d", file_path="x.pdf", total_pages=len(pages),
-                          pages=[Page(page_num=i, text=t) for i, t in enumerate(pages, 1)])
-
-
-def _classification(segments: list[tuple[int, int, str]]) -> ClassificationOutput:
-    segs = []
-    for i, (a, b, t) in enumerate(segments, 1):
-        segs.append({"segment_index": i, "page_start": a, "page_end": b, "segment_page_count": b - a + 1,
-                     "dominant_type": t, "reasoning": "",
-                     "classifications": [{"doc_type": d, "presence_level": "PRIMARY" if d == t else "NO_EVIDENCE",
-                                          "confidence": 0.9, "segment_share": 1.0 if d == t else 0.0,
-                                          "top_evidence": []} for d in DOC_TYPES]})
-    return ClassificationOutput.model_validate({
-        "doc_id": "d", "dominant_type_overall": segments[0][2], "number_of_segments": len(segs), "segments": segs,
-        "document_mixture": [{"doc_type": d, "presence_level": "PRIMARY" if any(s[2] == d for s in segments)
-                              else "NO_EVIDENCE", "overall_share": 0.0} for d in DOC_TYPES],
-        "vendor_signals": [], "self_evaluation": {"confidence": 0.9, "notes": ""}})
 
 
 @pytest.mark.parametrize("true_type, wrong_type", [

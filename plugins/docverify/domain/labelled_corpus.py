@@ -150,7 +150,13 @@ def load_split(repo: pathlib.Path | str) -> dict[str, Any]:
 def load_large_records(corpora: pathlib.Path | str) -> list[LabelledRecord]:
     """The records of ``text_labeled_large`` in the shape of the others (``corpus`` = its ``source``,
     ``proposed_doc_type`` = its ``label``, ``labels`` = its ``meta``); [] when the file is absent."""
-    path = pathlib.Path(corpora) / LARGE
+    return _load_sourced(pathlib.Path(corpora) / LARGE)
+
+
+def _load_sourced(path: pathlib.Path, *, kind: bool = False) -> list[LabelledRecord]:
+    """The records ``{id, source, label, text, meta[, kind]}`` of ``path`` in the shape of the others
+    (``corpus`` = ``source``, ``proposed_doc_type`` = ``label``, ``labels`` = ``meta``, with ``kind`` when
+    asked); [] when the file is absent."""
     if not path.is_file():
         return []
     out: list[LabelledRecord] = []
@@ -158,8 +164,9 @@ def load_large_records(corpora: pathlib.Path | str) -> list[LabelledRecord]:
         for line in fh:
             if line.strip():
                 r = json.loads(line)
+                labels = {**(r.get("meta") or {}), **({"kind": r.get("kind")} if kind else {})}
                 out.append({"id": r["id"], "corpus": r["source"], "proposed_doc_type": r["label"],
-                            "text": r["text"], "labels": r.get("meta") or {}})
+                            "text": r["text"], "labels": labels})
     return out
 
 
@@ -191,17 +198,7 @@ def load_forms_records(corpora: pathlib.Path | str) -> list[LabelledRecord]:
     """The records of ``forms_real`` in the shape of the others (``corpus`` = its ``source``,
     ``proposed_doc_type`` = its ``label``, ``labels`` = its ``meta`` with its ``kind``; the text keeps its
     form feeds between real pages); [] when the file is absent."""
-    path = pathlib.Path(corpora) / FORMS
-    if not path.is_file():
-        return []
-    out: list[LabelledRecord] = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                r = json.loads(line)
-                out.append({"id": r["id"], "corpus": r["source"], "proposed_doc_type": r["label"],
-                            "text": r["text"], "labels": {**(r.get("meta") or {}), "kind": r.get("kind")}})
-    return out
+    return _load_sourced(pathlib.Path(corpora) / FORMS, kind=True)
 
 
 def forms_stratum(source_kinds: list[str]) -> str:
