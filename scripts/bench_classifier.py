@@ -26,7 +26,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -225,6 +225,24 @@ def _cut_after(text: str, at: int) -> int:
     return at
 
 
+def report_pages(rng: random.Random, text: str, short: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A clinical text's pages as a hard PDF holds them: a quarter of the time (when ``short`` offers any)
+    one short report of the type instead; else the text cut into pages of a length drawn from
+    :data:`HARD_PAGE_CHARS`, whose last page holds only its last :data:`TAIL_CHARS` characters for a third."""
+    if short and rng.random() < 0.25:
+        texts = [str(rng.choice(short)["text"]).strip()]
+    else:
+        page_chars = rng.randint(*HARD_PAGE_CHARS)
+        tail = rng.randint(*TAIL_CHARS)
+        if len(text) > page_chars and rng.random() < 1 / 3:
+            cut = _cut_after(text, len(text) - tail)
+            head, last = text[:cut], text[cut:].strip()
+            texts = split_pages(head, page_chars) + ([last] if last else [])
+        else:
+            texts = split_pages(text, page_chars)
+    return [x for x in texts if x.strip()] or [text.strip()]
+
+
 def make_hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int = HARD_SEED,
                         ) -> list[tuple[DocumentBundle, list[tuple[str, int, int]]]]:
     """``n`` harder multi-document bundles, as real PDFs look: 2–4 texts of different types
@@ -254,18 +272,7 @@ def make_hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed:
                 pages += texts
                 continue
             short = [r for r in by_type[t] if len(r["text"].strip()) <= SHORT_CHARS]
-            if short and rng.random() < 0.25:
-                texts = [rng.choice(short)["text"].strip()]
-            else:
-                page_chars = rng.randint(*HARD_PAGE_CHARS)
-                tail = rng.randint(*TAIL_CHARS)
-                if len(text) > page_chars and rng.random() < 1 / 3:
-                    cut = _cut_after(text, len(text) - tail)
-                    head, last = text[:cut], text[cut:].strip()
-                    texts = split_pages(head, page_chars) + ([last] if last else [])
-                else:
-                    texts = split_pages(text, page_chars)
-            texts = [x for x in texts if x.strip()] or [text.strip()]
+            texts = report_pages(rng, text, short)
             truth.append((t, len(pages) + 1, len(pages) + len(texts)))
             pages += texts
         out.append((_concatenated("hard", i, pages), truth))

@@ -124,21 +124,9 @@ def form_real_pages(record: Mapping[str, Any]) -> list[tuple[int, str]]:
 
 def _report_pages(rng: random.Random, record: Mapping[str, Any], short: list[Mapping[str, Any]]) -> list[str]:
     """A report's pages as :func:`bench_classifier.make_hard_multidocs` cuts a clinical text."""
-    from bench_classifier import HARD_PAGE_CHARS, TAIL_CHARS, _cut_after, split_pages
+    from bench_classifier import report_pages
 
-    text = record.get("text") or ""
-    if short and rng.random() < 0.25:
-        texts = [str(rng.choice(short)["text"]).strip()]
-    else:
-        page_chars = rng.randint(*HARD_PAGE_CHARS)
-        tail = rng.randint(*TAIL_CHARS)
-        if len(text) > page_chars and rng.random() < 1 / 3:
-            cut = _cut_after(text, len(text) - tail)
-            head, last = text[:cut], text[cut:].strip()
-            texts = split_pages(head, page_chars) + ([last] if last else [])
-        else:
-            texts = split_pages(text, page_chars)
-    return [x for x in texts if x.strip()] or [text.strip()]
+    return report_pages(rng, str(record.get("text") or ""), short)
 
 
 def _pick_form(rng: random.Random, forms: list[Mapping[str, Any]], position: str,
