@@ -3,21 +3,25 @@ thresholds; write ``include/models/independent_reader.npz``.
 
     python scripts/train_independent_reader.py [--corpora DIR] [--out FILE] [--check]
 
-Data: the tuning parts only of ``text_labeled`` + ``text_labeled_more`` (``classifier_split.json``) and
-``text_labeled_large`` (``classifier_split_large.json``). Each text gives training samples: the whole text,
-its pages cut at 3,000 and at 1,500 characters, and two short parts as real PDFs have them — its opening
-(300–1,200 characters: a cover, the head of a form) and its tail (80–400 characters: a signature block, a
-disclaimer on a page of its own), lengths drawn per text with a seeded generator — so that a segment, a page
-and a short page are all read as a night reads them; each labelled with the text's type.
+Data: the tuning parts only of ``text_labeled`` + ``text_labeled_more`` (``classifier_split.json``),
+``text_labeled_large`` (``classifier_split_large.json``) and ``forms_real`` (``forms_split.json``, by source).
+Each text gives training samples: the whole text, its pages (a form's real pages, form feeds) cut at 3,000 and
+at 1,500 characters, and three short parts as real PDFs have them — its opening (300–1,200 characters: a
+cover, the head of a form), its tail (80–400 characters: a signature block, a disclaimer on a page of its
+own) and a scrap of its end (50–160 characters: a report's last lines alone on a page), lengths drawn per
+text with a seeded generator — so that a segment, a page and a short page are all read as a night reads
+them; each labelled with the text's type.
 
 Model: sublinear tf-idf over hashed word unigrams and bigrams (buckets seen in at least ``MIN_DF``
 samples), multinomial logistic regression (scikit-learn, lbfgs, balanced class weights). Numbers only go
 into the artefact: bucket indices, idf weights, coefficients, intercepts, the classes, the thresholds.
 
 Thresholds: from out-of-fold probabilities (5 folds grouped by source document) of the tuning part — the
-lowest probability at which a segment (the whole text), a page, or a short part (100–400 letters) of the
-type it really is would be read as another type in at most ``TARGET_FALSE_ALARM`` of the texts; never
-below ``MIN_THRESHOLD``.
+lowest probability at which a segment (the whole text), a page, a short part (100–399 letters) or a tiny one
+(40–99 letters) of the type it really is would be read as another type in at most ``TARGET_FALSE_ALARM`` of
+the texts; never below ``MIN_THRESHOLD``. The boundary threshold (a split made without a person) at
+``TARGET_BOUNDARY_FALSE_ALARM`` of the pages; the novelty thresholds (abstention) from the familiarity of the
+held-back readings (:func:`novelty_threshold`, ADR 0049).
 
 ``--check`` retrains and compares with the shipped artefact (exit 1 when they differ beyond rounding).
 Deterministic: the same data and versions give the same artefact (coefficients rounded to 1e-4).
@@ -67,6 +71,8 @@ PAGE_CUTS = (3000, 1500)
 #: the short parts: an opening of 300–1,200 characters and a tail of 80–400 (seeded per text)
 OPENING_CHARS = (300, 1200)
 TAIL_CHARS = (80, 400)
+#: and a scrap of 50–160 characters from its end (a report's last lines alone on a page)
+SCRAP_CHARS = (50, 160)
 SEED = 38
 DEFAULT_OUT = REPO / "include" / ind.ARTEFACT
 
@@ -92,7 +98,8 @@ def samples(records: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
             rng = random.Random(f"{SEED}:{r['id']}")
             opening = text[: rng.randint(*OPENING_CHARS)].strip()
             tail = text[-rng.randint(*TAIL_CHARS):].strip()
-            out += [(t, r["proposed_doc_type"], group, "page") for t in (opening, tail) if t]
+            scrap = text[-rng.randint(*SCRAP_CHARS):].strip()
+            out += [(t, r["proposed_doc_type"], group, "page") for t in (opening, tail, scrap) if t]
     return out
 
 
@@ -209,6 +216,7 @@ def calibrate(data: list[tuple[str, str, str, str]], probs: np.ndarray, fam: np.
     whole: dict[str, float] = {}
     page: dict[str, float] = {}
     short: dict[str, float] = {}
+    tiny: dict[str, float] = {}
     col = {t: i for i, t in enumerate(DOC_TYPES)}
     for (text, label, group, kind), p in zip(data, probs, strict=True):
         own = p[col[label]]
@@ -222,13 +230,17 @@ def calibrate(data: list[tuple[str, str, str, str]], probs: np.ndarray, fam: np.
             page[key] = max(page.get(key, 0.0), score)
         elif n >= ind.SHORT_MIN_LETTERS:
             short[key] = max(short.get(key, 0.0), score)
+        elif n >= ind.TINY_MIN_LETTERS:
+            tiny[key] = max(tiny.get(key, 0.0), score)
     seg_t = threshold(list(whole.values()))
     page_t = threshold(list(page.values()))
     short_t = threshold(list(short.values()))
-    edges = list(page.values()) + list(short.values())
-    boundary_t = max(page_t, short_t, threshold(edges, TARGET_BOUNDARY_FALSE_ALARM))
+    tiny_t = threshold(list(tiny.values()))
+    edges = list(page.values()) + list(short.values()) + list(tiny.values())
+    boundary_t = max(page_t, short_t, tiny_t, threshold(edges, TARGET_BOUNDARY_FALSE_ALARM))
     nov = novelty_threshold(data, probs, fam, {"whole": seg_t, "page": page_t, "short": short_t})
     return {"segment_threshold": seg_t, "page_threshold": page_t, "short_threshold": short_t,
+            "tiny_threshold": tiny_t, "tiny_texts": len(tiny), "tiny_false_alarms": int(sum(v >= tiny_t for v in tiny.values())),
             "boundary_threshold": boundary_t, "boundary_false_alarms": int(sum(v >= boundary_t for v in edges)),
             "edge_texts": len(edges), **nov,
             "texts": len(whole), "segment_false_alarms": int(sum(v >= seg_t for v in whole.values())),
@@ -294,6 +306,7 @@ def train(corpora: pathlib.Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]
         "segment_threshold": np.array(cal["segment_threshold"]),
         "page_threshold": np.array(cal["page_threshold"]),
         "short_threshold": np.array(cal["short_threshold"]),
+        "tiny_threshold": np.array(cal["tiny_threshold"]),
         "boundary_threshold": np.array(cal["boundary_threshold"]),
         "novelty_threshold": np.array(cal["novelty_threshold"]),
         "novelty_short_threshold": np.array(cal["novelty_short_threshold"]),

@@ -45,7 +45,8 @@ def _report_pages(corpora_dir, doc_type: str, k: int) -> list[list[str]]:
 
 def test_the_reader_ships_a_boundary_and_a_novelty_threshold():
     r = ind.default_reader()
-    assert r.boundary_threshold >= max(r.page_threshold, r.short_threshold)
+    assert r.boundary_threshold >= max(r.page_threshold, r.short_threshold, r.tiny_threshold)
+    assert r.tiny_threshold >= 0.5
     assert 0 < r.novelty_threshold < 1 and 0 < r.novelty_short_threshold < 1
     assert len(r.centroid_cols) == len(r.centroid_rows) == len(r.centroid_vals) > 0
 
@@ -94,6 +95,12 @@ def test_right_reports_are_not_split(corpora_dir):
             b = _bundle(pages)
             issues = ind.disagreements(b, _classification([(1, b.total_pages, doc_type)]))
             assert not [i for i in issues if i.code == "SEGMENT_BOUNDARY_MISPLACED"], doc_type
+
+
+def test_a_tiny_page_is_read_and_a_blank_one_is_not():
+    r = ind.default_reader()
+    assert r.threshold("word " * 12, whole=False) == r.tiny_threshold  # 48 letters
+    assert r.threshold("Page 2 of 3", whole=False) is None
 
 
 def test_the_fix_leaves_a_whole_segment_and_an_inner_run_alone():

@@ -44,10 +44,12 @@ ARTEFACT = "models/independent_reader.npz"
 #: Hashed feature space (2**20 buckets: collisions are rare at the vocabulary sizes of the corpora).
 N_BUCKETS = 1 << 20
 #: A page (or segment) with at least this many letters is read against the page (segment) threshold; one
-#: with fewer, down to SHORT_MIN_LETTERS, against the stricter short-text threshold (a cover sheet, a
-#: signature block); below that it is not read at all (a blank page, a page number).
+#: with fewer, down to SHORT_MIN_LETTERS, against the short-text threshold (a cover sheet, a signature
+#: block); down to TINY_MIN_LETTERS against the tiny-text threshold (a report's last lines, a form's few
+#: labels); below that it is not read at all (a blank page, a page number).
 MIN_PAGE_LETTERS = 400
 SHORT_MIN_LETTERS = 100
+TINY_MIN_LETTERS = 40
 _TOKEN = re.compile(r"[a-z][a-z0-9]+")
 _LETTERS = re.compile(r"[A-Za-z]")
 OTHER = "Other"
@@ -85,6 +87,7 @@ class Reader:
     segment_threshold: float
     page_threshold: float
     short_threshold: float
+    tiny_threshold: float
     #: a run of pages at a segment's edge read as another type at least this surely is a boundary to move
     #: (``SEGMENT_BOUNDARY_MISPLACED``, fixed without a person); below it a person decides
     boundary_threshold: float
@@ -105,7 +108,9 @@ class Reader:
         n = letters(text)
         if n >= MIN_PAGE_LETTERS:
             return self.segment_threshold if whole else self.page_threshold
-        return self.short_threshold if n >= SHORT_MIN_LETTERS else None
+        if n >= SHORT_MIN_LETTERS:
+            return self.short_threshold
+        return self.tiny_threshold if n >= TINY_MIN_LETTERS else None
 
     @property
     def implementation(self) -> str:
@@ -203,7 +208,7 @@ def load(path: pathlib.Path | str | None = None) -> Reader:
     classes = tuple(str(c) for c in data["classes"])
     if set(classes) != set(DOC_TYPES):
         raise ReaderUnavailable(f"{p}: its classes {classes} are not the five document types; retrain it")
-    missing = {"boundary_threshold", "novelty_threshold", "novelty_short_threshold", "centroid_rows",
+    missing = {"tiny_threshold", "boundary_threshold", "novelty_threshold", "novelty_short_threshold", "centroid_rows",
                "centroid_cols", "centroid_vals"} - set(data)
     if missing:
         raise ReaderUnavailable(f"{p} has no {', '.join(sorted(missing))} (an older artefact): rebuild it with "
@@ -213,6 +218,7 @@ def load(path: pathlib.Path | str | None = None) -> Reader:
                   coef=data["coef"].astype(np.float32), intercept=data["intercept"].astype(np.float32),
                   classes=classes, segment_threshold=float(data["segment_threshold"]),
                   page_threshold=float(data["page_threshold"]), short_threshold=float(data["short_threshold"]),
+                  tiny_threshold=float(data["tiny_threshold"]),
                   boundary_threshold=float(data["boundary_threshold"]),
                   novelty_threshold=float(data["novelty_threshold"]),
                   novelty_short_threshold=float(data["novelty_short_threshold"]),
