@@ -13,7 +13,9 @@ implementation in every report and cache key.
 :func:`disagreements` reads each segment (its whole text) and each of its pages without looking at
 the classification, then compares: a segment that reads as another type, or a run of pages that read
 as another type, with at least the calibrated probability, is ``INDEPENDENT_READING_DISAGREES`` (V2,
-MAJOR, not fixable: a person decides), naming both labels and the probability. The thresholds are
+MAJOR, not fixable: a person decides), naming both labels and the probability; a run at a segment's start
+or end read at least at the boundary threshold is ``SEGMENT_BOUNDARY_MISPLACED`` (fixable: split there), and
+a reading of a clinical type on a text unlike the training material abstains (ADR 0049). The thresholds are
 calibrated on out-of-fold predictions of the tuning part (the training script writes them into the
 artefact): a page or a segment of the type it is labelled with is flagged at most at the rate the
 script reports.
