@@ -24,6 +24,12 @@ an Airflow task, the ``airflow`` entry script, which fails there) and never ``fo
 processes are threaded). ``SPEC`` (``module:function``, default
 :data:`DEFAULT_PARSE_FN`) is what a child runs on each file; its address space is capped at
 ``docverify.storage.limits.PARSE_WORKER_MEMORY_BYTES``.
+
+**A crash is the file's only in a fresh worker.** A long-lived worker keeps what earlier files loaded
+(the OCR engine, its libraries' threads and arenas count against the address-space cap), so a file
+that would parse in a fresh worker can abort PDFium in a used one (a 5 MB text page after a scanned
+page did). A worker that dies on a file it was given after another is replaced and the file is given
+once more to the fresh worker; a crash there (or on a worker's first file) is the file's ``CORRUPT``.
 """
 
 from __future__ import annotations
@@ -194,6 +200,8 @@ class _Pool:
         self.spec, self.pending, self.n_workers = spec, pending, n_workers
         self.limits, self.startup_timeout_s, self.job_bytes = limits, startup_timeout_s, job_bytes
         self.workers: list[_Worker] = []
+        #: files whose worker died under them after an earlier file: they get one fresh worker
+        self.retried: set[str] = set()
 
     def run(self) -> Iterator[Result]:
         while self.pending or self._busy():
@@ -283,6 +291,7 @@ class _Pool:
         if "startup_error" in msg:
             raise RuntimeError(f"parse worker could not start: {msg['startup_error']}")
         job, w.job = w.job, None
+        w.jobs_done += 1
         result = (job, _result_from_json(msg, job))
         if msg.get("recycle"):
             # the worker survived a MemoryError with its address space near the cap: the next file
@@ -293,11 +302,17 @@ class _Pool:
             self._send(w, self.pending.popleft())
         return result
 
-    def _on_exit(self, w: _Worker) -> Result:
+    def _on_exit(self, w: _Worker) -> Result | None:
         w.proc.join(timeout=5)
         code = _describe_exit(w.proc.exitcode)
         self.workers.remove(w)
         w.close()
+        if w.ready and w.job is not None and w.jobs_done > 0 and w.job not in self.retried:
+            # the worker had parsed other files: its state may be what failed, not this file
+            self.retried.add(w.job)
+            self.pending.appendleft(w.job)
+            w.job = None
+            return None
         return _lost(
             w, f"parse worker died while starting (exit code {code}); check that docverify and pypdfium2 "
                f"import in a fresh interpreter",
@@ -529,6 +544,8 @@ class _Worker:
     total: int = 0
     ocr: int = 0
     limit: str = "startup"
+    #: how many files this worker has answered (a crash on a later one is retried in a fresh worker)
+    jobs_done: int = 0
     proc: _ProcHandle = field(init=False)
     conn: _PipeConn = field(init=False)
 

@@ -648,3 +648,31 @@ def test_ocr_models_ship_in_the_wheel():
     models = pathlib.Path(spec.origin).parent / "models"
     assert sorted(p.name for p in models.glob("*.onnx")) == [
         "ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx"]
+
+
+_JOBS_IN_THIS_WORKER = [0]
+
+
+def _aborts_in_a_used_worker(path, **kw):
+    """A parse_fn that aborts on a file named 'fragile' when this worker has parsed another file before it
+    (its state, not the file, fails: the OCR engine's memory after a scan did so to a large text page), and
+    on a file named 'broken' always."""
+    _JOBS_IN_THIS_WORKER[0] += 1
+    name = pathlib.Path(path).name
+    if "broken" in name or ("fragile" in name and _JOBS_IN_THIS_WORKER[0] > 1):
+        os.abort()
+    return parse_pdf(path, **kw)
+
+
+def test_a_crash_in_a_used_worker_is_tried_once_in_a_fresh_one(corpora_dir, tmp_path):
+    """A file that crashes a worker after it parsed another gets one fresh worker (and parses there); a file
+    that crashes a fresh worker too is CORRUPT, named as a crash."""
+    src = _pdfs(corpora_dir) / "normal_minimal_latex.pdf"
+    first, fragile, broken = (tmp_path / n for n in ("first.pdf", "fragile.pdf", "broken.pdf"))
+    for p in (first, fragile, broken):
+        p.write_bytes(src.read_bytes())
+    results = dict(parse_many_bounded([first, fragile, broken], workers=1, timeout_s=TIMEOUT_S,
+                                      parse_fn=f"{__name__}:_aborts_in_a_used_worker"))
+    outcome = {pathlib.Path(p).name: _outcome(r) for p, r in results.items()}
+    assert outcome == {"first.pdf": OK, "fragile.pdf": OK, "broken.pdf": "CORRUPT"}
+    assert "crashed the PDF parser" in str(results[str(broken)])
