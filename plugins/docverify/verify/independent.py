@@ -30,7 +30,7 @@ import pathlib
 import re
 import zlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from docverify.domain.codes import make_issue
@@ -107,7 +107,10 @@ class Reader:
     def threshold(self, text: str, *, whole: bool) -> float | None:
         """The probability another type needs to be reported on ``text`` (a segment's whole text when
         ``whole``, else a page), by its length; None: too short to read."""
-        n = letters(text)
+        return self.limit(letters(text), whole=whole)
+
+    def limit(self, n: int, *, whole: bool) -> float | None:
+        """:meth:`threshold` of a text of ``n`` letters."""
         if n >= MIN_PAGE_LETTERS:
             return self.segment_threshold if whole else self.page_threshold
         if n >= SHORT_MIN_LETTERS:
@@ -138,7 +141,6 @@ class Reader:
     def familiarity(self, text: str) -> float:
         """How much ``text`` looks like the material the reader was trained on: the best cosine of its
         tf-idf vector with a centroid of the training samples (0: nothing in common; 1: a centroid)."""
-
         cols, vals = self.vector(text)
         return self._familiarity(cols, vals)
 
@@ -156,10 +158,13 @@ class Reader:
         sims = np.bincount(self.centroid_rows[hit], weights=self.centroid_vals[hit].astype(np.float64) * vals[at])
         return float(sims.max())
 
-    def read(self, text: str) -> Reading:
-        """The probabilities of ``text`` and its familiarity, from one vector."""
+    def read(self, text: str, n_letters: int | None = None) -> Reading:
+        """``text`` read: its probabilities now, its familiarity from the same vector when asked (it costs
+        more than the probabilities and is needed only where the reading disagrees). ``n_letters``: its
+        letter count, when the caller has it."""
         cols, vals = self.vector(text)
-        return Reading(self._probabilities(cols, vals), self._familiarity(cols, vals), letters(text))
+        return Reading(self._probabilities(cols, vals), letters(text) if n_letters is None else n_letters,
+                       self, cols, vals)
 
     def probabilities(self, text: str) -> dict[str, float]:
         """P(type | text) over the five types."""
@@ -176,22 +181,31 @@ class Reader:
         return {c: float(v) for c, v in zip(self.classes, p, strict=True)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Reading:
-    """One text as the reader reads it: P(type | text), and how familiar the text is (:meth:`Reader.familiarity`)."""
+    """One text as ``reader`` read it: P(type | text), its letter count, and how familiar it is
+    (:meth:`Reader.familiarity`, computed from the text's vector on first use)."""
 
     probs: dict[str, float]
-    familiarity: float
     letters: int
+    reader: Reader = field(repr=False)
+    cols: np.ndarray = field(repr=False)
+    vals: np.ndarray = field(repr=False)
 
-    def novelty_threshold(self, reader: Reader) -> float:
-        return reader.novelty_threshold if self.letters >= MIN_PAGE_LETTERS else reader.novelty_short_threshold
+    @functools.cached_property
+    def familiarity(self) -> float:
+        return self.reader._familiarity(self.cols, self.vals)
 
-    def abstains(self, reader: Reader, read_as: str) -> bool:
+    @property
+    def novelty_threshold(self) -> float:
+        r = self.reader
+        return r.novelty_threshold if self.letters >= MIN_PAGE_LETTERS else r.novelty_short_threshold
+
+    def abstains(self, read_as: str) -> bool:
         """Whether a reading of ``read_as`` on this text is withheld: a clinical type read on a text less
         familiar than its length class's threshold. "Other" is the open class (a text unlike the reports the
         reader learned from is evidence for it): a reading of Other never abstains."""
-        return read_as != OTHER and self.familiarity < self.novelty_threshold(reader)
+        return read_as != OTHER and self.familiarity < self.novelty_threshold
 
 
 def load(path: pathlib.Path | str | None = None) -> Reader:
@@ -280,20 +294,21 @@ def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Rea
         own = seg.dominant_type
         base = {"segment_index": seg.segment_index, "labelled": own, "implementation": r.implementation}
         text = segment_text(bundle, seg)
-        limit = r.threshold(text, whole=True)
+        n = letters(text)
+        limit = r.limit(n, whole=True)
         if limit is not None:
-            reading = r.read(text)
+            reading = r.read(text, n)
             other, p_other = _best_other(reading.probs, own)
             if p_other >= limit and p_other > reading.probs[own]:
-                issues.append(_segment_issue(seg, own, other, p_other, reading, r, base))
+                issues.append(_segment_issue(seg, own, other, p_other, reading, base))
                 continue
         if seg.page_end > seg.page_start:
             issues += _page_issues(seg, own, pages_by_num, r, base)
     return issues
 
 
-def _read_how(reading: Reading, r: Reader) -> dict[str, object]:
-    return {"familiarity": round(reading.familiarity, 4), "novelty_threshold": reading.novelty_threshold(r)}
+def _read_how(reading: Reading) -> dict[str, object]:
+    return {"familiarity": round(reading.familiarity, 4), "novelty_threshold": reading.novelty_threshold}
 
 
 def _abstains(seg: Segment, own: str, other: str, p: float, pages: tuple[int, int], familiarity: float,
@@ -311,11 +326,11 @@ def _abstains(seg: Segment, own: str, other: str, p: float, pages: tuple[int, in
     )
 
 
-def _segment_issue(seg: Segment, own: str, other: str, p_other: float, reading: Reading, r: Reader,
+def _segment_issue(seg: Segment, own: str, other: str, p_other: float, reading: Reading,
                    base: dict[str, object]) -> Issue:
-    if reading.abstains(r, other):
+    if reading.abstains(other):
         return _abstains(seg, own, other, p_other, (seg.page_start, seg.page_end), reading.familiarity,
-                         reading.novelty_threshold(r), base)
+                         reading.novelty_threshold, base)
     return make_issue(
         "INDEPENDENT_READING_DISAGREES",
         f"Segment {seg.segment_index} is labelled {own}, but a reading of its text made without the "
@@ -324,7 +339,7 @@ def _segment_issue(seg: Segment, own: str, other: str, p_other: float, reading: 
         suggested_fix=f"Check the segment's type: {other} or {own}?",
         details={**base, "read_as": other, "probability": round(p_other, 4),
                  "labelled_probability": round(reading.probs[own], 4),
-                 "pages": [seg.page_start, seg.page_end], **_read_how(reading, r)},
+                 "pages": [seg.page_start, seg.page_end], **_read_how(reading)},
     )
 
 
@@ -334,22 +349,23 @@ def _page_issues(seg: Segment, own: str, pages_by_num: dict[int, Page], r: Reade
     foreign: dict[int, tuple[str, float, Reading]] = {}  # page → (type read, probability, the reading)
     for num in range(seg.page_start, seg.page_end + 1):
         page = pages_by_num.get(num)
-        page_limit = r.threshold(page.text, whole=False) if page is not None else None
+        n = letters(page.text) if page is not None else 0
+        page_limit = r.limit(n, whole=False)
         if page is None or page_limit is None:
             continue
-        reading = r.read(page.text)
+        reading = r.read(page.text, n)
         t, p = _best_other(reading.probs, own)
         if p >= page_limit and p > reading.probs[own]:
             foreign[num] = (t, p, reading)
     issues: list[Issue] = []
-    familiar = [(num, f[0]) for num, f in foreign.items() if not f[2].abstains(r, f[0])]
-    unfamiliar = [(num, f[0]) for num, f in foreign.items() if f[2].abstains(r, f[0])]
+    familiar = [(num, f[0]) for num, f in foreign.items() if not f[2].abstains(f[0])]
+    unfamiliar = [(num, f[0]) for num, f in foreign.items() if f[2].abstains(f[0])]
     for t, a, b in page_runs(familiar):
         p = min(foreign[num][1] for num in range(a, b + 1))  # the run's lowest probability
         fam = min(foreign[num][2].familiarity for num in range(a, b + 1))
         pages = page_span(a, b)
         how = {"familiarity": round(fam, 4),
-               "novelty_threshold": min(foreign[num][2].novelty_threshold(r) for num in range(a, b + 1))}
+               "novelty_threshold": min(foreign[num][2].novelty_threshold for num in range(a, b + 1))}
         at_edge = (a == seg.page_start) != (b == seg.page_end)
         if at_edge and p >= r.boundary_threshold:
             split = b + 1 if a == seg.page_start else a
@@ -376,6 +392,6 @@ def _page_issues(seg: Segment, own: str, pages_by_num: dict[int, Page], r: Reade
     for t, a, b in page_runs(unfamiliar):
         p = min(foreign[num][1] for num in range(a, b + 1))
         fam = max(foreign[num][2].familiarity for num in range(a, b + 1))
-        limit = max(foreign[num][2].novelty_threshold(r) for num in range(a, b + 1))
+        limit = max(foreign[num][2].novelty_threshold for num in range(a, b + 1))
         issues.append(_abstains(seg, own, t, p, (a, b), fam, limit, base))
     return issues
