@@ -190,3 +190,19 @@ def test_the_toy_runs_through_the_llm_judge(extended):
     test_judge = LLMJudge(TestModel(), "test", retry_policy=None, registry=extended)
     answered = asyncio.run(test_judge.judge("V6", bundle, cls))
     assert all(i.code in ("TOY_WORD", "VERIFICATION_INCOMPLETE") for i in answered.issues)
+
+
+def test_the_toy_and_the_default_kinds_share_one_framing_hash(extended, monkeypatch):
+    """One function computes the framing hash (issue 41): the default tables' and an extended
+    registry's kinds both go through ``docverify.llm.cache.framing_hash``, so changing the framing
+    changes every key alike."""
+    from docverify.llm import cache as llm_cache
+    from docverify.llm import judge as llm_judge
+
+    assert not hasattr(llm_judge, "_framing_hash_of") and llm_judge.framing_hash is llm_cache.framing_hash
+    seen: list[type] = []
+    real = llm_cache.framing_hash
+    monkeypatch.setattr(llm_judge, "framing_hash", lambda t: seen.append(t) or real(t))
+    judge = LLMJudge(FunctionModel(_scripted), "scripted", retry_policy=None, registry=extended)
+    assert seen == [ToyFindings]  # the only kind the default table does not know
+    assert judge._framing["V6"] == real(ToyFindings) != judge._framing["V4"]

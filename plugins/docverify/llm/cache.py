@@ -10,6 +10,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 from docverify.domain.resources import sha256_bytes
 from docverify.llm.prompts import RENDER_VERSION, SYSTEM_INSTRUCTIONS, prompt_hash
 from docverify.llm.schemas import OUTPUT_TYPES
@@ -24,15 +26,17 @@ def canonical_json(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _framing_hash(kind: str) -> str:
-    """Everything besides the prompt file that shapes what the model sees for ``kind``."""
-    schema = OUTPUT_TYPES[kind].model_json_schema()
+def framing_hash(output_type: type[BaseModel]) -> str:
+    """Everything besides the prompt file that shapes what the model sees for a call whose answer is
+    ``output_type``: the system instructions, the rendering version and the output schema. The only
+    place this hash is computed (the judge's extended registries use it too)."""
+    schema = output_type.model_json_schema()
     return sha256_bytes(
         canonical_json({"system": SYSTEM_INSTRUCTIONS, "render": RENDER_VERSION, "schema": schema}).encode()
     )
 
 
-FRAMING_HASHES = {kind: _framing_hash(kind) for kind in OUTPUT_TYPES}
+FRAMING_HASHES = {kind: framing_hash(output_type) for kind, output_type in OUTPUT_TYPES.items()}
 
 
 def cache_key(

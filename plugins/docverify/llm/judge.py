@@ -76,7 +76,6 @@ from docverify.domain.models import (
     DocumentBundle,
     Issue,
 )
-from docverify.domain.resources import sha256_bytes
 from docverify.judging.judges import (
     BLIND_READINGS,
     ClassifyResult,
@@ -85,7 +84,7 @@ from docverify.judging.judges import (
     JudgmentResult,
     Usage,
 )
-from docverify.llm.cache import FRAMING_HASHES, VerdictCache, cache_key, canonical_json
+from docverify.llm.cache import FRAMING_HASHES, VerdictCache, cache_key, framing_hash
 from docverify.llm.cost import answered_price_model, price_model_of
 from docverify.llm.faults import (
     CONFIGURATION,
@@ -105,7 +104,6 @@ from docverify.llm.faults import (
 )
 from docverify.llm.prompts import (
     PROMPTS,
-    RENDER_VERSION,
     SYSTEM_INSTRUCTIONS,
     classify_inputs,
     load_prompt,
@@ -120,15 +118,6 @@ from docverify.verify.llm_io import Finding, JudgmentFindings
 from docverify.verify.registry import REGISTRY, Registry
 
 logger = logging.getLogger(__name__)
-
-
-def _framing_hash_of(output_type: type[BaseModel]) -> str:
-    """The framing hash of a call kind the default tables do not know (a verifier of an extended
-    registry): the same material as :func:`docverify.llm.cache._framing_hash`."""
-    schema = output_type.model_json_schema()
-    return sha256_bytes(
-        canonical_json({"system": SYSTEM_INSTRUCTIONS, "render": RENDER_VERSION, "schema": schema}).encode()
-    )
 
 
 def _fault_label(exc: BaseException) -> str:
@@ -282,7 +271,7 @@ class LLMJudge(Judge):
         }
         self._blind_kinds: dict[str, str] = {spec.blind_kind: spec.agent for spec in registry.judged if spec.blind}
         self._framing: dict[str, str] = {
-            kind: FRAMING_HASHES[kind] if OUTPUT_TYPES.get(kind) is output_type else _framing_hash_of(output_type)
+            kind: FRAMING_HASHES[kind] if OUTPUT_TYPES.get(kind) is output_type else framing_hash(output_type)
             for kind, output_type in self._output_types.items()
         }
         self._agents: dict[str, Agent[None, BaseModel]] = {

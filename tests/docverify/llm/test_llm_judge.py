@@ -537,6 +537,27 @@ def test_keys_change_with_page_text_labels_model_and_prompt(monkeypatch):
     assert judge.cache_key_for("V3", bundle, cls) == base["V3"]
 
 
+def test_the_framing_hash_is_one_function_and_changing_the_framing_changes_every_key(monkeypatch):
+    """``docverify.llm.cache.framing_hash`` is the only framing hash (issue 41): the default table is
+    built from it, and a change of the system instructions, the rendering version or a schema changes
+    the key of every call kind."""
+    from docverify.llm import cache as llm_cache
+    from docverify.llm.schemas import OUTPUT_TYPES
+
+    assert llm_cache.FRAMING_HASHES == {k: llm_cache.framing_hash(t) for k, t in OUTPUT_TYPES.items()}
+    bundle, cls = make_bundle(PAGE1, PAGE2), make_classification()
+    kinds = [*JUDGMENTS, "classify"]
+    base = {k: judge_with(Scripted({"findings": []})).cache_key_for(k, bundle, cls) for k in kinds}
+    for name, value in (("SYSTEM_INSTRUCTIONS", SYSTEM_INSTRUCTIONS + " "), ("RENDER_VERSION", "render-x")):
+        with monkeypatch.context() as m:
+            m.setattr(llm_cache, name, value)
+            m.setattr(llm_cache, "FRAMING_HASHES", {k: llm_cache.framing_hash(t) for k, t in OUTPUT_TYPES.items()})
+            m.setattr("docverify.llm.judge.FRAMING_HASHES", llm_cache.FRAMING_HASHES)
+            judge = judge_with(Scripted({"findings": []}))
+            assert all(judge.cache_key_for(k, bundle, cls) != base[k] for k in kinds), name
+    assert judge_with(Scripted({"findings": []})).cache_key_for("V2", bundle, cls) == base["V2"]
+
+
 def test_editing_a_prompt_file_changes_the_key_and_misses_the_cache(tmp_path, monkeypatch):
     include = tmp_path / "include"
     shutil.copytree(include_dir() / "prompts", include / "prompts")
