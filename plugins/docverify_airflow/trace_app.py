@@ -54,16 +54,22 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
+#: a task log is a page of the Airflow UI (its own sidebars): opened at top level in a new tab, never
+#: inside this page (rel=noopener: the new tab gets no handle on this one)
+NEW_TAB = " target='_blank' rel='noopener'"
+
+
 def _task_link(step: Any) -> str:
     t = step.task
     if t is None:
         return "<span class='muted'>no Airflow task (answered outside Airflow)</span>"
     label = f"{t.dag_id} · {t.task_id}" + (f"[{t.map_index}]" if t.map_index >= 0 else "")
     if t.run_id:
-        return (f"<a class='log' href='{_e(t.ui_path())}' title='run {_e(t.run_id)}'>task log: {_e(label)}</a>"
+        return (f"<a class='log' href='{_e(t.ui_path())}'{NEW_TAB} title='run {_e(t.run_id)}'>"
+                f"task log: {_e(label)}</a>"
                 f" <span class='muted'>run {_e(t.run_id)} (from the {_e(t.run_id_from)})</span>")
-    return (f"<a class='log' href='{_e(t.ui_path())}'>runs of {_e(t.night)}: {_e(label)}</a> <span class='muted'>"
-            f"(no record of this night names its run yet: open the night's run, then the task)</span>")
+    return (f"<a class='log' href='{_e(t.ui_path())}'{NEW_TAB}>runs of {_e(t.night)}: {_e(label)}</a> "
+            f"<span class='muted'>(no record of this night names its run yet: open the night's run, then the task)</span>")
 
 
 def _links(step: Any, reader: bool) -> str:

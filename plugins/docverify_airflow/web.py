@@ -18,7 +18,10 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:1.2em 2em;color:#1d1d1f}t
          "background:#eef3f8;color:#123;text-decoration:none;font-size:1em;cursor:pointer}"
          "button.link{border:0;background:none;color:#0645ad;padding:0;text-decoration:underline}"
          "form.inline{display:inline}.filters{margin:.6em 0}.filters label{margin-right:.8em}"
-         ".review{display:flex;gap:1.2em;height:calc(100vh - 2.6em)}.left{flex:1 1 60%;overflow:auto;min-width:0}"
+         # the review workspace's two panes: a div only (:where keeps the specificity of .review), never
+         # a link of class review (the trail's: a window-tall link after every packet step, issue 42)
+         ".review:where(div){display:flex;gap:1.2em;height:calc(100vh - 2.6em)}"
+         ".left{flex:1 1 60%;overflow:auto;min-width:0}"
          ".left iframe{width:100%;height:70vh;border:1px solid #ccc}.right{flex:0 0 25em;overflow:auto;"
          "border-left:1px solid #ddd;padding-left:1em}.right label{display:block;margin:.4em 0}"
          ".choice{padding:.25em 0}.pages td{padding:.1em .4em}.refused{background:#fde8e8;border:1px solid #b00020;"

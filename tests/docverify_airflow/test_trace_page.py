@@ -92,3 +92,52 @@ def test_the_batch_report_links_each_document_to_its_trail(night_root):
     html = (night_root / "reports" / DS / "batch_report.html").read_text()
     for doc in ("quest_cbc_panel", "genomic_brca_ngs", "corrupt_truncated"):
         assert f"href='/docverify/trace/{doc}'>trail</a>" in html
+
+
+def _rules(css: str) -> list[tuple[str, str]]:
+    """(selector, declarations) of a flat stylesheet (no @-rules: the pages' own)."""
+    return [(sel.strip(), decl) for group, decl in re.findall(r"([^{}]+)\{([^{}]*)\}", css)
+            for sel in group.split(",")]
+
+
+def _may_match(selector: str, tag: str, classes: set[str]) -> bool:
+    """Whether a compound selector of the pages' kind (``tag.cls``, ``.cls:where(tag)``, the last
+    compound of a descendant selector) can select an element ``tag`` with ``classes``."""
+    last = selector.split()[-1]
+    tags = {t for pair in re.findall(r"^([a-z][a-z0-9]*)|:where\(([a-z][a-z0-9]*)\)", last) for t in pair if t}
+    wanted = set(re.findall(r"\.([\w-]+)", re.sub(r":where\([^)]*\)", "", last)))
+    return (not tags or tags == {tag}) and wanted <= classes and bool(wanted or tags)
+
+
+def test_the_trail_has_no_window_tall_links_and_opens_task_logs_in_a_new_tab(review_night_root, monkeypatch):
+    """Issue 42: the workspace's two-pane rule (flex, a window's height) hit the trail's "review"
+    link, an 800 px gap after every packet step; a task log opened inside the page (the Airflow UI
+    with its sidebars inside the Browse view's frame)."""
+    import json
+
+    from fastapi.testclient import TestClient
+    from tests.docverify.review_night import night_batch
+
+    from docverify.reporting import report
+    from docverify_airflow import packet_app, trace_app
+
+    report.write(night_batch(review_night_root))
+    rep = json.loads((review_night_root / "reports" / DS / "batch_report.json").read_text())
+    doc = next(d["doc_id"] for d in rep["per_document"] if d.get("outputs", {}).get("sme_packet"))
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(review_night_root))
+    try:
+        page = _as((TestClient(packet_app.app), packet_app.app, trace_app), reader=True).get(f"/trace/{doc}")
+    finally:
+        packet_app.app.dependency_overrides.clear()
+    assert page.status_code == 200 and "class='review'" in page.text  # a pending packet's review link
+    css = "".join(re.findall(r"<style>(.*?)</style>", page.text, re.S))
+    tall = [sel for sel, decl in _rules(css) if "100vh" in decl or "display:flex" in decl]
+    assert tall  # the workspace's rule is in the shared style: the check below has something to check
+    for attrs in re.findall(r"<a ([^>]*)>", page.text):
+        found = re.search(r"class='([^']*)'", attrs)
+        hit = [sel for sel in tall if _may_match(sel, "a", set(found.group(1).split()) if found else set())]
+        assert not hit, (attrs, hit)
+    assert _may_match(".review", "a", {"review"})  # the rule as it was would have been caught
+    logs = re.findall(r"<a class='log'[^>]*>", page.text)
+    assert len(logs) >= 5
+    assert all("target='_blank'" in a and "rel='noopener'" in a for a in logs), logs
