@@ -142,7 +142,9 @@ def packet(doc_id: str) -> HTMLResponse:
 @app.get("/reports/", response_class=HTMLResponse, dependencies=TREND_AUTH)
 def reports_index() -> HTMLResponse:
     """One row per night that has a batch report, newest first: documents, accepted, escalated,
-    documents in error, with links to the report and to the night's reviews (counts only)."""
+    documents in error — the report's own counts (:func:`docverify.reporting.trend.night_counts`) —
+    an EMPTY NIGHT flagged, with links to the report and to the night's reviews (counts only)."""
+    from docverify.reporting.trend import night_counts
     from docverify.storage.paths import safe_ds
 
     store = config.artifact_store()
@@ -157,14 +159,17 @@ def reports_index() -> HTMLResponse:
         rep = store.read_json_if_exists(f"reports/{name}/batch_report.json")
         if not isinstance(rep, dict):
             continue
-        final = rep.get("final_routes") or {}
+        c = night_counts(rep)
+        empty = (" <b class='warn empty'>EMPTY NIGHT: no PDF found</b>" if c.empty else "")
         rows.append(
-            f"<tr><td><a href='{html.escape(name)}'>{html.escape(name)}</a></td><td>{int(rep.get('documents') or 0)}</td>"
-            f"<td>{int(final.get('AUTO_ACCEPT') or 0)}</td><td>{int(final.get('ESCALATE_TO_SME') or 0)}</td>"
-            f"<td>{len(rep.get('errors') or [])}</td><td>{html.escape(str(rep.get('run_id') or ''))}</td>"
+            f"<tr{' class=empty' if c.empty else ''}><td><a href='{html.escape(name)}'>{html.escape(name)}</a>{empty}</td>"
+            f"<td>{c.documents}</td><td>{c.accepted}</td><td>{c.escalated}</td><td>{c.errors}</td>"
+            f"<td>{html.escape(str(rep.get('run_id') or ''))}</td>"
             f"<td><a href='../reviews/?night={html.escape(name)}'>reviews of the night</a></td></tr>")
     table = ("<table><tr><th>night</th><th>documents</th><th>accepted</th><th>escalated</th><th>errors</th>"
-             "<th>run</th><th></th></tr>" + "".join(rows) + "</table>") if rows else \
+             "<th>run</th><th></th></tr>" + "".join(rows) + "</table>"
+             "<p class='muted'>Accepted: directly or after the automatic fix and retry; escalated: to an SME, "
+             "unreadable files included — the counts of each night's report.</p>") if rows else \
         "<p class='muted'>No night has a batch report yet: the nightly Dag writes one at the end of each run.</p>"
     body = ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Nightly reports</title><style>"
             f"{STYLE}</style></head><body><h1>Nightly reports ({len(rows)})</h1><p class='muted'>Counts and ids only. "

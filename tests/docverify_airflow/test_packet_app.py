@@ -196,6 +196,50 @@ def test_the_batch_report_is_served_with_a_link_to_each_review(review_night_root
         packet_app.app.dependency_overrides.clear()
 
 
+def test_the_reports_index_counts_are_the_reports_and_an_empty_night_is_flagged(review_night_root, monkeypatch):
+    """Issue 42: the index said 8 accepted where the night's trend row said 9 (it left out the
+    document accepted after the automatic fix); an empty night was not flagged there."""
+    import json
+    import re
+
+    from fastapi.testclient import TestClient
+    from tests.batch_stages import run_stages
+
+    from docverify.judging.judges import OfflineJudge
+    from docverify.reporting import report, trend
+    from docverify.stages.common import Batch
+    from docverify.storage.store import ArtifactStore
+    from docverify_airflow import packet_app
+
+    root = review_night_root
+    report.write(night_batch(root))
+    retried = root / "reports" / "2026-11-19" / "batch_report.json"  # a night whose report has a retried accept
+    retried.parent.mkdir(parents=True)
+    retried.write_text(json.dumps({"ds": "2026-11-19", "run_id": "scheduled__2026-11-19", "documents": 12,
+                                   "final_routes": {"AUTO_ACCEPT": 8, "AUTO_RETRY→AUTO_ACCEPT": 1,
+                                                    "ESCALATE_TO_SME": 2, "AUTO_RETRY→ESCALATE_TO_SME": 1},
+                                   "errors": [{"doc_id": "doc-0", "stage": "layout", "error": "CORRUPT",
+                                               "message": "-"}]}))
+    empty = Batch(store=ArtifactStore(root), ds="2026-11-18", run_id="scheduled__2026-11-18")
+    run_stages(empty, OfflineJudge())
+    report.write(empty.fresh())
+    monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
+    for dep in packet_app.TREND_AUTH:
+        packet_app.app.dependency_overrides[dep.dependency] = lambda: None
+    try:
+        index = TestClient(packet_app.app).get("/reports/").text
+    finally:
+        packet_app.app.dependency_overrides.clear()
+    rows = {m[0]: m[1] for m in re.findall(r"<tr[^>]*><td><a href='([\d-]+)'>.*?</a>(.*?)</tr>", index)}
+    assert set(rows) == {"2026-11-18", "2026-11-19", "2026-11-21"}
+    for row in trend.night_rows(ArtifactStore(root)):  # every night's counts: the trend's and the report's
+        rep = json.loads((root / "reports" / str(row["night"]) / "batch_report.json").read_text())
+        counts = [row["documents"], row["accepted"], row["escalated"], len(rep.get("errors") or [])]
+        assert re.findall(r"<td>(\d+)</td>", rows[str(row["night"])])[:4] == [str(n) for n in counts], row
+    assert re.findall(r"<td>(\d+)</td>", rows["2026-11-19"])[:4] == ["12", "9", "3", "1"]
+    assert "EMPTY NIGHT" in rows["2026-11-18"] and "EMPTY NIGHT" not in rows["2026-11-19"] + rows["2026-11-21"]
+
+
 def test_the_packet_page_shows_every_page_once_with_the_classification_on_it(logged_in):
     """Document first (ADR 0036): the three pages of fabricated_evidence once each, in order, a
     band where each segment begins, each finding once and in plain words, the technical facts

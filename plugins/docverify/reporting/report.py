@@ -468,8 +468,11 @@ def md(text: object) -> str:
 
 
 def to_markdown(rep: Report) -> str:
-    lines = [f"# docverify batch report — {rep['ds']}", "", summary_line(rep), "",
-             "## Final routes", "", "| route | documents |", "|---|---|"]
+    ignored, note = inputs_lines(rep)
+    lines = [f"# docverify batch report — {rep['ds']}", "", summary_line(rep), "", f"**{counts_line(rep)}**", ""]
+    if ignored:
+        lines += ["## Not verified", "", *[f"- {md(x)}" for x in ignored], *(["", md(note)] if note else []), ""]
+    lines += ["## Final routes", "", "| route | documents |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rep["final_routes"].items()]
     lines += ["", "## V5 rules that decided", "", "| rule | documents |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rep["rules"].items()]
@@ -548,11 +551,61 @@ def codes_label(d: ReportDoc) -> str:
     return ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in counts.items())
 
 
-def review_link(d: ReportDoc) -> str:
-    """The escalated document's review page in the workspace (served by the api-server, where this
-    report is served too: /docverify/reports/<night>)."""
+def review_link(d: ReportDoc, ds: str) -> str:
+    """The review page in the workspace (served by the api-server, where this report is served too:
+    /docverify/reports/<night>) of an escalated document, and of an accepted one drawn for the audit
+    (its key: the review's with ``_audit``, as the audit stage writes it)."""
+    from urllib.parse import quote
+
     rid = d.get("review_id")
-    return f"<a href='/docverify/reviews/{html.escape(rid)}'>review</a>" if rid else ""
+    if rid:
+        return f"<a class='review' href='/docverify/reviews/{html.escape(quote(rid, safe=''))}'>review</a>"
+    if (d.get("outputs") or {}).get("audit_packet"):
+        key = review_id(ds, d["doc_id"], d.get("sha256")) + "_audit"
+        return f"<a class='audit' href='/docverify/reviews/{html.escape(quote(key, safe=''))}'>audit review</a>"
+    return ""
+
+
+def counts_line(rep: Report) -> str:
+    """The night's headline counts, as the reports index and the trend show them (one source:
+    :func:`docverify.reporting.trend.night_counts`)."""
+    c = trend.night_counts(rep)
+    if c.empty:
+        return "EMPTY NIGHT: no PDF found, nothing verified."
+    retried = f" ({c.retried_accepted} after the automatic fix and retry)" if c.retried_accepted else ""
+    return (f"{c.documents} document(s): {c.accepted} accepted{retried}, {c.escalated} escalated to an SME, "
+            f"{c.errors} in error" + (f", {c.unknown} without a result" if c.unknown else "") + ".")
+
+
+#: where the names of the files the report lists by token are (ADR 0050): the night's manifest
+_NAMES_NOTE = ("their names are in the night's manifest (runs/{ds}/_manifest.json), which may name a patient: "
+               "open it in the storage bucket, not here")
+
+
+def inputs_lines(rep: Report) -> tuple[list[str], str]:
+    """What the night's folder held that was not verified, and where the files' names are ([] and
+    "" when nothing): files ignored by discover (neither PDFs nor companions), companions without
+    their PDF, documents withdrawn because their PDF left the folder — by count and opaque token."""
+    inputs = rep.get("inputs") or {}
+    lines = []
+    for key, what in (("ignored_files", "file(s) in the folder ignored: neither PDFs nor their companions, not read"),
+                      ("orphan_companions", "companion file(s) without their PDF, not read"),
+                      ("removed", "document(s) withdrawn: their PDF left the folder since an earlier run")):
+        listed = [str(x) for x in inputs.get(key) or []]
+        if listed:
+            lines.append(f"{len(listed)} {what}: {', '.join(listed)}")
+    files = inputs.get("ignored_files") or inputs.get("orphan_companions")
+    return lines, ("Files are listed by token; " + _NAMES_NOTE.format(ds=rep["ds"]) + "." if files else "")
+
+
+def inputs_html(rep: Report) -> str:
+    """The "Not verified" section of the HTML report ("" when the folder held only documents)."""
+    lines, note = inputs_lines(rep)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+    return f"<h2 id='inputs'>Not verified</h2><ul>{items}</ul>" + (
+        f"<p class='muted'>{html.escape(note)}</p>" if note else "") + "\n"
 
 
 def trail_link(d: ReportDoc) -> str:
@@ -568,7 +621,7 @@ def to_html(rep: Report) -> str:
     docs = "".join(
         f"<tr><td>{esc(d['doc_id'])}</td><td>{esc(route_label(d))}</td><td>{esc(d['final_decision'])}</td>"
         f"<td>{esc(rule_label(d))}</td><td>{esc(str(d.get('attempts', '')))}</td>"
-        f"<td>{esc(codes_label(d))}</td><td>{review_link(d)}</td><td>{trail_link(d)}</td></tr>"
+        f"<td>{esc(codes_label(d))}</td><td>{review_link(d, rep['ds'])}</td><td>{trail_link(d)}</td></tr>"
         for d in rep["per_document"])
     errors = "".join(f"<li><b>{esc(e['doc_id'])}</b> ({esc(e['stage'])}): <code>{esc(e['error'])}</code> — "
                      f"{esc(e['message'])}</li>" for e in rep["errors"]) or "<li>none</li>"
@@ -583,16 +636,18 @@ def to_html(rep: Report) -> str:
                  + "</table>") if used else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>docverify batch report {esc(rep['ds'])}</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1000px}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f3f3}}code{{background:#f6f6f6}}</style>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1000px}}table{{border-collapse:collapse;max-width:100%}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f3f3}}code{{background:#f6f6f6}}
+td,th,li,p,code{{overflow-wrap:anywhere}}.muted{{color:#666}}</style>
 </head><body>
 <h1>docverify batch report — {esc(rep['ds'])}</h1>
 <p>{esc(summary_line(rep))}</p>
-{_bars("Final routes", rep["final_routes"])}
+<p class='counts'><b>{esc(counts_line(rep))}</b></p>
+{inputs_html(rep)}{_bars("Final routes", rep["final_routes"])}
 {_bars("V5 rules that decided", rep["rules"])}
 {_bars("Issues by code (attempt 0)", rep["issues_by_code_attempt_0"])}
 <h2>Documents</h2>
-<table><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th><th>SME</th><th>trail</th></tr>{docs}</table>
+<table class='docs'><tr><th>document</th><th>route</th><th>final decision</th><th>rule</th><th>attempts</th><th>issue codes (attempt 0)</th><th>SME</th><th>trail</th></tr>{docs}</table>
 <h2>Errors</h2><ul>{errors}</ul>
 <h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
 {models_html(rep)}{jury_html(rep)}{audit_html(rep)}{trend_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>

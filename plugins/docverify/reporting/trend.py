@@ -3,11 +3,15 @@
 truth so far (audits are answered after their night's report was written). Exported as
 ``reports/trend.json`` and ``reports/trend.csv`` for a warehouse, and shown in the batch report.
 
-Columns: night, documents, the final routes (accepted, retried then accepted, escalated, unknown),
-escalation rate (escalated / documents), audited (documents drawn for the audit), the night's
+Columns: night, documents, the final routes (accepted — directly or after the automatic fix and
+retry —, of them retried then accepted, escalated, unknown), escalation rate (escalated / documents), audited (documents drawn for the audit), the night's
 false-accept rate with its 95 % Wilson interval and n (answered audits), the LLM cost (USD, None
 when unpriced) and ``task_seconds`` — the sum of the night's stage timings (task time, not the
-run's wall-clock span, which the report does not hold)."""
+run's wall-clock span, which the report does not hold).
+
+:func:`night_counts` is the one source of a night's headline counts: the trend row, the report's
+counts line and the reports index read them from it (issue 42: the index counted only the direct
+accepts, 8, where the night's trend row said 9)."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import io
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeGuard
 
 from docverify.reporting.contract import FalseAcceptJSON, FeedbackJSON, Report, TrendRow
@@ -28,16 +33,47 @@ COLUMNS = ("night", "documents", "accepted", "retried_accepted", "escalated", "u
 _NIGHT = re.compile(r"\d{4}-\d\d-\d\d")
 
 
-def _row(rep: Report, false_accept: FalseAcceptJSON | None) -> TrendRow:
+@dataclass(frozen=True)
+class NightCounts:
+    """A night's headline counts from its report's final routes (after the retry)."""
+
+    documents: int
+    accepted: int  #: accepted at last: directly or after the automatic fix and retry
+    retried_accepted: int  #: of them, accepted after the retry
+    escalated: int  #: escalated at last: directly, after the retry, or unreadable
+    unknown: int  #: no verification result (a task failed)
+    errors: int  #: rows of the report's Errors section
+
+    @property
+    def empty(self) -> bool:
+        """An EMPTY NIGHT: no PDF found in the night's folder."""
+        return self.documents == 0
+
+    @property
+    def escalation_rate(self) -> float | None:
+        return round(self.escalated / self.documents, 4) if self.documents else None
+
+
+def night_counts(rep: Report) -> NightCounts:
+    """The counts of a report (the one being written or a stored one: every key read with a default)."""
     routes = rep.get("final_routes") or {}
-    n = int(rep.get("documents") or 0)
-    escalated = sum(v for k, v in routes.items() if k.endswith("ESCALATE_TO_SME"))
+
+    def ending(final: str) -> int:
+        return sum(int(v) for k, v in routes.items() if k.split("→")[-1] == final)
+    return NightCounts(documents=int(rep.get("documents") or 0), accepted=ending("AUTO_ACCEPT"),
+                       retried_accepted=int(routes.get("AUTO_RETRY→AUTO_ACCEPT", 0)),
+                       escalated=ending("ESCALATE_TO_SME"), unknown=int(routes.get("UNKNOWN", 0)),
+                       errors=len(rep.get("errors") or []))
+
+
+def _row(rep: Report, false_accept: FalseAcceptJSON | None) -> TrendRow:
+    c = night_counts(rep)
     fa = false_accept
     return {
-        "night": rep.get("ds"), "documents": n,
-        "accepted": routes.get("AUTO_ACCEPT", 0), "retried_accepted": routes.get("AUTO_RETRY→AUTO_ACCEPT", 0),
-        "escalated": escalated, "unknown": routes.get("UNKNOWN", 0),
-        "escalation_rate": round(escalated / n, 4) if n else None,
+        "night": rep.get("ds"), "documents": c.documents,
+        "accepted": c.accepted, "retried_accepted": c.retried_accepted,
+        "escalated": c.escalated, "unknown": c.unknown,
+        "escalation_rate": c.escalation_rate,
         "audited": len((rep.get("audit") or {}).get("sample") or {}),
         "false_accept_rate": fa.get("rate") if fa else None,
         "false_accept_ci95_low": fa.get("ci95_low") if fa else None,
@@ -114,6 +150,6 @@ def markdown(rows: Sequence[TrendRow]) -> list[str]:
               f"{_pct(r['false_accept_rate'])} ({_pct(r['false_accept_ci95_low'])}–{_pct(r['false_accept_ci95_high'])}, "
               f"n={r['false_accept_n']})")
         cost = "n/a" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
-        lines.append(f"| {r['night']} | {r['documents']} | {r['accepted'] + r['retried_accepted']} | {r['escalated']} | "
+        lines.append(f"| {r['night']} | {r['documents']} | {r['accepted']} | {r['escalated']} | "
                      f"{_pct(r['escalation_rate'])} | {r['audited']} | {fa} | {cost} | {r['task_seconds']} |")
     return lines + ["", "Exported as `reports/trend.json` and `reports/trend.csv`.", ""]
