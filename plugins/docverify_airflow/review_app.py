@@ -116,6 +116,11 @@ def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "
     return rows
 
 
+def _reviewable_first(rows: list[dict]) -> list[dict]:
+    """``rows`` with the documents that have a page to look at first, order kept otherwise (ADR 0051)."""
+    return [r for r in rows if r.get("has_pages", True)] + [r for r in rows if not r.get("has_pages", True)]
+
+
 def _doc_name(store, review_id: str) -> str:
     """The document's name of a review (its file's doc id), else the review id as given."""
     from docverify.sme.packets import PacketNotFoundError, load_packet
@@ -180,7 +185,9 @@ def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skippe
                  "<span class='ok'>yours: resume</span>" if holder and holder == me else
                  "<span class='ok'>open</span>" if not holder else f"being reviewed by {_e(holder)}")
         link = (f"<a href='{_e(r['review_id'])}{_e(q)}'>{_e(r['doc_id'])}</a>" if task else _e(r["doc_id"]))
-        why = f"V5 rule {_e(r['v5_rule'])}" if r.get("v5_rule") is not None else f"not processed ({_e(r.get('error'))})"
+        why = (f"V5 rule {_e(r['v5_rule'])}" if r.get("v5_rule") is not None else
+               f"no page to look at ({_e(r.get('error'))})" if not r.get("has_pages", True) else
+               f"not processed ({_e(r.get('error'))})")
         lines.append(f"<tr><td>{_e(r['night'])}</td><td>{link}</td><td class='sev {_e(r['top_severity'])}'>"
                      f"{_e(r['top_severity'])}</td><td>{why}</td><td>{_e(r['total_issues'])}</td><td>{state}</td></tr>")
     return ("<table><tr><th>night</th><th>document</th><th>severity</th><th>why</th><th>issues</th><th>review</th></tr>"
@@ -194,8 +201,10 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
     store = config.artifact_store()
     filters = _filters(request)
     rows = _queue(store, session, **filters)
-    escalations = [r for r in rows if r.get("review_kind", "escalation") != "audit"]
+    # a file with no page to look at is an operator's work (ADR 0051): its own table, after the others
+    escalations = [r for r in rows if r.get("review_kind", "escalation") != "audit" and r.get("has_pages", True)]
     audits = [r for r in rows if r.get("review_kind") == "audit"]
+    unreadable = [r for r in rows if not r.get("has_pages", True)]
     waiting = [r for r in rows if r["task"] is None]
     nights = sorted({r["night"] for r in _queue(store, session) if r["night"]}, reverse=True)
     state = review_dag_state(session)
@@ -219,10 +228,11 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
                        f"'{_token('open', _user_name(user))}'><button type='submit'>Open the {len(waiting)} waiting "
                        f"review(s)</button></form>")
     me, skipped = _user_name(user), set(_skipped(request))
-    # yours first (resume where you were), then the open ones; skipped ones wait until brought back
+    # yours first (resume where you were), then the open ones; skipped ones wait until brought back;
+    # a document with a page to look at before any file without one (ADR 0051)
     mine = [r for r in rows if r["task"] and r["holder"] == me and r["review_id"] not in skipped]
     free = [r for r in rows if r["task"] and not r["holder"] and r["review_id"] not in skipped]
-    first = mine[0] if mine else free[0] if free else None
+    first = next(iter(_reviewable_first(mine + free)), None)
     q = f"?{urlencode(filters)}" if filters else ""
     start = (f"<p><a class='button' id='start' href='{_e(first['review_id'])}{_e(q)}'>"
              f"{'Resume reviewing' if mine else 'Start reviewing'} ({len(mine) + len(free)} open)</a></p>"
@@ -241,6 +251,10 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
             + (f"<h2>Audits of accepted documents ({len(audits)})</h2><p class='muted'>The pipeline accepted these; "
                "a random sample is checked by an SME to measure how often an accept is wrong.</p>"
                + _queue_table(audits, filters, me, skipped) if audits else "")
+            + (f"<h2 id='unreadable'>Files with no page to look at ({len(unreadable)})</h2><p class='muted'>Empty, "
+               "damaged, locked or not a PDF: an operator's work (the night's report lists them with what to do). "
+               "Reviewing offers them only when no document with pages waits; answer <b>Cannot classify</b> to "
+               "close one.</p>" + _queue_table(unreadable, filters, me, skipped) if unreadable else "")
             + "<p class='muted'>Also: <a href='../packets/'>all packets</a> · <a href='../trend/'>verification "
             "trend</a> · Airflow's Browse → Required Actions shows the same reviews as forms.</p>")
     return _page("Reviews waiting", body)
@@ -272,9 +286,12 @@ def next_review(request: Request, session: SessionDep, user: GetUserDep, after: 
     ids = [r["review_id"] for r in rows if r["review_id"] not in skipped]
     later = ids[ids.index(after) + 1:] + ids[:ids.index(after)] if after in ids else ids
     later = [i for i in later if i != after]
-    # your own open reviews first (resume where you were)
+    # your own open reviews first (resume where you were); a file with no page to look at only when
+    # no document with pages waits (ADR 0051)
     mine = {r["review_id"] for r in rows if r["holder"] == name}
     later = [i for i in later if i in mine] + [i for i in later if i not in mine]
+    pages = {r["review_id"] for r in rows if r.get("has_pages", True)}
+    later = [i for i in later if i in pages] + [i for i in later if i not in pages]
     saved = request.query_params.get("saved", "")
     if not later:
         extra = urlencode({**filters, **({"saved": saved} if saved else {})})
@@ -429,11 +446,6 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     if not refused and last:
         refused = f"your last answer in Required Actions was refused: {last.get('reason', '')}"
     preset = page_types(packet)
-    known = ""
-    if not isinstance(packet.primary_classification, dict):
-        err = packet.error or {}
-        known = (f"<p class='warn'>This file could not be read or classified: {_e(err.get('error'))} — "
-                 f"{_e(err.get('message'))}. If nothing on the pages can be read, answer <b>Cannot classify</b>.</p>")
     form = _answer_form(review_id, packet, task, user, preset=preset, values=values or {}, choice=choice,
                         refused=refused, q=q)
     nonce = secrets.token_urlsafe(16)
@@ -442,7 +454,7 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     if saved:  # the answer just sent, and which review this is (ADR 0036)
         head = (f"<p class='ok saved' role='status'>Saved: your answer for {_e(_doc_name(store, saved))} was sent. "
                 f"Next review: <b>{_e(packet.doc_id)}</b>.</p>") + head
-    body = (f"<style>{DOCUMENT_FIRST}</style><div class='review'><div class='left'>{head}{known}"
+    body = (f"<style>{DOCUMENT_FIRST}</style><div class='review'><div class='left'>{head}"
             f"{review_document_html(store, packet, page_controls(task, preset, values or {}))}</div>"
             f"<div class='right'>{form}</div></div>")
     return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)

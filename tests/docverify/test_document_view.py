@@ -25,8 +25,9 @@ def night(tmp_path_factory):
     return ArtifactStore(root)
 
 
-def _packet(store, doc_id):
-    key = next(r["review_id"] for r in list_pending_reviews(store) if r["doc_id"] == doc_id)
+def _packet(store, stem):
+    """The pending packet of the sample ``<stem>.pdf`` (found by its file name: doc ids are opaque)."""
+    key = next(r["review_id"] for r in list_pending_reviews(store) if r["pdf_filename"] == f"{stem}.pdf")
     return load_packet(store, key)
 
 

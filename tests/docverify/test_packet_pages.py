@@ -1,16 +1,18 @@
-"""The packet page shows the pages: a scan nothing could be read from is shown as images (the SME
-answers from what the page shows), and a page without a text layer is still an image in an
-issue's context; a PDF that cannot be opened at all has none and says so."""
+"""The packet's HTML file (the artefact beside its JSON) shows the document as the clinician's screen
+does (ADR 0051): every page once, with the findings on their pages. A scan nothing could be read
+from is shown as images (the SME answers from what the page shows); a PDF that cannot be opened at
+all has none and says so once, with the operator's advice labelled as the operator's."""
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 import shutil
 
 from tests.docverify.review_night import REPO
 
 from docverify.judging.judges import OfflineJudge
-from docverify.sme.packets import load_packet, resolve_key
+from docverify.sme.packets import html_rel, list_pending_reviews, load_packet, packet_key
 from docverify.sme.render import packet_markdown
 from docverify.stages.common import Batch
 from docverify.stages.discover import discover
@@ -38,13 +40,41 @@ def _night_without_ocr(root, names):
     return b.store
 
 
-def test_an_unread_scan_shows_its_page_images_and_an_unopenable_pdf_says_so(tmp_path):
+def written_html(store, stem):
+    """The packet of the sample ``<stem>.pdf`` (by its file name: doc ids are opaque) and the HTML
+    the night wrote beside its JSON."""
+    key = next(r["review_id"] for r in list_pending_reviews(store) if r["pdf_filename"] == f"{stem}.pdf")
+    packet = load_packet(store, key)
+    return packet, store.read_bytes(html_rel(packet_key(packet))).decode()
+
+
+def test_an_unread_scan_shows_its_page_images_and_an_unopenable_pdf_says_so_once(tmp_path):
     store = _night_without_ocr(tmp_path, ["scanned_no_text", "corrupt_truncated"])
-    scan = store.read_bytes(f"sme_packets/sme_packet_{resolve_key(store, 'scanned_no_text')}.html").decode()
+    scan_packet, scan = written_html(store, "scanned_no_text")
     assert "NO_TEXT_LAYER" in scan
-    assert re.search(r"<h2>Pages \(1 of 1\)</h2><figure><img alt='page 1' src='data:image/png;base64,", scan)
+    assert re.search(r"<section class='page' id='page-1' data-page='1'>.*?<img alt='Page 1' "
+                     r"src='data:image/png;base64,", scan)
     assert "1 (from the PDF; no text was read)" in scan
-    corrupt = store.read_bytes(f"sme_packets/sme_packet_{resolve_key(store, 'corrupt_truncated')}.html").decode()
-    assert "<img" not in corrupt and "unknown (the PDF could not be opened)" in corrupt
-    md = packet_markdown(load_packet(store, "scanned_no_text"))
+    corrupt_packet, corrupt = written_html(store, "corrupt_truncated")
+    assert "<img" not in corrupt and "none (the file could not be opened as a PDF)" in corrupt
+    # one message: what it means for the clinician once, the operator's advice once and labelled
+    message = html_lib.escape(corrupt_packet.error["message"], quote=True)
+    assert corrupt.count("Nothing to look at: the file is damaged") == 1
+    assert corrupt.count(message) == 1 and "<b>For the operator</b> (nothing for you to do here): " + message in corrupt
+    assert "No page of this document could be shown" not in corrupt
+    md = packet_markdown(scan_packet)
     assert "0 page(s)" not in md and "no page text read" in md
+    assert "- For the operator: " in packet_markdown(corrupt_packet)
+
+
+def test_an_empty_file_is_0_bytes_and_nothing_to_look_at():
+    from docverify.sme.document_view import document_html
+    from docverify.sme.facts import file_facts, has_pages
+    from docverify.sme.packets import build_packet
+
+    packet = build_packet(doc_id="d", pdf_path="/in/empty.pdf", total_pages=0, bundle_path="", result=None,
+                          error={"error": "EMPTY_FILE", "message": "empty.pdf is empty (0 bytes): re-send it"})
+    assert dict(file_facts(packet))["Size"] == "0 bytes" and not has_pages(packet.model_dump(mode="json"))
+    html = document_html(packet, bundle=None, pdf_bytes=None)
+    assert "Nothing to look at: the file is empty (0 bytes)" in html and "unknown" not in html
+    assert html.count("re-send it") == 1

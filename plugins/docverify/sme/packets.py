@@ -27,6 +27,7 @@ from docverify.domain.models import (
     VerificationResult,
 )
 from docverify.sme.context import locate_issue, stored_context
+from docverify.sme.facts import has_pages
 from docverify.sme.jsonish import mapping, objects
 from docverify.storage.runstore import VOLATILE, RunStore
 from docverify.storage.store import ArtifactStore, dumps
@@ -369,7 +370,9 @@ _TOP_ORDER = {"ERROR": -1, "BLOCKER": 0, "MAJOR": 1, "MINOR": 2, "": 3}
 def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
     """One row per pending packet: doc_id, pdf_filename, v5_rule, total_issues, top_severity
     (BLOCKER | MAJOR | MINOR, or ERROR for a document that could not be processed), error code,
-    created_at, packet URI. Most severe first, then oldest first. Unreadable packets are skipped
+    ``has_pages`` (a page to look at, :func:`docverify.sme.facts.has_pages`), created_at, packet URI.
+    Documents with a page to look at first (ADR 0051: a file nobody can look at is an operator's
+    work, after them), then most severe first, then oldest first. Unreadable packets are skipped
     with a warning naming the file."""
     rows = []
     for name in store.list(RunStore.PACKETS_DIR, ".json"):
@@ -387,8 +390,10 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
                      "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
                      "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
                      "error": mapping(p.get("error")).get("error"), "created_at": p.get("created_at", ""),
-                     "packet_uri": store.uri(rel), "review_kind": p.get("review_kind", "escalation")})
-    rows.sort(key=lambda r: (_TOP_ORDER.get(r["top_severity"], 3), r["created_at"], r["review_id"]))
+                     "packet_uri": store.uri(rel), "review_kind": p.get("review_kind", "escalation"),
+                     "has_pages": has_pages(p)})
+    rows.sort(key=lambda r: (not r["has_pages"], _TOP_ORDER.get(r["top_severity"], 3), r["created_at"],
+                             r["review_id"]))
     return rows
 
 

@@ -1,12 +1,14 @@
 """Readable renderings of an SME packet: a self-contained HTML page (beside the packet JSON) and
 Markdown (the body of the Airflow human-in-the-loop task).
 
-HTML: document info, decision, the primary classification (segments table, mixture), the
-issues BLOCKER → MAJOR → MINOR in the spec's format, each with the evidence it refers to, the
-page text around it (2 paragraphs before, 3 after) and, when the PDF has a text layer, the page
-image with the matched text boxed. Everything from the packet or the document is escaped; page
-images are embedded once per page (CSS background, base64 PNG) and shared by the issues on
-that page. No script, no external resource.
+HTML: document info, then the document as the clinician's screen shows it (the same rendering,
+:func:`docverify.sme.document_view.document_html`: every page once, fit to the window, the
+classification drawn on the pages, each finding on its page in a clinician's words with its text
+and keywords boxed; ADR 0051), decision, the issues BLOCKER → MAJOR → MINOR in the spec's format,
+each with the evidence it refers to, the page text around it (2 paragraphs before, 3 after) and a
+link to its page, the history, the primary classification (segments table, mixture). Everything
+from the packet or the document is escaped; page images are data URIs. No script, no external
+resource.
 
 The markup is in ``include/templates/`` (``sme_packet.html.j2`` with ``_macros.html.j2`` and
 ``sme_packet.css``; ``sme_packet.md.j2``), rendered by :func:`docverify.domain.templating.render`: this
@@ -20,14 +22,13 @@ the packet or the document that is not inside a code block goes through one func
 come out of a document's text, a file name or a companion classification.
 
 A packet without a primary classification (the document could not be read) shows "What we know
-about this file": its name, size in bytes, page count and the parse error's code and message —
-never text of the document.
+about this file": its name, size in bytes, page count and the parse error's code, and the error's
+message labelled as the operator's advice — never text of the document.
 """
 
 from __future__ import annotations
 
 import functools
-import html as html_lib
 import logging
 import re
 import urllib.parse
@@ -35,26 +36,20 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 import jinja2
+import markupsafe
 
 from docverify.domain.models import DOC_TYPES, DocumentBundle, SMEPacket
 from docverify.domain.templating import environment, render
-from docverify.sme.context import (
-    DEFAULT_SCALE,
-    Box,
-    PdfPages,
-    get_issue_context,
-    load_bundle,
-    load_pdf,
-    png_data_uri,
-)
-from docverify.sme.jsonish import as_int, items, mapping, objects
+from docverify.sme.context import PdfPages, get_issue_context, load_bundle, load_pdf
+from docverify.sme.document_view import document_html
+from docverify.sme.facts import IMAGE_ONLY_ERRORS, decided_by, file_facts, history_lines, reason_line
+from docverify.sme.jsonish import items, mapping, objects
 from docverify.sme.packets import html_rel, load_packet, packet_key
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
 
 log = logging.getLogger("docverify.sme")
 
-MAX_PAGE_IMAGES = 8
 MARKDOWN_MAX_BYTES = 20_000
 _SEV_COLOUR = {"BLOCKER": "#b00020", "MAJOR": "#c35a00", "MINOR": "#5f6b00", "ERROR": "#b00020"}
 
@@ -81,36 +76,17 @@ def _inert_markdown(base: jinja2.Environment) -> jinja2.Environment:
     return env
 
 
-def _size(n: object) -> str:
-    return f"{n:,} bytes" if isinstance(n, int) and not isinstance(n, bool) else "unknown"
-
-
-def file_facts(packet: SMEPacket) -> list[tuple[str, str]]:
-    """What is known of a file that could not be read — (label, value) rows: file name, size in
-    bytes, pages, the error's code and message. [] when the packet has a primary classification.
-    Never text of the document."""
-    if isinstance(packet.primary_classification, dict):
-        return []
-    err = packet.error or {}
-    return [("File name", str(err.get("file_name") or packet.pdf_filename or "unknown")),
-            ("Size", _size(err.get("size_bytes"))),
-            ("Pages", str(packet.total_pages) if packet.total_pages else "unknown (no text was read)"),
-            ("Error", str(err.get("error") or "none recorded")),
-            ("Error message", str(err.get("message") or ""))]
-
-
-def _file_facts_html(packet: SMEPacket) -> str:
-    rows = file_facts(packet)
-    if not rows:
-        return ""
-    cells = "".join(f"<dt>{html_lib.escape(k)}</dt><dd>{html_lib.escape(v)}</dd>" for k, v in rows)
-    return f"<h2>What we know about this file</h2><dl class='file-facts'>{cells}</dl>"
+def _operator_advice(packet: SMEPacket) -> list[tuple[str, str]]:
+    """The error's message, labelled as the operator's (it says how to repair or re-send the file)."""
+    message = str((packet.error or {}).get("message") or "")
+    return [("For the operator", message)] if message else []
 
 
 def _file_facts_markdown(packet: SMEPacket) -> str:
     rows = file_facts(packet)
     if not rows:
         return ""
+    rows = [*rows, *_operator_advice(packet)]
     return "### What we know about this file\n\n" + "".join(f"- {k}: {md_escape(v)}\n" for k, v in rows) + "\n"
 
 
@@ -227,88 +203,46 @@ def _page_text_view(ctx: Mapping[str, object] | None) -> dict[str, object] | Non
             "before": ctx.get("before") or [], "match": ctx.get("match"), "after": ctx.get("after") or []}
 
 
-def _figure_view(page: object, hl: tuple[int, int, list[Box]] | None) -> dict[str, object] | None:
-    """The page image of an issue: its size and the boxes of the matched text (in % of the page).
-    ``hl``: the rendered page's width and height in pixels and the boxes on it."""
-    if not hl:
-        return None
-    w, h, boxes = hl
-    return {"page": as_int(page), "width": w, "height": h,
-            "boxes": [{"left": f"{100 * b['x'] / w:.3f}", "top": f"{100 * b['y'] / h:.3f}",
-                       "width": f"{100 * b['w'] / w:.3f}", "height": f"{100 * b['h'] / h:.3f}"} for b in boxes]}
+def _pdf_page_count(pdf_bytes: bytes | None) -> int:
+    if not pdf_bytes:
+        return 0
+    try:
+        with PdfPages(pdf_bytes) as pdf:
+            return pdf.page_count
+    except Exception:  # not a readable PDF at all (corrupt, encrypted)
+        return 0
 
 
-def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_bytes: bytes | None = None,
-                scale: float = DEFAULT_SCALE, max_page_images: int = MAX_PAGE_IMAGES) -> str:
+def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_bytes: bytes | None = None) -> str:
     """The packet as one self-contained HTML page. With ``bundle`` the page-text windows are
-    computed (else the ones stored in the packet are used); with ``pdf_bytes`` pages with a text
-    layer are embedded with the matched text boxed (at most ``max_page_images`` pages)."""
+    computed (else the ones stored in the packet are used); with ``pdf_bytes`` the document's pages
+    are drawn as the clinician's screen draws them (:func:`~docverify.sme.document_view.document_html`)."""
     contexts: dict[str, dict[str, object]] = {}
     for s in packet.issues_summary:
         if bundle is not None:
             contexts[s.issue_id] = dict(get_issue_context(bundle, packet, s.issue_id, highlight=False))
         else:
             contexts[s.issue_id] = dict(s.context or {})
-    #: issue id → (width, height, boxes) of its page's image
-    highlights: dict[str, tuple[int, int, list[Box]]] = {}
-    page_backgrounds = []
-    if pdf_bytes and bundle is not None:
-        try:
-            with PdfPages(pdf_bytes, scale) as pdf:
-                pages: list[int] = []
-                for s in packet.issues_summary:
-                    ctx = contexts[s.issue_id]
-                    page = ctx.get("page")
-                    if not isinstance(page, int) or not 1 <= page <= pdf.page_count:
-                        continue
-                    if page not in pages and len(pages) >= max_page_images:
-                        continue
-                    # a scanned (OCR'd) page has no text layer to box: it is shown as an image, unboxed
-                    found = pdf.find_boxes(page, str(ctx.get("needle", ""))) \
-                        if ctx.get("found") and pdf.has_text(page) else None
-                    width, height = pdf.size(page)
-                    # not found (e.g. a fabricated snippet): the page is shown without a box
-                    highlights[s.issue_id] = ((found["image_width"], found["image_height"], found["boxes"]) if found
-                                              else (width, height, []))
-                    if page not in pages:
-                        pages.append(page)
-                for page in pages:
-                    png, _, _ = pdf.render_png(page)
-                    page_backgrounds.append({"page": page, "uri": png_data_uri(png)})
-        except Exception as exc:  # an unreadable PDF: the packet is still rendered, without images
-            log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
-            highlights.clear()
-    # a document that could not be read (a scan OCR read nothing on, a timeout, …) still shows its
-    # pages as images when its PDF opens: the SME answers from what the pages show
-    page_images, pdf_pages = [], packet.total_pages
-    if pdf_bytes and bundle is None and packet.error:
-        try:
-            with PdfPages(pdf_bytes, scale) as pdf:
-                pdf_pages = pdf.page_count
-                for page in range(1, min(pdf.page_count, max_page_images) + 1):
-                    png, _, _ = pdf.render_png(page)
-                    page_images.append({"page": page, "uri": png_data_uri(png)})
-        except Exception as exc:  # not a readable PDF at all (corrupt, encrypted): no images
-            log.warning("packet %s: page images left out (%s)", packet.doc_id, type(exc).__name__)
+    pdf_pages = packet.total_pages or _pdf_page_count(pdf_bytes)
     primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
     status = packet.review_status
     info: list[tuple[str, object]] = [
         ("PDF", packet.pdf_filename), ("PDF path", packet.pdf_path),
         ("Pages", packet.total_pages or (f"{pdf_pages} (from the PDF; no text was read)" if pdf_pages
-                                         else "unknown (the PDF could not be opened)")),
+                                         else "none (the file could not be opened as a PDF)")),
         ("Bundle", packet.bundle_path or "none"), ("Run", packet.run_id), ("Packet created", packet.created_at),
         ("Review status", status)]
     if status == "reviewed":
         info += [("Reviewer", packet.reviewer), ("Reviewed at", packet.reviewed_at),
                  ("Ground truth", f"{packet.ground_truth_path} (version {packet.ground_truth_version})")]
     decision: list[tuple[str, object]] = [("Decision", packet.v5_decision), ("Rule", decided_by(packet)),
-                                       ("Reason", packet.v5_reason)]
+                                       ("Reason", reason_line(packet))]
     if packet.v5_explanation:  # ADR 0013: the V5 decision's explanation for the SME (one line each)
         decision.append(("Why", packet.v5_explanation.splitlines()))
     if packet.jury_votes:
         decision.append(("Jury votes", [_jury_line(v) for v in packet.jury_votes]))
     if packet.error:
-        decision += [("Error", packet.error.get("error")), ("Error message", packet.error.get("message", ""))]
+        decision += [("Error", packet.error.get("error"))]
     issues = []
     for s in packet.issues_summary:
         ctx = contexts[s.issue_id]
@@ -317,46 +251,16 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
         issues.append({"issue_id": s.issue_id, "severity": s.severity, "code": s.code, "agent": s.agent,
                        "formatted": s.formatted, "colour": _SEV_COLOUR.get(str(s.severity), "#555"),
                        "evidence": evidence, "context": _page_text_view(ctx),
-                       "figure": _figure_view(ctx.get("page"), highlights.get(s.issue_id))})
+                       "page": page if isinstance(page := ctx.get("page"), int) else None})
     original = packet.original_classification
     page = render(
         "sme_packet.html.j2", doc_id=packet.doc_id, total_issues=packet.total_issues, status=status,
-        page_backgrounds=page_backgrounds, info=info, decision=decision, production=_production_rows(packet),
-        page_images=page_images, pdf_pages=pdf_pages, issues=issues,
+        info=info, decision=decision, production=_production_rows(packet), issues=issues,
+        document=markupsafe.Markup(document_html(packet, bundle=bundle, pdf_bytes=pdf_bytes)),
         history="\n".join(history_lines(packet)), decided_by=decided_by(packet),
         fixed=bool(packet.attempt_history[1:]), doc_types=DOC_TYPES, primary=_classification_view(primary),
         show_original=original is not None and original != primary, original=_classification_view(original))
-    facts = _file_facts_html(packet)
-    if facts and "<h2>Decision</h2>" in page:
-        page = page.replace("<h2>Decision</h2>", facts + "<h2>Decision</h2>", 1)
     return page
-
-
-def decided_by(packet: SMEPacket) -> str:
-    """'rule 4', 'rule 5 (max_retries)', or 'not processed: CORRUPT' — a parse error is its own
-    reason, never a V5 rule (ADR 0008)."""
-    if packet.v5_rule is None:
-        return f"not processed: {(packet.error or {}).get('error', 'error')}"
-    stop = packet.escalation_reason
-    return f"rule {packet.v5_rule}" + (f" ({stop})" if stop not in ("arbiter", "error") else "")
-
-
-def history_lines(packet: SMEPacket) -> list[str]:
-    """One line per attempt and per fix after it (plain text; escape for the medium)."""
-    out = []
-    for a in packet.attempt_history:
-        codes = ", ".join(f"{i['issue_id']} {i['severity']} {i['code']}" for i in a["issues"]) or "no issues"
-        repair = " — every BLOCKER auto-fixable: repaired once before rule 1" if a.get("blocker_repair") else ""
-        out.append(f"Attempt {a['attempt']}: {a['decision']} by rule {a['rule']}{repair} — {codes}")
-        out += [f"  skipped {s}" for s in a.get("skipped_judgments", [])[:1]]
-        out += [f"  fix {f['fixer']} ({', '.join(f['codes'])}): {f['description']}" for f in a["fixes_after"]]
-    if packet.attempt_history:
-        out.append(f"Final: {packet.v5_decision} — {decided_by(packet)}")
-    return out
-
-
-#: parse errors of a PDF that opened and holds pages, only without readable text
-IMAGE_ONLY_ERRORS = ("NO_TEXT_LAYER",)
 
 
 def write_packet_html(store: ArtifactStore | RunStore, doc_id: str, *, bundle: DocumentBundle | None = None,
