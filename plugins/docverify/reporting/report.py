@@ -638,7 +638,7 @@ def to_html(rep: Report) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>docverify batch report {esc(rep['ds'])}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1000px}}table{{border-collapse:collapse;max-width:100%}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f3f3}}code{{background:#f6f6f6}}
-td,th,li,p,code{{overflow-wrap:anywhere}}.muted{{color:#666}}</style>
+td:first-child,li,p,code{{overflow-wrap:anywhere}}table.docs td:first-child{{min-width:12em}}.muted{{color:#666}}</style>
 </head><body>
 <h1>docverify batch report — {esc(rep['ds'])}</h1>
 <p>{esc(summary_line(rep))}</p>
