@@ -380,7 +380,7 @@ def test_the_price_model_of_a_fallback_judge_is_the_answering_model():
     from pydantic_ai.models.fallback import FallbackModel
     from pydantic_ai.models.test import TestModel
 
-    from docverify.llm.cost import answered_price_model, price_call, price_model_of, price_name
+    from docverify.llm.cost import answered_price_model, price_model_of, price_name
 
     assert price_name("fallback:gemini-2.5-flash,gemini-2.5-pro") is None
     assert price_name("google-gla:gemini-2.5-flash") == price_name("models/gemini-2.5-flash") == "gemini-2.5-flash"
@@ -394,7 +394,7 @@ def test_the_price_model_of_a_fallback_judge_is_the_answering_model():
     several = estimate_cost("gemini-2.5-flash+gemini-2.5-pro", input_tokens=10, output_tokens=1)
     assert several.usd is None and "several models" in several.note
     assert estimate_cost("gemini-2.5-flash+gemini-2.5-pro", input_tokens=0, output_tokens=0).usd == 0.0
-    assert price_call("models/gemini-2.5-flash", input_tokens=10**6, output_tokens=0).usd == \
+    assert estimate_cost(price_name("models/gemini-2.5-flash"), input_tokens=10**6, output_tokens=0).usd == \
         estimate_cost("gemini-2.5-flash", input_tokens=10**6, output_tokens=0).usd > 0
 
 

@@ -141,14 +141,6 @@ def answered_price_model(current: str | None, messages: ModelResponse | Iterable
     return SEVERAL.join(sorted(names)) if names else None
 
 
-def price_call(model_name: str | None, *, input_tokens: int, output_tokens: int, cached_tokens: int = 0,
-               batch: bool = False) -> CostEstimate:
-    """One call priced by the model that answered it (a response's ``model_name`` /
-    ``modelVersion``, normalised by :func:`price_name`)."""
-    return estimate_cost(price_name(model_name), input_tokens=input_tokens, output_tokens=output_tokens,
-                         cached_tokens=cached_tokens, batch=batch)
-
-
 def price_responses(messages: ModelResponse | Iterable[object] | None, *, batch: bool = False) -> CostEstimate:
     """The cost of a run's model responses (``result.all_messages()`` or ``new_messages()``), each
     priced by the model that answered it (``ModelResponse.model_name``) and its own usage — a

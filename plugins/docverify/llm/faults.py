@@ -85,14 +85,6 @@ def is_throttled(exc: BaseException) -> bool:
     return isinstance(exc, ModelRateLimitError) or (isinstance(exc, ModelHTTPError) and exc.status_code == 429)
 
 
-def is_quota_exhausted(exc: BaseException) -> bool:
-    """The provider says the quota is exhausted (for the day, or billing): waiting within a task
-    will not help, but the document is not at fault either — :class:`JudgeThrottled` at once."""
-    from pydantic_ai.exceptions import ModelQuotaExceededError
-
-    return isinstance(exc, ModelQuotaExceededError)
-
-
 # --------------------------------------------------------------------------- fault families (ADR 0018)
 
 #: A fault of the service (429 throttling, overload, 5xx, a dropped connection): waited out under
@@ -207,11 +199,6 @@ def fault_family(exc: BaseException) -> str:
     if isinstance(exc, ModelConnectionError) and not isinstance(exc, ModelTimeoutError):
         return OUTAGE  # the service cannot be reached at all; a read timeout may be this request's size
     return DOCUMENT
-
-
-def is_outage(exc: BaseException) -> bool:
-    """Throttling, overload, 5xx or an unreachable service (:data:`OUTAGE`)."""
-    return fault_family(exc) == OUTAGE
 
 
 def _retry_after(exc: BaseException | None) -> float | None:

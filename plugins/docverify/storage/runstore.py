@@ -179,6 +179,10 @@ class StageRecord(TypedDict, total=False):
     parsed: dict[str, list[str]]
     parser: str
     parts: int
+    #: layout: each OCR'd document's OCR work ({doc_id: {"pages", "seconds"}}) and the totals (ADR 0052)
+    ocr: dict[str, dict[str, float]]
+    ocr_pages: int
+    ocr_seconds: float
     #: a layout part's (``_stages/layout/part_<n>.json``): the plan's token and the part's number
     token: str
     part: int
@@ -516,11 +520,6 @@ class RunStore:
             return False
         return self.write_json(rel, data)
 
-    def write_bytes_if_changed(self, rel: str, data: bytes) -> bool:
-        if self.read_bytes_if_exists(rel, memo=False) == data:
-            return False
-        return self.write_bytes(rel, data)
-
     def _remember_present(self, rel: str) -> None:
         d, _, name = rel.rpartition("/")
         if d in self._listed:
@@ -623,9 +622,6 @@ class RunStore:
     def manifest_if_exists(self) -> Manifest | None:
         data = self.get_json(self.manifest_rel)
         return None if data is None else Manifest.model_validate(data)
-
-    def write_manifest(self, manifest: Manifest) -> bool:
-        return self.write_if_changed(self.manifest_rel, manifest.as_json())
 
     def bundle(self, doc_id: str) -> DocumentBundle | None:
         data = self.get_json(self.bundle_rel(doc_id))

@@ -78,11 +78,6 @@ class Registry:
         """A copy with ``specs`` appended (a test's toy verifier; this registry is unchanged)."""
         return Registry((*self.specs, *specs))
 
-    @property
-    def auto_fixable_codes(self) -> frozenset[str]:
-        """The auto-fixable codes of :attr:`catalogue`."""
-        return frozenset(c.code for c in self.catalogue.values() if c.auto_fixable)
-
     def code_owner(self, code: str) -> VerifierSpec | None:
         return next((s for s in self.specs if code in s.codes), None)
 
