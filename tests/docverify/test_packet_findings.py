@@ -143,7 +143,7 @@ def test_the_finding_is_in_words_on_its_page_with_every_keyword_boxed(night):
 def test_pages_fit_the_window_with_a_zoom_and_the_packet_file_shows_them(night):
     store, packet, html = night
     assert html.count("<img alt='Page ") == 9
-    fits = re.findall(r"max-width:calc\(\(100vh - 6em\) \* (\d+) / (\d+)\)", html)
+    fits = re.findall(r"max-width:calc\(\(100vh - (?:6em|12em)\) \* (\d+) / (\d+)\)", html)
     assert len(fits) == 9 and all(int(w) < int(h) for w, h in fits)  # portrait pages: bounded by the height
     assert html.count("class='zoom'") == 9 and "<label class='zoomctl' for='zoom-6'>" in html
     written = store.read_bytes(html_rel(packet_key(packet))).decode()
