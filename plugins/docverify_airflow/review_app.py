@@ -116,6 +116,31 @@ def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "
     return rows
 
 
+def _queue_parts(rows: list[dict], me: str, skipped: set[str]) -> dict[str, list[dict]]:
+    """Every row of the queue in exactly one part: the one count behind the heading, the Start
+    button and the line between them (issue 42: the heading counted every pending packet, 22, the
+    button only the reviews you can open, 21, and nothing said what the other one was)."""
+    parts: dict[str, list[dict]] = {"mine": [], "free": [], "held": [], "skipped": [], "not_open": []}
+    for r in rows:
+        part = ("skipped" if r["review_id"] in skipped else "not_open" if not r["task"] else
+                "mine" if r["holder"] == me else "free" if not r["holder"] else "held")
+        parts[part].append(r)
+    return parts
+
+
+def _counts_line(total: int, parts: dict[str, list[dict]]) -> str:
+    """What the heading's count holds besides the reviews you can open ("" when nothing)."""
+    n_open = len(parts["mine"]) + len(parts["free"])
+    if n_open == total:
+        return ""
+    rest = [f"{len(parts['held'])} being reviewed by someone else" if parts["held"] else "",
+            f"{len(parts['skipped'])} skipped in this session" if parts["skipped"] else "",
+            f"{len(parts['not_open'])} with no review task open yet (a review run opens it; an answer just sent "
+            "is being saved)" if parts["not_open"] else ""]
+    return (f"<p class='muted' id='counts'>{total} waiting: {n_open} open to you, "
+            + ", ".join(x for x in rest if x) + ".</p>")
+
+
 def _reviewable_first(rows: list[dict]) -> list[dict]:
     """``rows`` with the documents that have a page to look at first, order kept otherwise (ADR 0051)."""
     return [r for r in rows if r.get("has_pages", True)] + [r for r in rows if not r.get("has_pages", True)]
@@ -230,18 +255,18 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
     me, skipped = _user_name(user), set(_skipped(request))
     # yours first (resume where you were), then the open ones; skipped ones wait until brought back;
     # a document with a page to look at before any file without one (ADR 0051)
-    mine = [r for r in rows if r["task"] and r["holder"] == me and r["review_id"] not in skipped]
-    free = [r for r in rows if r["task"] and not r["holder"] and r["review_id"] not in skipped]
+    parts = _queue_parts(rows, me, skipped)  # one count: the heading's parts (issue 42)
+    mine, free = parts["mine"], parts["free"]
     first = next(iter(_reviewable_first(mine + free)), None)
     q = f"?{urlencode(filters)}" if filters else ""
     start = (f"<p><a class='button' id='start' href='{_e(first['review_id'])}{_e(q)}'>"
              f"{'Resume reviewing' if mine else 'Start reviewing'} ({len(mine) + len(free)} open)</a></p>"
              if first else "")
-    held_skipped = [r for r in rows if r["review_id"] in skipped]
+    held_skipped = parts["skipped"]
     if held_skipped:
         start += (f"<p class='muted'>{len(held_skipped)} review(s) skipped in this session. "
                   f"<a id='unskip' href='unskip{_e(q)}'>Offer them again</a></p>")
-    body = (f"<h1>Reviews waiting ({len(rows)})</h1>{notice}{start}"
+    body = (f"<h1>Reviews waiting ({len(rows)})</h1>{notice}{start}{_counts_line(len(rows), parts)}"
             "<form method='get' class='filters'>"
             + select("night", nights, "Night") + select("severity", list(SEVERITIES), "Severity")
             + select("kind", ["escalation", "audit"], "Kind")
