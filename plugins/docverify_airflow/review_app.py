@@ -424,7 +424,7 @@ def review_document_html(store, packet: Any, controls: dict[int, dict[str, Any]]
     text (a scan), never the input of another error (it may be a FIFO, a link, a huge file)."""
     from docverify.sme.context import load_bundle, load_pdf
     from docverify.sme.document_view import document_html
-    from docverify.sme.render import IMAGE_ONLY_ERRORS
+    from docverify.sme.facts import IMAGE_ONLY_ERRORS
 
     try:
         bundle = load_bundle(store, packet)

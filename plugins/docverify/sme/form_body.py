@@ -20,8 +20,9 @@ from collections import Counter
 from collections.abc import Mapping
 
 from docverify.domain.models import SMEPacket
+from docverify.sme.facts import decided_by
 from docverify.sme.jsonish import objects
-from docverify.sme.render import decided_by, md_escape
+from docverify.sme.render import md_escape
 
 SEVERITIES = ("BLOCKER", "MAJOR", "MINOR")
 
