@@ -199,6 +199,8 @@ def _e(value: Any) -> str:
 
 # --------------------------------------------------------------------------- the queue
 def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skipped: set[str] | None = None) -> str:
+    from docverify.sme.document_view import code_headline  # why: the most severe finding's words (ADR 0051)
+
     if not rows:
         return "<p class='muted'>Nothing here.</p>"
     q = f"?{urlencode(filters)}" if filters else ""
@@ -210,7 +212,9 @@ def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skippe
                  "<span class='ok'>yours: resume</span>" if holder and holder == me else
                  "<span class='ok'>open</span>" if not holder else f"being reviewed by {_e(holder)}")
         link = (f"<a href='{_e(r['review_id'])}{_e(q)}'>{_e(r['doc_id'])}</a>" if task else _e(r["doc_id"]))
-        why = (f"V5 rule {_e(r['v5_rule'])}" if r.get("v5_rule") is not None else
+        why = (f"{_e(code_headline(r['first_code']))} <span class='muted'>(rule {_e(r['v5_rule'])})</span>"
+               if r.get("v5_rule") is not None and r.get("first_code") else
+               f"V5 rule {_e(r['v5_rule'])}" if r.get("v5_rule") is not None else
                f"no page to look at ({_e(r.get('error'))})" if not r.get("has_pages", True) else
                f"not processed ({_e(r.get('error'))})")
         lines.append(f"<tr><td>{_e(r['night'])}</td><td>{link}</td><td class='sev {_e(r['top_severity'])}'>"

@@ -62,6 +62,13 @@ def test_the_queue_starts_with_a_document_that_has_pages(app):
     assert unreadable[0]["review_id"] in table and "an operator&#x27;s work" in html_lib.escape(table)
     escalations = page[page.index("<h2>Escalations"):page.index("id='unreadable'")]
     assert unreadable[0]["review_id"] not in escalations
+    # why each escalation is here: its most severe finding's headline, not "V5 rule 1"
+    from docverify.sme.document_view import code_headline
+
+    for r in readable:
+        if r.get("review_kind") != "audit" and r["first_code"]:
+            assert html_lib.escape(code_headline(r["first_code"])) in escalations, r["first_code"]
+    assert "<td>V5 rule 1</td>" not in page
 
 
 def test_next_never_opens_a_file_without_pages_while_one_with_pages_waits(app):

@@ -370,7 +370,8 @@ _TOP_ORDER = {"ERROR": -1, "BLOCKER": 0, "MAJOR": 1, "MINOR": 2, "": 3}
 def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
     """One row per pending packet: doc_id, pdf_filename, v5_rule, total_issues, top_severity
     (BLOCKER | MAJOR | MINOR, or ERROR for a document that could not be processed), error code,
-    ``has_pages`` (a page to look at, :func:`docverify.sme.facts.has_pages`), created_at, packet URI.
+    ``has_pages`` (a page to look at, :func:`docverify.sme.facts.has_pages`), ``first_code`` (the code of
+    its most severe finding, "" when none), created_at, packet URI.
     Documents with a page to look at first (ADR 0051: a file nobody can look at is an operator's
     work, after them), then most severe first, then oldest first. Unreadable packets are skipped
     with a warning naming the file."""
@@ -391,7 +392,8 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
                      "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
                      "error": mapping(p.get("error")).get("error"), "created_at": p.get("created_at", ""),
                      "packet_uri": store.uri(rel), "review_kind": p.get("review_kind", "escalation"),
-                     "has_pages": has_pages(p)})
+                     "has_pages": has_pages(p), "first_code": next(
+                         (str(i.get("code")) for i in objects(p.get("issues_summary") or []) if i.get("code")), "")})
     rows.sort(key=lambda r: (not r["has_pages"], _TOP_ORDER.get(r["top_severity"], 3), r["created_at"],
                              r["review_id"]))
     return rows
