@@ -78,3 +78,20 @@ def test_an_empty_file_is_0_bytes_and_nothing_to_look_at():
     html = document_html(packet, bundle=None, pdf_bytes=None)
     assert "Nothing to look at: the file is empty (0 bytes)" in html and "unknown" not in html
     assert html.count("re-send it") == 1
+
+
+def test_an_audit_packets_file_shows_its_pages(tmp_path):
+    """An audit has no finding to crop a page around: its file draws the document all the same."""
+    from tests.docverify.review_night import run_night
+
+    from docverify.stages.audit import audit_sample
+
+    b = run_night(tmp_path / "root", names=("genomic_brca_ngs",))
+    audit_sample(b.fresh(), 1.0)
+    store = b.store
+    (row,) = [r for r in list_pending_reviews(store) if r["review_kind"] == "audit"]
+    packet = load_packet(store, row["review_id"])
+    html = store.read_bytes(html_rel(packet_key(packet))).decode()
+    assert packet.total_pages == 2 and html.count("<img alt='Page ") == 2
+    assert [int(p) for p in re.findall(r"data-page='(\d+)'", html)] == [1, 2]
+    assert "Accepted automatically; confirm or correct" in html
