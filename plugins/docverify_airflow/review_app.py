@@ -141,6 +141,16 @@ def _counts_line(total: int, parts: dict[str, list[dict]]) -> str:
             + ", ".join(x for x in rest if x) + ".</p>")
 
 
+def _unreadable_table(rows: list[dict], filters: dict[str, str], me: str, skipped: set[str]) -> str:
+    """The files with no page to look at, after the others, marked as an operator's work (ADR 0051)."""
+    if not rows:
+        return ""
+    return (f"<h2 id='unreadable'>Files with no page to look at ({len(rows)})</h2><p class='muted'>Empty, damaged, "
+            "locked or not a PDF: an operator's work (the night's report lists them with what to do). Reviewing "
+            "offers them only when no document with pages waits; answer <b>Cannot classify</b> to close one.</p>"
+            + _queue_table(rows, filters, me, skipped))
+
+
 def _reviewable_first(rows: list[dict]) -> list[dict]:
     """``rows`` with the documents that have a page to look at first, order kept otherwise (ADR 0051)."""
     return [r for r in rows if r.get("has_pages", True)] + [r for r in rows if not r.get("has_pages", True)]
@@ -280,10 +290,7 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
             + (f"<h2>Audits of accepted documents ({len(audits)})</h2><p class='muted'>The pipeline accepted these; "
                "a random sample is checked by an SME to measure how often an accept is wrong.</p>"
                + _queue_table(audits, filters, me, skipped) if audits else "")
-            + (f"<h2 id='unreadable'>Files with no page to look at ({len(unreadable)})</h2><p class='muted'>Empty, "
-               "damaged, locked or not a PDF: an operator's work (the night's report lists them with what to do). "
-               "Reviewing offers them only when no document with pages waits; answer <b>Cannot classify</b> to "
-               "close one.</p>" + _queue_table(unreadable, filters, me, skipped) if unreadable else "")
+            + _unreadable_table(unreadable, filters, me, skipped)
             + "<p class='muted'>Also: <a href='../packets/'>all packets</a> · <a href='../trend/'>verification "
             "trend</a> · Airflow's Browse → Required Actions shows the same reviews as forms.</p>")
     return _page("Reviews waiting", body)
