@@ -28,6 +28,7 @@ DOCAI_SHARDS_INCONSISTENT = "DOCAI_SHARDS_INCONSISTENT"
 TOO_MANY_PAGES = "TOO_MANY_PAGES"
 DOCAI_FAILED = "DOCAI_FAILED"
 DOCAI_NO_RESULT = "DOCAI_NO_RESULT"
+INPUT_CHANGED = "INPUT_CHANGED"
 
 PARSE_ERROR_CODES: tuple[str, ...] = (
     EMPTY_FILE,  # the file has 0 bytes
@@ -46,6 +47,7 @@ PARSE_ERROR_CODES: tuple[str, ...] = (
     TOO_MANY_PAGES,  # more pages than Document AI accepts per document (500 for the Layout Parser)
     DOCAI_FAILED,  # Document AI reported a failure for this document (its status is in the message)
     DOCAI_NO_RESULT,  # a batch job said nothing about this document
+    INPUT_CHANGED,  # the bytes read are not the bytes discovered (sha256 differs from the manifest's; ADR 0052)
 )
 """The stable machine codes of :class:`ParseError`, in a fixed order."""
 

@@ -68,6 +68,7 @@ import os
 import pathlib
 import stat
 import threading
+import time
 from dataclasses import dataclass
 from importlib import metadata as _metadata
 
@@ -80,7 +81,7 @@ from docverify.layout.errors import (
     CORRUPT,
     EMPTY_FILE,
     ENCRYPTED,
-    NO_TEXT_LAYER,
+    INPUT_CHANGED,
     NOT_A_PDF,
     TOO_LARGE,
     UNSUPPORTED,
@@ -88,6 +89,8 @@ from docverify.layout.errors import (
     ParseError,
 )
 from docverify.layout.ocr import engine_id
+from docverify.layout.split import SCAN_MAX_CHARS_PER_PAGE, ScanSplit, non_space, text_verdict
+from docverify.layout.split import ocr_note as _note
 from docverify.layout.structure import PageLayout, clip, normalise_line, page_layout
 from docverify.storage.inputs import opened_inside
 from docverify.storage.limits import MAX_PAGES, MAX_PDF_BYTES
@@ -107,7 +110,6 @@ DEFAULT_MAX_BYTES = MAX_PDF_BYTES  # docverify.storage.limits: every limit in on
 DEFAULT_MAX_PAGES = MAX_PAGES
 HEADER_WINDOW = 1024
 """``%PDF`` must occur within the first 1024 bytes (as Acrobat tolerates)."""
-SCAN_MAX_CHARS_PER_PAGE = 50
 SCAN_MIN_IMAGE_COVERAGE = 0.25
 
 PDFIUM_LOCK = threading.Lock()
@@ -127,6 +129,9 @@ def parse_pdf(
     scan_max_chars_per_page: int = SCAN_MAX_CHARS_PER_PAGE,
     ocr: bool = False,
     root: str | None = None,
+    expect_sha256: str | None = None,
+    page_range: tuple[int, int] | list[int] | None = None,
+    split_scan_pages: int = 0,
 ) -> DocumentBundle:
     """Parse one PDF in this process.
 
@@ -146,11 +151,24 @@ def parse_pdf(
             without following a symbolic link (``O_NOFOLLOW``) and read only when what was opened
             is a regular file under ``root`` — else ``UNSUPPORTED`` (the layout stage names it
             ``INPUT_NOT_REGULAR``, ADR 0033). None (the CLI): the path is followed as given.
+        expect_sha256: the sha256 the file had when it was listed (the night's manifest): bytes
+            read with another hash are ``INPUT_CHANGED``, never parsed (hashed from the bytes that
+            would be parsed, no second read; ADR 0052).
+        page_range: ``(first, last)`` (1-based, inclusive): read only these pages (a part of a long
+            scan read across the parse workers, ADR 0052); the bundle holds only them, with the
+            document's ``total_pages``, and the document-wide scan rules are left to the caller
+            (:func:`docverify.layout.split.text_verdict` on the merged pages).
+        split_scan_pages: with ``ocr``, a document with at least this many image-only pages among
+            its first ``2 ×`` this pages, where the OCR engine loads, is not read:
+            :class:`~docverify.layout.split.ScanSplit` is raised for the pool to hand out its
+            page ranges (0: never).
 
     Raises:
         ParseError: always this type, with a code from ``PARSE_ERROR_CODES``.
+        ScanSplit: only with ``split_scan_pages`` (see above).
     """
     p = pathlib.Path(path)
+    opts = _Options(expect_sha256 or None, tuple(page_range) if page_range else None, max(0, int(split_scan_pages)))
     try:
         return _parse(
             p,
@@ -162,8 +180,9 @@ def parse_pdf(
             scan_max_chars_per_page=scan_max_chars_per_page,
             ocr=ocr,
             root=root,
+            opts=opts,
         )
-    except ParseError:
+    except (ParseError, ScanSplit):
         raise
     except MemoryError as exc:
         raise ParseError(
@@ -183,6 +202,28 @@ def parse_pdf(
 
 
 # =========================================================================== the parser
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What a pool job adds to a parse (see :func:`parse_pdf`): the hash the bytes must have, the
+    pages to read, and when to hand a long scan back to be read in page ranges."""
+
+    expect_sha256: str | None = None
+    page_range: tuple[int, ...] | None = None
+    split_scan_pages: int = 0
+
+    def span(self, n: int, name: str, file_ref: str) -> tuple[int, int]:
+        """The pages to read, ``(first, last)`` (1-based, inclusive), of a document of ``n`` pages."""
+        if self.page_range is None:
+            return 1, n
+        first, last = (int(x) for x in self.page_range)
+        if not 1 <= first <= last <= n:
+            raise ParseError(UNSUPPORTED, f"{name}: pages {first}-{last} asked for, the document has {n}", file_ref)
+        return first, last
+
+
+_WHOLE = _Options()
 
 
 _MAGIC = (
@@ -219,12 +260,13 @@ def _parse(
     scan_max_chars_per_page: int,
     ocr: bool = False,
     root: str | None = None,
+    opts: _Options = _WHOLE,
 ) -> DocumentBundle:
     name, file_ref = p.name, str(p)
     if root is not None:
         return _parse_data(_read_input(p, root, max_bytes), p, doc_id=doc_id, file_uri=file_uri,
                            max_pages=max_pages, min_chars_per_doc=min_chars_per_doc,
-                           scan_max_chars_per_page=scan_max_chars_per_page, ocr=ocr)
+                           scan_max_chars_per_page=scan_max_chars_per_page, ocr=ocr, opts=opts)
     try:
         size = p.stat().st_size
         if not p.is_file():
@@ -244,7 +286,8 @@ def _parse(
             UNSUPPORTED, f"{name} could not be read ({exc.strerror or exc}); check the file's permissions", file_ref
         ) from exc
     return _parse_data(data, p, doc_id=doc_id, file_uri=file_uri, max_pages=max_pages,
-                       min_chars_per_doc=min_chars_per_doc, scan_max_chars_per_page=scan_max_chars_per_page, ocr=ocr)
+                       min_chars_per_doc=min_chars_per_doc, scan_max_chars_per_page=scan_max_chars_per_page, ocr=ocr,
+                       opts=opts)
 
 
 def _check_size(size: int, name: str, file_ref: str, max_bytes: int) -> None:
@@ -302,8 +345,14 @@ def _parse_data(
     min_chars_per_doc: int,
     scan_max_chars_per_page: int,
     ocr: bool,
+    opts: _Options = _WHOLE,
 ) -> DocumentBundle:
     name, file_ref = p.name, str(p)
+    sha = hashlib.sha256(data).hexdigest()  # the bytes parsed below, hashed once (ADR 0052)
+    if opts.expect_sha256 is not None and sha != opts.expect_sha256:
+        raise ParseError(INPUT_CHANGED, f"{name}: the bytes read are not the ones listed (sha256 {sha[:12]}…, "
+                         f"listed {opts.expect_sha256[:12]}…): the file was replaced since; list it again",
+                         file_ref)
     if not data:
         raise ParseError(EMPTY_FILE, f"{name} is empty (0 bytes); re-export or re-upload the document", file_ref)
     if b"%PDF" not in data[:HEADER_WINDOW]:
@@ -313,11 +362,9 @@ def _parse_data(
             f"convert it to PDF or remove it from the batch",
             file_ref,
         )
-    sha = hashlib.sha256(data).hexdigest()
-
     with PDFIUM_LOCK:
         pages, total = _extract_pages(data, name, file_ref, max_pages, min_chars_per_doc, scan_max_chars_per_page,
-                                      ocr=ocr)
+                                      ocr=ocr, opts=opts)
 
     return DocumentBundle(
         doc_id=doc_id if doc_id is not None else p.stem,
@@ -381,99 +428,117 @@ def _extract_pages(
     min_chars_per_doc: int,
     scan_max_chars_per_page: int,
     ocr: bool = False,
+    opts: _Options = _WHOLE,
 ) -> tuple[list[Page], int]:
     doc, n = _open(data, name, file_ref)
     try:
-        if n <= 0:
-            raise ParseError(
-                ZERO_PAGES,
-                f"{name} is a readable PDF with no pages; re-export the document (the source export "
-                f"probably failed)",
-                file_ref,
-            )
-        if n > max_pages:
-            raise ParseError(
-                TOO_LARGE,
-                f"{name} has {n} pages, over the limit of {max_pages} pages (max_pages); split it, "
-                f"or raise the limit for this run",
-                file_ref,
-            )
+        _check_page_count(n, name, file_ref, max_pages)
+        first, last = opts.span(n, name, file_ref)
+        if ocr and opts.split_scan_pages and opts.page_range is None:
+            _maybe_split(doc, n, opts.split_scan_pages, scan_max_chars_per_page)
         pages: list[Page] = []
-        total_chars = 0
-        dense_pages = 0
+        chars: list[int] = []
         image_pages = 0
         ocr_state = _OCRState() if ocr else None
-        progress.page_done(0, n)  # opened: from here each page has the per-page budget (ADR 0047)
-        for i in range(n):
-            try:
-                page = doc[i]
-            except Exception as exc:
-                raise ParseError(
-                    CORRUPT,
-                    f"{name} is damaged: page {i + 1} of {n} cannot be loaded ({clip(str(exc))}); "
-                    f"re-export it from the source system or repair it (e.g. with qpdf) and retry",
-                    file_ref,
-                ) from exc
-            try:
-                textpage = page.get_textpage()
-                try:
-                    result = page_layout(textpage)
-                finally:
-                    textpage.close()
-                chars = len("".join(result.text.split()))  # non-space characters
-                ocr_conf = None
-                if chars < max(1, scan_max_chars_per_page) and _image_coverage(page) >= SCAN_MIN_IMAGE_COVERAGE:
-                    image_pages += 1
-                    if ocr_state is not None:
-                        result, ocr_conf = _ocr_page(page, result, ocr_state)
-                        chars = len("".join(result.text.split()))
-                total_chars += chars
-                if chars >= max(1, scan_max_chars_per_page):
-                    dense_pages += 1
-            finally:
-                page.close()
-            pages.append(
-                Page(
-                    page_num=i + 1,
-                    text=result.text,
-                    paragraphs=result.paragraphs,
-                    layout_metadata=LayoutMetadata(block_types=result.block_types, has_tables=result.has_tables),
-                    ocr_confidence=ocr_conf,
-                )
-            )
+        progress.page_done(first - 1, n)  # opened: from here each page has the per-page budget (ADR 0047)
+        for i in range(first - 1, last):
+            page, n_chars, image = _read_page(doc, i, n, name, file_ref, scan_max_chars_per_page, ocr_state)
+            pages.append(page)
+            chars.append(n_chars)
+            image_pages += image
             progress.page_done(i + 1, n, ocr_state.tried if ocr_state is not None else 0)
     finally:
         doc.close()
+    if opts.page_range is None:  # a page range: the pool gives the merged document the verdict
+        text_verdict(name, file_ref, pages=n, chars=chars, image_pages=image_pages,
+                     min_chars_per_doc=min_chars_per_doc, scan_max_chars_per_page=scan_max_chars_per_page,
+                     ocr_note=_ocr_note(ocr_state))
+    return pages, n
 
-    ocr_note = _ocr_note(ocr_state)
-    if total_chars < max(1, min_chars_per_doc):
-        if image_pages and ocr_note:
-            msg = (
-                f"{name} is a scan with no text layer ({n} page(s) of images) {ocr_note}; check the scan's "
-                f"quality (resolution, contrast) or route it through Document AI"
-            )
-        elif image_pages:
-            msg = (
-                f"{name} is a scan with no text layer ({n} page(s) of images, {total_chars} characters "
-                f"of text); OCR it or route it through Document AI"
-            )
-        else:
-            msg = (
-                f"{name} has no extractable text on any of its {n} page(s) and no page images (blank or "
-                f"damaged pages, or text drawn as vector outlines); check the source document, or OCR it / "
-                f"route it through Document AI"
-            )
-        raise ParseError(NO_TEXT_LAYER, msg, file_ref)
-    if scan_max_chars_per_page > 0 and dense_pages == 0 and image_pages > 0:
+
+def _check_page_count(n: int, name: str, file_ref: str, max_pages: int) -> None:
+    if n <= 0:
         raise ParseError(
-            NO_TEXT_LAYER,
-            f"{name} is a scan with no usable text layer (none of its {n} page(s) has "
-            f"{scan_max_chars_per_page} characters of text, {total_chars} in total, and its pages are "
-            f"images)" + (f" {ocr_note}; check the scan's quality or route it through Document AI"
-                          if ocr_note else "; OCR it or route it through Document AI"),
+            ZERO_PAGES,
+            f"{name} is a readable PDF with no pages; re-export the document (the source export "
+            f"probably failed)",
             file_ref,
         )
-    return pages, n
+    if n > max_pages:
+        raise ParseError(
+            TOO_LARGE,
+            f"{name} has {n} pages, over the limit of {max_pages} pages (max_pages); split it, "
+            f"or raise the limit for this run",
+            file_ref,
+        )
+
+
+def _read_page(doc: pdfium.PdfDocument, i: int, n: int, name: str, file_ref: str, scan_max_chars_per_page: int,
+               ocr_state: _OCRState | None) -> tuple[Page, int, bool]:
+    """Page ``i`` (0-based) of ``n``: the page, its non-space characters (after OCR) and whether it
+    is an image page (few characters, mostly images; OCR'd when ``ocr_state`` is given)."""
+    try:
+        page = doc[i]
+    except Exception as exc:
+        raise ParseError(
+            CORRUPT,
+            f"{name} is damaged: page {i + 1} of {n} cannot be loaded ({clip(str(exc))}); "
+            f"re-export it from the source system or repair it (e.g. with qpdf) and retry",
+            file_ref,
+        ) from exc
+    try:
+        textpage = page.get_textpage()
+        try:
+            result = page_layout(textpage)
+        finally:
+            textpage.close()
+        chars = non_space(result.text)
+        ocr_conf = None
+        image = chars < max(1, scan_max_chars_per_page) and _image_coverage(page) >= SCAN_MIN_IMAGE_COVERAGE
+        if image and ocr_state is not None:
+            result, ocr_conf = _ocr_page(page, result, ocr_state)
+            chars = non_space(result.text)
+    finally:
+        page.close()
+    return Page(
+        page_num=i + 1,
+        text=result.text,
+        paragraphs=result.paragraphs,
+        layout_metadata=LayoutMetadata(block_types=result.block_types, has_tables=result.has_tables),
+        ocr_confidence=ocr_conf,
+    ), chars, image
+
+
+def _maybe_split(doc: pdfium.PdfDocument, n: int, want: int, scan_max_chars_per_page: int) -> None:
+    """Raise :class:`ScanSplit` when at least ``want`` of the document's first ``2 × want`` pages are
+    image-only (few characters, mostly images) and the OCR engine loads: a long scan, read faster in
+    page ranges across the parse workers (ADR 0052). A page that cannot be looked at here: no split
+    (reading the file says what is wrong with it)."""
+    if n < max(2, want):
+        return
+    found = 0
+    try:
+        for i in range(min(n, 2 * want)):
+            page = doc[i]
+            try:
+                textpage = page.get_textpage()
+                try:
+                    chars = non_space(textpage.get_text_range())
+                finally:
+                    textpage.close()
+                if chars < max(1, scan_max_chars_per_page) and _image_coverage(page) >= SCAN_MIN_IMAGE_COVERAGE:
+                    found += 1
+            finally:
+                page.close()
+    except Exception:
+        return
+    if found < want:
+        return
+    try:
+        ocr.get_engine()
+    except ocr.OCRUnavailable:
+        return
+    raise ScanSplit(n, found)
 
 
 @dataclass
@@ -502,10 +567,13 @@ def _ocr_page(page: pdfium.PdfPage, result: PageLayout, state: _OCRState) -> tup
         state.unavailable = str(exc)
         return result, None
     state.tried += 1
+    t0 = time.perf_counter()
     try:
         read = ocr.read_page(page)
     except Exception:  # the engine failed on this image: the page stays unread (confidence 0)
         return result, 0.0
+    finally:
+        progress.ocr_page(time.perf_counter() - t0)  # the document's OCR time, in its stage record (ADR 0052)
     if not read.paragraphs:
         return result, 0.0
     state.read += 1
@@ -521,11 +589,7 @@ def _ocr_page(page: pdfium.PdfPage, result: PageLayout, state: _OCRState) -> tup
 def _ocr_note(state: _OCRState | None) -> str:
     if state is None:
         return ""
-    if state.unavailable:
-        return f"and OCR is unavailable here ({clip(state.unavailable)})"
-    if state.tried:
-        return f"and OCR read no usable text on its {state.tried} image page(s)"
-    return ""
+    return _note(unavailable=clip(state.unavailable) if state.unavailable else "", tried=state.tried)
 
 
 def _image_coverage(page: pdfium.PdfPage) -> float:

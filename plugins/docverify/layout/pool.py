@@ -30,6 +30,17 @@ processes are threaded). ``SPEC`` (``module:function``, default
 that would parse in a fresh worker can abort PDFium in a used one (a 5 MB text page after a scanned
 page did). A worker that dies on a file it was given after another is replaced and the file is given
 once more to the fresh worker; a crash there (or on a worker's first file) is the file's ``CORRUPT``.
+
+**A long scan's pages across the workers** (ADR 0052). With OCR on and more than one worker, a file
+is first handed out whole with ``split_scan_pages`` (default 8): a parser that finds that many
+image-only pages among its first ones answers "split" (:class:`~docverify.layout.split.ScanSplit`)
+instead of reading it, and the pool queues the file again as one page-range job per worker, at the
+head of the queue; each range has the limits above as a file has, and its own ceiling. The ranges'
+pages are merged in order into one bundle, which gets the whole document's scan verdict. A range that
+fails (a page error, a ``TIMEOUT``, a crash after the one retry) is the file's error, its message
+naming the page it stopped on and the pages read; ranges not started yet are dropped, those running
+finish; other files go on. Each answer carries the OCR work of its job (``{"ocr": {"pages",
+"seconds"}}``), summed per file in ``ocr_stats``.
 """
 
 from __future__ import annotations
@@ -52,6 +63,13 @@ from typing import TypedDict
 from docverify.domain.models import DocumentBundle
 from docverify.layout import progress
 from docverify.layout.errors import CORRUPT, TIMEOUT, TOO_LARGE, ParseError, ParseErrorDict
+from docverify.layout.split import (
+    DEFAULT_SPLIT_SCAN_PAGES,
+    SCAN_MAX_CHARS_PER_PAGE,
+    RangeRead,
+    ScanSplit,
+    page_ranges,
+)
 from docverify.storage.limits import PARSE_WORKER_MEMORY_BYTES
 
 #: seconds a file may take before its first page report (opening it), or in all when its parse_fn
@@ -65,6 +83,27 @@ DEFAULT_FILE_CEILING_S = 1800.0
 DEFAULT_PARSE_FN = "docverify.layout.local_pdf:parse_pdf"
 
 Result = tuple[str, DocumentBundle | ParseError]
+
+
+class OCRStat(TypedDict):
+    """A file's OCR work in the parse workers: pages OCR'd, seconds spent reading them (summed over
+    the workers that read its pages)."""
+
+    pages: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a worker is given: a whole file (``first`` 0) or its pages ``first`` … ``last``."""
+
+    path: str
+    first: int = 0
+    last: int = 0
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.first, self.last
 #: what a worker runs on each file: ``fn(path, **kw)`` → a DocumentBundle (or its JSON)
 ParseFn = Callable[..., object]
 
@@ -81,6 +120,10 @@ class _Message(TypedDict, total=False):
     recycle: bool
     #: pages finished so far (docverify.layout.progress): ``{"done": k, "total": n, "ocr": m}``
     progress: dict[str, int]
+    #: read this long scan in page ranges instead: ``{"total": n, "image_pages": k}`` (ADR 0052)
+    split: dict[str, int]
+    #: the job's OCR work: ``{"pages": k, "seconds": s}``
+    ocr: dict[str, float]
 
 
 def parse_pdf_bounded(
@@ -108,7 +151,8 @@ def parse_pdf_bounded(
     """
     limits = _Limits(timeout_s, page_timeout_s, file_ceiling_s)
     for _path, result in _parse_many([path], workers=1, limits=limits, parse_fn=parse_fn,
-                                     startup_timeout_s=startup_timeout_s, per_file_kw=None, kw=kw):
+                                     startup_timeout_s=startup_timeout_s, per_file_kw=None, kw=kw,
+                                     split_scan_pages=0, ocr_stats=None):
         if isinstance(result, ParseError):
             raise result
         return result
@@ -125,6 +169,8 @@ def parse_many_bounded(
     parse_fn: str | None = None,
     startup_timeout_s: float = 120.0,
     per_file_kw: Mapping[str, Mapping[str, object]] | None = None,
+    split_scan_pages: int = DEFAULT_SPLIT_SCAN_PAGES,
+    ocr_stats: dict[str, OCRStat] | None = None,
     **kw: object,
 ) -> Iterator[tuple[str, DocumentBundle | ParseError]]:
     """Parse many PDFs in ``workers`` child processes; yield ``(path, bundle or ParseError)``.
@@ -140,12 +186,18 @@ def parse_many_bounded(
     ``kw`` (e.g. ``max_pages``) apply to every file; ``per_file_kw`` maps ``str(path)`` to extra
     keyword arguments for that file only (e.g. ``{"doc_id": ..., "file_uri": "gs://..."}``).
 
+    With ``ocr`` true and ``workers`` > 1, a file with ``split_scan_pages`` image-only pages among its
+    first ones is read in page ranges across the workers (0: never; see the module). ``ocr_stats``,
+    when given, receives each file's OCR work (:class:`OCRStat`, ``str(path)`` → pages, seconds) as
+    its workers report it (files without OCR'd pages have no entry).
+
     Raises:
         RuntimeError: a worker could not start within ``startup_timeout_s`` or died while
             starting (broken environment); failures of individual files are never raised.
     """
     yield from _parse_many(paths, workers=workers, limits=_Limits(timeout_s, page_timeout_s, file_ceiling_s),
-                           parse_fn=parse_fn, startup_timeout_s=startup_timeout_s, per_file_kw=per_file_kw, kw=kw)
+                           parse_fn=parse_fn, startup_timeout_s=startup_timeout_s, per_file_kw=per_file_kw, kw=kw,
+                           split_scan_pages=split_scan_pages, ocr_stats=ocr_stats)
 
 
 @dataclass(frozen=True)
@@ -172,20 +224,28 @@ def _parse_many(
     startup_timeout_s: float,
     per_file_kw: Mapping[str, Mapping[str, object]] | None,
     kw: Mapping[str, object],
+    split_scan_pages: int,
+    ocr_stats: dict[str, OCRStat] | None,
 ) -> Iterator[Result]:
     """:func:`parse_many_bounded`, with the keyword arguments of every file as one mapping."""
-    pending = collections.deque(str(p) for p in paths)
+    pending = collections.deque(_Job(str(p)) for p in paths)
     if not pending:
         return
     spec = parse_fn or DEFAULT_PARSE_FN
     per_file = {str(k): dict(v) for k, v in (per_file_kw or {}).items()}
     json.dumps([kw, per_file])  # fail early, in the caller, on non-JSON arguments
+    split = max(0, int(split_scan_pages)) if int(workers) > 1 and kw.get("ocr") else 0
 
-    def job_bytes(path: str) -> bytes:
-        return json.dumps({"path": path, "kw": {**kw, **per_file.get(path, {})}}).encode()
+    def file_kw(path: str) -> dict[str, object]:
+        return {**kw, **per_file.get(path, {})}
 
-    n_workers = max(1, min(int(workers), len(pending)))
+    def job_bytes(job: _Job) -> bytes:
+        extra = {"page_range": list(job.span)} if job.first else {"split_scan_pages": split} if split else {}
+        return json.dumps({"path": job.path, "kw": {**file_kw(job.path), **extra}}).encode()
+
+    n_workers = max(1, int(workers) if split else min(int(workers), len(pending)))
     pool = _Pool(spec, pending, n_workers, limits, startup_timeout_s, job_bytes)
+    pool.file_kw, pool.ocr_stats = file_kw, ocr_stats
     try:
         yield from pool.run()
     finally:
@@ -195,13 +255,17 @@ def _parse_many(
 class _Pool:
     """The workers of one :func:`parse_many_bounded` call and their queue of files."""
 
-    def __init__(self, spec: str, pending: collections.deque[str], n_workers: int, limits: _Limits,
-                 startup_timeout_s: float, job_bytes: Callable[[str], bytes]) -> None:
+    def __init__(self, spec: str, pending: collections.deque[_Job], n_workers: int, limits: _Limits,
+                 startup_timeout_s: float, job_bytes: Callable[[_Job], bytes]) -> None:
         self.spec, self.pending, self.n_workers = spec, pending, n_workers
         self.limits, self.startup_timeout_s, self.job_bytes = limits, startup_timeout_s, job_bytes
         self.workers: list[_Worker] = []
-        #: files whose worker died under them after an earlier file: they get one fresh worker
-        self.retried: set[str] = set()
+        #: jobs whose worker died under them after an earlier job: they get one fresh worker
+        self.retried: set[_Job] = set()
+        #: files being read in page ranges (ADR 0052), by path
+        self.splits: dict[str, RangeRead] = {}
+        self.file_kw: Callable[[str], Mapping[str, object]] = lambda path: {}
+        self.ocr_stats: dict[str, OCRStat] | None = None
 
     def run(self) -> Iterator[Result]:
         while self.pending or self._busy():
@@ -221,7 +285,11 @@ class _Pool:
         return [w for w in self.workers if w.job is not None]
 
     def _fill(self) -> None:
-        """Start workers up to the pool size; each gets its first file once it reports ready."""
+        """Give queued jobs to idle workers (page ranges queued by a split), then start workers up to
+        the pool size; each gets its first job once it reports ready."""
+        for w in list(self.workers):
+            if w.job is None and w.ready and self.pending:
+                self._send(w, self.pending.popleft())
         while len(self.workers) < self.n_workers and self.pending:
             w = _Worker(self.spec, self.startup_timeout_s)
             w.job = self.pending.popleft()
@@ -292,7 +360,11 @@ class _Pool:
             raise RuntimeError(f"parse worker could not start: {msg['startup_error']}")
         job, w.job = w.job, None
         w.jobs_done += 1
-        result = (job, _result_from_json(msg, job))
+        self._count_ocr(job.path, msg.get("ocr"))
+        if "split" in msg and not job.first:
+            result = self._split(job, _count(msg["split"].get("total")))
+        else:
+            result = self._answer(job, _result_from_json(msg, job.path))
         if msg.get("recycle"):
             # the worker survived a MemoryError with its address space near the cap: the next file
             # gets a fresh worker, so one bomb never costs another document its parse
@@ -313,36 +385,99 @@ class _Pool:
             self.pending.appendleft(w.job)
             w.job = None
             return None
-        return _lost(
+        job, err = _lost(
             w, f"parse worker died while starting (exit code {code}); check that docverify and pypdfium2 "
                f"import in a fresh interpreter",
             CORRUPT, lambda name: (
-                f"{name} crashed the PDF parser (child process exit code {code}); the file is probably "
-                f"damaged, or needed more than the parse worker's memory cap "
+                f"{name} crashed the PDF parser (child process exit code {code}){self._range_note(w)}; the file is "
+                f"probably damaged, or needed more than the parse worker's memory cap "
                 f"(docverify.storage.limits.PARSE_WORKER_MEMORY_BYTES; a decompression bomb): re-export or repair it "
                 f"(e.g. with qpdf) and retry, or route it through Document AI"))
+        return self._answer(job, err)
 
-    def _on_timeout(self, w: _Worker) -> Result:
+    def _on_timeout(self, w: _Worker) -> Result | None:
         self.workers.remove(w)
         w.kill()
-        return _lost(
+        job, err = _lost(
             w, f"parse worker did not start within {self.startup_timeout_s:g} s "
                f"(machine overloaded or a broken environment)",
-            TIMEOUT, lambda name: timeout_message(name, w.limit, self.limits, done=w.done, total=w.total,
-                                                  ocr=w.ocr, elapsed=time.monotonic() - w.started))
+            TIMEOUT, lambda name: self._timeout_text(w, name))
+        return self._answer(job, err)
 
-    def _send(self, w: _Worker, path: str) -> None:
-        """Hand ``path`` to worker ``w``; if its pipe is broken (it died after its last answer), put
+    def _timeout_text(self, w: _Worker, name: str) -> str:
+        """The ``TIMEOUT`` message of ``w``'s job: a whole file's, or a page range's in the document's terms."""
+        elapsed = time.monotonic() - w.started
+        job = w.job
+        if job is None or not job.first or job.path not in self.splits:
+            return timeout_message(name, w.limit, self.limits, done=w.done, total=w.total, ocr=w.ocr, elapsed=elapsed)
+        rr = self.splits[job.path]
+        here = max(0, w.done - (job.first - 1)) if w.reported else 0
+        return timeout_message(name, w.limit, self.limits, done=max(w.done, job.first - 1), total=rr.total,
+                               ocr=rr.ocr + w.ocr, elapsed=elapsed, read=rr.read + here, span=job.span)
+
+    def _range_note(self, w: _Worker) -> str:
+        """Where a crash happened in a scan read in page ranges ("" for a whole file)."""
+        job = w.job
+        if job is None or not job.first or job.path not in self.splits:
+            return ""
+        rr = self.splits[job.path]
+        here = max(0, w.done - (job.first - 1)) if w.reported else 0
+        return (f" on page {job.first + here} of {rr.total} (pages {job.first}-{job.last}, one of the page ranges "
+                f"read across the parse workers; {rr.read + here} of {rr.total} page(s) read)")
+
+    def _split(self, job: _Job, total: int) -> Result | None:
+        """A whole-file job answered "split": queue its page ranges at the head of the queue."""
+        if total < 1:
+            return self._answer(job, ParseError(CORRUPT, f"{pathlib.Path(job.path).name}: the parser asked to "
+                                                f"split a file of {total} pages", job.path))
+        ranges = page_ranges(total, self.n_workers)
+        self.splits[job.path] = RangeRead(job.path, total, ranges)
+        self.pending.extendleft(_Job(job.path, a, b) for a, b in reversed(ranges))
+        return None
+
+    def _answer(self, job: _Job, result: DocumentBundle | ParseError) -> Result | None:
+        """A job's result: a whole file's is the file's; a page range's is kept until the file's last
+        range is answered, then the file's result is the merged document (or its first failure)."""
+        if not job.first:
+            return job.path, result
+        rr = self.splits[job.path]
+        rr.answered(job.span, result)
+        if isinstance(result, ParseError):  # the file fails: ranges not started yet are not read
+            for queued in [j for j in self.pending if j.path == job.path]:
+                self.pending.remove(queued)
+                rr.open.discard(queued.span)
+        if rr.open:
+            return None
+        del self.splits[job.path]
+        kw = self.file_kw(job.path)
+        return job.path, rr.merged(pathlib.Path(job.path).name,
+                                   min_chars_per_doc=_count(kw.get("min_chars_per_doc", 1)),
+                                   scan_max_chars_per_page=_count(kw.get("scan_max_chars_per_page",
+                                                                         SCAN_MAX_CHARS_PER_PAGE)))
+
+    def _count_ocr(self, path: str, report: object) -> None:
+        """Add a job's OCR work (its answer's ``ocr``) to its file's :class:`OCRStat`."""
+        if self.ocr_stats is None or not isinstance(report, Mapping):
+            return
+        pages, seconds = _count(report.get("pages")), report.get("seconds")
+        if pages:
+            stat = self.ocr_stats.setdefault(path, {"pages": 0, "seconds": 0.0})
+            stat["pages"] += pages
+            if isinstance(seconds, int | float) and seconds >= 0:
+                stat["seconds"] = round(stat["seconds"] + float(seconds), 3)
+
+    def _send(self, w: _Worker, job: _Job) -> None:
+        """Hand ``job`` to worker ``w``; if its pipe is broken (it died after its last answer), put
         the job back at the head of the queue and drop the worker (a fresh one takes the job)."""
-        w.job = path
+        w.job = job
         w.started = time.monotonic()
         w.reported, w.done, w.total, w.ocr = False, 0, 0, 0
         self._arm(w, w.started)
         try:
-            w.conn.send_bytes(self.job_bytes(path))
+            w.conn.send_bytes(self.job_bytes(job))
         except (OSError, ValueError):
             w.job = None
-            self.pending.appendleft(path)
+            self.pending.appendleft(job)
             self.workers.remove(w)
             w.kill()
 
@@ -356,27 +491,33 @@ LIMIT_SETTINGS = {
 
 
 def timeout_message(name: str, limit: str, limits: _Limits, *, done: int, total: int, ocr: int,
-                    elapsed: float) -> str:
+                    elapsed: float, read: int | None = None, span: tuple[int, int] | None = None) -> str:
     """The ``TIMEOUT`` message of a file stopped by ``limit`` (``open``, ``page`` or ``ceiling``):
     what happened (pages read of how many, the page it stopped on, the limit and its setting) and
-    the fix. It never calls the file damaged: the parser did not say so."""
-    read = f"{done} of {total} page(s) read" + (f", {ocr} of them by OCR" if ocr else "")
-    where = f"on page {done + 1} of {total}" if done < total else f"after reading all {total} page(s)"
+    the fix. It never calls the file damaged: the parser did not say so. A page range of a scan read
+    across the workers (``span``, ADR 0052): ``done`` is the last page it finished (or the page before
+    its first), ``read`` the document's pages read in all."""
+    read_s = f"{done if read is None else read} of {total} page(s) read" + (f", {ocr} of them by OCR" if ocr else "")
+    if span is not None:
+        read_s += f"; the scan was read in page ranges across the parse workers, this one pages {span[0]}-{span[1]}"
+    end = span[1] if span is not None else total
+    where = f"on page {done + 1} of {total}" if done < end else f"after reading all {total} page(s)"
     if limit == "open":
         return (f"{name} took longer than {limits.open_s:g} s to parse without reading a page (the limit to open a "
                 f"PDF, {LIMIT_SETTINGS['open']}; for a parser that reports no pages, the whole file's) and the "
                 f"parser was stopped: raise parse_timeout_s for this run, or route it through Document AI")
-    if limit == "page" and done >= total:
-        return (f"{name}: all {total} page(s) were read ({read}) but the parser did not finish within "
+    if limit == "page" and done >= end:
+        which = f"pages {span[0]}-{span[1]} of {total}" if span is not None else f"all {total} page(s)"
+        return (f"{name}: {which} were read ({read_s}) but the parser did not finish within "
                 f"{limits.page_s:g} s of the last one ({LIMIT_SETTINGS['page']}) and was stopped after "
                 f"{elapsed:.0f} s: raise docverify_parse_page_timeout_s, or route the file through Document AI")
     if limit == "page":
         return (f"{name}: page {done + 1} of {total} did not finish within the per-page limit of {limits.page_s:g} s "
-                f"({LIMIT_SETTINGS['page']}) and the parser was stopped after {elapsed:.0f} s with {read}; a page "
+                f"({LIMIT_SETTINGS['page']}) and the parser was stopped after {elapsed:.0f} s with {read_s}; a page "
                 f"this slow is usually a dense scan OCR'd on a busy machine: raise docverify_parse_page_timeout_s, "
                 f"or route the file through Document AI")
     return (f"{name} reached the limit of {max(limits.ceiling_s, limits.open_s):g} s per file "
-            f"({LIMIT_SETTINGS['ceiling']}) {where} with {read}, its pages still advancing, and the parser was "
+            f"({LIMIT_SETTINGS['ceiling']}) {where} with {read_s}, its pages still advancing, and the parser was "
             f"stopped: raise docverify_parse_file_ceiling_s, split the file, or route it through Document AI")
 
 
@@ -385,14 +526,15 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _lost(w: _Worker, not_started: str, code: str, message: Callable[[str], str]) -> Result:
+def _lost(w: _Worker, not_started: str, code: str, message: Callable[[str], str]) -> tuple[_Job, ParseError]:
     """A worker gone (exited or killed): before it was ready the environment is broken (raised);
-    after, its file gets the typed error ``code`` with ``message(file name)``."""
+    after, its job gets the typed error ``code`` with ``message(file name)``."""
     if not w.ready:
         raise RuntimeError(not_started)
     assert w.job is not None  # _step runs for the busy workers only
+    err = ParseError(code, message(pathlib.Path(w.job.path).name), w.job.path)
     job, w.job = w.job, None
-    return job, ParseError(code, message(pathlib.Path(job).name), job)
+    return job, err
 
 
 def _receive(conn: _PipeConn) -> _Message | None:
@@ -533,7 +675,7 @@ class _Worker:
 
     spec: str
     startup_timeout_s: float
-    job: str | None = None
+    job: _Job | None = None
     ready: bool = False
     deadline: float = 0.0
     #: the current file: when it was sent, its page reports (any yet; pages done, of, OCR'd) and
@@ -638,11 +780,23 @@ def worker_main(spec: str) -> None:
 
 
 def _run_job(fn: ParseFn, path: str, kw: dict[str, object]) -> _Message:
+    """A job's answer, with the OCR work it did (``ocr``: pages, seconds) when it OCR'd a page."""
+    progress.take_ocr()  # nothing of an earlier job counts
+    msg = _answer_job(fn, path, kw)
+    pages, seconds = progress.take_ocr()
+    if pages:
+        msg["ocr"] = {"pages": pages, "seconds": round(seconds, 3)}
+    return msg
+
+
+def _answer_job(fn: ParseFn, path: str, kw: dict[str, object]) -> _Message:
     try:
         result = fn(path, **kw)
         if hasattr(result, "model_dump"):
             result = result.model_dump(mode="json")
         return {"ok": result}
+    except ScanSplit as split:  # a long scan: the pool hands out its page ranges (ADR 0052)
+        return {"split": {"total": split.total, "image_pages": split.image_pages}}
     except ParseError as exc:
         return {"error": exc.to_dict()}
     except MemoryError:

@@ -28,3 +28,21 @@ def page_done(done: int, total: int, ocr: int = 0) -> None:
     one that never calls it has the pool's base limit for the whole file."""
     if _listener is not None:
         _listener(done, total, ocr)
+
+
+#: OCR work of the current document in this process: pages OCR'd, seconds spent reading them
+_ocr = [0, 0.0]
+
+
+def ocr_page(seconds: float) -> None:
+    """One page was OCR'd in ``seconds`` (its render, detection and recognition; not the engine's load)."""
+    _ocr[0] += 1
+    _ocr[1] += seconds
+
+
+def take_ocr() -> tuple[int, float]:
+    """The pages OCR'd and seconds spent since the last call (a parse worker asks after each job, and
+    sends them with its answer: the layout stage records them per document, ADR 0052)."""
+    pages, seconds = int(_ocr[0]), float(_ocr[1])
+    _ocr[0], _ocr[1] = 0, 0.0
+    return pages, seconds

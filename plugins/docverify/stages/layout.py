@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import tempfile
 import time
@@ -11,8 +12,9 @@ from typing import Any, TypedDict, Unpack
 
 from docverify.domain.models import DocumentBundle
 from docverify.layout.docai import bundle_from_docai, load_docai_output
-from docverify.layout.errors import ParseError
-from docverify.layout.pool import DEFAULT_FILE_CEILING_S, DEFAULT_PAGE_TIMEOUT_S, parse_many_bounded
+from docverify.layout.errors import INPUT_CHANGED, ParseError
+from docverify.layout.pool import DEFAULT_FILE_CEILING_S, DEFAULT_PAGE_TIMEOUT_S, OCRStat, parse_many_bounded
+from docverify.layout.split import DEFAULT_SPLIT_SCAN_PAGES
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -22,7 +24,7 @@ from docverify.stages.common import (
     shard_size_for,
 )
 from docverify.stages.results import LayoutPart, StageOutcome
-from docverify.storage.inputs import GONE, LINK, entry_problem, not_regular, read_regular, real_root
+from docverify.storage.inputs import GONE, LINK, changed, entry_problem, not_regular, read_regular, real_root
 from docverify.storage.limits import (
     MAX_PAGE_CHARS,
     MAX_PDF_BYTES,
@@ -47,6 +49,9 @@ class _LayoutExtra(TypedDict, total=False):
     parser: str
     parts: int
     seconds: float
+    ocr: dict[str, dict[str, float]]
+    ocr_pages: int
+    ocr_seconds: float
 
 
 @dataclass
@@ -63,6 +68,8 @@ class _Layout:
     parsed: dict[str, list[str]] = field(default_factory=dict)
     #: False: the manifest only (the merge of a mapped layout: the plan looked at the night before)
     scan: bool = True
+    #: each OCR'd document's OCR work: doc id → {"pages", "seconds"} (ADR 0052)
+    ocr: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         rs = self.batch.rs
@@ -206,14 +213,16 @@ def _balanced(docs: list[ManifestDoc], n: int) -> list[list[str]]:
 
 def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeout_s: float = 60.0,
                       ocr: bool = True, page_timeout_s: float = DEFAULT_PAGE_TIMEOUT_S,
-                      file_ceiling_s: float = DEFAULT_FILE_CEILING_S) -> StageOutcome:
+                      file_ceiling_s: float = DEFAULT_FILE_CEILING_S,
+                      split_scan_pages: int = DEFAULT_SPLIT_SCAN_PAGES) -> StageOutcome:
     """One part of the plan: its PDFs through the local parser, each in a bounded child process
-    (``ocr``: scanned pages are OCR'd there; ``timeout_s`` to open a PDF, ``page_timeout_s`` per
+    (``ocr``: scanned pages are OCR'd there, a scan of ``split_scan_pages`` image pages or more in page
+    ranges across the ``workers``; ``timeout_s`` to open a PDF, ``page_timeout_s`` per
     page, ``file_ceiling_s`` per PDF: :mod:`docverify.layout.pool`). A file that fails gets ``runs/<ds>/<doc>/error.json``
-    and goes to the SME queue. Writes the part's record (``_stages/layout/part_<n>.json``); a retried part
+    and goes to the SME queue; a file whose bytes are not those discovered (their sha256, hashed by the
+    worker from the bytes it parses) is ``INPUT_CHANGED`` (ADR 0052). Writes the part's record
+    (``_stages/layout/part_<n>.json``, with each OCR'd document's OCR pages and seconds); a retried part
     parses its PDFs again and writes the same bundles."""
-    from docverify.layout.local_pdf import PARSER_ID  # imports pypdfium2: not at DAG parse
-
     plan = batch.rs.get_json(_layout_rel(batch, "plan")) or {}
     if plan.get("token") != part.token:
         raise RuntimeError(f"{batch.rs.uri(_layout_rel(batch, 'plan'))}: the layout plan was replaced since this "
@@ -233,23 +242,43 @@ def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeo
                 _input_refused(batch, doc, exc, stats, state)
         # a local root: each worker opens its PDF without following a link, under the root only
         kw: dict[str, Any] = {"root": root} if root is not None else {}
-        for path, result in parse_many_bounded(list(local), workers=workers, timeout_s=timeout_s, ocr=ocr,
-                                               page_timeout_s=page_timeout_s, file_ceiling_s=file_ceiling_s, **kw):
-            doc = local[path]
-            problem = entry_problem(batch.store, doc.pdf_rel) \
-                if root is not None and isinstance(result, ParseError) else None
-            if problem:  # swapped while the part ran: the worker refused it, named here
-                _input_refused(batch, doc, not_regular(doc.pdf_uri, problem), stats, state)
-                continue
-            _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
+        _parse_local(batch, local, stats, state, workers=workers, timeout_s=timeout_s, ocr=ocr,
+                     page_timeout_s=page_timeout_s, file_ceiling_s=file_ceiling_s, split_scan_pages=split_scan_pages,
+                     **kw)
     stats.docs = len(docs)
-    record = stats.record(token=part.token, part=part.part, parsed=state.parsed, failed=_errors_json(state.errors))
+    record = stats.record(token=part.token, part=part.part, parsed=state.parsed, failed=_errors_json(state.errors),
+                          ocr=state.ocr)
     batch.rs.write_json(_layout_rel(batch, f"part_{part.part}"), record)
     log.info("layout part %d: %d PDF(s) parsed, %d failed, %.1fs", part.part, len(state.parsed), stats.errors,
              record["seconds"])
     # the task's XCom: the part's counts (its parsed documents are in the record, for the merge)
     return StageOutcome({"stage": record["stage"], "docs": record["docs"], "errors": record["errors"],
                          "seconds": record["seconds"]})
+
+
+def _parse_local(batch: Batch, local: dict[str, ManifestDoc], stats: StageStats, state: _PartState,
+                 **parse_kw: Any) -> None:
+    """The part's local files (path → document) through :func:`parse_many_bounded` (``parse_kw``), each
+    result recorded: the bundle, the parser's error, or the input's refusal — a link or folder swapped in
+    while the part ran (``INPUT_NOT_REGULAR``), other bytes than those discovered (``INPUT_CHANGED``)."""
+    from docverify.layout.local_pdf import PARSER_ID  # imports pypdfium2: not at DAG parse
+
+    root = parse_kw.get("root")
+    expect = {path: {"expect_sha256": doc.sha256} for path, doc in local.items() if doc.sha256}
+    ocr_stats: dict[str, OCRStat] = {}
+    for path, result in parse_many_bounded(list(local), per_file_kw=expect, ocr_stats=ocr_stats, **parse_kw):
+        doc = local[path]
+        if path in ocr_stats:
+            state.ocr[doc.doc_id] = {"pages": ocr_stats[path]["pages"], "seconds": ocr_stats[path]["seconds"]}
+        problem = entry_problem(batch.store, doc.pdf_rel) \
+            if root is not None and isinstance(result, ParseError) else None
+        if problem:  # swapped while the part ran: the worker refused it, named here
+            _input_refused(batch, doc, not_regular(doc.pdf_uri, problem), stats, state)
+        elif (result.code == INPUT_CHANGED if isinstance(result, ParseError)
+              else bool(doc.sha256) and result.sha256 != doc.sha256):  # replaced since discovery (ADR 0052)
+            _input_refused(batch, doc, changed(doc.doc_id, doc.pdf_uri), stats, state)
+        else:
+            _record_layout(batch, doc, result, getattr(result, "parser", PARSER_ID), ParseError, stats, state)
 
 
 @dataclass
@@ -260,6 +289,8 @@ class _PartState:
     stale: set[str]
     errors: dict[str, ErrorRecord] = field(default_factory=dict)
     parsed: dict[str, list[str]] = field(default_factory=dict)
+    #: each OCR'd document's OCR work: doc id → {"pages", "seconds"} (ADR 0052)
+    ocr: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def laid_out(self, doc_id: str, sha256: str, parser: str) -> None:
         self.parsed[doc_id] = [sha256, parser]
@@ -293,6 +324,7 @@ def merge_layout_local(batch: Batch, *, ocr: bool = True) -> StageOutcome:
         state.ok.update(part["parsed"])
         state.parsed.update(part["parsed"])
         state.errors.update(_errors_of(part["failed"]))
+        state.ocr.update(part.get("ocr") or {})
         stats.errors += int(part["errors"])
         seconds += float(part["seconds"])
     stats.docs = len(state.manifest.documents)
@@ -301,17 +333,25 @@ def merge_layout_local(batch: Batch, *, ocr: bool = True) -> StageOutcome:
     # the parts' and this merge's own time (the parts may run in parallel)
     seconds += time.perf_counter() - stats.started
     return state.save(stats, parser=OCR_PARSER_ID() if ocr else PARSER_ID, parts=int(plan["parts"]),
-                      seconds=round(seconds, 3))
+                      seconds=round(seconds, 3), **_ocr_totals(state.ocr))
+
+
+def _ocr_totals(per_doc: dict[str, dict[str, float]]) -> _LayoutExtra:
+    """The layout record's OCR keys (ADR 0052): each OCR'd document's pages and seconds (in manifest
+    order as the parts recorded them), and the night's totals."""
+    return {"ocr": per_doc, "ocr_pages": int(sum(d["pages"] for d in per_doc.values())),
+            "ocr_seconds": round(sum(d["seconds"] for d in per_doc.values()), 3)}
 
 
 def layout_local(batch: Batch, *, workers: int = 2, timeout_s: float = 60.0, ocr: bool = True,
                  page_timeout_s: float = DEFAULT_PAGE_TIMEOUT_S,
-                 file_ceiling_s: float = DEFAULT_FILE_CEILING_S) -> StageOutcome:
+                 file_ceiling_s: float = DEFAULT_FILE_CEILING_S,
+                 split_scan_pages: int = DEFAULT_SPLIT_SCAN_PAGES) -> StageOutcome:
     """The whole local layout in one call (the in-process runners; the DAG maps the parts):
     :func:`plan_layout_local` in one part, :func:`layout_local_part`, :func:`merge_layout_local`."""
     for part in plan_layout_local(batch, ocr=ocr, shard_size=1, max_shards=1):
         layout_local_part(batch, part, workers=workers, timeout_s=timeout_s, ocr=ocr, page_timeout_s=page_timeout_s,
-                          file_ceiling_s=file_ceiling_s)
+                          file_ceiling_s=file_ceiling_s, split_scan_pages=split_scan_pages)
     return merge_layout_local(batch, ocr=ocr)
 
 
@@ -542,6 +582,9 @@ def layout_docai_online(batch: Batch, process: Callable[[bytes], dict[str, Any]]
             data = read_regular(batch.store, doc.pdf_rel, doc.pdf_uri, limit=MAX_PDF_BYTES, what="PDF")
         except InputError as exc:
             _input_refused(batch, doc, exc, stats, state)
+            continue
+        if doc.sha256 and hashlib.sha256(data).hexdigest() != doc.sha256:  # the bytes sent: those discovered
+            _input_refused(batch, doc, changed(doc.doc_id, doc.pdf_uri), stats, state)
             continue
         result: DocumentBundle
         try:

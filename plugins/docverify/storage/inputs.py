@@ -25,7 +25,13 @@ import errno
 import os
 import stat as stat_mod
 
-from docverify.storage.limits import HASH_CHUNK_BYTES, INPUT_NOT_REGULAR, InputError, check_size
+from docverify.storage.limits import (
+    HASH_CHUNK_BYTES,
+    INPUT_CHANGED,
+    INPUT_NOT_REGULAR,
+    InputError,
+    check_size,
+)
 from docverify.storage.store import ArtifactStore, OutsideRootError, local_path, remote_target
 
 #: what an entry is now, in words (the error message names it; never the bytes of anything)
@@ -83,6 +89,16 @@ def not_regular(uri: str, problem: str, what: str = "PDF") -> InputError:
     return InputError(INPUT_NOT_REGULAR, f"{uri} is now {problem}, not a regular file (it was one when the incoming "
                       f"folder was listed): it is not followed or read; put the {what} itself in the folder and run "
                       f"the night again", uri)
+
+
+def changed(doc_id: str, uri: str) -> InputError:
+    """The refusal of an input whose bytes, as read to be laid out, are not the bytes discovery
+    hashed (``INPUT_CHANGED``, ADR 0052): another file was put in its place after discovery. The
+    message names the document by its id, never by its file name (it may name the patient)."""
+    return InputError(INPUT_CHANGED, f"{doc_id}: the PDF read for this document is not the one the night's "
+                      f"discovery listed (its sha256 differs from the manifest's: the file was replaced after "
+                      f"discovery); it was not laid out: re-run the night so that discovery lists the file as it is "
+                      f"now", uri)
 
 
 def read_regular(store: ArtifactStore, rel: str, uri: str, *, limit: int, what: str) -> bytes:

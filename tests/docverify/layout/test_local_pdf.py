@@ -597,7 +597,9 @@ def test_parse_error_api():
                                  "DOCAI_INVALID_JSON", "DOCAI_NO_CONTENT", "DOCAI_SHARDS_MISSING",
                                  "DOCAI_SHARDS_INCONSISTENT", "TOO_MANY_PAGES",
                                  # the Document AI layout stages (docverify.stages.layout)
-                                 "DOCAI_FAILED", "DOCAI_NO_RESULT")
+                                 "DOCAI_FAILED", "DOCAI_NO_RESULT",
+                                 # a parse worker's bytes are not those discovered (ADR 0052)
+                                 "INPUT_CHANGED")
     assert PARSER_ID.startswith("local:pypdfium2-")
 
 
