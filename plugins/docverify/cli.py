@@ -49,7 +49,7 @@ from docverify.storage.limits import (
     check_size,
     load_json_object,
 )
-from docverify.storage.paths import printable_name
+from docverify.storage.paths import doc_id_for, printable_name
 from docverify.storage.store import ArtifactStore, to_jsonable
 
 EXIT_INPUT_ERROR = 2
@@ -285,8 +285,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if isinstance(store.root, pathlib.Path) and not store.root.is_dir():
         raise CLIError("ROOT_NOT_FOUND", f"storage root {args.root} is not a folder: pass the artifact store's "
                        f"root (the folder holding runs/ and sme_packets/), a path or a URI", args.root)
+    # a file name gives its document's id (ADR 0050: the ids are opaque; the name is the operator's handle)
+    doc_id = doc_id_for(args.doc_id) if args.doc_id.lower().endswith(".pdf") else args.doc_id
     try:
-        trace = document_trace(store, args.doc_id)
+        trace = document_trace(store, doc_id)
     except UnknownDocument as exc:
         raise CLIError(exc.code, exc.message, args.root) from None
     if args.json:
@@ -359,7 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     se.set_defaults(fn=cmd_evaluate)
     st = sub.add_parser("trace", help="one document's trail: nights, attempts, route, packet, answer, ground truth, "
                         "each with its Airflow task instance")
-    st.add_argument("doc_id", help="the document's id (its PDF's file name without .pdf, as the batch report lists it)")
+    st.add_argument("doc_id", help="the document's id as the batch report lists it (doc-<12 hex>), or its PDF's "
+                    "file name (ending .pdf), whose id it is")
     st.add_argument("--root", required=True, help="artifact store root: a path or URI (file://, gs://)")
     st.add_argument("--json", action="store_true", help="print the trace as JSON instead of text")
     st.set_defaults(fn=cmd_trace)

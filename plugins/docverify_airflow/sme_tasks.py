@@ -73,7 +73,7 @@ def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
         lineage("list_pending_reviews", row["doc_id"], review_id=row["review_id"], rule=row["v5_rule"],
                 top_severity=row["top_severity"], issues=row["total_issues"], packet_uri=row["packet_uri"],
                 review="opened")
-    # the task's doc_id is the review's key (night, file name, content); the subject names the document
+    # the task's doc_id is the review's key (night, opaque doc id, content); the subject names the document
     return [{"doc_id": r["review_id"], "subject": review_subject(r), "assignees": assignees,
              "response_timeout_hours": hours} for r in chosen]
 

@@ -6,6 +6,7 @@ import json
 import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.packets import packet_file
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.reporting import report
@@ -43,12 +44,12 @@ def test_classifier_fault_escalates_the_document_not_the_batch(tmp_path, repo_di
     routes, out = run_all(b, ExplodingClassifier())
     rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
     by_id = {d["doc_id"]: d for d in rep["per_document"]}
-    assert by_id["genomic_brca_ngs"]["final_decision"] == "ESCALATE_TO_SME"
-    assert by_id["genomic_brca_ngs"]["error"] == "CLASSIFICATION_FAILED"
-    packet = json.loads(packet_file(tmp_path, "genomic_brca_ngs", ".json").read_text())
+    assert by_id[sid("genomic_brca_ngs")]["final_decision"] == "ESCALATE_TO_SME"
+    assert by_id[sid("genomic_brca_ngs")]["error"] == "CLASSIFICATION_FAILED"
+    packet = json.loads(packet_file(tmp_path, sid("genomic_brca_ngs"), ".json").read_text())
     assert packet["error"]["error"] == "CLASSIFICATION_FAILED" and "endpoint down" not in json.dumps(packet)
     # the document with a provided classification is unaffected by the classifier's fault
-    assert by_id["retry_shares"]["final_decision"] == "AUTO_ACCEPT"
+    assert by_id[sid("retry_shares")]["final_decision"] == "AUTO_ACCEPT"
 
 
 class FailingEvidenceJudge(OfflineJudge):
@@ -70,7 +71,7 @@ def test_missing_verifier_result_is_never_a_silent_accept(tmp_path, repo_dir):
     verify_shard(b.fresh(), shard, FailingEvidenceJudge())  # V4's judgment "failed": no result
     routes = arbiter(b.fresh())
     assert routes.counts["write_sme_packets"] == 1
-    rec = b.fresh().rs.result("genomic_brca_ngs")
+    rec = b.fresh().rs.result(sid("genomic_brca_ngs"))
     assert [i.code for i in rec.result.attempts[0].issues] == ["VERIFICATION_INCOMPLETE"]
     assert rec.result.final_decision == "ESCALATE_TO_SME"
 
@@ -93,12 +94,18 @@ def test_discover_limits_and_counts(tmp_path, repo_dir, max_documents, expected)
     assert out.documents == expected
     manifest = b.manifest()
     assert manifest["skipped_over_max_documents"] == 3 - expected
-    assert {d["doc_id"] for d in manifest["documents"] if d["classification_rel"]} <= {"retry_shares"}
+    assert {d["doc_id"] for d in manifest["documents"] if d["classification_rel"]} <= {sid("retry_shares")}
 
 
-def test_doc_ids_are_safe_names():
-    # issue 11: a name that had to be changed keeps a readable prefix plus a hash of the name,
-    # so two names that sanitise alike (a.pdf / a.PDF) never share an id
+def test_doc_ids_are_opaque_safe_names():
+    # ADR 0050: the id is doc- + 12 hex of the sha256 of the name's bytes, no part of the name;
+    # two names that differ only in case (a.pdf / a.PDF) never share an id
+    import hashlib
+    import re
+
     doc_id = doc_id_for("incoming/x/Report 7 (final).PDF")
-    assert doc_id.startswith("Report_7_final_") and len(doc_id) == len("Report_7_final_") + 10
+    assert re.fullmatch(r"doc-[0-9a-f]{12}", doc_id), doc_id
+    assert doc_id == "doc-" + hashlib.sha256(b"Report 7 (final).PDF").hexdigest()[:12]
+    assert doc_id_for("a.pdf") != doc_id_for("a.PDF")
+    assert doc_id_for("quest_cbc_panel.pdf") != "quest_cbc_panel"  # a safe stem is no longer its own id
     assert doc_id == doc_id_for("Report 7 (final).PDF")  # stable, whatever the folder

@@ -7,6 +7,7 @@ import json
 
 from tests.batch_stages import run_stages
 from tests.docverify.review_night import REPO
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.stages.common import Batch
@@ -32,7 +33,7 @@ def test_same_classifier_reuses_a_new_one_classifies_again(tmp_path):
     assert _night(tmp_path, OfflineJudge(), "r1")["cache_hits"] == 0
     assert _night(tmp_path, OfflineJudge(), "r2")["cache_hits"] == 1
     assert _night(tmp_path, NewerOffline(), "r3")["cache_hits"] == 0  # upgraded classifier: no stale reuse
-    meta = json.loads((tmp_path / "runs" / "2026-11-20" / "note_mts_19" / "result.json").read_text())[
+    meta = json.loads((tmp_path / "runs" / "2026-11-20" / sid("note_mts_19") / "result.json").read_text())[
         "classification_meta"]
     assert meta["classifier_id"] == "offline-v1+offline-lexicon-v999"
 

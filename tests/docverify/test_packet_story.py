@@ -8,6 +8,7 @@ import sys
 
 from tests.docverify.review_night import DS, REPO, run_night
 from tests.packets import packet_file
+from tests.sample_ids import sid
 
 from docverify.domain.examples import genomic_then_note, mutate
 from docverify.domain.policy import VerifyPolicy
@@ -53,21 +54,21 @@ def test_the_packet_has_the_original_every_attempt_its_fixes_and_the_final_decis
 
 def test_a_parse_error_is_its_own_reason_everywhere(tmp_path):
     b = run_night(tmp_path, names=("corrupt_truncated", "genomic_brca_ngs"))
-    packet = json.loads(packet_file(tmp_path, "corrupt_truncated", ".json").read_text())
+    packet = json.loads(packet_file(tmp_path, sid("corrupt_truncated"), ".json").read_text())
     assert packet["v5_rule"] is None and packet["escalation_reason"] == "error"
     assert packet["v5_reason"].startswith("Not verified: the document could not be processed (CORRUPT")
     assert "Rule 1" not in packet["v5_reason"] and packet["attempt_history"] == []
-    md = packet_file(tmp_path, "corrupt_truncated", ".html").read_text()
+    md = packet_file(tmp_path, sid("corrupt_truncated"), ".html").read_text()
     assert "not processed: CORRUPT" in md
     report.write(b)
     rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
-    entry = next(d for d in rep["per_document"] if d["doc_id"] == "corrupt_truncated")
+    entry = next(d for d in rep["per_document"] if d["doc_id"] == sid("corrupt_truncated"))
     assert (entry["rule"], entry["reason"], report.rule_label(entry)) == (None, "error", "error CORRUPT")
     assert rep["rules"].get("error") == 1 and "rule 1" not in rep["rules"]
     assert "| error CORRUPT |" in (tmp_path / "reports" / DS / "batch_report.md").read_text()
     routes = json.loads((tmp_path / "runs" / DS / "_routes.json").read_text())
-    assert routes["attempt_0"]["corrupt_truncated"]["rule"] is None
+    assert routes["attempt_0"][sid("corrupt_truncated")]["rule"] is None
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "show_report.py"), str(tmp_path), DS],
                          capture_output=True, text=True, check=True).stdout
-    line = next(x for x in out.splitlines() if "corrupt_truncated" in x and "ESCALATE_TO_SME" in x)
+    line = next(x for x in out.splitlines() if sid("corrupt_truncated") in x and "ESCALATE_TO_SME" in x)
     assert line.rstrip().endswith("error CORRUPT") and "rule" not in line

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.batch_stages import copy_samples, run_stages
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.layout.local_pdf import parse_pdf
@@ -29,13 +30,13 @@ def test_the_reports_figures_are_the_nights_decisions(tmp_path, repo_dir):
     _, out = night(tmp_path, repo_dir, names)
     rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
     by_id = {d["doc_id"]: d for d in rep["per_document"]}
-    assert {n: by_id[n]["final_decision"] for n in names} == {n: expected[n].split("→")[-1] for n in names}
+    assert {n: by_id[sid(n)]["final_decision"] for n in names} == {n: expected[n].split("→")[-1] for n in names}
     assert rep["documents"] == 4 and sum(rep["final_routes"].values()) == 4
     assert rep["final_routes"] == {"AUTO_ACCEPT": 1, "AUTO_RETRY→AUTO_ACCEPT": 1, "ESCALATE_TO_SME": 2}
-    assert [e["doc_id"] for e in rep["errors"]] == ["corrupt_truncated"]
+    assert [e["doc_id"] for e in rep["errors"]] == [sid("corrupt_truncated")]
     assert out["summary"].startswith(f"batch {DS}: 4 document(s); routes: ")
     md = (tmp_path / "reports" / DS / "batch_report.md").read_text()
-    assert out["summary"] in md and "corrupt\\_truncated" in md  # cells are escaped Markdown
+    assert out["summary"] in md and f"**{sid('corrupt_truncated')}**" in md  # the error names the opaque id
     assert report.md("a|b<c>*d*") == "a\\|b\\<c\\>\\*d\\*"
 
 

@@ -9,6 +9,7 @@ import shutil
 
 from tests.batch_stages import run_stages
 from tests.docverify.review_night import REPO
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.sme.ground_truth import ground_truth_versions, save_review
@@ -42,7 +43,7 @@ def test_the_same_file_name_on_two_nights_is_two_reviews(tmp_path):
     save_review(store, first, agrees=True, reviewer="dr.a")  # night 1 answered
     _night(tmp_path, "2026-11-21")  # the same PDF name (and bytes) arrives again
     [second] = _keys(store)
-    assert second != first and second.startswith("2026-11-21_quest_cbc_panel_")
+    assert second != first and second.startswith(f"2026-11-21_{sid('quest_cbc_panel')}_")
     # night 1's answer stays with night 1; night 2 is a review of its own, pending
     assert load_packet(store, first).review_status == "reviewed"
     assert load_packet(store, second).review_status == "pending"
@@ -58,7 +59,7 @@ def test_other_bytes_on_the_same_night_are_a_new_review_and_the_old_pending_one_
     pdf.write_bytes(pdf.read_bytes() + b"\n%% re-delivered\n")  # same name, other content
     _night(tmp_path, "2026-11-20", run_id="rerun", copy=False)
     [new] = _keys(store)
-    assert new != old and new.startswith("2026-11-20_quest_cbc_panel_")
+    assert new != old and new.startswith(f"2026-11-20_{sid('quest_cbc_panel')}_")
     assert not (tmp_path / "sme_packets" / f"sme_packet_{old}.json").exists()
     moved = json.loads((tmp_path / "withdrawn" / "2026-11-20" / f"sme_packet_{old}.json").read_text())
     assert "other content" in moved["reason"] and moved["record"]["review_status"] == "pending"
@@ -95,13 +96,13 @@ def test_a_bare_doc_id_resolves_while_it_is_unambiguous_and_old_packets_still_re
     store = ArtifactStore(tmp_path)
     _night(tmp_path, "2026-11-20")
     helper = SMEReviewHelper(str(tmp_path))
-    assert helper.load_packet("quest_cbc_panel").doc_id == "quest_cbc_panel"
+    assert helper.load_packet(sid("quest_cbc_panel")).doc_id == sid("quest_cbc_panel")
     _night(tmp_path, "2026-11-21")
     try:
-        resolve_key(store, "quest_cbc_panel")
+        resolve_key(store, sid("quest_cbc_panel"))
         raise AssertionError("two reviews of one file name must not resolve silently")
     except FileNotFoundError as exc:
-        assert "2 reviews of document 'quest_cbc_panel'" in str(exc)
+        assert f"2 reviews of document '{sid('quest_cbc_panel')}'" in str(exc)
     # a packet of the older layout (sme_packet_<doc_id>.json, no review_id) is still listed and answered
     key = _keys(store)[0]
     legacy = json.loads((tmp_path / "sme_packets" / f"sme_packet_{key}.json").read_text())

@@ -11,6 +11,7 @@ import threading
 import pytest
 from tests.docverify.review_night import DS, REPO, run_night
 from tests.packets import packet_name
+from tests.sample_ids import sid
 
 from docverify.domain.models import DOC_TYPES, DocumentBundle, Page, SMEPacket
 from docverify.layout.local_pdf import parse_pdf
@@ -176,8 +177,8 @@ def test_html_escapes_everything_from_the_document_and_the_packet():
 
 
 def test_packet_renderings_of_a_real_night(store):
-    html = store.read_bytes(html_rel(resolve_key(store, "quest_cbc_panel"))).decode()
-    packet = load_packet(store, "quest_cbc_panel")
+    html = store.read_bytes(html_rel(resolve_key(store, sid("quest_cbc_panel")))).decode()
+    packet = load_packet(store, sid("quest_cbc_panel"))
     assert html.count("data:image/png;base64,") == 1  # one page, embedded once, shared by the issues
     assert html.count("class='box'") >= len(packet.issues_summary)
     order = [html.index(f"id='{s.issue_id}'") for s in packet.issues_summary]
@@ -187,7 +188,7 @@ def test_packet_renderings_of_a_real_night(store):
     vendor = next(s for s in packet.issues_summary if s.code == "TRAP_ROUTINE_LAB_GENOMIC")
     assert vendor.context["match"] == "Quest Diagnostics" and vendor.context["before"] == []
     # the error packet renders too, without images
-    err_html = store.read_bytes(html_rel(resolve_key(store, "corrupt_truncated"))).decode()
+    err_html = store.read_bytes(html_rel(resolve_key(store, sid("corrupt_truncated")))).decode()
     assert "CORRUPT" in err_html and "data:image" not in err_html
 
 
@@ -226,7 +227,7 @@ def test_production_comparison():
 def test_production_classification_beside_the_pdf_reaches_the_packet(tmp_path):
     prod = {"dominant_type_overall": "Other", "segments": [], "document_mixture": [], "classifier": "prod-v7"}
     run_night(tmp_path, ["quest_cbc_panel"], {"quest_cbc_panel.production.json": json.dumps(prod).encode()})
-    packet = load_packet(ArtifactStore(tmp_path), "quest_cbc_panel")
+    packet = load_packet(ArtifactStore(tmp_path), sid("quest_cbc_panel"))
     assert packet.production_differs is True and packet.production_classification == prod
     assert packet.production_comparison["dominant_type"] == {"primary": "Genomic Report", "production": "Other",
                                                              "agree": False}
@@ -236,18 +237,18 @@ def test_production_classification_beside_the_pdf_reaches_the_packet(tmp_path):
 
 
 def test_agree_then_correct_makes_versions_and_never_overwrites(store):
-    primary = load_packet(store, "quest_cbc_panel").primary_classification
-    key = resolve_key(store, "quest_cbc_panel")  # this night's review of the file: <night>_<doc>_<sha10>
-    assert re.fullmatch(rf"{DS}_quest_cbc_panel_[0-9a-f]{{10}}", key)
-    rec, uri = save_review(store, "quest_cbc_panel", agrees=True, reviewer="dr.a", correction_notes="fine")
+    primary = load_packet(store, sid("quest_cbc_panel")).primary_classification
+    key = resolve_key(store, sid("quest_cbc_panel"))  # this night's review of the file: <night>_<doc>_<sha10>
+    assert re.fullmatch(rf"{DS}_{sid('quest_cbc_panel')}_[0-9a-f]{{10}}", key)
+    rec, uri = save_review(store, sid("quest_cbc_panel"), agrees=True, reviewer="dr.a", correction_notes="fine")
     assert uri.endswith(f"/ground_truth/gt_{key}.json") and rec.version == 1
-    assert (rec.doc_id, rec.review_id) == ("quest_cbc_panel", key)
+    assert (rec.doc_id, rec.review_id) == (sid("quest_cbc_panel"), key)
     assert rec.ground_truth_source == "SME_VALIDATED" and rec.ground_truth_classification == primary
     v1 = store.read_bytes(f"ground_truth/gt_{key}.json")
-    packet = load_packet(store, "quest_cbc_panel")
+    packet = load_packet(store, sid("quest_cbc_panel"))
     assert (packet.review_status, packet.reviewer, packet.ground_truth_path, packet.ground_truth_version) == (
         "reviewed", "dr.a", uri, 1)
-    rec2, uri2 = save_review(store, "quest_cbc_panel", agrees=False, corrected_dominant_type="Other",
+    rec2, uri2 = save_review(store, sid("quest_cbc_panel"), agrees=False, corrected_dominant_type="Other",
                              correction_notes="routine CBC", reviewer="dr.b", reviewed_at="2026-11-22T10:00:00Z")
     assert uri2.endswith(f"/gt_{key}.v2.json") and rec2.version == 2
     assert store.read_bytes(f"ground_truth/gt_{key}.json") == v1
@@ -266,8 +267,8 @@ def test_agree_then_correct_makes_versions_and_never_overwrites(store):
                                             "segments[0] → Genomic Report: PRIMARY → NO_EVIDENCE",
                                             "segments[0] → Other: NO_EVIDENCE → PRIMARY"]
     assert "dominant_type_overall: Genomic Report → Other" in rec2.corrections_applied
-    assert load_packet(store, "quest_cbc_panel").ground_truth_version == 2
-    assert [r.version for r in ground_truth_versions(store, "quest_cbc_panel")] == [1, 2]
+    assert load_packet(store, sid("quest_cbc_panel")).ground_truth_version == 2
+    assert [r.version for r in ground_truth_versions(store, sid("quest_cbc_panel"))] == [1, 2]
     assert "reviewed" in store.read_bytes(html_rel(key)).decode()  # rendering refreshed
 
 
@@ -276,13 +277,13 @@ def test_a_reviewed_packet_survives_a_rerun_of_the_night(store):
     from docverify.stages.routes import write_sme_packets
 
     write_sme_packets(Batch(store=store, ds=DS, run_id="copy"))  # packets name this copy's URIs
-    save_review(store, "lab_requisition_form", agrees=True, reviewer="dr.a")
+    save_review(store, sid("lab_requisition_form"), agrees=True, reviewer="dr.a")
     folder = store.root / "sme_packets"
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    assert "reviewed" in before[packet_name(before, "lab_requisition_form", ".html")].decode()
+    assert "reviewed" in before[packet_name(before, sid("lab_requisition_form"), ".html")].decode()
     write_sme_packets(Batch(store=store, ds=DS, run_id="rerun"))
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # JSON and HTML, byte for byte
-    assert "lab_requisition_form" not in [r["doc_id"] for r in list_pending_reviews(store)]
+    assert sid("lab_requisition_form") not in [r["doc_id"] for r in list_pending_reviews(store)]
 
 
 def test_concurrent_answers_get_distinct_versions(store):
@@ -291,7 +292,7 @@ def test_concurrent_answers_get_distinct_versions(store):
     def answer(k):
         barrier.wait()
         try:
-            results.append(save_review(store, "fabricated_evidence", agrees=k % 2 == 0, reviewer=f"sme{k}",
+            results.append(save_review(store, sid("fabricated_evidence"), agrees=k % 2 == 0, reviewer=f"sme{k}",
                                        corrected_dominant_type=None if k % 2 == 0 else "Other"))
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
@@ -303,14 +304,14 @@ def test_concurrent_answers_get_distinct_versions(store):
         t.join()
     assert not errors
     assert sorted(r.version for r, _ in results) == list(range(1, n + 1))
-    stored = ground_truth_versions(store, "fabricated_evidence")
+    stored = ground_truth_versions(store, sid("fabricated_evidence"))
     assert [r.version for r in stored] == list(range(1, n + 1))
     assert {r.reviewer for r in stored} == {f"sme{k}" for k in range(n)}  # nobody overwrote anybody
-    assert load_packet(store, "fabricated_evidence").ground_truth_version == n
+    assert load_packet(store, sid("fabricated_evidence")).ground_truth_version == n
 
 
 def test_corrected_segments_replace_the_segments(store):
-    rec, _ = save_review(store, "fabricated_evidence", agrees=False, reviewer="dr.a", corrected_segments=[
+    rec, _ = save_review(store, sid("fabricated_evidence"), agrees=False, reviewer="dr.a", corrected_segments=[
         {"page_start": 1, "page_end": 2, "dominant_type": "Genomic Report"},
         {"page_start": 3, "page_end": 3, "dominant_type": "Clinical Note"}])
     gt = rec.ground_truth_classification
@@ -337,41 +338,41 @@ def test_corrected_segments_replace_the_segments(store):
 ])
 def test_bad_corrections_are_refused_and_nothing_is_written(store, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        save_review(store, "fabricated_evidence", agrees=False, reviewer="dr.a", **kwargs)
+        save_review(store, sid("fabricated_evidence"), agrees=False, reviewer="dr.a", **kwargs)
     assert not store.exists("ground_truth/gt_fabricated_evidence.json")
-    assert load_packet(store, "fabricated_evidence").review_status == "pending"
+    assert load_packet(store, sid("fabricated_evidence")).review_status == "pending"
 
 
 def test_refusals_name_the_problem(store):
-    with pytest.raises(PacketNotFoundError, match="no SME packet for document 'genomic_brca_ngs'"):
-        save_review(store, "genomic_brca_ngs", agrees=True, reviewer="dr.a")  # accepted, never escalated
+    with pytest.raises(PacketNotFoundError, match=f"no SME packet for document '{sid('genomic_brca_ngs')}'"):
+        save_review(store, sid("genomic_brca_ngs"), agrees=True, reviewer="dr.a")  # accepted, never escalated
     with pytest.raises(ValueError, match="agrees=True takes no corrected"):
-        save_review(store, "quest_cbc_panel", agrees=True, corrected_dominant_type="Other", reviewer="dr.a")
+        save_review(store, sid("quest_cbc_panel"), agrees=True, corrected_dominant_type="Other", reviewer="dr.a")
     with pytest.raises(ValueError, match="reviewer"):
-        save_review(store, "quest_cbc_panel", agrees=True, reviewer=" ")
+        save_review(store, sid("quest_cbc_panel"), agrees=True, reviewer=" ")
     with pytest.raises(ValueError, match="no primary classification to validate"):
-        save_review(store, "corrupt_truncated", agrees=True, reviewer="dr.a")
-    rel = f"sme_packets/sme_packet_{resolve_key(store, 'quest_cbc_panel')}.json"
+        save_review(store, sid("corrupt_truncated"), agrees=True, reviewer="dr.a")
+    rel = f"sme_packets/sme_packet_{resolve_key(store, sid('quest_cbc_panel'))}.json"
     store.write_text(rel, store.read_bytes(rel).decode().replace('"review_status": "pending"',
                                                                  '"review_status": "archived"'))
-    with pytest.raises(ValueError, match=r"sme_packet_\S+_quest_cbc_panel_\w+\.json is not a valid SME packet"):
-        save_review(store, "quest_cbc_panel", agrees=True, reviewer="dr.a")
+    with pytest.raises(ValueError, match=rf"sme_packet_\S+_{sid('quest_cbc_panel')}_\w+\.json is not a valid SME packet"):
+        save_review(store, sid("quest_cbc_panel"), agrees=True, reviewer="dr.a")
 
 
 def test_a_parse_error_packet_can_be_corrected(store):
-    rec, _ = save_review(store, "corrupt_truncated", agrees=False, corrected_dominant_type="Clinical Note",
+    rec, _ = save_review(store, sid("corrupt_truncated"), agrees=False, corrected_dominant_type="Clinical Note",
                          reviewer="dr.a")
     gt = rec.ground_truth_classification
-    assert gt["dominant_type_overall"] == "Clinical Note" and gt["doc_id"] == "corrupt_truncated"
+    assert gt["dominant_type_overall"] == "Clinical Note" and gt["doc_id"] == sid("corrupt_truncated")
     assert rec.ground_truth_source == "SME_CORRECTED"
 
 
 def test_write_packet_never_overwrites_a_reviewed_packet(store):
-    save_review(store, "quest_cbc_panel", agrees=True, reviewer="dr.a")
+    save_review(store, sid("quest_cbc_panel"), agrees=True, reviewer="dr.a")
     fresh = build_packet(doc_id="quest_cbc_panel", pdf_path="x.pdf", total_pages=1, bundle_path="", result=None,
-                         error={"error": "X"}, review_id=resolve_key(store, "quest_cbc_panel"))
+                         error={"error": "X"}, review_id=resolve_key(store, sid("quest_cbc_panel")))
     assert write_packet(store, fresh)[1] == "kept_reviewed"
-    assert load_packet(store, "quest_cbc_panel").review_status == "reviewed"
+    assert load_packet(store, sid("quest_cbc_panel")).review_status == "reviewed"
 
 
 # --------------------------------------------------------------------------- notebook helper
@@ -380,20 +381,20 @@ def test_write_packet_never_overwrites_a_reviewed_packet(store):
 def test_helper_walks_the_spec_workflow(store):
     helper = SMEReviewHelper(str(store.root), reviewer="dr.helper")
     pending = helper.list_pending_reviews()
-    assert {r["doc_id"] for r in pending} == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form",
-                                              "corrupt_truncated"}
-    assert pending[0]["top_severity"] == "ERROR" and pending[0]["doc_id"] == "corrupt_truncated"
+    assert {r["doc_id"] for r in pending} == {sid("quest_cbc_panel"), sid("fabricated_evidence"), sid("lab_requisition_form"),
+                                              sid("corrupt_truncated")}
+    assert pending[0]["top_severity"] == "ERROR" and pending[0]["doc_id"] == sid("corrupt_truncated")
     assert set(pending[1]) >= {"doc_id", "pdf_filename", "v5_rule", "total_issues", "top_severity", "created_at"}
-    packet = helper.load_packet("quest_cbc_panel")
-    ctx = helper.get_issue_context("quest_cbc_panel", packet.issues_summary[0].issue_id)
+    packet = helper.load_packet(sid("quest_cbc_panel"))
+    ctx = helper.get_issue_context(sid("quest_cbc_panel"), packet.issues_summary[0].issue_id)
     assert ctx["found"] and ctx["highlight"]["boxes"]
-    assert helper.html_uri("quest_cbc_panel").startswith("file://")
-    rec, uri = helper.save_review("quest_cbc_panel", False, corrected_dominant_type="Other",
+    assert helper.html_uri(sid("quest_cbc_panel")).startswith("file://")
+    rec, uri = helper.save_review(sid("quest_cbc_panel"), False, corrected_dominant_type="Other",
                                   correction_notes="routine CBC")
     assert rec.reviewer == "dr.helper" and rec.channel == "notebook"
-    assert re.search(r"/gt_\S+_quest_cbc_panel_[0-9a-f]{10}\.json$", uri)
-    assert "quest_cbc_panel" not in [r["doc_id"] for r in helper.list_pending_reviews()]
-    assert SMEReviewHelper(store.uri("")).load_packet("quest_cbc_panel").review_status == "reviewed"  # file:// URI
+    assert re.search(rf"/gt_\S+_{sid('quest_cbc_panel')}_[0-9a-f]{{10}}\.json$", uri)
+    assert sid("quest_cbc_panel") not in [r["doc_id"] for r in helper.list_pending_reviews()]
+    assert SMEReviewHelper(store.uri("")).load_packet(sid("quest_cbc_panel")).review_status == "reviewed"  # file:// URI
 
 
 def test_example_notebook_runs_against_a_store(store, monkeypatch):
@@ -408,7 +409,7 @@ def test_example_notebook_runs_against_a_store(store, monkeypatch):
         src = "".join(cell["source"])
         src = src.replace("AGREES = None", "AGREES = False").replace('CORRECTED_TYPE = None', 'CORRECTED_TYPE = "Other"')
         exec(compile(src, "sme_review.ipynb", "exec"), ns)  # noqa: S102 - the notebook is the test subject
-    assert ns["DOC_ID"] in {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
+    assert ns["DOC_ID"] in {sid("quest_cbc_panel"), sid("fabricated_evidence"), sid("lab_requisition_form"), sid("corrupt_truncated")}
     [rec] = ground_truth_versions(store, ns["DOC_ID"])
     assert rec.ground_truth_source == "SME_CORRECTED" and rec.ground_truth_classification["dominant_type_overall"] == "Other"
     assert set(DOC_TYPES) >= {rec.corrected_dominant_type}
@@ -425,7 +426,7 @@ def test_concurrent_answers_from_processes_leave_the_newest_version_named(store)
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    key = resolve_key(store, "lab_requisition_form")
+    key = resolve_key(store, sid("lab_requisition_form"))
     for round_ in range(3):
         start = ctx.Event()
         procs = [ctx.Process(target=_answer_in_a_process, args=(str(store.root), key, k, start)) for k in range(8)]
@@ -505,11 +506,11 @@ def test_an_unreadable_file_shows_what_we_know_of_it():
 
 def test_the_notebook_helper_records_a_document_it_cannot_classify(store):
     helper = SMEReviewHelper(store.root, reviewer="dr.nb")
-    rec, _ = helper.cannot_classify("corrupt_truncated", "unreadable")
+    rec, _ = helper.cannot_classify(sid("corrupt_truncated"), "unreadable")
     assert (rec.ground_truth_source, rec.unclassifiable_reason, rec.channel) == (
         "SME_UNCLASSIFIABLE", "unreadable", "notebook")
     with pytest.raises(ValueError, match="with the reason 'other', say in the notes why"):
-        helper.cannot_classify("corrupt_truncated", "other")
+        helper.cannot_classify(sid("corrupt_truncated"), "other")
     with pytest.raises(ValueError, match="'bored' is not a reason"):
-        helper.cannot_classify("corrupt_truncated", "bored")
-    assert load_packet(store, "corrupt_truncated").review_status == "reviewed"
+        helper.cannot_classify(sid("corrupt_truncated"), "bored")
+    assert load_packet(store, sid("corrupt_truncated")).review_status == "reviewed"

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.docverify.review_night import run_night
+from tests.sample_ids import sid
 
 from docverify.domain.models import DOC_TYPES
 from docverify.reporting.evaluate import evaluate_store
@@ -69,7 +70,7 @@ def test_the_constants():
 
 
 def test_the_form_becomes_an_answer(store):
-    preset = page_types(load_packet(store, "fabricated_evidence"))
+    preset = page_types(load_packet(store, sid("fabricated_evidence")))
     assert len(preset) == 3 and all(t in DOC_TYPES for t in preset)
     a = answer_from_form([AGREE], {page_field(i): t for i, t in enumerate(preset, 1)} | {"notes": "ok"}, preset)
     assert (a.choice, a.page_types, a.corrected_segments, a.notes) == (AGREE, None, None, "ok")  # pages as preset
@@ -133,27 +134,27 @@ def test_huge_page_numbers_name_the_page_count():
 
 
 REFUSALS = [
-    ("fabricated_evidence", AGREE, {"corrected_dominant_type": "Other"},
+    (sid("fabricated_evidence"), AGREE, {"corrected_dominant_type": "Other"},
      "'Agree' was chosen but a correction was filled in"),
-    ("fabricated_evidence", AGREE, {"page_3": "Other"}, "'Agree' was chosen but a correction was filled in"),
-    ("fabricated_evidence", AGREE, {"unclassifiable_reason": "unreadable"}, "A reason for 'Cannot classify'"),
-    ("corrupt_truncated", AGREE, {}, "There is no classification to agree with"),
-    ("fabricated_evidence", CORRECT, {},
+    (sid("fabricated_evidence"), AGREE, {"page_3": "Other"}, "'Agree' was chosen but a correction was filled in"),
+    (sid("fabricated_evidence"), AGREE, {"unclassifiable_reason": "unreadable"}, "A reason for 'Cannot classify'"),
+    (sid("corrupt_truncated"), AGREE, {}, "There is no classification to agree with"),
+    (sid("fabricated_evidence"), CORRECT, {},
      "^Correct needs a change: choose another type for at least one page, or answer Agree$"),
-    ("fabricated_evidence", CORRECT, {"page_2": None}, "Every page needs a type: page 2 has none"),
-    ("corrupt_truncated", CORRECT, {"corrected_segments": "1-2 Other; 4 Other"},
+    (sid("fabricated_evidence"), CORRECT, {"page_2": None}, "Every page needs a type: page 2 has none"),
+    (sid("corrupt_truncated"), CORRECT, {"corrected_segments": "1-2 Other; 4 Other"},
      "range #2 starts at page 4, .* so it must start at page 3"),
-    ("corrupt_truncated", CORRECT, {"corrected_segments": "2-1 Other"}, "range #1 ends at page 1, before"),
-    ("corrupt_truncated", CORRECT, {"corrected_segments": "1-99999999999999 Other"},
+    (sid("corrupt_truncated"), CORRECT, {"corrected_segments": "2-1 Other"}, "range #1 ends at page 1, before"),
+    (sid("corrupt_truncated"), CORRECT, {"corrected_segments": "1-99999999999999 Other"},
      "goes beyond the document's last page"),
-    ("corrupt_truncated", CORRECT, {"corrected_segments": "[" * 50_000}, "nested too deeply"),
-    ("corrupt_truncated", CORRECT, {"corrected_segments": '[{"page_start": 1}]'}, "range #1 needs exactly"),
-    ("fabricated_evidence", CORRECT, {"corrected_dominant_type": "Radiology Report", "page_3": "Other"},
+    (sid("corrupt_truncated"), CORRECT, {"corrected_segments": "[" * 50_000}, "nested too deeply"),
+    (sid("corrupt_truncated"), CORRECT, {"corrected_segments": '[{"page_start": 1}]'}, "range #1 needs exactly"),
+    (sid("fabricated_evidence"), CORRECT, {"corrected_dominant_type": "Radiology Report", "page_3": "Other"},
      "The corrected dominant type Radiology Report is the type of no page"),
-    ("corrupt_truncated", CANNOT_CLASSIFY, {}, "'Cannot classify' needs a reason: choose one of unreadable"),
-    ("corrupt_truncated", CANNOT_CLASSIFY, {"unclassifiable_reason": "other"}, "With the reason 'other'"),
-    ("corrupt_truncated", CANNOT_CLASSIFY, {"unclassifiable_reason": "bored"}, "needs a reason"),
-    ("fabricated_evidence", CANNOT_CLASSIFY, {"unclassifiable_reason": "unreadable", "page_1": "Other"},
+    (sid("corrupt_truncated"), CANNOT_CLASSIFY, {}, "'Cannot classify' needs a reason: choose one of unreadable"),
+    (sid("corrupt_truncated"), CANNOT_CLASSIFY, {"unclassifiable_reason": "other"}, "With the reason 'other'"),
+    (sid("corrupt_truncated"), CANNOT_CLASSIFY, {"unclassifiable_reason": "bored"}, "needs a reason"),
+    (sid("fabricated_evidence"), CANNOT_CLASSIFY, {"unclassifiable_reason": "unreadable", "page_1": "Other"},
      "'Cannot classify' was chosen but a correction was filled in"),
 ]
 
@@ -170,17 +171,17 @@ def test_check_and_save_refuse_alike_and_write_nothing(store, doc, option, field
 
 
 def test_a_correction_that_changes_nothing_is_refused_after_the_dry_run(store):
-    primary_type = load_packet(store, "quest_cbc_panel").primary_classification["dominant_type_overall"]
-    answer = _form(store, "quest_cbc_panel", CORRECT, corrected_dominant_type=primary_type)
+    primary_type = load_packet(store, sid("quest_cbc_panel")).primary_classification["dominant_type_overall"]
+    answer = _form(store, sid("quest_cbc_panel"), CORRECT, corrected_dominant_type=primary_type)
     with pytest.raises(AnswerRefused, match="^Correct needs a change"):
-        check_answer(store, "quest_cbc_panel", answer)
+        check_answer(store, sid("quest_cbc_panel"), answer)
 
 
 def test_check_answer_is_a_dry_run_of_what_save_answer_writes(store):
-    answer = _form(store, "fabricated_evidence", CORRECT, page_3="Other", notes="page 3 is a cover letter")
-    changes = check_answer(store, "fabricated_evidence", answer)
+    answer = _form(store, sid("fabricated_evidence"), CORRECT, page_3="Other", notes="page 3 is a cover letter")
+    changes = check_answer(store, sid("fabricated_evidence"), answer)
     assert changes and _written(store) == []
-    record, uri = save_answer(store, "fabricated_evidence", answer, reviewer="dr.a", channel="workspace")
+    record, uri = save_answer(store, sid("fabricated_evidence"), answer, reviewer="dr.a", channel="workspace")
     assert record.ground_truth_source == "SME_CORRECTED" and record.corrections_applied == changes
     assert [(s["page_start"], s["page_end"], s["dominant_type"]) for s in
             record.ground_truth_classification["segments"]][-1] == (3, 3, "Other")
@@ -188,38 +189,38 @@ def test_check_answer_is_a_dry_run_of_what_save_answer_writes(store):
 
 
 def test_agree_and_page_ranges_on_an_unreadable_document(store):
-    assert check_answer(store, "quest_cbc_panel", _form(store, "quest_cbc_panel", AGREE)) == []
-    record, _ = save_answer(store, "quest_cbc_panel", _form(store, "quest_cbc_panel", AGREE), reviewer="dr.a")
+    assert check_answer(store, sid("quest_cbc_panel"), _form(store, sid("quest_cbc_panel"), AGREE)) == []
+    record, _ = save_answer(store, sid("quest_cbc_panel"), _form(store, sid("quest_cbc_panel"), AGREE), reviewer="dr.a")
     assert record.ground_truth_source == "SME_VALIDATED"
-    answer = _form(store, "corrupt_truncated", CORRECT, corrected_segments="1-2 Clinical Note; 3 Other")
-    record, _ = save_answer(store, "corrupt_truncated", answer, reviewer="dr.b")
+    answer = _form(store, sid("corrupt_truncated"), CORRECT, corrected_segments="1-2 Clinical Note; 3 Other")
+    record, _ = save_answer(store, sid("corrupt_truncated"), answer, reviewer="dr.b")
     assert [s["dominant_type"] for s in record.ground_truth_classification["segments"]] == ["Clinical Note", "Other"]
 
 
 def test_cannot_classify_is_a_version_of_its_own_and_counted_apart(store):
-    answer = _form(store, "corrupt_truncated", CANNOT_CLASSIFY, unclassifiable_reason="needs a re-scan",
+    answer = _form(store, sid("corrupt_truncated"), CANNOT_CLASSIFY, unclassifiable_reason="needs a re-scan",
                    notes="pages cut off")
-    assert check_answer(store, "corrupt_truncated", answer) == []
-    record, uri = save_answer(store, "corrupt_truncated", answer, reviewer="dr.a", reviewed_at="2026-11-22T10:00:00Z",
+    assert check_answer(store, sid("corrupt_truncated"), answer) == []
+    record, uri = save_answer(store, sid("corrupt_truncated"), answer, reviewer="dr.a", reviewed_at="2026-11-22T10:00:00Z",
                               channel="workspace")
     assert (record.ground_truth_source, record.ground_truth_classification, record.unclassifiable_reason,
             record.correction_notes, record.version) == ("SME_UNCLASSIFIABLE", None, "needs a re-scan",
                                                          "pages cut off", 1)
-    packet = load_packet(store, "corrupt_truncated")
+    packet = load_packet(store, sid("corrupt_truncated"))
     assert (packet.review_status, packet.ground_truth_version, packet.ground_truth_path) == ("reviewed", 1, uri)
     # a later answer is a new version; the figures count the document apart, never as right or wrong
-    other = _form(store, "corrupt_truncated", CANNOT_CLASSIFY, unclassifiable_reason="other", notes="a fax cover")
-    assert save_answer(store, "corrupt_truncated", other, reviewer="dr.b")[0].version == 2
-    assert [r.unclassifiable_reason for r in ground_truth_versions(store, "corrupt_truncated")] == [
+    other = _form(store, sid("corrupt_truncated"), CANNOT_CLASSIFY, unclassifiable_reason="other", notes="a fax cover")
+    assert save_answer(store, sid("corrupt_truncated"), other, reviewer="dr.b")[0].version == 2
+    assert [r.unclassifiable_reason for r in ground_truth_versions(store, sid("corrupt_truncated"))] == [
         "needs a re-scan", "other"]
     f = evaluate_store(store)
     assert (f.n_reviewed, f.n_unclassifiable, f.n_primary_missing) == (1, 1, 0)
-    assert [("corrupt_truncated" in u.doc_id, u.reason) for u in f.unclassifiable] == [(True, "other")]
+    assert [(sid("corrupt_truncated") in u.doc_id, u.reason) for u in f.unclassifiable] == [(True, "other")]
 
 
 def test_save_answer_needs_a_reviewer(store):
     with pytest.raises(AnswerRefused, match="no reviewer"):
-        save_answer(store, "quest_cbc_panel", _form(store, "quest_cbc_panel", AGREE), reviewer=" ")
+        save_answer(store, sid("quest_cbc_panel"), _form(store, sid("quest_cbc_panel"), AGREE), reviewer=" ")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -232,17 +233,17 @@ def test_check_answer_refuses_exactly_what_save_answer_refuses(night_root, tmp_p
     root = tmp_path_factory.mktemp("copy") / "root"
     shutil.copytree(night_root, root)
     store = ArtifactStore(root)
-    answer = _form(store, "fabricated_evidence", choice, corrected_dominant_type=dominant,
+    answer = _form(store, sid("fabricated_evidence"), choice, corrected_dominant_type=dominant,
                    unclassifiable_reason=reason, notes=notes,
                    **{page_field(i): t for i, t in enumerate(pages, start=1)})
     try:
-        changes = check_answer(store, "fabricated_evidence", answer)
+        changes = check_answer(store, sid("fabricated_evidence"), answer)
     except AnswerRefused as refused:
         with pytest.raises(AnswerRefused) as saved:
-            save_answer(store, "fabricated_evidence", answer, reviewer="dr.h")
+            save_answer(store, sid("fabricated_evidence"), answer, reviewer="dr.h")
         assert saved.value.reason == refused.reason and _written(store) == []
         return
-    record, _ = save_answer(store, "fabricated_evidence", answer, reviewer="dr.h")
+    record, _ = save_answer(store, sid("fabricated_evidence"), answer, reviewer="dr.h")
     assert record.corrections_applied == changes
     assert record.ground_truth_source == {AGREE: "SME_VALIDATED", CORRECT: "SME_CORRECTED",
                                           CANNOT_CLASSIFY: "SME_UNCLASSIFIABLE"}[choice]

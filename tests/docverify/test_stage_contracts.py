@@ -9,6 +9,7 @@ import logging
 
 import pytest
 from tests.batch_stages import copy_samples, run_stages
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.reporting import report
@@ -106,18 +107,18 @@ def test_the_stage_records_and_routes_are_typed_and_stored_as_before(night):
     stages = {s["stage"] for s in rs.stages()}
     assert {"layout", "verify", "route", "accept", "write_sme_packets"} <= stages
     routes = rs.routes()
-    assert routes is not None and set(routes.errors) == {"corrupt_truncated"}
+    assert routes is not None and set(routes.errors) == {sid("corrupt_truncated")}
     stored = json.loads((root / "runs" / DS / "_routes.json").read_text())
-    assert stored["errors"]["corrupt_truncated"] == json.loads(
-        (root / "runs" / DS / "corrupt_truncated" / "error.json").read_text())
-    assert list(stored["errors"]["corrupt_truncated"]) == ["doc_id", "stage", "error", "message", "file", "sha256"]
-    assert stored["attempt_0"]["corrupt_truncated"] == {"decision": "ESCALATE_TO_SME", "rule": None,
+    assert stored["errors"][sid("corrupt_truncated")] == json.loads(
+        (root / "runs" / DS / sid("corrupt_truncated") / "error.json").read_text())
+    assert list(stored["errors"][sid("corrupt_truncated")]) == ["doc_id", "stage", "error", "message", "file", "sha256"]
+    assert stored["attempt_0"][sid("corrupt_truncated")] == {"decision": "ESCALATE_TO_SME", "rule": None,
                                                         "reason": "error", "error": "CORRUPT"}
     layout = json.loads((root / "runs" / DS / "_stages" / "layout.json").read_text())
     assert layout["failed"] == stored["errors"]
     # the models write what they read
     assert dumps({k: v for k, v in routes.model_dump(mode="json").items() if k in stored}) == dumps(stored)
-    result = (root / "runs" / DS / "quest_cbc_panel" / "result.json").read_bytes()
+    result = (root / "runs" / DS / sid("quest_cbc_panel") / "result.json").read_bytes()
     assert dumps(DocResult.model_validate_json(result)) == result
 
 
@@ -125,13 +126,17 @@ def test_the_report_is_the_same_json(night):
     b, root = night
     rep = json.loads((root / "reports" / DS / "batch_report.json").read_text())
     assert list(rep) == REPORT_KEYS and list(rep["llm"]) == LLM_KEYS
-    assert rep["errors"] == [{"doc_id": "corrupt_truncated", "stage": "layout", "error": "CORRUPT",
+    assert rep["errors"] == [{"doc_id": sid("corrupt_truncated"), "stage": "layout", "error": "CORRUPT",
                               "message": rep["errors"][0]["message"]}]
+    # ADR 0050: the message names the document's id where the stored error names its file
+    stored = json.loads((root / "runs" / DS / sid("corrupt_truncated") / "error.json").read_text())["message"]
+    assert "corrupt_truncated" in stored and "corrupt_truncated" not in json.dumps(rep)
+    assert rep["errors"][0]["message"].startswith(f"[document {sid('corrupt_truncated')}]"), rep["errors"][0]
     by_id = {d["doc_id"]: d for d in rep["per_document"]}
-    assert list(by_id["corrupt_truncated"]) == ["doc_id", "input_uri", "sha256", "review_id", "final_decision", "rule",
-                                                "reason", "error", "attempts", "route", "outputs", "llm"]
-    assert list(by_id["quest_cbc_panel"])[:4] == ["doc_id", "input_uri", "sha256", "final_decision"]
-    assert list(by_id["quest_cbc_panel"]["llm"]) == ["calls", "cache_hits", "input_tokens", "output_tokens",
+    assert list(by_id[sid("corrupt_truncated")]) == ["doc_id", "sha256", "review_id", "final_decision", "rule",
+                                                     "reason", "error", "attempts", "route", "outputs", "llm"]
+    assert list(by_id[sid("quest_cbc_panel")])[:3] == ["doc_id", "sha256", "final_decision"]
+    assert list(by_id[sid("quest_cbc_panel")]["llm"]) == ["calls", "cache_hits", "input_tokens", "output_tokens",
                                                      "cached_tokens", "cost_usd"]
     assert set(rep["stage_timings"]["verify"]) == {"seconds", "tasks", "docs"}
     # build() again: the same content (the timings and the trend aside)
@@ -175,5 +180,5 @@ def test_the_collect_pass_writes_no_lineage_and_verify_does(tmp_path, caplog, mo
             verify_shard(b.fresh(), shard, OfflineJudge(), str(i))
     lines = _lineage_lines(caplog)
     assert {(x["doc_id"], x["task"]) for x in lines if x["task"] == "classify"} == {
-        ("quest_cbc_panel", "classify"), ("genomic_brca_ngs", "classify")}
-    assert {x["doc_id"] for x in lines if x["task"] == "verify"} == {"quest_cbc_panel", "genomic_brca_ngs"}
+        (sid("quest_cbc_panel"), "classify"), (sid("genomic_brca_ngs"), "classify")}
+    assert {x["doc_id"] for x in lines if x["task"] == "verify"} == {sid("quest_cbc_panel"), sid("genomic_brca_ngs")}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from tests.sample_ids import sid
 
 from docverify.judging.judges import JudgeThrottled, OfflineJudge
 from docverify.stages.common import Batch, split
@@ -53,11 +54,11 @@ def test_throttling_propagates_out_of_the_verify_stage(tmp_path, repo_dir, metho
     with pytest.raises(JudgeThrottled):
         verify_shard(b.fresh(), shard, ThrottledAt(method), "0")
     # nothing recorded as the document's verdict: no result, no error, no stage summary
-    assert b.fresh().rs.result("note_mts_19") is None
+    assert b.fresh().rs.result(sid("note_mts_19")) is None
     assert not (tmp_path / "runs" / DS / "_stages" / "verify_0.json").exists()
     # Airflow's retry of the task, once the quota allows, verifies it
     verify_shard(b.fresh(), shard, OfflineJudge(), "0")
-    assert b.fresh().rs.result("note_mts_19").result.final_decision == "AUTO_ACCEPT"
+    assert b.fresh().rs.result(sid("note_mts_19")).result.final_decision == "AUTO_ACCEPT"
 
 
 def test_throttling_propagates_out_of_the_retry_stage(tmp_path, repo_dir):
@@ -74,7 +75,7 @@ def test_throttling_propagates_out_of_the_retry_stage(tmp_path, repo_dir):
     [retry] = retry_shards(b.fresh())
     with pytest.raises(JudgeThrottled):
         auto_fix_retry_shard(b.fresh(), retry, ThrottledAt("V4"), "0")
-    assert b.fresh().rs.result("retry_shares").result is None  # still waiting for the retry
+    assert b.fresh().rs.result(sid("retry_shares")).result is None  # still waiting for the retry
 
 
 def test_another_judge_fault_is_the_documents_error_not_the_stages(tmp_path, repo_dir):
@@ -86,7 +87,7 @@ def test_another_judge_fault_is_the_documents_error_not_the_stages(tmp_path, rep
 
     b, [shard] = _laid_out(tmp_path, repo_dir, ["note_mts_19"])
     verify_shard(b.fresh(), shard, Broken(), "0")
-    rec = b.fresh().rs.result("note_mts_19")
+    rec = b.fresh().rs.result(sid("note_mts_19"))
     assert rec.result.final_decision == "ESCALATE_TO_SME"  # never a silent accept
     assert "VERIFICATION_INCOMPLETE" in [i.code for i in rec.result.attempts[0].issues]
 

@@ -9,6 +9,7 @@ import shutil
 import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.phi_scan import leaks, night_phi
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.reporting import report
@@ -37,7 +38,7 @@ def night(tmp_path_factory):
     audit_sample(b.fresh(), 1.0)
     report.write(b.fresh())
     store = ArtifactStore(root)
-    key = resolve_key(store, "fabricated_evidence")
+    key = resolve_key(store, sid("fabricated_evidence"))
     save_review(store, key, agrees=True, reviewer="dr_a", reviewed_at="2026-11-21T10:00:00Z", channel=CHANNEL)
     save_review(store, key, agrees=True, reviewer="dr_b", reviewed_at="2026-11-21T11:00:00Z", channel="notebook")
     return root, key
@@ -49,11 +50,11 @@ def _kinds(trace) -> list[str]:
 
 def test_an_escalated_answered_document_from_discovery_to_ground_truth(night):
     root, key = night
-    trace = document_trace(ArtifactStore(root), "fabricated_evidence")
+    trace = document_trace(ArtifactStore(root), sid("fabricated_evidence"))
     assert trace.nights == [DS] and trace.first_seen == DS
     assert _kinds(trace) == ["discover", "layout", "verify", "route", "sme_packet", "answer", "answer", "batch_report"]
     manifest = json.loads((root / "runs" / DS / "_manifest.json").read_text())
-    sha = next(d["sha256"] for d in manifest["documents"] if d["doc_id"] == "fabricated_evidence")
+    sha = next(d["sha256"] for d in manifest["documents"] if d["doc_id"] == sid("fabricated_evidence"))
     first = trace.steps[0]
     assert first.first_seen and first.sha256 == sha and first.input_uri.endswith("/fabricated_evidence.pdf")
     verify = trace.steps[2]
@@ -81,14 +82,14 @@ def test_an_escalated_answered_document_from_discovery_to_ground_truth(night):
 def test_the_retry_the_layout_error_and_the_audit(night):
     root, _ = night
     store = ArtifactStore(root)
-    retried = document_trace(store, "retry_shares")
+    retried = document_trace(store, sid("retry_shares"))
     assert _kinds(retried)[:6] == ["discover", "layout", "verify", "route", "auto_fix_retry", "accept"]
     fix = retried.steps[4]
     assert fix.task.task_id == "auto_fix_retry" and fix.task.map_index == 0
     assert [a.attempt for a in fix.attempts] == [1] and fix.decision == "AUTO_ACCEPT"
     assert any("SEGMENT_SHARE_SUM" in f for f in retried.steps[2].attempts[0].fixes_after)
     assert "audit_packet" in _kinds(retried)  # every accept audited (rate 1.0)
-    broken = document_trace(store, "corrupt_truncated")
+    broken = document_trace(store, sid("corrupt_truncated"))
     layout = next(s for s in broken.steps if s.kind == "layout")
     assert layout.error == "CORRUPT" and (layout.task.task_id, layout.task.map_index) == ("layout_parse", 0)
     assert layout.record.endswith("/error.json")
@@ -104,7 +105,7 @@ def test_a_later_night_a_withdrawal_and_a_night_without_a_report(night, tmp_path
     # and leaves the first night's folder before a re-run of that night: its accepted record is withdrawn
     (root / "incoming" / DS / "genomic_brca_ngs.pdf").unlink()
     discover(Batch(store=ArtifactStore(root), ds=DS, run_id="night-1-again"))
-    trace = document_trace(ArtifactStore(root), "genomic_brca_ngs")
+    trace = document_trace(ArtifactStore(root), sid("genomic_brca_ngs"))
     assert trace.nights == [DS, LATER] and trace.first_seen == DS
     assert [s.first_seen for s in trace.steps if s.kind == "discover"] == [True, False]
     gone = [s for s in trace.steps if s.kind == "withdrawn"]
@@ -129,7 +130,7 @@ def test_an_unknown_or_unsafe_doc_id(night):
 
 
 def test_redacted_blanks_what_may_name_the_patient(night):
-    trace = document_trace(ArtifactStore(night[0]), "corrupt_truncated")
+    trace = document_trace(ArtifactStore(night[0]), sid("corrupt_truncated"))
     assert any(s.input_uri for s in trace.steps) and any(s.error_message for s in trace.steps)
     shown = trace.redacted()
     assert {"input_uri", "file_name", "error_message"} <= set(shown.hidden)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
 from tests.docverify.review_night import night_batch
+from tests.sample_ids import sid
 
 
 @pytest.fixture
@@ -38,8 +39,8 @@ def test_pending_list_and_one_packet(logged_in):
     import re
 
     listing = logged_in.get("/packets/")
-    key = re.search(r'href="(\S+_quest_cbc_panel_[0-9a-f]{10})"', listing.text).group(1)  # one night's review
-    assert listing.status_code == 200 and ">quest_cbc_panel</a>" in listing.text
+    key = re.search(rf'href="(\S+_{sid("quest_cbc_panel")}_[0-9a-f]{{10}})"', listing.text).group(1)  # one night's review
+    assert listing.status_code == 200 and f">{sid('quest_cbc_panel')}</a>" in listing.text
     page = logged_in.get(f"/packets/{key}")
     assert page.status_code == 200 and "<html" in page.text.lower()
     assert page.headers["cache-control"] == "no-store"
@@ -63,7 +64,7 @@ def test_the_review_form_links_the_served_page(review_night_root, monkeypatch):
     from docverify.sme.packets import resolve_key
     from docverify.storage.store import ArtifactStore
 
-    key = resolve_key(ArtifactStore(root), "quest_cbc_panel")
+    key = resolve_key(ArtifactStore(root), sid("quest_cbc_panel"))
     body = sme_tasks.review_body(key)
     assert f"(/docverify/packets/{key})" in body and "file://" not in body
 
@@ -87,7 +88,7 @@ def test_the_form_body_is_short_when_the_page_is_served(review_night_root, monke
     root = review_night_root  # review_night.run_night's root, restored for each test
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     store = ArtifactStore(root)
-    key = resolve_key(store, "lab_requisition_form")
+    key = resolve_key(store, sid("lab_requisition_form"))
     form = sme_tasks.review_body(key)
     full = packet_markdown(load_packet(store, key))
     assert len(form) < len(full) and ">> " not in form and ">> " in full
@@ -249,7 +250,7 @@ def test_the_packet_page_shows_every_page_once_with_the_classification_on_it(log
     from docverify.domain.codes import plain_words
 
     listing = logged_in.get("/packets/")
-    key = re.search(r'href="(\S+_fabricated_evidence_[0-9a-f]{10})"', listing.text).group(1)
+    key = re.search(rf'href="(\S+_{sid("fabricated_evidence")}_[0-9a-f]{{10}})"', listing.text).group(1)
     page = logged_in.get(f"/packets/{key}").text
     assert [int(p) for p in re.findall(r"data-page='(\d+)'", page)] == [1, 2, 3]
     assert page.count("<img alt='Page ") == 3 and "class='band'" in page

@@ -10,6 +10,7 @@ import json
 import pytest
 from tests.docverify.review_night import run_night
 from tests.phi_scan import fragments, leaks, norm, packet_phi
+from tests.sample_ids import sid
 
 from docverify.sme.context import load_bundle
 from docverify.sme.packets import list_pending_reviews, load_packet
@@ -74,7 +75,7 @@ def test_an_audit_form_says_accepted_never_escalated(night):
     from docverify.sme.form_body import review_form_markdown
 
     store = ArtifactStore(night)
-    key = next(r["review_id"] for r in list_pending_reviews(store) if r["doc_id"] == "quest_cbc_panel")
+    key = next(r["review_id"] for r in list_pending_reviews(store) if r["doc_id"] == sid("quest_cbc_panel"))
     packet = load_packet(store, key).model_copy(update={"review_kind": "audit", "v5_decision": "AUTO_ACCEPT"})
     body = review_form_markdown(packet, workspace_url=f"/docverify/reviews/{key}_audit")
     assert "accepted automatically; confirm or correct" in body and "escalat" not in body.lower()

@@ -10,6 +10,7 @@ import pytest
 from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any Airflow import)
 from tests.docverify.review_night import DS, run_night
 from tests.phi_scan import leaks, night_phi
+from tests.sample_ids import sid
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def night_root(tmp_path_factory):
     b = run_night(root)
     report.write(b.fresh())
     store = ArtifactStore(root)
-    save_review(store, resolve_key(store, "quest_cbc_panel"), agrees=True, reviewer="dr_sme",
+    save_review(store, resolve_key(store, sid("quest_cbc_panel")), agrees=True, reviewer="dr_sme",
                 correction_notes="see the patient's referral", channel="airflow-hitl:sme_review/r1/review[0]")
     return root
 
@@ -49,11 +50,11 @@ def _as(client, *, reader: bool):
 
 def test_an_anonymous_request_is_refused(client):
     c, _, _ = client
-    assert c.get("/trace/quest_cbc_panel").status_code == 401
+    assert c.get(f"/trace/{sid('quest_cbc_panel')}").status_code == 401
 
 
 def test_a_reviewer_sees_every_step_with_its_task_log(client, night_root):
-    page = _as(client, reader=True).get("/trace/quest_cbc_panel")
+    page = _as(client, reader=True).get(f"/trace/{sid('quest_cbc_panel')}")
     assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
     kinds = re.findall(r"data-kind='(\w+)'", page.text)
     assert kinds == ["discover", "layout", "verify", "route", "sme_packet", "answer", "batch_report"]
@@ -61,7 +62,7 @@ def test_a_reviewer_sees_every_step_with_its_task_log(client, night_root):
     assert "/dags/clinical_doc_verification/runs/night-test/tasks/verify/mapped/0" in logs
     assert "/dags/clinical_doc_verification/runs/night-test/tasks/write_sme_packets" in logs
     assert "/dags/sme_review/runs/r1/tasks/review/mapped/0" in logs
-    assert re.search(rf"href='/docverify/packets/{DS}_quest_cbc_panel_[0-9a-f]{{10}}'", page.text)
+    assert re.search(rf"href='/docverify/packets/{DS}_{sid('quest_cbc_panel')}_[0-9a-f]{{10}}'", page.text)
     assert f"href='/docverify/reports/{DS}'" in page.text
     assert "quest_cbc_panel.pdf" in page.text and "see the patient" in html.unescape(page.text)  # a reader sees them
     assert "dr_sme" in page.text and "Hidden from you" not in page.text
@@ -69,15 +70,15 @@ def test_a_reviewer_sees_every_step_with_its_task_log(client, night_root):
 
 
 def test_a_viewer_sees_the_steps_without_what_may_name_the_patient(client, night_root):
-    page = _as(client, reader=False).get("/trace/quest_cbc_panel")
+    page = _as(client, reader=False).get(f"/trace/{sid('quest_cbc_panel')}")
     assert page.status_code == 200
     assert re.findall(r"data-kind='(\w+)'", page.text)[-1] == "batch_report"
     assert "Hidden from you" in page.text and "the SME's notes" in html.unescape(page.text)
-    assert "quest_cbc_panel.pdf" not in page.text and "file://" not in page.text and "see the patient" not in page.text
+    assert "quest_cbc_panel" not in page.text and "file://" not in page.text and "see the patient" not in page.text
     assert "/docverify/packets/" not in page.text and "packet: for reviewers" in page.text
     assert not leaks(page.text, night_phi(night_root))
-    broken = _as(client, reader=False).get("/trace/corrupt_truncated")
-    assert broken.status_code == 200 and "CORRUPT" in broken.text and "corrupt_truncated.pdf" not in broken.text
+    broken = _as(client, reader=False).get(f"/trace/{sid('corrupt_truncated')}")
+    assert broken.status_code == 200 and "CORRUPT" in broken.text and "corrupt_truncated" not in broken.text
 
 
 def test_unknown_and_unsafe_ids(client):
@@ -90,7 +91,7 @@ def test_unknown_and_unsafe_ids(client):
 
 def test_the_batch_report_links_each_document_to_its_trail(night_root):
     html = (night_root / "reports" / DS / "batch_report.html").read_text()
-    for doc in ("quest_cbc_panel", "genomic_brca_ngs", "corrupt_truncated"):
+    for doc in (sid("quest_cbc_panel"), sid("genomic_brca_ngs"), sid("corrupt_truncated")):
         assert f"href='/docverify/trace/{doc}'>trail</a>" in html
 
 

@@ -18,10 +18,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.hostile import kit
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.storage.limits import InputError, load_classification
-from docverify.storage.paths import doc_id_for, name_problem, printable_name, safe_id
+from docverify.storage.paths import doc_id_for, file_token, name_problem, printable_name, safe_id
 from docverify.storage.store import ArtifactStore
 
 DS = kit.DS
@@ -55,8 +56,8 @@ def add_raw(night: kit.Night, raw: bytes, data: bytes, kind: str = "error", code
 
 def assert_clean_note_accepted(night: kit.Night, run: dict) -> None:
     rep = {d["doc_id"]: d for d in run["report"]["per_document"]}
-    assert rep["note_mts_19"]["final_decision"] == "AUTO_ACCEPT"
-    assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
+    assert rep[sid("note_mts_19")]["final_decision"] == "AUTO_ACCEPT"
+    assert (night.root / "accepted" / DS / f"{sid('note_mts_19')}.json").exists()
 
 
 # ----------------------------------------------------------------------------- names (items 1, 2)
@@ -75,7 +76,7 @@ def test_an_unsafe_file_name_is_one_document_with_a_typed_error_and_the_night_go
     assert_clean_note_accepted(night, run)
     manifest_bytes = (night.root / "runs" / DS / "_manifest.json").read_bytes()
     manifest_bytes.decode("utf-8")  # the manifest is UTF-8 text
-    doc = next(d for d in json.loads(manifest_bytes)["documents"] if d["doc_id"] != "note_mts_19")
+    doc = next(d for d in json.loads(manifest_bytes)["documents"] if d["doc_id"] != sid("note_mts_19"))
     assert doc["doc_id"] == doc_id_for(name) and safe_id(doc["doc_id"])  # stable and safe
     assert doc["pdf_rel"].endswith("/" + printable_name(name)) and doc["pdf_uri"].isascii()
     assert "\n" not in doc["pdf_uri"] and doc["sha256"] == "" and not doc.get("classification_rel")
@@ -220,33 +221,34 @@ def _remove(night: kit.Night, *names: str) -> None:
 
 def test_a_removed_input_has_its_outputs_withdrawn_and_orphans_are_reported(tmp_path):
     night = _night_with_removals(tmp_path)
-    assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
-    [packet] = (night.root / "sme_packets").glob("sme_packet_*quest_cbc_panel*.json")
+    assert (night.root / "accepted" / DS / f"{sid('note_mts_19')}.json").exists()
+    [packet] = (night.root / "sme_packets").glob(f"sme_packet_*{sid('quest_cbc_panel')}*.json")
     _remove(night, "note_mts_19.pdf", "quest_cbc_panel.pdf")  # its companion stays behind: an orphan
     run = kit.run_night(night, OfflineJudge(), run_id="run2", watch=False, workers=1)
     kit.check_night(night, run)
-    assert not (night.root / "accepted" / DS / "note_mts_19.json").exists() and not packet.exists()
+    assert not (night.root / "accepted" / DS / f"{sid('note_mts_19')}.json").exists() and not packet.exists()
     assert not packet.with_suffix(".html").exists()
-    moved = json.loads((night.root / "withdrawn" / DS / "accepted_note_mts_19.json").read_text())
+    moved = json.loads((night.root / "withdrawn" / DS / f"accepted_{sid('note_mts_19')}.json").read_text())
     assert "no longer in the incoming folder" in moved["reason"] and moved["run_id"] == "run2"
-    [moved_packet] = (night.root / "withdrawn" / DS).glob("sme_packet_*quest_cbc_panel*.json")
-    assert json.loads(moved_packet.read_text())["record"]["doc_id"] == "quest_cbc_panel"
+    [moved_packet] = (night.root / "withdrawn" / DS).glob(f"sme_packet_*{sid('quest_cbc_panel')}*.json")
+    assert json.loads(moved_packet.read_text())["record"]["doc_id"] == sid("quest_cbc_panel")
     inputs = run["report"]["inputs"]
-    assert inputs == {"orphan_companions": ["quest_cbc_panel.classification.json"],
-                      "removed": ["note_mts_19", "quest_cbc_panel"]}
+    assert inputs == {"orphan_companions": [file_token("quest_cbc_panel.classification.json")],
+                      "removed": sorted([sid("note_mts_19"), sid("quest_cbc_panel")])}
     assert any("without their PDF" in line for line in run["logs"])
+    assert not [line for line in run["logs"] if "quest_cbc_panel" in line or "note_mts_19" in line]  # ADR 0050
     # the next re-run has nothing left to withdraw: the night is settled
     run3 = kit.run_night(night, OfflineJudge(), run_id="run3", watch=False, workers=1)
-    assert run3["report"]["inputs"] == {"orphan_companions": ["quest_cbc_panel.classification.json"]}
+    assert run3["report"]["inputs"] == {"orphan_companions": [file_token("quest_cbc_panel.classification.json")]}
 
 
 def test_a_removed_input_keeps_its_answered_packet(tmp_path):
     from docverify.sme.helper import SMEReviewHelper
 
     night = _night_with_removals(tmp_path)
-    SMEReviewHelper(night.root).save_review("quest_cbc_panel", agrees=False, corrected_dominant_type="Other",
+    SMEReviewHelper(night.root).save_review(sid("quest_cbc_panel"), agrees=False, corrected_dominant_type="Other",
                                             reviewer="dr.test")
-    [packet] = (night.root / "sme_packets").glob("sme_packet_*quest_cbc_panel*.json")
+    [packet] = (night.root / "sme_packets").glob(f"sme_packet_*{sid('quest_cbc_panel')}*.json")
     before = packet.read_bytes()
     _remove(night, "quest_cbc_panel.pdf")
     kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run2", watch=False, workers=1))

@@ -53,7 +53,6 @@ class ReportDoc(TypedDict, total=False):
     """One row of ``per_document``."""
 
     doc_id: str
-    input_uri: str
     sha256: str
     review_id: str
     final_decision: str

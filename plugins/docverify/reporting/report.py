@@ -4,6 +4,8 @@ Per-route counts (final, after the retry), per-rule counts, issues by code, per-
 LLM calls and tokens (zero offline), per-stage timings, and a lineage index (document → its
 outputs), and the "Feedback from SME reviews" figures over all the store's ground truth so far
 (:mod:`docverify.reporting.evaluate`). No page text and no issue messages: the report is safe to mail around.
+No file name either (ADR 0050): documents are named by their opaque ids, an error message names
+the document's id in place of its file, ignored files and orphan companions are opaque tokens.
 The JSON's contract (its TypedDicts) is :mod:`docverify.reporting.contract`.
 """
 
@@ -42,6 +44,7 @@ from docverify.reporting.evaluate import FalseAcceptFigures, FeedbackFigures
 from docverify.reporting.evaluate_render import render_html, render_markdown
 from docverify.sme.packets import review_id
 from docverify.stages.common import Batch, lineage, load_stage_stats
+from docverify.storage.paths import file_token, redact_names
 from docverify.storage.runstore import DocSummary, StageRecord, SummaryError
 from docverify.storage.store import ArtifactStore
 from docverify.storage.summaries import doc_summary
@@ -169,7 +172,8 @@ def build(batch: Batch) -> Report:
     implementations: set[str] = set()
     for d in manifest.documents:
         doc_id = d.doc_id
-        entry: ReportDoc = {"doc_id": doc_id, "input_uri": d.pdf_uri, "sha256": d.sha256}
+        # no input URI and no message naming the file (ADR 0050): the manifest and the packet name it
+        entry: ReportDoc = {"doc_id": doc_id, "sha256": d.sha256}
         s = summaries.get(doc_id)
         record = routes_doc.errors.get(doc_id) if routes_doc else None
         err: SummaryError | None = None if record is None else {
@@ -179,7 +183,9 @@ def build(batch: Batch) -> Report:
         if s is not None:
             implementations.update(s.get("implementations") or [])
         if err is not None:
-            errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"], "message": err["message"]})
+            errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"],
+                           "message": redact_names(err["message"], doc_id, d.pdf_uri, d.pdf_rel,
+                                                   d.classification_rel, d.production_rel)})
             entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
             # no verification ran: the reason is the error, not a V5 rule (ADR 0008)
             entry.update({"final_decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"],
@@ -281,6 +287,9 @@ def build(batch: Batch) -> Report:
         extra["second_opinion"] = dict(sorted(total.items()))
     inputs = {k: got for k in ("orphan_companions", "removed", "ignored_files")
               if (got := (manifest.model_extra or {}).get(k))}
+    for k in ("orphan_companions", "ignored_files"):  # opaque tokens, in the manifest's order (ADR 0050)
+        if k in inputs:
+            inputs[k] = [file_token(n) for n in inputs[k]]
     if not manifest.documents and manifest.incoming:  # an empty night names the folder it read (ADR 0036)
         inputs["folder_read"] = [manifest.incoming]
     if inputs:  # what the night's folder held besides its documents, and what left it (ADR 0024)

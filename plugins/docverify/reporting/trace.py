@@ -53,7 +53,8 @@ class UnknownDocument(LookupError):
     def __init__(self, doc_id: str, root: str, nights: int):
         self.doc_id = doc_id
         self.message = (f"no document {doc_id!r} in any of the {nights} night(s) under {root}: give the doc id as the "
-                        f"batch report lists it (the PDF's file name without .pdf, e.g. quest_cbc_panel; "
+                        f"batch report lists it (doc- and 12 hex digits, e.g. doc-965f10f14f36: docverify doc-id <file name> "
+                        f"gives a file's; "
                         f"reports/<night>/batch_report.json → per_document[].doc_id), and the storage root the "
                         f"nightly Dag writes to (Variable docverify_storage_root)")
         super().__init__(self.message)

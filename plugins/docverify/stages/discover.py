@@ -16,7 +16,7 @@ from docverify.storage.limits import (
     InputError,
     check_size,
 )
-from docverify.storage.paths import doc_id_for, name_problem, printable_name, quoted_name
+from docverify.storage.paths import doc_id_for, file_token, name_problem, printable_name, quoted_name
 from docverify.storage.runstore import (
     VOLATILE,
     ErrorRecord,
@@ -42,6 +42,19 @@ def _input_error(batch: Batch, entry: ManifestDoc, code: str, message: str) -> N
                               ErrorRecord.of(entry, code, message, "discover", sha256=entry.sha256))
 
 
+def _tokens(listed: _Listed) -> _Listed:
+    """The listing with file names replaced by opaque tokens (:func:`~docverify.storage.paths.file_token`,
+    same order): what the stage record and the report carry; the manifest keeps the names."""
+    out: _Listed = {}
+    if "orphan_companions" in listed:
+        out["orphan_companions"] = [file_token(n) for n in listed["orphan_companions"]]
+    if "ignored_files" in listed:
+        out["ignored_files"] = [file_token(n) for n in listed["ignored_files"]]
+    if "removed" in listed:
+        out["removed"] = listed["removed"]
+    return out
+
+
 def discover(batch: Batch, max_documents: int = 0) -> Discovered:
     """List ``<incoming>/*.pdf`` (and companion ``<doc>.classification.json`` /
     ``<doc>.production.json``) into the manifest. Inputs are never modified. A symbolic link or
@@ -53,11 +66,13 @@ def discover(batch: Batch, max_documents: int = 0) -> Discovered:
     The boundary is total (ADR 0024): a name that cannot name a stored object (a control
     character, a backslash, bytes that are not UTF-8, over 255 bytes — :func:`~docverify.storage.paths.
     name_problem`) is one document with the error ``INPUT_UNSAFE_NAME``, never read, named by its
-    doc id (a readable prefix plus a hash of the name's bytes), its escaped name (``pdf_rel``) and
+    doc id (an opaque hash of the name's bytes), its escaped name (``pdf_rel``) and
     its percent-encoded URI. Outputs of a PDF no longer listed are withdrawn
-    (:func:`~docverify.stages.routes.withdraw_removed`); companions without their PDF are listed
-    in the manifest (``orphan_companions``), the log and the batch report; any other entry (not a
-    PDF, not a companion) is listed in the manifest (``ignored_files``) and counted in the log."""
+    (:func:`~docverify.stages.routes.withdraw_removed`); companions without their PDF are named
+    in the manifest (``orphan_companions``), counted with opaque tokens in the log and the batch
+    report; any other entry (not a PDF, not a companion) is named in the manifest
+    (``ignored_files``), counted with opaque tokens in the log and the report (ADR 0050: no file
+    name where a Viewer or a log sees it)."""
     rs = batch.rs
     stats = StageStats("discover")
     entries = batch.rs.listing(batch.incoming)
@@ -124,7 +139,8 @@ def discover(batch: Batch, max_documents: int = 0) -> Discovered:
         elif doc_id in refused_before:  # the file was fixed since: forget the old refusal
             rs.delete(rs.error_rel(doc_id))
         docs.append(entry)
-        lineage("discover", doc_id, input_uri=entry.pdf_uri, sha256=entry.sha256, bytes=size,
+        # no input URI: it names the file (ADR 0050); the manifest maps the doc id to it
+        lineage("discover", doc_id, sha256=entry.sha256, bytes=size,
                 provided_classification=entry.classification_rel is not None, error=entry.input_error)
     stats.docs = len(docs)
     # a re-run reconciles the night's outputs with its inputs: a PDF removed since an earlier run
@@ -132,15 +148,16 @@ def discover(batch: Batch, max_documents: int = 0) -> Discovered:
     # forgets it (a run killed in between withdraws them on the next); a night without a manifest
     # yet has no outputs (every route runs after discover): nothing to list
     removed = withdraw_removed(batch, set(ids)) if previous is not None else []
+    # counts and opaque ids only: a file name may name the patient (ADR 0050); the names are in the manifest
     if removed:
         log.warning("%d document(s) no longer in %s: their accepted record / pending packets were withdrawn: %s",
                     len(removed), rs.uri(batch.incoming), removed[:20])
     if orphans:
-        log.warning("%d companion file(s) in %s without their PDF (not used; all in the manifest): %s",
-                    len(orphans), rs.uri(batch.incoming), orphans[:20])
+        log.warning("%d companion file(s) in %s without their PDF (not used; named in the manifest): %s",
+                    len(orphans), rs.uri(batch.incoming), [file_token(n) for n in orphans[:20]])
     if ignored:
-        log.warning("%d file(s) in %s are neither PDFs nor companions and were ignored (listed in the manifest): %s",
-                    len(ignored), rs.uri(batch.incoming), ignored[:20])
+        log.warning("%d file(s) in %s are neither PDFs nor companions and were ignored (named in the manifest): %s",
+                    len(ignored), rs.uri(batch.incoming), [file_token(n) for n in ignored[:20]])
     extra: _Listed = {}
     if orphans:
         extra["orphan_companions"] = orphans
@@ -151,7 +168,7 @@ def discover(batch: Batch, max_documents: int = 0) -> Discovered:
     manifest = Manifest(ds=batch.ds, incoming=rs.uri(batch.incoming), documents=docs,
                         skipped_over_max_documents=skipped, **extra)
     # the stage's record rides in the manifest (``stats``, volatile): no object of its own
-    out = stats.record(max_documents=max_documents, skipped_over_max_documents=skipped, **extra)
+    out = stats.record(max_documents=max_documents, skipped_over_max_documents=skipped, **_tokens(extra))
     rs.write_if_changed(rs.manifest_rel, {**manifest.as_json(), "stats": out}, volatile=(*VOLATILE, "stats"))
     stats.log(out)
     if not docs:

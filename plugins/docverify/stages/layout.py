@@ -171,7 +171,7 @@ def plan_layout_local(batch: Batch, *, ocr: bool = True, shard_size: int = LAYOU
         if hit:
             stats.cache_hits += 1
             state.laid_out(doc.doc_id, hit[0], hit[1])
-            lineage("layout", doc.doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser=hit[1],
+            lineage("layout", doc.doc_id, sha256=doc.sha256, parser=hit[1],
                     cache="hit", output_uri=batch.rs.uri(batch.rs.bundle_rel(doc.doc_id)))
         else:
             todo.append(doc)
@@ -388,7 +388,7 @@ def _input_refused(batch: Batch, doc: ManifestDoc, exc: InputError, stats: Stage
     record = ErrorRecord.of(doc, exc.code, exc.message, "layout", sha256=doc.sha256)
     state.failed(doc_id, record)
     rs.write_if_changed(err_rel, record)
-    lineage("layout", doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, cache="miss", error=exc.code,
+    lineage("layout", doc_id, sha256=doc.sha256, cache="miss", error=exc.code,
             output_uri=rs.uri(err_rel))
 
 
@@ -415,7 +415,7 @@ def _record_layout(batch: Batch, doc: ManifestDoc, result: DocumentBundle | Pars
         record = ErrorRecord.of(doc, result.code, result.message, "layout", sha256=doc.sha256)
         state.failed(doc_id, record)
         rs.write_if_changed(err_rel, record)
-        lineage("layout", doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser=parser, cache="miss",
+        lineage("layout", doc_id, sha256=doc.sha256, parser=parser, cache="miss",
                 error=result.code, output_uri=rs.uri(err_rel))
         return
     longest = max((len(p.text) for p in result.pages), default=0)
@@ -428,7 +428,7 @@ def _record_layout(batch: Batch, doc: ManifestDoc, result: DocumentBundle | Pars
     rs.write_json(bundle_rel, bundle)
     rs.forget(rels=[bundle_rel])
     state.laid_out(doc_id, bundle.sha256, bundle.parser)
-    lineage("layout", doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser=parser, cache="miss",
+    lineage("layout", doc_id, sha256=doc.sha256, parser=parser, cache="miss",
             pages=bundle.total_pages, has_tables=any(p.layout_metadata.has_tables for p in bundle.pages),
             output_uri=rs.uri(bundle_rel))
 
@@ -489,7 +489,7 @@ def _docai_error(batch: Batch, doc: ManifestDoc, exc: ParseError, stats: StageSt
                           parser=DOCAI_PARSER_PREFIX + "layout-parser", retryable=retryable)
     state.failed(doc.doc_id, record)
     batch.rs.write_if_changed(rel, record)
-    lineage("layout", doc.doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, parser="document_ai",
+    lineage("layout", doc.doc_id, sha256=doc.sha256, parser="document_ai",
             cache="miss", error=exc.code, retryable=retryable, output_uri=batch.rs.uri(rel))
 
 
@@ -537,7 +537,7 @@ def layout_docai_outputs(batch: Batch, results: list[DocAIResult], open_output: 
     for doc in docs:
         if doc.doc_id not in todo:
             if not doc.input_error:
-                lineage("layout", doc.doc_id, input_uri=doc.pdf_uri, sha256=doc.sha256, cache="hit",
+                lineage("layout", doc.doc_id, sha256=doc.sha256, cache="hit",
                         parser="document_ai")
             continue
         r = by_uri.get(doc.pdf_uri)

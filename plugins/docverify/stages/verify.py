@@ -146,11 +146,11 @@ async def classification_for(batch: Batch, doc: ManifestDoc, bundle: DocumentBun
             raw = read_companion(batch, doc.classification_rel, doc.classification_bytes)
         except InputError as exc:  # this document only: escalated with the error in its packet
             stats.errors += 1
-            note("classify", doc_id, source="provided", error=exc.code, input_uri=rs.uri(doc.classification_rel))
+            note("classify", doc_id, source="provided", error=exc.code)
             return _error_result(doc, BundleMeta.of(bundle), exc.code, exc.message, "classify")
         meta = ClassificationMeta(source="provided", uri=rs.uri(doc.classification_rel), implementation="provided",
                                   bundle_sha256=bundle.sha256)
-        note("classify", doc_id, source="provided", input_uri=meta.uri, output_uri=out_uri)
+        note("classify", doc_id, source="provided", output_uri=out_uri)
         return raw, meta
     m = prior.classification_meta if prior is not None else None
     if batch.reuse and m is not None and prior is not None and prior.classification is not None \

@@ -7,11 +7,12 @@ over-long component. Identifiers that come from outside (file names → doc ids,
 ``batch_prefix`` param, doc ids given to the SME helper) are checked or encoded here first, and a
 refusal is an :class:`~docverify.storage.limits.InputError` with code ``INPUT_UNSAFE_NAME``.
 
-Doc ids (:func:`doc_id_for`) are stable, readable and unique: a file name whose stem is already
-safe (``[A-Za-z0-9._-]``, not starting with ``.`` or ``-``, short, extension exactly ``.pdf``) is
-its own id; any other name keeps a readable, sanitised prefix plus ``_`` and 10 hex digits of the
-sha256 of the whole name's bytes — so ``a.pdf`` and ``a.PDF``, or two names made only of non-ASCII
-characters, never share an id, and the same name always gets the same id.
+Doc ids (:func:`doc_id_for`) are opaque, stable and unique (ADR 0050): ``doc-`` plus 12 hex digits
+of the sha256 of the file name's bytes (its last path part), so no part of the name — which
+hospitals make of the patient's name — reaches a report, a log, an XCom or a Required Action,
+while the same name gets the same id on every run and night (re-runs and backfills find their
+earlier outputs; the trail across nights holds). ``a.pdf`` and ``a.PDF`` get two ids. The file
+name itself is kept in the manifest and the packet, for those who may read packets.
 
 A listed name that cannot be a path part at all (:func:`name_problem`: a control character, a
 backslash, bytes that are not UTF-8 — on Linux they reach Python as lone surrogate escapes — or
@@ -25,16 +26,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 
 from docverify.storage.limits import INPUT_UNSAFE_NAME, MAX_NAME_BYTES, InputError
 
 #: a file-system component may have 255 bytes; the store's own prefixes/suffixes stay far below
 MAX_PART_BYTES = 255
-MAX_DOC_ID_PREFIX = 80
+#: an opaque doc id: this prefix and 12 hex digits of the sha256 of the file name's bytes (ADR 0050)
+DOC_ID_PREFIX = "doc-"
+DOC_ID_HEX = 12
 #: used with ``fullmatch`` only: ``$`` alone also matches before a final newline (``"a\\n"``)
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 _DS = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.:+-]{0,63}$")
 
 
@@ -164,12 +165,43 @@ def quoted_name(name: str) -> str:
 
 
 def doc_id_for(name: str) -> str:
-    """A stable, readable, unique doc id for an incoming file name (see the module docstring)."""
+    """The opaque, stable doc id of an incoming file name: ``doc-`` + 12 hex of the sha256 of the
+    name's bytes (see the module docstring and ADR 0050). No part of the name is in it."""
     base = name.rsplit("/", 1)[-1]
-    stem = base[:-4] if base.lower().endswith(".pdf") else base
-    if base.endswith(".pdf") and _SAFE.fullmatch(stem) and len(stem) <= MAX_DOC_ID_PREFIX:
-        return stem
-    folded = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()  # é → e, 名 → ''
-    readable = _UNSAFE_RUN.sub("_", folded).strip("._-")[:MAX_DOC_ID_PREFIX].rstrip("._-") or "doc"
-    digest = hashlib.sha256(name_bytes(base)).hexdigest()[:10]
-    return f"{readable}_{digest}"
+    return f"{DOC_ID_PREFIX}{hashlib.sha256(name_bytes(base)).hexdigest()[:DOC_ID_HEX]}"
+
+
+def file_token(name: str) -> str:
+    """An opaque token naming a listed file that is no document (an ignored file, a companion
+    without its PDF) where a Viewer or a log sees it: ``file-`` + 12 hex of the sha256 of the
+    name's bytes. The manifest keeps the names, in the same order."""
+    base = name.rsplit("/", 1)[-1]
+    return f"file-{hashlib.sha256(name_bytes(base)).hexdigest()[:DOC_ID_HEX]}"
+
+
+def name_forms(name: str) -> set[str]:
+    """The ways a message may quote a listed file name or path: as it is, escaped
+    (:func:`printable_name`), percent-encoded (:func:`quoted_name`), its last part and that part
+    without ``.pdf`` — what :func:`redact_names` takes out of a message a Viewer sees."""
+    from urllib.parse import unquote
+
+    out: set[str] = set()
+    for form in {name, unquote(name)}:
+        base = form.rstrip("/").rsplit("/", 1)[-1]
+        stem = base[:-4] if base.lower().endswith(".pdf") else base
+        out |= {form, base, stem, printable_name(form), printable_name(base), quoted_name(base), quoted_name(stem)}
+    return {f for f in out if len(f) >= 3}
+
+
+def redact_names(message: str, doc_id: str, *names: str | None) -> str:
+    """``message`` with every form of the given file names or URIs (:func:`name_forms`) replaced by
+    ``[document <doc_id>]`` (longest first, in one pass): what a Viewer or a log is shown of a message that
+    names the input (the full message stays with the packet)."""
+    forms: set[str] = set()
+    for n in names:
+        if n:
+            forms |= name_forms(n)
+    if not forms:
+        return message
+    one = re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))  # one pass
+    return one.sub(f"[document {doc_id}]", message)
