@@ -137,7 +137,21 @@ def outcome(store: pathlib.Path, ds: str) -> dict:
         failed += codes.count("CLASSIFICATION_FAILED")
     return {"reported": docs, "accepted": accepted, "verification_incomplete": incomplete,
             "classification_failed": failed,
-            "decisions": ", ".join(f"{k} {v}" for k, v in sorted(decisions.items())) or "–"}
+            "decisions": ", ".join(f"{k} {v}" for k, v in sorted(decisions.items())) or "–", **layout_totals(night)}
+
+
+def layout_totals(night: pathlib.Path) -> dict:
+    """The layout stage's own figures from its record (``_stages/layout.json``): its seconds (the plan's,
+    the parts' summed and the merge's) and the OCR'd pages and seconds of the night (ADR 0052; absent in
+    a record written before them: "–")."""
+    rec = night / "_stages" / "layout.json"
+    layout = json.loads(rec.read_text()) if rec.exists() else {}
+    return {"layout_s": layout.get("seconds"), "ocr_pages": layout.get("ocr_pages"),
+            "ocr_s": layout.get("ocr_seconds"), "ocr_docs": len(layout.get("ocr") or {}) if "ocr" in layout else None}
+
+
+def _num(value, fmt: str = "{:.1f}") -> str:
+    return "–" if value is None else fmt.format(value)
 
 
 class InFlight(threading.Thread):
@@ -300,8 +314,9 @@ def main() -> int:
              f"{f', concurrency param {args.concurrency}' if args.concurrency else ''}"
              f"{f', max_shards param {args.max_shards}' if args.max_shards else ''}.", ""]
     head = ("| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | documents read | final decisions "
-            "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED |")
-    sep = "|---|---|---|---|---|---|---|---|---|---|---|"
+            "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED | layout (s, parts summed) | OCR'd documents "
+            "| OCR'd pages | OCR (s, workers summed) |")
+    sep = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     if args.lineage == "http":
         head += " OpenLineage events | by kind | event bytes |"
         sep += "---|---|---|"
@@ -313,7 +328,8 @@ def main() -> int:
         line = (f"| {n} | {r['state']} | {r['wall_s']:.1f} | {r['task_instances']} | {r['cpu_s']:.0f} | "
                 f"{r['peak_rss_mb']:.0f} | {r['reported']} | {r['decisions']} | {r['accepted']} | "
                 f"{r['verification_incomplete']} | "
-                f"{r['classification_failed']} |")
+                f"{r['classification_failed']} | {_num(r['layout_s'])} | {_num(r['ocr_docs'], '{}')} | "
+                f"{_num(r['ocr_pages'], '{}')} | {_num(r['ocr_s'])} |")
         if args.lineage == "http":
             line += f" {r['lineage_events']} | {r['lineage_kinds']} | {r['lineage_bytes']:,} |"
         if llm:

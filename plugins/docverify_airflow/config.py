@@ -94,6 +94,8 @@ VAR_OCR = "docverify_ocr"
 # ADR 0047: the local parser's time budget grows with the pages (docverify.layout.pool)
 VAR_PARSE_PAGE_TIMEOUT = "docverify_parse_page_timeout_s"
 VAR_PARSE_FILE_CEILING = "docverify_parse_file_ceiling_s"
+# ADR 0052: a long scan's pages OCR'd across the parse workers
+VAR_PARSE_SPLIT_SCAN_PAGES = "docverify_parse_split_scan_pages"
 # the CR_V2 jury over the judgment phases' findings (ADR 0012), and the V5 second opinion (ADR 0013);
 # both off by default
 VAR_JURY = "docverify_jury"
@@ -322,6 +324,10 @@ class Settings(BaseModel):
     parse_file_ceiling_s: AtLeastASecond = _var(VAR_PARSE_FILE_CEILING, "1800", doc=(
         "Local layout: seconds one PDF may take in the parser at most, however its pages advance (never less "
         "than the DAG param parse_timeout_s; ADR 0047)."))
+    parse_split_scan_pages: Count = _var(VAR_PARSE_SPLIT_SCAN_PAGES, "8", doc=(
+        "Local layout with OCR: a PDF with at least this many image-only pages among its first twice as many is "
+        "read in page ranges, one per parse worker, and its pages merged in order (each range with the per-page "
+        "budget); 0 = every PDF in one worker (ADR 0052)."))
     docai_processor: str = _var(VAR_DOCAI_PROCESSOR, "", doc=(
         "The Document AI Layout Parser processor: projects/<project>/locations/<us|eu>/processors/<id>[/"
         "processorVersions/<v>] (layout document_ai only)."))

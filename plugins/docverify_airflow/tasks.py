@@ -132,11 +132,13 @@ def layout_plan(context) -> list[LayoutPartXCom]:
 def layout_parse(context, part: dict[str, object]) -> StageXCom:
     """One part of the local layout: its PDFs through the parser's bounded child processes (the DAG
     param ``parse_timeout_s`` to open a PDF, the Variables ``docverify_parse_page_timeout_s`` per page
-    and ``docverify_parse_file_ceiling_s`` per PDF; ADR 0047)."""
+    and ``docverify_parse_file_ceiling_s`` per PDF, ADR 0047; a long scan's pages across the parse workers from
+    ``docverify_parse_split_scan_pages`` image pages, ADR 0052)."""
     params, s = context["params"], config.settings(context)
     return layout_local_part(make_batch(context), LayoutPart.from_xcom(part), workers=int(params.get("parse_workers", 2)),
                              timeout_s=float(params.get("parse_timeout_s", 60)), ocr=s.ocr,
-                             page_timeout_s=s.parse_page_timeout_s, file_ceiling_s=s.parse_file_ceiling_s).xcom()
+                             page_timeout_s=s.parse_page_timeout_s, file_ceiling_s=s.parse_file_ceiling_s,
+                             split_scan_pages=s.parse_split_scan_pages).xcom()
 
 
 @retry_rule

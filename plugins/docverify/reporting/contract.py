@@ -192,12 +192,22 @@ class ModelsSection(TypedDict):
     warning: str
 
 
+class OCRTotals(TypedDict):
+    """The local layout's OCR work in a night (ADR 0052; each document's in the layout stage record)."""
+
+    documents: int
+    pages: int
+    seconds: float
+
+
 class Report(TypedDict, total=False):
     """``reports/<ds>/batch_report.json`` (the optional sections first, as written)."""
 
     jury: JurySection
     audit: AuditSection
     second_opinion: dict[str, int]
+    #: the local layout's OCR totals, when it OCR'd a page (ADR 0052)
+    ocr: OCRTotals
     inputs: dict[str, list[str]]
     ds: str
     run_id: str

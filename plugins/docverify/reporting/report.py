@@ -33,6 +33,7 @@ from docverify.reporting.contract import (
     JurySection,
     ModelsSection,
     NightFacts,
+    OCRTotals,
     Report,
     ReportDoc,
     ReportError,
@@ -285,6 +286,10 @@ def build(batch: Batch) -> Report:
         for c in so:
             total.update(c)
         extra["second_opinion"] = dict(sorted(total.items()))
+    layout = by_stage.get("layout") or {}
+    if layout.get("ocr_pages"):  # the local layout's OCR work, per document in its record (ADR 0052)
+        extra["ocr"] = {"documents": len(layout.get("ocr") or {}), "pages": int(layout["ocr_pages"]),
+                        "seconds": float(layout.get("ocr_seconds") or 0.0)}
     inputs = {k: got for k in ("orphan_companions", "removed", "ignored_files")
               if (got := (manifest.model_extra or {}).get(k))}
     for k in ("orphan_companions", "ignored_files"):  # opaque tokens, in the manifest's order (ADR 0050)
@@ -513,6 +518,8 @@ def to_markdown(rep: Report) -> str:
     lines += ["## Implementations that ran", ""] + [f"- {i}" for i in rep["implementations"]]
     lines += ["", "## Stage timings", "", "| stage | tasks | documents | seconds |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['tasks']} | {v['docs']} | {v['seconds']} |" for k, v in rep["stage_timings"].items()]
+    if "ocr" in rep:
+        lines += ["", ocr_line(rep["ocr"])]
     feedback = feedback_markdown(rep)
     return "\n".join(lines) + "\n" + (f"\n{feedback}" if feedback else "")
 
@@ -661,8 +668,14 @@ td:first-child,li,p,code{{overflow-wrap:anywhere}}table.docs td:first-child{{min
 <h2>LLM usage</h2><p>{esc(llm_line(llm))}</p>{llm_table}
 {models_html(rep)}{jury_html(rep)}{audit_html(rep)}{trend_html(rep)}<h2>Implementations that ran</h2><ul>{''.join(f"<li>{esc(i)}</li>" for i in rep['implementations'])}</ul>
 <h2>Stage timings</h2><table><tr><th>stage</th><th>tasks</th><th>documents</th><th>seconds</th></tr>{stages}</table>
-{feedback_html(rep)}</body></html>
+{f"<p>{esc(ocr_line(rep['ocr']))}</p>" if "ocr" in rep else ""}{feedback_html(rep)}</body></html>
 """
+
+
+def ocr_line(ocr: OCRTotals) -> str:
+    """The layout's OCR work in one sentence (ADR 0052)."""
+    return (f"OCR (layout): {ocr['pages']} page(s) of {ocr['documents']} document(s) in {ocr['seconds']:.1f} s "
+            f"(summed over the parse workers)")
 
 
 def models_html(rep: Report) -> str:

@@ -43,15 +43,20 @@ def _parser_matches(parser: object, parsers: Collection[str], prefix: str) -> bo
     return parser in parsers or bool(prefix and str(parser or "").startswith(prefix))
 
 
-class _LayoutExtra(TypedDict, total=False):
+class _OCRExtra(TypedDict, total=False):
+    """A local layout record's OCR keys (ADR 0052): each OCR'd document's pages and seconds, the totals."""
+
+    ocr: dict[str, dict[str, float]]
+    ocr_pages: int
+    ocr_seconds: float
+
+
+class _LayoutExtra(_OCRExtra, total=False):
     """A layout record's own keys besides the night's index: the parser, the parts merged, the time."""
 
     parser: str
     parts: int
     seconds: float
-    ocr: dict[str, dict[str, float]]
-    ocr_pages: int
-    ocr_seconds: float
 
 
 @dataclass
@@ -336,7 +341,7 @@ def merge_layout_local(batch: Batch, *, ocr: bool = True) -> StageOutcome:
                       seconds=round(seconds, 3), **_ocr_totals(state.ocr))
 
 
-def _ocr_totals(per_doc: dict[str, dict[str, float]]) -> _LayoutExtra:
+def _ocr_totals(per_doc: dict[str, dict[str, float]]) -> _OCRExtra:
     """The layout record's OCR keys (ADR 0052): each OCR'd document's pages and seconds (in manifest
     order as the parts recorded them), and the night's totals."""
     return {"ocr": per_doc, "ocr_pages": int(sum(d["pages"] for d in per_doc.values())),
