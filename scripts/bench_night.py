@@ -186,6 +186,8 @@ def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
     home, store = work / f"home-{judge}-{n}", work / f"store-{judge}-{n}"
     built = build_night(store / "incoming" / ds, n, args.corpora)
     variables = {"docverify_judge": judge, "docverify_ocr": "off" if args.no_ocr else "on"}
+    if args.split_scan_pages is not None:  # ADR 0052: 0 = every PDF in one parse worker (before/after)
+        variables["docverify_parse_split_scan_pages"] = str(args.split_scan_pages)
     env: dict[str, str] = {}
     fake = receiver = None
     if args.lineage == "off":  # the provider installed but switched off: the cost of lineage, by difference
@@ -276,6 +278,8 @@ def main() -> int:
     ap.add_argument("--parallelism", type=int, default=8, help="[core] parallelism of the LocalExecutor")
     ap.add_argument("--corpora", action="store_true", help="add ../shared/corpora/pdfs to the sample PDFs")
     ap.add_argument("--no-ocr", action="store_true", help="Variable docverify_ocr=off")
+    ap.add_argument("--split-scan-pages", type=int, help="Variable docverify_parse_split_scan_pages (default: "
+                    "airflow_settings.yaml's 8; 0 = a scan's pages in one worker, as before ADR 0052)")
     ap.add_argument("--keep", action="store_true", help="keep the Airflow homes and storage roots")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--label", default="", help="a note for the table's last column")
@@ -311,6 +315,7 @@ def main() -> int:
              f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
              f"and triggerer of scripts/airflow_stack.py, LocalExecutor, parallelism {args.parallelism}"
              f"{', OCR off' if args.no_ocr else ''}"
+             f"{f', docverify_parse_split_scan_pages={args.split_scan_pages}' if args.split_scan_pages is not None else ''}"
              f"{f', concurrency param {args.concurrency}' if args.concurrency else ''}"
              f"{f', max_shards param {args.max_shards}' if args.max_shards else ''}.", ""]
     head = ("| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | documents read | final decisions "

@@ -1,4 +1,4 @@
-"""A long scan's pages OCR'd across the parse workers (issue 40 item 2, ADR 0052), and the verdict on
+"""A long scan's pages OCR'd across the parse workers (ADR 0052), and the verdict on
 a document's text that the parser gives a whole file and the pool a file read in page ranges.
 
 The pool (:mod:`docverify.layout.pool`) asks the parser to look at a file first (``split_scan_pages``):
