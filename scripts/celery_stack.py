@@ -315,7 +315,7 @@ class CeleryStack(AirflowStack):
 def upload_night(emulator: Any, prefix: str, ds: str, n: int) -> list[str]:
     """``n`` documents (the samples repeated under distinct names, companions with their PDF,
     named as scripts/bench_scheduler.fill names them) uploaded to ``<prefix>/incoming/<ds>/``.
-    Returns the doc ids."""
+    Returns their stems (the file names without .pdf)."""
     from scripts.bench_scheduler import fill
 
     with tempfile.TemporaryDirectory(prefix="docverify-night-") as tmp:
@@ -381,9 +381,14 @@ def measured_night(stack: AirflowStack, emulator: Any, ds: str) -> dict:
     return {**measured, "store_cpu_s": store_cpu_seconds(emulator) - store_before, "got_routes": routes_of(report)}
 
 
-def route_summary(doc_ids: list[str], got: dict[str, str]) -> dict:
+def route_summary(stems: list[str], got: dict[str, str]) -> dict:
+    """The night's routes against the samples' (``stems``: the uploaded PDFs' names without .pdf;
+    ``got``: routes by doc id, the opaque id of each name, ADR 0050)."""
+    from docverify.storage.paths import doc_id_for
+
     expected = expected_routes()
-    want = {d: expected[d.split("__")[0]] for d in doc_ids}
+    want = {doc_id_for(f"{d}.pdf"): expected[d.split("__")[0]] for d in stems}
+    doc_ids = list(want)
     return {"documents": len(doc_ids), "reported": len(got),
             "route_mismatches": {d: (want.get(d), got.get(d)) for d in sorted(set(want) | set(got))
                                  if want.get(d) != got.get(d)},
@@ -393,7 +398,7 @@ def route_summary(doc_ids: list[str], got: dict[str, str]) -> dict:
 def local_night(emulator: Any, prefix: str, ds: str, n: int, home: pathlib.Path) -> dict:
     """The same night under the LocalExecutor (AirflowStack as the browser test runs it: SQLite,
     one machine) on the same gs:// store, for comparison."""
-    doc_ids = upload_night(emulator, prefix, ds, n)
+    stems = upload_night(emulator, prefix, ds, n)
     stack = AirflowStack(home, emulator.root_uri(prefix),
                          env={**emulator.env, "AIRFLOW_VAR_DOCVERIFY_JUDGE": "offline"},
                          variables={"docverify_storage_conn_id": emulator.conn_id})
@@ -403,7 +408,7 @@ def local_night(emulator: Any, prefix: str, ds: str, n: int, home: pathlib.Path)
         result = measured_night(stack, emulator, ds)
     finally:
         stack.stop()
-    return {**result, **route_summary(doc_ids, result.pop("got_routes"))}
+    return {**result, **route_summary(stems, result.pop("got_routes"))}
 
 
 def night(stack: CeleryStack, emulator: Any, prefix: str, ds: str, n: int) -> dict:
@@ -412,7 +417,7 @@ def night(stack: CeleryStack, emulator: Any, prefix: str, ds: str, n: int) -> di
     import psutil
     from scripts.bench_scheduler import PeakRSS, cpu_seconds
 
-    doc_ids = upload_night(emulator, prefix, ds, n)
+    stems = upload_night(emulator, prefix, ds, n)
     services_before = cpu_seconds(stack.service_pids())
     services_rss = PeakRSS(stack.service_pids)
     services_rss.start()
@@ -438,7 +443,7 @@ def night(stack: CeleryStack, emulator: Any, prefix: str, ds: str, n: int) -> di
     for name in stack.worker_names:
         with contextlib.suppress(psutil.Error):
             cwds[name] = psutil.Process(stack.procs[f"celery-{name}"].pid).cwd()
-    return {**measured, **route_summary(doc_ids, got),
+    return {**measured, **route_summary(stems, got),
             "hostnames": sorted({ti["hostname"] for ti in ran}),
             "per_worker": {name: len(v) for name, v in by_worker.items()},
             "ran_elsewhere": sorted({ti["hostname"] for ti in ran} - set(stack.worker_names)),
