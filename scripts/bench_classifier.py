@@ -2,7 +2,7 @@
 
 Each record of ``<corpora>/text_labeled/combined_sample.jsonl`` ({id, corpus, proposed_doc_type,
 labels, text}) becomes a DocumentBundle (its text cut into pages of about 3,000 characters on
-paragraph boundaries, by :mod:`docverify.domain.labelled_corpus`, which ``python -m docverify evaluate
+paragraph boundaries, by :mod:`docverify.reporting.labelled_sample`, which ``python -m docverify evaluate
 --corpus`` shares); ``classify_offline`` classifies it and its ``dominant_type_overall`` is
 compared with ``proposed_doc_type``. Reports overall and per-corpus accuracy, per-type
 precision/recall/F1, the 5x5 confusion matrix and the throughput.
@@ -30,31 +30,34 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-for _p in (REPO / "plugins", REPO / "scripts"):  # direct runs without PYTHONPATH; intake_packets beside it
+for _p in (REPO / "plugins", REPO / "scripts", REPO):  # direct runs without PYTHONPATH; intake_packets beside it
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from docverify.classify.calibration import calibrated, calibration  # noqa: E402
-from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
-from docverify.domain.labelled_corpus import (  # noqa: E402,F401  (re-exported for the tests)
-    PAGE_CHARS,
-    SAMPLE,
+from scripts.support.labelled_corpus import (  # noqa: E402
     load_all_records,
     load_forms_records,
     load_forms_split,
     load_large_records,
     load_large_split,
-    load_records,
     load_split,
-    part_records,  # noqa: E402
-    split_pages,
-    to_bundle,
+    part_records,
 )
+
+from docverify.classify.calibration import calibrated, calibration  # noqa: E402
+from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
 from docverify.domain.lexicon import get_lexicon  # noqa: E402
 from docverify.domain.models import (  # noqa: E402
     DOC_TYPES,  # noqa: E402
     DocumentBundle,
     Page,
+)
+from docverify.reporting.labelled_sample import (  # noqa: E402
+    PAGE_CHARS,
+    SAMPLE,
+    load_records,  # also the tests' (test_offline_classifier, test_evaluate)
+    split_pages,
+    to_bundle,
 )
 
 DEFAULT_OUT = REPO / "docs" / "benchmarks" / "classifier.md"
@@ -64,7 +67,7 @@ def default_corpora() -> pathlib.Path:
     env = os.environ.get("DOCVERIFY_CORPORA")
     if env:
         return pathlib.Path(env)
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     return default_corpora_dir()
 
@@ -550,7 +553,7 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "a page that is a form by its layout (field labels without a value, blanks, checkboxes, yes/no choices, "
         "signature and date lines; few sentences; no strong clinical reading) opens its own Other segment; "
         "chosen on the tuning parts' intake packets.",
-        "- texts are cut into pages of ~3000 characters (`docverify.domain.labelled_corpus.split_pages`)",
+        "- texts are cut into pages of ~3000 characters (`docverify.reporting.labelled_sample.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
         f"Clinical precision ≥ {t['clinical_precision']:.0%}, page ≥ {t['page']:.0%}, exact split ≥ {t['exact']:.0%}.",

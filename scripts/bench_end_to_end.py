@@ -56,16 +56,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-for _p in (REPO / "plugins", REPO / "scripts"):
+for _p in (REPO / "plugins", REPO / "scripts", REPO):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
 from scripts import verifier_bench as vb  # noqa: E402
+from scripts.support import labelled_corpus  # noqa: E402
 
 import intake_packets as ip  # noqa: E402
 from bench_verifiers import default_corpora, make_judge  # noqa: E402
 from benchlib import publish  # noqa: E402
-from docverify.domain import labelled_corpus  # noqa: E402
 
 OUT_NAME = "end_to_end.md"
 MULTI_SEED = 4242

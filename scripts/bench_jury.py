@@ -44,8 +44,7 @@ from docverify.pipeline.document import VerifyDeps, verify_document  # noqa: E40
 def main() -> int:
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
-
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpora", default=str(default_corpora_dir()))

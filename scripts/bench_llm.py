@@ -49,7 +49,8 @@ def _common_prefix(a: str, b: str) -> int:
 def _blocker_documents(fake, model, model_name: str) -> list[tuple[str, list[str], int, str]]:
     """LLM requests spent on documents that a rule phase already condemns (rule 1): the sample
     batch's BLOCKER companions, the worked examples and two V1 BLOCKERs."""
-    from docverify.domain.examples import genomic_then_note, mutate, spec_escalate, spec_fabricated
+    from scripts.support.examples import genomic_then_note, mutate, spec_escalate, spec_fabricated
+
     from docverify.domain.models import ClassificationOutput
     from docverify.layout.local_pdf import parse_pdf
     from docverify.pipeline.document import rule_phases
@@ -79,7 +80,7 @@ def _blocker_documents(fake, model, model_name: str) -> list[tuple[str, list[str
 
 
 def main() -> int:
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="gemini-2.5-flash")

@@ -38,7 +38,7 @@ import sys
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "plugins"))
+sys.path[:0] = [str(REPO / "plugins"), str(REPO)]
 
 import pypdfium2 as pdfium  # noqa: E402
 from rapidfuzz.distance import Levenshtein  # noqa: E402
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--rss-probe", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     pdfs = sorted(((args.corpora or default_corpora_dir()) / "pdfs").glob("clinical_tcga_*.pdf"))
     if args.rss_probe:

@@ -234,7 +234,7 @@ def _versions() -> dict[str, str]:
 
 
 def _corpora(arg: str | None) -> pathlib.Path:
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     base = pathlib.Path(arg) if arg else default_corpora_dir()
     return base / "pdfs" if (base / "pdfs").is_dir() else base

@@ -34,7 +34,7 @@ from docverify.pipeline.document import verify_document  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     ap.add_argument("--corpora", default=str(default_corpora_dir()))
     ap.add_argument("--repeat", type=int, default=3)

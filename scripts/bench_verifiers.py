@@ -33,12 +33,12 @@ import time
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO / "plugins") not in sys.path:
-    sys.path.insert(0, str(REPO / "plugins"))
+for _p in (REPO / "plugins", REPO):  # direct runs without PYTHONPATH (scripts.support)
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
 from scripts import verifier_bench as vb  # noqa: E402
-
-from docverify.domain.labelled_corpus import load_all_records, load_split  # noqa: E402
+from scripts.support.labelled_corpus import load_all_records, load_split  # noqa: E402
 
 OUT = REPO / "docs" / "benchmarks" / "verifiers.md"
 SEED = 2020
@@ -51,7 +51,7 @@ def default_corpora() -> pathlib.Path:
     env = os.environ.get("DOCVERIFY_CORPORA")
     if env:
         return pathlib.Path(env)
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     return default_corpora_dir()
 

@@ -23,13 +23,15 @@ import sys
 from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO / "plugins") not in sys.path:  # direct runs without PYTHONPATH
-    sys.path.insert(0, str(REPO / "plugins"))
+for _p in (REPO / "plugins", REPO):  # direct runs without PYTHONPATH (scripts.support)
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+from scripts.support.labelled_corpus import part_records as labelled_part_records  # noqa: E402
 
 from docverify.classify.calibration import platt  # noqa: E402
 from docverify.classify.offline import IMPLEMENTATION, classify_offline  # noqa: E402
-from docverify.domain.labelled_corpus import part_records as labelled_part_records  # noqa: E402
-from docverify.domain.labelled_corpus import to_bundle  # noqa: E402
+from docverify.reporting.labelled_sample import to_bundle  # noqa: E402
 
 OUT = REPO / "include" / "rules" / "classifier_calibration.json"
 #: parameters are stored rounded, so that a retrain on another machine compares equal
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="AUROC/ECE/Brier on both parts, raw and calibrated")
     args = ap.parse_args(argv)
     if args.corpora is None:
-        from docverify.domain.resources import default_corpora_dir
+        from scripts.support.corpora import default_corpora_dir
 
         args.corpora = default_corpora_dir()
     cal = calibration_record(args.corpora)

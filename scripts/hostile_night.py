@@ -19,9 +19,9 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "plugins"), str(REPO)]
 
+from scripts.support.corpora import default_corpora_dir  # noqa: E402
 from tests.hostile import kit  # noqa: E402
 
-from docverify.domain.resources import default_corpora_dir  # noqa: E402
 from docverify.judging.judges import OfflineJudge  # noqa: E402
 
 

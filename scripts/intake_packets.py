@@ -43,8 +43,8 @@ for _p in (REPO / "plugins", REPO / "scripts"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from docverify.domain.labelled_corpus import PAGE_BREAK  # noqa: E402
 from docverify.domain.models import DocumentBundle, Page  # noqa: E402
+from docverify.reporting.labelled_sample import PAGE_BREAK  # noqa: E402
 
 OTHER = "Other"
 CLINICAL_TYPES = ("Clinical Note", "Genomic Report", "Pathology Report", "Radiology Report")

@@ -21,9 +21,9 @@ import sys
 from collections import defaultdict
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "plugins"))
+sys.path[:0] = [str(REPO / "plugins"), str(REPO)]
 
-from docverify.domain.labelled_corpus import (  # noqa: E402
+from scripts.support.labelled_corpus import (  # noqa: E402
     FORMS,
     FORMS_SPLIT_FILE,
     LARGE,
@@ -80,7 +80,7 @@ def make_large_split(records: list[dict]) -> dict:
 def make_forms_split(records: list[dict]) -> dict:
     """``forms_real``: by source repository — every form of one repository on one side, so the test part's
     clinics, agencies and tax forms are ones the tuning never saw — half/half per stratum
-    (:func:`~docverify.domain.labelled_corpus.forms_stratum`) by :func:`halves` with its own generator."""
+    (:func:`~scripts.support.labelled_corpus.forms_stratum`) by :func:`halves` with its own generator."""
     kinds: dict[str, list[str]] = defaultdict(list)
     for r in records:
         kinds[r["corpus"]].append(str((r.get("labels") or {}).get("kind")))
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora", type=pathlib.Path, default=None)
     args = ap.parse_args(argv)
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     corpora = args.corpora or default_corpora_dir()
     large, forms = load_large_records(corpora), load_forms_records(corpora)

@@ -5,9 +5,9 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "plugins"))
+sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
-from docverify.domain.examples import WORKED_EXAMPLES  # noqa: E402
+from scripts.support.examples import WORKED_EXAMPLES  # noqa: E402
 
 for name, build in WORKED_EXAMPLES.items():
     bundle, classification = build()

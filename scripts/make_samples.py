@@ -7,7 +7,7 @@ Deterministic: the same corpora give the same bytes on every run (fixed creation
 ids, uncompressed page content, images stored with zlib level 0). Three samples are made from real
 public texts read from the shared corpora (``--corpora``, else ``$DOCVERIFY_CORPORA``, else
 ``<repo>/../shared/corpora``); every other text is written here, or comes from
-``docverify.domain.examples`` (the specification's worked examples). ``include/samples/SOURCE.md`` says
+``scripts/support/examples.py`` (the specification's worked examples). ``include/samples/SOURCE.md`` says
 where each text came from; ``include/samples/expected_routes.json`` (kept by hand) says which route
 each sample is expected to take.
 
@@ -33,12 +33,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "plugins"))
+sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
 from fpdf import FPDF  # noqa: E402
 from fpdf.enums import XPos, YPos  # noqa: E402
-
-from docverify.domain.examples import (  # noqa: E402
+from scripts.support.examples import (  # noqa: E402
     GENOMIC_P1,
     GENOMIC_P2,
     NOTE_P3,
@@ -46,6 +45,7 @@ from docverify.domain.examples import (  # noqa: E402
     spec_auto_retry,
     spec_fabricated,
 )
+
 from docverify.domain.models import ClassificationOutput  # noqa: E402
 
 CREATION_DATE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -221,7 +221,7 @@ def corpora_dir(arg: str | None) -> pathlib.Path:
     env = os.environ.get("DOCVERIFY_CORPORA")
     if env:
         return pathlib.Path(env)
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     return default_corpora_dir()
 

@@ -39,11 +39,14 @@ from typing import Any
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO / "plugins") not in sys.path:
-    sys.path.insert(0, str(REPO / "plugins"))
+for _p in (REPO / "plugins", REPO):  # direct runs without PYTHONPATH (scripts.support)
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
-from docverify.domain.labelled_corpus import part_records, record_pages, source_group  # noqa: E402
+from scripts.support.labelled_corpus import part_records, source_group  # noqa: E402
+
 from docverify.domain.models import DOC_TYPES  # noqa: E402
+from docverify.reporting.labelled_sample import record_pages  # noqa: E402
 from docverify.verify import independent as ind  # noqa: E402
 
 MIN_DF = 3
@@ -340,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
     ap.add_argument("--check", action="store_true", help="compare a retrain with the shipped artefact")
     args = ap.parse_args(argv)
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     arrays, info = train(args.corpora or default_corpora_dir())
     print(json.dumps(info, indent=1))

@@ -92,7 +92,7 @@ def _bundle(doc_id: str, pages: list[str], origin: str) -> DocumentBundle:
 
 def single_docs(records: Iterable[dict[str, Any]]) -> list[BenchDoc]:
     """Each labelled record as a document of one segment (pages of about 3,000 characters)."""
-    from docverify.domain.labelled_corpus import split_pages
+    from docverify.reporting.labelled_sample import split_pages
 
     out = []
     for r in records:
@@ -108,7 +108,7 @@ def single_docs(records: Iterable[dict[str, Any]]) -> list[BenchDoc]:
 def multi_docs(records: Iterable[dict[str, Any]], n: int, seed: int) -> list[BenchDoc]:
     """``n`` PDFs holding 2–3 documents of different types (texts of ``records`` concatenated as
     pages), with their true segments. Seeded."""
-    from docverify.domain.labelled_corpus import split_pages
+    from docverify.reporting.labelled_sample import split_pages
 
     rng = random.Random(seed)
     by_type: dict[str, list[dict[str, Any]]] = {}

@@ -15,7 +15,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _corpora() -> pathlib.Path:
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     return default_corpora_dir()
 

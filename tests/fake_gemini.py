@@ -249,7 +249,7 @@ def overload_body() -> dict:
     default corpora folder); FileNotFoundError when the corpora are absent."""
     import pathlib
 
-    from docverify.domain.resources import default_corpora_dir
+    from scripts.support.corpora import default_corpora_dir
 
     path = pathlib.Path(default_corpora_dir()) / "realapi" / "errors" / "errors_from_issues.json"
     entry = json.loads(path.read_text())["err_503_overloaded"]

@@ -28,7 +28,7 @@ def _scripts_on_path(monkeypatch):
 
 @pytest.fixture(scope="module")
 def test_records(corpora_dir):
-    from docverify.domain import labelled_corpus
+    from scripts.support import labelled_corpus
 
     records = labelled_corpus.part_records(corpora_dir, REPO, "test")
     if not any(ip.is_form(r) for r in records):

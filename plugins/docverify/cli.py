@@ -29,7 +29,6 @@ from typing import Any
 from docverify.arbiters.cr_vote import VoteInputError, arbiter_vote, arbiter_vote_all
 from docverify.arbiters.fraud_decision import decision_arbiter_agent, validate_state
 from docverify.arbiters.v5 import decide
-from docverify.domain.labelled_corpus import CorpusNotFound
 from docverify.domain.models import DocumentBundle, Issue
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.judging.judges import Judge, OfflineJudge
@@ -39,6 +38,7 @@ from docverify.layout.pool import parse_pdf_bounded
 from docverify.pipeline.document import VerifyDeps, verify_document
 from docverify.reporting import evaluate_render
 from docverify.reporting.evaluate import evaluate_labelled_corpus, evaluate_store
+from docverify.reporting.labelled_sample import CorpusNotFound
 from docverify.reporting.outputs import write_outcome
 from docverify.reporting.trace import UnknownDocument, document_trace, render_text
 from docverify.storage.limits import (

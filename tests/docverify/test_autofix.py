@@ -3,9 +3,9 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scripts.support.examples import genomic_then_note, mutate
 
 from docverify.domain.codes import AUTO_FIXABLE_CODES, CATALOGUE
-from docverify.domain.examples import genomic_then_note, mutate
 from docverify.domain.models import ClassificationOutput
 from docverify.pipeline.autofix import FIXERS, apply_fixes, normalise_shares
 from docverify.verify import v1_schema, v2_consistency, v4_evidence

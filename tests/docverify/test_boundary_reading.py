@@ -8,13 +8,14 @@ import dataclasses
 import pathlib
 
 import pytest
+from scripts.support.labelled_corpus import part_records
 from tests.docverify.segments import bundle as _bundle
 from tests.docverify.segments import classification as _classification
 
-from docverify.domain.labelled_corpus import part_records, split_pages
 from docverify.domain.models import Issue
 from docverify.pipeline.autofix import apply_fixes
 from docverify.reporting.audit_sample import sampling_confidence
+from docverify.reporting.labelled_sample import split_pages
 from docverify.verify import independent as ind
 from docverify.verify.v1_schema import check as v1_check
 from docverify.verify.v2_consistency import rule_phase as v2_rules

@@ -2,10 +2,10 @@
 BLOCKER, fixes that travel together, auto-fixable BLOCKERs, V3 trap 3 phone/fax numbers."""
 
 import pytest
+from scripts.support.examples import NOTE_P3, bundle, genomic_then_note, mutate
 
 from docverify.arbiters.v5 import decide
 from docverify.domain.codes import CATALOGUE
-from docverify.domain.examples import NOTE_P3, bundle, genomic_then_note, mutate
 from docverify.domain.models import ClassificationOutput
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import OfflineJudge

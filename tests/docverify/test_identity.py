@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripts.support.examples import GENOMIC_P1, GENOMIC_P2, NOTE_P3, bundle, classification
 
 from docverify.domain.codes import CATALOGUE
-from docverify.domain.examples import GENOMIC_P1, GENOMIC_P2, NOTE_P3, bundle, classification
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Page, Segment
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import OfflineJudge

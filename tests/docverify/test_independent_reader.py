@@ -9,11 +9,12 @@ import shutil
 import sys
 
 import pytest
+from scripts.support.labelled_corpus import part_records
 from tests.docverify.segments import bundle as _bundle
 from tests.docverify.segments import classification as _classification
 
-from docverify.domain.labelled_corpus import part_records, split_pages
 from docverify.domain.models import DOC_TYPES
+from docverify.reporting.labelled_sample import split_pages
 from docverify.verify import independent as ind
 from docverify.verify import v2_consistency
 

@@ -6,11 +6,11 @@ import json
 import subprocess
 import sys
 
+from scripts.support.examples import genomic_then_note, mutate
 from tests.docverify.review_night import DS, REPO, run_night
 from tests.packets import packet_file
 from tests.sample_ids import sid
 
-from docverify.domain.examples import genomic_then_note, mutate
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import OfflineJudge
 from docverify.pipeline.document import verify_document_sync

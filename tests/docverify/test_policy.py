@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from scripts.support.examples import NOTE_P3, bundle, classification, genomic_then_note, mutate
 from tests.docverify.blind_reader import blind_aside
 
 from docverify.domain import policy as P
-from docverify.domain.examples import NOTE_P3, bundle, classification, genomic_then_note, mutate
 from docverify.domain.models import DOC_TYPES
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.judging.judges import OfflineJudge, Usage

@@ -8,9 +8,9 @@ import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripts.support.examples import genomic_then_note, mutate, spec_auto_retry
 
 from docverify.domain.codes import make_issue
-from docverify.domain.examples import genomic_then_note, mutate, spec_auto_retry
 from docverify.domain.models import VerificationReport
 from docverify.judging.judges import Judge, JudgmentResult
 from docverify.pipeline.document import verify_document

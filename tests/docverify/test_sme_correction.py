@@ -5,9 +5,9 @@ no BLOCKER and contradicts itself nowhere."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripts.support.examples import genomic_then_note, spec_escalate, spec_fabricated
 from tests.docverify.test_consistency import classifications, contradictions
 
-from docverify.domain.examples import genomic_then_note, spec_escalate, spec_fabricated
 from docverify.domain.models import DOC_TYPES, ClassificationOutput
 from docverify.pipeline.document import rule_phases
 from docverify.sme.ground_truth import apply_correction

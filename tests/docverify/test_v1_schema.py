@@ -1,8 +1,8 @@
 """Every row of the spec's V1 table (slide 4), with its severity and auto-fix flag."""
 
 import pytest
+from scripts.support.examples import genomic_then_note, mutate
 
-from docverify.domain.examples import genomic_then_note, mutate
 from docverify.domain.models import ClassificationOutput
 from docverify.verify import v1_schema
 

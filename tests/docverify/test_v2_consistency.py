@@ -1,8 +1,8 @@
 """The spec's V2 rule table (slide 4) and its worked example."""
 
 import pytest
+from scripts.support.examples import genomic_then_note, mutate
 
-from docverify.domain.examples import genomic_then_note, mutate
 from docverify.domain.models import ClassificationOutput
 from docverify.verify import v2_consistency
 
@@ -66,7 +66,7 @@ RADIOLOGY_P = ("CHEST RADIOGRAPH, TWO VIEWS\nCOMPARISON: None.\nFINDINGS: The lu
 
 
 def _judge(pages, segments):
-    from docverify.domain.examples import bundle, classification
+    from scripts.support.examples import bundle, classification
 
     b = bundle(pages)
     c = ClassificationOutput.model_validate(classification(segments))
@@ -74,7 +74,7 @@ def _judge(pages, segments):
 
 
 def test_two_documents_merged_into_one_segment_are_seen_page_by_page():
-    from docverify.domain.examples import GENOMIC_P1, NOTE_P3
+    from scripts.support.examples import GENOMIC_P1, NOTE_P3
 
     ev = {"snippet": "BRCA1/2 Analysis — Full Gene Sequencing", "page": 1, "anchors_found": []}
     issues = _judge([GENOMIC_P1, RADIOLOGY_P, RADIOLOGY_P], [(1, 3, "Genomic Report", ev)])
@@ -92,7 +92,7 @@ def test_two_documents_merged_into_one_segment_are_seen_page_by_page():
 
 
 def test_a_boundary_one_page_off_is_seen():
-    from docverify.domain.examples import GENOMIC_P1, GENOMIC_P2
+    from scripts.support.examples import GENOMIC_P1, GENOMIC_P2
 
     ev = {"snippet": "BRCA1/2 Analysis — Full Gene Sequencing", "page": 1, "anchors_found": []}
     ev2 = {"snippet": "IMPRESSION: No acute cardiopulmonary process.", "page": 4, "anchors_found": []}
@@ -103,10 +103,10 @@ def test_a_boundary_one_page_off_is_seen():
 
 
 def test_a_type_the_segment_claims_as_embedded_is_not_foreign():
-    from docverify.domain.examples import GENOMIC_P1, mutate
+    from scripts.support.examples import GENOMIC_P1, mutate
 
     ev = {"snippet": "BRCA1/2 Analysis — Full Gene Sequencing", "page": 1, "anchors_found": []}
-    from docverify.domain.examples import bundle, classification
+    from scripts.support.examples import bundle, classification
 
     c = classification([(1, 2, "Genomic Report", ev)])
 

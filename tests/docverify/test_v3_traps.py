@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from scripts.support.examples import bundle, classification, genomic_then_note, mutate
 
-from docverify.domain.examples import bundle, classification, genomic_then_note, mutate
 from docverify.domain.models import ClassificationOutput
 from docverify.domain.resources import load_rule
 from docverify.verify import v3_traps

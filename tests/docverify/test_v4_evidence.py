@@ -1,8 +1,8 @@
 """V4: evidence checked against the real page text (spec slide 6)."""
 
 import pytest
+from scripts.support.examples import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
 
-from docverify.domain.examples import GENOMIC_P1, bundle, classification, genomic_then_note, mutate
 from docverify.domain.models import ClassificationOutput
 from docverify.verify import v4_evidence
 

@@ -9,8 +9,8 @@ import random
 
 import pytest
 from scripts import verifier_bench as vb
+from scripts.support.examples import GENOMIC_P1, GENOMIC_P2, NOTE_P3
 
-from docverify.domain.examples import GENOMIC_P1, GENOMIC_P2, NOTE_P3
 from docverify.domain.models import ClassificationOutput
 from docverify.judging.judges import OfflineJudge
 from docverify.verify import v1_schema
@@ -97,7 +97,7 @@ def test_caught_means_escalated_or_fixed():
 def test_a_small_run_on_real_documents(corpora_dir, repo_dir):
     """Ten documents of the test part: the summary counts every case once and the gold of real
     texts builds (the figures themselves are the benchmark's)."""
-    from docverify.domain.labelled_corpus import load_all_records, load_split
+    from scripts.support.labelled_corpus import load_all_records, load_split
 
     records = load_all_records(corpora_dir)
     test_ids = set(load_split(repo_dir)["test"])

@@ -42,20 +42,3 @@ def load_rule(name: str) -> Any:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-#: Where the shared test corpora are looked for, in order, after ``$DOCVERIFY_CORPORA``: beside
-#: the checkout (``../shared/corpora``), then the workplace's fixed location (a clone made
-#: elsewhere, e.g. by CI in a temporary folder, still finds them).
-CORPORA_FALLBACKS = (pathlib.Path(__file__).resolve().parents[4] / "shared" / "corpora",
-                     pathlib.Path("/work/shared/corpora"))
-
-
-def default_corpora_dir() -> pathlib.Path:
-    env = os.environ.get("DOCVERIFY_CORPORA")
-    if env:
-        return pathlib.Path(env)
-    for candidate in CORPORA_FALLBACKS:
-        if candidate.is_dir():
-            return candidate
-    return CORPORA_FALLBACKS[0]

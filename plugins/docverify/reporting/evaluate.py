@@ -94,10 +94,10 @@ from typing import TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from docverify.classify.offline import IMPLEMENTATION, classify_offline
-from docverify.domain.labelled_corpus import PAGE_CHARS, load_records, sample_path, to_bundle
 from docverify.domain.models import GroundTruthRecord
 from docverify.reporting.audit_sample import error_kinds as kinds_of
 from docverify.reporting.audit_sample import false_accept_estimate
+from docverify.reporting.labelled_sample import PAGE_CHARS, load_records, sample_path, to_bundle
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore, StoragePath
 
@@ -679,12 +679,12 @@ def evaluate_store(store: ArtifactStore | str | StoragePath) -> FeedbackFigures:
 
 def evaluate_labelled_corpus(corpus_dir: pathlib.Path | str, page_chars: int | None = None) -> CorpusFigures:
     """The accuracy figures of the offline classifier on the labelled real corpus — the code
-    path of ``scripts/bench_classifier.py`` (:mod:`docverify.domain.labelled_corpus` cuts each text into
+    path of ``scripts/bench_classifier.py`` (:mod:`docverify.reporting.labelled_sample` cuts each text into
     pages, ``classify_offline`` classifies it). The truth of a record is one segment of its
     ``proposed_doc_type`` over all its pages, so split accuracy = one segment of the right type,
     and boundary recall has no denominator. ``corpus_dir``: the corpora folder, its
     ``text_labeled`` folder or the ``.jsonl`` itself. Raises
-    :class:`~docverify.domain.labelled_corpus.CorpusNotFound` when the sample is not there."""
+    :class:`~docverify.reporting.labelled_sample.CorpusNotFound` when the sample is not there."""
     page_chars = page_chars or PAGE_CHARS
     path = sample_path(corpus_dir)
     total = _Accumulator()

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from scripts.support.labelled_corpus import load_all_records, load_large_records
 
 from docverify.classify.offline import classify_offline
-from docverify.domain.labelled_corpus import load_all_records, load_large_records, to_bundle
 from docverify.domain.models import DocumentBundle, Page
+from docverify.reporting.labelled_sample import to_bundle
 from docverify.verify.v4_evidence import find_on_page, offline_judgment, rule_phase
 
 #: a line longer than a snippet may be, so the lexicon cuts it into pieces: the cut falls right after
