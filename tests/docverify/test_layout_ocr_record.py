@@ -32,3 +32,31 @@ def test_the_layout_record_and_the_report_carry_the_ocr_pages_and_seconds(tmp_pa
     assert rep["ocr"] == {"documents": 1, "pages": 1, "seconds": layout["ocr_seconds"]}
     md = to_markdown(rep)
     assert f"OCR (layout): 1 page(s) of 1 document(s) in {layout['ocr_seconds']:.1f} s" in md
+
+
+def test_a_scan_split_across_the_workers_is_one_bundle_and_one_ocr_record(tmp_path):
+    """Through the layout stage (2 workers, split from 4 image pages, the manifest's sha256 handed to
+    the workers): the generated 6-page scan is one bundle of its 6 pages in order with the manifest's
+    hash, its OCR work one record entry of 6 pages. (That the pool reads such a scan in two ranges, by
+    two processes, is shown in tests/docverify/layout/test_scan_split.py.)"""
+    from tests.docverify.layout.test_scan_split import WORDS, _scan
+
+    from docverify.stages.common import Batch
+    from docverify.stages.discover import discover
+    from docverify.stages.layout import layout_local
+    from docverify.storage.store import ArtifactStore
+
+    root = tmp_path / "root"
+    incoming = root / "incoming" / kit.DS
+    incoming.mkdir(parents=True)
+    _scan(incoming / "scan6.pdf")
+    b = Batch(store=ArtifactStore(root), ds=kit.DS, run_id="split")
+    discover(b.fresh())
+    out = layout_local(b.fresh(), workers=2, timeout_s=60, split_scan_pages=4)
+    [doc] = b.fresh().rs.manifest().documents
+    assert out.record["ok"] == [doc.doc_id] and out.errors == 0
+    bundle = json.loads((root / "runs" / kit.DS / doc.doc_id / "bundle.json").read_text())
+    assert [p["page_num"] for p in bundle["pages"]] == [1, 2, 3, 4, 5, 6]
+    assert all(w in p["text"].upper() for w, p in zip(WORDS, bundle["pages"], strict=True))
+    assert bundle["sha256"] == doc.sha256
+    assert out.record["ocr"][doc.doc_id]["pages"] == 6 == out.record["ocr_pages"]
