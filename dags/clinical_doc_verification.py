@@ -217,12 +217,12 @@ def clinical_doc_verification():
     shards = plan_shards()
     [laid_out, ingested] >> shards
     verified = verify.expand(shard=shards)
-    arbiter = route(shards)
-    verified >> arbiter
+    routed = route(shards)  # reads the routes V5 decided in verify; it decides nothing (docs/architecture.md, Names)
+    verified >> routed
     retry_shards = plan_retry_shards()
     retry = auto_fix_retry.expand(shard=retry_shards)
     routes = [accept(), write_sme_packets()]
-    arbiter >> [retry_shards, *routes]
+    routed >> [retry_shards, *routes]
     retry >> routes
     audit = audit_sample()  # a sample of the night's accepts → audit packets (ADR 0023)
     routes[0] >> audit

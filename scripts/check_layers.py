@@ -6,7 +6,8 @@ The layers are listed bottom to top in ``pyproject.toml`` (``[[tool.docverify.la
 import statement of ``plugins/docverify`` — at the top of a module, under ``TYPE_CHECKING`` or
 inside a function — may only point down or within its layer; the core imports no Airflow
 (``airflow``, ``docverify_airflow``, ``docverify_documentai``). A module in no layer, and a layer
-entry that names no module, are errors too. And no import circle, of any length, among the modules of
+entry that names no module, are errors too; so is an entry naming a module inside a folder (a layer
+is a folder of the core or a top-level module, so the folders show every arrow). And no import circle, of any length, among the modules of
 ``plugins/`` (the core and the Airflow packages): a circle within one layer is still a circle. Each
 error names the file, the line and the fix; the exit code is 1 when there is one.
 """
@@ -82,6 +83,7 @@ def check(root: pathlib.Path) -> list[str]:
             if not any(m == entry or m.startswith(entry + ".") for m in known):
                 errors.append(f"pyproject.toml: layer {layer.name!r} lists {entry!r}, which is no module of "
                               f"plugins/docverify. Fix: remove the entry or correct its name.")
+    errors += _folder_entries(layers)
     order = " → ".join(layer.name for layer in layers)
     for me, f in known.items():
         rel = f.relative_to(root)
@@ -111,6 +113,17 @@ def check(root: pathlib.Path) -> list[str]:
                     f"what {me} needs from {target} down to layer {mine[0].name} or below, or move {me} "
                     f"up to layer {theirs[0].name}, or have the caller pass it in.")
     return errors + circles(root)
+
+
+def _folder_entries(layers: list[Layer]) -> list[str]:
+    """A layer is a folder of the core (``docverify.stages``) or a top-level module (``docverify.cli``):
+    an entry naming a module inside a folder (``docverify.stages.common``) would give that module another
+    layer than its folder's, and an import of it an arrow the folders do not show (ADR 0053: the report
+    imported ``stages/common.py`` through such a "night" layer, and the check passed)."""
+    return [f"pyproject.toml: layer {layer.name!r} lists {entry!r}, a module inside the folder "
+            f"{'.'.join(entry.split('.')[:2])}: a layer is a folder or a top-level module of the core. Fix: "
+            f"move what the lower layers need from {entry} into a folder of a layer at or below theirs."
+            for layer in layers for entry in layer.modules if len(entry.split(".")) > 2]
 
 
 def circles(root: pathlib.Path) -> list[str]:

@@ -76,6 +76,111 @@ def test_a_circle_within_one_layer_and_a_module_in_no_layer_fail_the_check(tmp_p
     assert len(errors) == 3, errors
 
 
+def test_a_layer_carved_out_of_another_layers_folder_fails_the_check(tmp_path):
+    """Issue 41: the old "night" layer (``docverify.stages.common`` below the report) let the report
+    import from the stages' folder while the check passed; a layer entry inside a folder is refused."""
+    root = _copy(tmp_path)
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace('[[tool.docverify.layers]]\nname = "reporting"',
+                                      '[[tool.docverify.layers]]\nname = "night"\nmodules = ["docverify.stages.common"]\n\n'
+                                      '[[tool.docverify.layers]]\nname = "reporting"', 1))
+    errors = check_layers.check(root)
+    assert errors == ["pyproject.toml: layer 'night' lists 'docverify.stages.common', a module inside the folder "
+                      "docverify.stages: a layer is a folder or a top-level module of the core. Fix: move what the "
+                      "lower layers need from docverify.stages.common into a folder of a layer at or below theirs."]
+
+
+def test_the_report_reads_the_night_from_below_the_stages():
+    """The batch, the stage records and the lineage line the report reads are storage's; the stages'
+    module re-exports the same objects (one definition)."""
+    from docverify.stages import common
+    from docverify.storage import night
+
+    report = (PLUGINS / "docverify/reporting/report.py").read_text()
+    assert "docverify.stages" not in report and "from docverify.storage.night import" in report
+    assert common.Batch is night.Batch and common.lineage is night.lineage
+
+
+def test_the_product_ships_no_test_support_and_names_no_machine_path():
+    """Issue 41 / ADR 0053: the worked examples, the benchmarks' corpora and the corpora's location are
+    test and benchmark support (``scripts/support/``): nothing in ``plugins/`` imports ``tests`` or
+    ``scripts``, and no module names an absolute path of one machine."""
+    offenders = []
+    for f in PLUGINS.rglob("*.py"):
+        tree = ast.parse(f.read_text())
+        for node in ast.walk(tree):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{f.relative_to(PLUGINS)}: imports {n}" for n in names if n.split(".")[0] in ("tests", "scripts")]
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.startswith(("/work/", "/home/", "/Users/", "/tmp/")):
+                offenders.append(f"{f.relative_to(PLUGINS)}:{node.lineno}: {node.value!r}")
+    assert offenders == []
+    assert not (PLUGINS / "docverify/domain/examples.py").exists()
+    assert not (PLUGINS / "docverify/domain/labelled_corpus.py").exists()
+
+
+#: The core's functions over 60 lines, each with the reason it is still long (issue 41: none without one).
+#: A split removes its line; the test fails on an entry that is gone or short, so the list only shrinks.
+CONCURRENT = "owned by a concurrent change; split next"
+#: a dense algorithm (an alignment, a Viterbi pass, a table of checks) whose split needs its own review
+DENSE = "a dense algorithm: its split needs its own review and measurement (ADR 0053, next)"
+#: not reached in the session of ADR 0053; next
+NEXT = "not reached by ADR 0053's session; split next"
+LONG_FUNCTIONS = {
+    "reporting/report.py::build": CONCURRENT,
+    "stages/discover.py::discover": CONCURRENT,
+    "layout/local_pdf.py::parse_pdf": CONCURRENT,
+    "sme/correction.py::derive": CONCURRENT,
+    "sme/answer.py::_check": CONCURRENT,
+    "sme/ground_truth.py::apply_correction": CONCURRENT,
+    "stages/routes.py::write_sme_packets": NEXT,
+    "verify/common.py::CriticalTokens.compare": DENSE,
+    "verify/v1_schema.py::check": DENSE,
+    "classify/offline.py::_classify_segment": DENSE,
+    "classify/offline.py::_viterbi": DENSE,
+}
+MAX_LINES = 60
+
+
+def long_functions(package: pathlib.Path, limit: int = MAX_LINES) -> dict[str, int]:
+    """``file::Class.function`` → its length in lines (``def`` to its last line), for every function
+    (methods and nested functions too) of ``package`` longer than ``limit``."""
+    out: dict[str, int] = {}
+
+    def walk(node: ast.AST, rel: str, prefix: str) -> None:
+        for n in ast.iter_child_nodes(node):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                if (length := (n.end_lineno or n.lineno) - n.lineno + 1) > limit:
+                    out[f"{rel}::{prefix}{n.name}"] = length
+                walk(n, rel, f"{prefix}{n.name}.")
+            elif isinstance(n, ast.ClassDef):
+                walk(n, rel, f"{prefix}{n.name}.")
+
+    for f in sorted(package.rglob("*.py")):
+        walk(ast.parse(f.read_text()), f.relative_to(package).as_posix(), "")
+    return out
+
+
+def test_no_core_function_is_over_60_lines_without_a_written_reason():
+    """Issue 41: a reader holds a function in their head; a core function over 60 lines is either split
+    or on :data:`LONG_FUNCTIONS` with its reason, and an entry whose function was split (or is gone)
+    leaves the list."""
+    found = long_functions(PLUGINS / "docverify")
+    assert sorted(set(found) - set(LONG_FUNCTIONS)) == [], "split it, or add it with a written reason"
+    assert sorted(set(LONG_FUNCTIONS) - set(found)) == [], "no longer over 60 lines: remove it from the list"
+    assert all(reason.strip() for reason in LONG_FUNCTIONS.values())
+
+
+def test_long_functions_sees_methods_and_nested_functions(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(60))
+    (tmp_path / "m.py").write_text(f"class C:\n    def f(self):\n    {body.replace(chr(10), chr(10) + '    ')}\n\n"
+                                   f"def g():\n    def h():\n    {body.replace(chr(10), chr(10) + '    ')}\n\n"
+                                   f"def short():\n    return 1\n")
+    assert long_functions(tmp_path) == {"m.py::C.f": 61, "m.py::g": 62, "m.py::g.h": 61}
+
+
 def test_the_domain_core_imports_no_airflow():
     offenders = []
     for f in (PLUGINS / "docverify").rglob("*.py"):

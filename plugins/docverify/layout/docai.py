@@ -218,6 +218,22 @@ def bundle_from_docai(
     """
     where = file_path or doc_id
     name = _short(where)
+    docs = _shard_list(doc, name, where)
+    layout, pages, base, version = _read_pages(docs, name, where)
+    _require_text(pages, layout, docs, name, where)
+    return DocumentBundle(
+        doc_id=doc_id,
+        file_path=file_path,
+        sha256=sha256,
+        total_pages=len(pages),
+        processing_timestamp=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        parser=parser if parser is not None else (f"{base}@{version}" if version else base),
+        pages=pages,
+    )
+
+
+def _shard_list(doc: object, name: str, where: str) -> list[dict[str, object]]:
+    """The shards of one document as unwrapped Document objects (one dict is one shard)."""
     if isinstance(doc, dict):
         docs = [doc]
     elif isinstance(doc, list | tuple):
@@ -244,17 +260,21 @@ def bundle_from_docai(
                 f"JSON files Document AI wrote, unchanged",
                 where,
             )
-    docs = [_unwrap(d) for d in docs]
+    return [_unwrap(d) for d in docs]
+
+
+def _read_pages(docs: list[dict[str, object]], name: str,
+                where: str) -> tuple[bool, list[Page], str, str]:
+    """(Layout Parser output?, the pages, the parser id, the processor version) of the shards; a
+    malformed Document is ``DOCAI_INVALID_JSON``."""
     try:
         shards = _order_shards(docs, name, where)
         layout = any(_blocks_of(s) for s in shards)
         if layout:
-            pages = _pages_from_layout(shards, name, where)
-            base = PARSER_ID_LAYOUT
+            pages, base = _pages_from_layout(shards, name, where), PARSER_ID_LAYOUT
         else:
-            pages = _pages_from_ocr(shards, name, where)
-            base = PARSER_ID_OCR
-        version = _processor_version(shards)
+            pages, base = _pages_from_ocr(shards, name, where), PARSER_ID_OCR
+        return layout, pages, base, _processor_version(shards)
     except _Invalid as exc:
         raise ParseError(
             DOCAI_INVALID_JSON,
@@ -269,31 +289,28 @@ def bundle_from_docai(
             f"Layout Parser output as written by the service",
             where,
         ) from exc
-    if not any(p.text.strip() for p in pages):
-        if not layout and pages and not any(_str(s, "text") for s in shards):
-            raise ParseError(
-                DOCAI_NO_CONTENT,
-                f"{name}: its {len(pages)} page(s) point into Document.text, which is missing or empty "
-                f"(an output saved without its text, e.g. by a Splitter or Classifier); process the PDF "
-                f"with the Layout Parser or Enterprise OCR and convert that output",
-                where,
-            )
-        kind = "Layout Parser blocks" if layout else "OCR pages"
+
+
+def _require_text(pages: list[Page], layout: bool, shards: list[dict[str, object]], name: str, where: str) -> None:
+    """``DOCAI_NO_CONTENT`` when no page holds text, naming why (OCR pages pointing into a missing
+    ``Document.text``, or a blank / unreadable document)."""
+    if any(p.text.strip() for p in pages):
+        return
+    if not layout and pages and not any(_str(s, "text") for s in shards):
         raise ParseError(
             DOCAI_NO_CONTENT,
-            f"{name}: the Document AI output holds no text ({kind}, {len(pages)} page(s), all empty); "
-            f"the document may be blank or an image Document AI could not read: check the source PDF, "
-            f"or reprocess it with the Layout Parser or Enterprise OCR",
+            f"{name}: its {len(pages)} page(s) point into Document.text, which is missing or empty "
+            f"(an output saved without its text, e.g. by a Splitter or Classifier); process the PDF "
+            f"with the Layout Parser or Enterprise OCR and convert that output",
             where,
         )
-    return DocumentBundle(
-        doc_id=doc_id,
-        file_path=file_path,
-        sha256=sha256,
-        total_pages=len(pages),
-        processing_timestamp=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        parser=parser if parser is not None else (f"{base}@{version}" if version else base),
-        pages=pages,
+    kind = "Layout Parser blocks" if layout else "OCR pages"
+    raise ParseError(
+        DOCAI_NO_CONTENT,
+        f"{name}: the Document AI output holds no text ({kind}, {len(pages)} page(s), all empty); "
+        f"the document may be blank or an image Document AI could not read: check the source PDF, "
+        f"or reprocess it with the Layout Parser or Enterprise OCR",
+        where,
     )
 
 
@@ -432,8 +449,13 @@ def _order_shards(docs: list[dict[str, object]], name: str, where: str) -> list[
             f"different documents or operations; pass only the files of one document's output folder",
             where,
         )
-    count = counts.pop()
-    indices = [i for i, _ in infos]
+    _check_indices([i for i, _ in infos], counts.pop(), name, where)
+    order = sorted(range(len(docs)), key=lambda k: infos[k][0])
+    return [docs[k] for k in order]
+
+
+def _check_indices(indices: list[int], count: int, name: str, where: str) -> None:
+    """Each of the ``count`` shard indices given exactly once, none beyond ``count``."""
     dupes = sorted({i for i in indices if indices.count(i) > 1})
     if dupes:
         raise ParseError(
@@ -454,13 +476,11 @@ def _order_shards(docs: list[dict[str, object]], name: str, where: str) -> list[
     if missing:
         raise ParseError(
             DOCAI_SHARDS_MISSING,
-            f"{name}: shardCount is {count} but only {len(docs)} shard(s) were given; shard(s) "
+            f"{name}: shardCount is {count} but only {len(indices)} shard(s) were given; shard(s) "
             f"{_fmt(missing)} are missing. Copy the whole output folder of this document "
             f"(<name>-0.json … <name>-{count - 1}.json) and convert again",
             where,
         )
-    order = sorted(range(len(docs)), key=lambda k: infos[k][0])
-    return [docs[k] for k in order]
 
 
 def _fmt(xs: list[int]) -> str:
@@ -634,7 +654,9 @@ def _pages_from_layout(shards: list[dict[str, object]], name: str, where: str) -
 # =========================================================================== OCR (text + pages)
 
 
-def _pages_from_ocr(shards: list[dict[str, object]], name: str, where: str) -> list[Page]:
+def _shard_text(shards: list[dict[str, object]], name: str, where: str) -> tuple[list[int], str]:
+    """(each shard's offset in the whole text, the whole ``Document.text``), checking each shard's
+    declared ``textOffset`` against the text of the shards before it."""
     texts: list[str] = []
     offsets: list[int] = []
     cum = 0
@@ -652,23 +674,28 @@ def _pages_from_ocr(shards: list[dict[str, object]], name: str, where: str) -> l
         offsets.append(cum)
         texts.append(t)
         cum += len(t)
-    full = "".join(texts)
+    return offsets, "".join(texts)
 
-    def anchor(layout: object, off: int) -> tuple[str | None, list[tuple[int, int]]]:
-        """(text, global segments) of a layout's textAnchor; text None when there is no anchor."""
-        ta = _obj(layout, "textAnchor") if isinstance(layout, dict) else {}
-        segs = _list(ta, "textSegments")
-        if not segs:
-            content = _str(ta, "content")
-            return (content if content else None), []
-        spans = []
-        for seg in segs:
-            a = off + max(0, _int(seg, "startIndex") or 0)
-            b = off + max(0, _int(seg, "endIndex") or 0)
-            if b > a:
-                spans.append((a, b))
-        return "".join(full[a:b] for a, b in spans), spans
 
+def _anchor_text(full: str, layout: object, off: int) -> tuple[str | None, list[tuple[int, int]]]:
+    """(text, global segments) of a layout's textAnchor into ``full``; text None when there is no anchor."""
+    ta = _obj(layout, "textAnchor") if isinstance(layout, dict) else {}
+    segs = _list(ta, "textSegments")
+    if not segs:
+        content = _str(ta, "content")
+        return (content if content else None), []
+    spans = []
+    for seg in segs:
+        a = off + max(0, _int(seg, "startIndex") or 0)
+        b = off + max(0, _int(seg, "endIndex") or 0)
+        if b > a:
+            spans.append((a, b))
+    return "".join(full[a:b] for a, b in spans), spans
+
+
+def _pages_from_ocr(shards: list[dict[str, object]], name: str, where: str) -> list[Page]:
+    offsets, full = _shard_text(shards, name, where)
+    anchor = functools.partial(_anchor_text, full)
     page_paras: dict[int, list[str]] = {}
     page_kinds: dict[int, list[str]] = {}
     page_text: dict[int, str] = {}

@@ -148,6 +148,138 @@ class _AttemptCounter(AbstractCapability[None]):
         return request_context
 
 
+class _ModelCall:
+    """The model requests of one call: the circuit breaker's gate, the shared limiter's reservations,
+    the retry policy, and throttling and outages waited out under the judge's :class:`ThrottlePolicy`
+    budget (then :class:`ServiceOutage`); a configuration fault or a daily quota raises at once."""
+
+    def __init__(self, judge: LLMJudge, kind: str, doc_id: str, user_prompt: str) -> None:
+        self.judge, self.kind, self.doc_id, self.user_prompt = judge, kind, doc_id, user_prompt
+        self.agent = judge._agents[kind]
+        self.limiter = judge.limiter
+        self.counter = _AttemptCounter(limiter=self.limiter)
+        self.run_usage = RunUsage()
+        # what one request is assumed to cost the tokens-per-minute budget before it is sent (~4
+        # characters a token); corrected from the real usage afterwards. Input tokens only (ADR 0018):
+        # Gemini's TPM quota (GenerateContentInputTokensPerModelPerMinute) does not count output or thoughts
+        self.estimate = (len(user_prompt) + len(SYSTEM_INSTRUCTIONS)) // 4
+        self.waited = 0.0  # seconds this call spent waiting for the quota (ThrottlePolicy.max_wait_s)
+        self.reserved = [0, 0]  # requests and tokens reserved from the limiter
+        self.throttles = 0
+        self.token = object()  # this call, as the circuit breaker's probe
+
+    def spent(self) -> float:
+        """Seconds waited: at the limiter's slots, its departure gate and 429 pauses."""
+        return self.waited + self.counter.waited
+
+    async def breaker_gate(self) -> None:
+        """While the circuit is open (``breaker_threshold`` consecutive overload/5xx answers to this
+        judge), one call — the probe — sends; the others wait here (counted in their budget)."""
+        judge = self.judge
+        step = max(0.01, min(1.0, judge.throttle.initial_wait_s))
+        while judge._circuit_open() and judge._prober not in (None, self.token):
+            left = judge.throttle.max_wait_s - self.spent()
+            if left <= 0:
+                raise self.throttled(f"circuit open after {judge._outage_streak} consecutive outage answers")
+            await asyncio.sleep(min(step, left))
+            self.waited += min(step, left)
+        if judge._circuit_open():
+            judge._prober = self.token
+
+    async def attempt(self) -> BaseModel:
+        await self.breaker_gate()
+        if self.limiter is not None:  # not counted as a failure by the retry policy: re-raised as is
+            self.waited += await self.limiter.acquire(
+                self.estimate, max_wait_s=max(0.0, self.judge.throttle.max_wait_s - self.spent()),
+                depart=False)  # the gate: _AttemptCounter, at the request
+            self.reserved[0] += 1
+            self.reserved[1] += self.estimate
+        result = await self.agent.run(
+            self.user_prompt, usage=self.run_usage, capabilities=[self.counter], timeout=self.judge.timeout_s
+        )
+        # priced by the model that answered (with fallback connections, not the first in the list)
+        self.judge.price_model = answered_price_model(self.judge.price_model, result.new_messages())
+        return result.output
+
+    def throttled(self, why: str) -> JudgeThrottled:
+        judge, budget = self.judge, self.judge.throttle.max_wait_s
+        logger.warning(
+            "llm %s doc_id=%s prompt=%s model=%s throttled: %s (waited %.0fs of %.0fs, %d requests)",
+            self.kind, self.doc_id, judge._prompts[self.kind], judge.model_id, why, self.spent(), budget,
+            self.counter.attempts,
+        )
+        return ServiceOutage(
+            f"{judge.name}: the {self.kind} call for document {self.doc_id} was held back by the model's quota or "
+            f"an outage of the service ({why}; waited {self.spent():.0f}s of a {budget:.0f}s budget, "
+            f"Variable docverify_llm_throttle_wait_s); the task fails and is retried later"
+        )
+
+    async def run(self) -> tuple[BaseModel | None, BaseException | None]:
+        """(the answer, None), or (None, the fault of the document's own request)."""
+        try:
+            while True:
+                try:
+                    if self.judge.retry_policy is None:
+                        output = await self.attempt()
+                    else:
+                        output = await self.judge.retry_policy.run(self.attempt)
+                    self.judge._outage_streak = 0  # an answer: the circuit closes
+                    return output, None
+                except LimiterWaitExceeded as exc:
+                    raise self.throttled(f"next free slot in {exc.wait_s:.0f}s") from None
+                except JudgeThrottled:  # the breaker's gate, past the budget: never the document's fault
+                    raise
+                except Exception as exc:  # noqa: BLE001 - every fault of the call becomes a result
+                    if not await self.wait_out(exc):
+                        return None, exc
+        finally:
+            self.release()
+
+    async def wait_out(self, exc: Exception) -> bool:
+        """True when ``exc`` is an outage waited out (the next attempt follows); False when it is the
+        document's own fault. Raises on a configuration fault, a daily quota, or past the budget."""
+        judge, family = self.judge, fault_family(exc)
+        if family == CONFIGURATION:
+            raise judge._configuration_fault(self.kind, self.doc_id, exc) from None
+        if family == DAILY_QUOTA:
+            raise judge._daily_quota(self.kind, self.doc_id, exc) from None
+        if family != OUTAGE:  # this document's own request: its verdict
+            return False
+        self.throttles += 1
+        if not is_throttled(exc):  # overload / 5xx / unreachable: the breaker counts it (not a 429:
+            judge._outage_streak += 1  # the limiter paces those)
+            if judge._outage_streak == judge.breaker_threshold:
+                logger.warning("llm model=%s circuit open after %d consecutive outage answers: one "
+                               "probe at a time", judge.model_id, judge._outage_streak)
+        pause = judge.throttle.wait(exc, self.throttles)
+        if self.spent() + pause > judge.throttle.max_wait_s:
+            raise self.throttled(f"{self.throttles} x {_fault_label(exc)}, next wait {pause:.0f}s") from None
+        logger.info("llm %s doc_id=%s model=%s %s number %d: waiting %.1fs (not a failure)",
+                    self.kind, self.doc_id, judge.model_id, _fault_label(exc), self.throttles, pause)
+        if self.limiter is not None and not self.limiter.unlimited:
+            self.limiter.pause(pause)  # every process waits; the next attempt's reservation counts it
+        else:
+            await asyncio.sleep(pause)
+            self.waited += pause
+        return True
+
+    def release(self) -> None:
+        """The probe's turn given back; the limiter charged the requests and tokens really spent."""
+        if self.judge._prober is self.token:
+            self.judge._prober = None
+        if self.limiter is not None and self.reserved[0]:
+            self.limiter.charge(requests=max(0, self.counter.attempts - self.reserved[0]),
+                                tokens=self.run_usage.input_tokens - self.reserved[1] if self.run_usage.input_tokens else 0)
+
+    def usage(self) -> Usage:
+        u = Usage()
+        u.llm_calls = self.counter.attempts
+        u.input_tokens = self.run_usage.input_tokens
+        u.output_tokens = self.run_usage.output_tokens
+        u.cached_tokens = self.run_usage.cache_read_tokens
+        return u
+
+
 @dataclass
 class JudgeOutcome:
     output: BaseModel | None
@@ -260,6 +392,11 @@ class LLMJudge(Judge):
         self._prober: object | None = None
         self.registry = registry
         self.classifier = classifier
+        self._set_up_calls(registry, output_retries)
+
+    def _set_up_calls(self, registry: Registry, output_retries: int) -> None:
+        """The tables of the call kinds of ``registry``: prompt names, output types, the blind readings'
+        verifiers, framing hashes (:func:`~docverify.llm.cache.framing_hash`) and one agent each."""
         register_text_prompts(registry)
         self._prompts: dict[str, str] = prompts_of(registry)
         default_judged = {*REGISTRY.judged_ids, *(s.blind_kind for s in REGISTRY.judged if s.blind)}
@@ -342,8 +479,9 @@ class LLMJudge(Judge):
         return JudgeOutcome(output, Usage(cache_hits=1), key, cache_hit=True)
 
     async def _call(self, kind: str, doc_id: str, inputs: dict[str, object]) -> JudgeOutcome:
+        """One call of ``kind``: the verdict cache's answer, else the model's (:class:`_ModelCall`),
+        written to the cache; a fault of the document's own request is the outcome's ``error``."""
         prompt_name = self._prompts[kind]
-        usage = Usage()
         try:
             key = self._key(kind, inputs)
             p_hash = prompt_hash(prompt_name)
@@ -353,7 +491,7 @@ class LLMJudge(Judge):
                 "llm %s doc_id=%s prompt=%s model=%s failed error=%s",
                 kind, doc_id, prompt_name, self.model_id, type(exc).__name__,
             )
-            return JudgeOutcome(None, usage, "", error=exc)
+            return JudgeOutcome(None, Usage(), "", error=exc)
 
         hit = await self._cached(kind, doc_id, key)
         if hit is not None:
@@ -363,115 +501,9 @@ class LLMJudge(Judge):
             )
             return hit
 
-        user_prompt = render_user_prompt(inputs, instructions)
-        agent = self._agents[kind]
-        limiter = self.limiter
-        counter = _AttemptCounter(limiter=limiter)
-        run_usage = RunUsage()
-
-        # what one request is assumed to cost the tokens-per-minute budget before it is sent (~4
-        # characters a token); corrected from the real usage afterwards. Input tokens only (ADR 0018):
-        # Gemini's TPM quota (GenerateContentInputTokensPerModelPerMinute) does not count output or thoughts
-        estimate = (len(user_prompt) + len(SYSTEM_INSTRUCTIONS)) // 4
-        waited = 0.0  # seconds this call spent waiting for the quota (ThrottlePolicy.max_wait_s)
-        reserved = [0, 0]  # requests and tokens reserved from the limiter
-
-        def spent() -> float:  # at the limiter's slots, its departure gate and 429 pauses
-            return waited + counter.waited
-
-        token = object()  # this call, as the circuit breaker's probe
-
-        async def breaker_gate() -> None:
-            """While the circuit is open (``breaker_threshold`` consecutive overload/5xx answers to this
-            judge), one call — the probe — sends; the others wait here (counted in their budget)."""
-            nonlocal waited
-            step = max(0.01, min(1.0, self.throttle.initial_wait_s))
-            while self._circuit_open() and self._prober not in (None, token):
-                left = self.throttle.max_wait_s - spent()
-                if left <= 0:
-                    raise throttled(f"circuit open after {self._outage_streak} consecutive outage answers")
-                await asyncio.sleep(min(step, left))
-                waited += min(step, left)
-            if self._circuit_open():
-                self._prober = token
-
-        async def attempt() -> BaseModel:
-            nonlocal waited
-            await breaker_gate()
-            if limiter is not None:  # not counted as a failure by the retry policy: re-raised as is
-                waited += await limiter.acquire(estimate, max_wait_s=max(0.0, self.throttle.max_wait_s - spent()),
-                                                depart=False)  # the gate: _AttemptCounter, at the request
-                reserved[0] += 1
-                reserved[1] += estimate
-            result = await agent.run(
-                user_prompt, usage=run_usage, capabilities=[counter], timeout=self.timeout_s
-            )
-            # priced by the model that answered (with fallback connections, not the first in the list)
-            self.price_model = answered_price_model(self.price_model, result.new_messages())
-            return result.output
-
-        def throttled(why: str) -> JudgeThrottled:
-            logger.warning(
-                "llm %s doc_id=%s prompt=%s model=%s throttled: %s (waited %.0fs of %.0fs, %d requests)",
-                kind, doc_id, prompt_name, self.model_id, why, spent(), self.throttle.max_wait_s, counter.attempts,
-            )
-            return ServiceOutage(
-                f"{self.name}: the {kind} call for document {doc_id} was held back by the model's quota or an "
-                f"outage of the service ({why}; waited {spent():.0f}s of a {self.throttle.max_wait_s:.0f}s budget, "
-                f"Variable docverify_llm_throttle_wait_s); the task fails and is retried later"
-            )
-
-        error: BaseException | None = None
-        output: BaseModel | None = None
-        throttles = 0
-        try:
-            while True:
-                try:
-                    if self.retry_policy is None:
-                        output = await attempt()
-                    else:
-                        output = await self.retry_policy.run(attempt)
-                    self._outage_streak = 0  # an answer: the circuit closes
-                    break
-                except LimiterWaitExceeded as exc:
-                    raise throttled(f"next free slot in {exc.wait_s:.0f}s") from None
-                except JudgeThrottled:  # the breaker's gate, past the budget: never the document's fault
-                    raise
-                except Exception as exc:  # noqa: BLE001 - every fault of the call becomes a result
-                    family = fault_family(exc)
-                    if family == CONFIGURATION:
-                        raise self._configuration_fault(kind, doc_id, exc) from None
-                    if family == DAILY_QUOTA:
-                        raise self._daily_quota(kind, doc_id, exc) from None
-                    if family != OUTAGE:  # this document's own request: its verdict
-                        error = exc
-                        break
-                    throttles += 1
-                    if not is_throttled(exc):  # overload / 5xx / unreachable: the breaker counts it (not a 429:
-                        self._outage_streak += 1  # the limiter paces those)
-                        if self._outage_streak == self.breaker_threshold:
-                            logger.warning("llm model=%s circuit open after %d consecutive outage answers: one "
-                                           "probe at a time", self.model_id, self._outage_streak)
-                    pause = self.throttle.wait(exc, throttles)
-                    if spent() + pause > self.throttle.max_wait_s:
-                        raise throttled(f"{throttles} x {_fault_label(exc)}, next wait {pause:.0f}s") from None
-                    logger.info("llm %s doc_id=%s model=%s %s number %d: waiting %.1fs (not a failure)",
-                                kind, doc_id, self.model_id, _fault_label(exc), throttles, pause)
-                    if limiter is not None and not limiter.unlimited:
-                        limiter.pause(pause)  # every process waits; the next attempt's reservation counts it
-                    else:
-                        await asyncio.sleep(pause)
-                        waited += pause
-        finally:
-            if self._prober is token:
-                self._prober = None
-            if limiter is not None and reserved[0]:
-                limiter.charge(requests=max(0, counter.attempts - reserved[0]),
-                               tokens=run_usage.input_tokens - reserved[1] if run_usage.input_tokens else 0)
-        usage.llm_calls = counter.attempts
-        usage.input_tokens = run_usage.input_tokens
-        usage.output_tokens = run_usage.output_tokens
-        usage.cached_tokens = run_usage.cache_read_tokens
+        call = _ModelCall(self, kind, doc_id, render_user_prompt(inputs, instructions))
+        output, error = await call.run()
+        usage = call.usage()
         if error is not None:
             logger.warning(
                 "llm %s doc_id=%s prompt=%s prompt_hash=%s model=%s cache=miss calls=%d "
@@ -488,15 +520,21 @@ class LLMJudge(Judge):
             usage.input_tokens, usage.output_tokens, usage.cached_tokens,
         )
         assert output is not None
-        if self.cache is not None:
-            try:
-                await asyncio.to_thread(
-                    self.cache.put, key, output.model_dump(mode="json"),
-                    model_id=self.model_id, prompt=prompt_name, prompt_hash=p_hash, call=kind,
-                )
-            except Exception as exc:  # noqa: BLE001
-                logger.warning("llm %s doc_id=%s cache write failed error=%s", kind, doc_id, type(exc).__name__)
+        await self._remember(kind, doc_id, key, output, prompt_name, p_hash)
         return JudgeOutcome(output, usage, key)
+
+    async def _remember(self, kind: str, doc_id: str, key: str, output: BaseModel, prompt_name: str,
+                        p_hash: str) -> None:
+        """The verdict into the cache (a failed write is logged: a cache never fails a call)."""
+        if self.cache is None:
+            return
+        try:
+            await asyncio.to_thread(
+                self.cache.put, key, output.model_dump(mode="json"),
+                model_id=self.model_id, prompt=prompt_name, prompt_hash=p_hash, call=kind,
+            )
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("llm %s doc_id=%s cache write failed error=%s", kind, doc_id, type(exc).__name__)
 
     def _circuit_open(self) -> bool:
         return bool(self.breaker_threshold) and self._outage_streak >= self.breaker_threshold

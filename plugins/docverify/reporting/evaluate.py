@@ -88,7 +88,7 @@ import pathlib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -578,47 +578,68 @@ def evaluate_store(store: ArtifactStore | str | StoragePath) -> FeedbackFigures:
         store = ArtifactStore(store)
     latest, unreadable = latest_ground_truth(store)
     source = _PrimarySource(store, unreadable)
-    acc = _Accumulator()
-    rows: list[DocumentFigures] = []
-    missing: list[str] = []
-    escalated = [0, 0]  # corrected, n
-    by_rule: dict[str, Counter[str]] = defaultdict(Counter)
-    by_code: dict[str, Counter[str]] = defaultdict(Counter)
-    by_jury: dict[str, Counter[str]] = defaultdict(Counter)
-    sources: Counter[str] = Counter()
-    audits: list[tuple[str, str, bool, float]] = []  # night, accepted type, corrected, inclusion probability
-    error_kinds: Counter[str] = Counter()
-    unclassifiable: list[UnclassifiableDocument] = []
+    tally = _Tally()
     for doc_id, (record, version) in latest.items():
         src = record.ground_truth_source
-        sources[src] += 1
+        tally.sources[src] += 1
         packet = source.packet(doc_id)
+        audited = record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit"
         if src == "SME_UNCLASSIFIABLE":  # no truth: counted apart, in no figure
-            kind = "audit" if record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit" \
-                else "escalation"
-            reason = record.unclassifiable_reason or "other"
-            unclassifiable.append(UnclassifiableDocument(doc_id=doc_id, reason=reason, review_kind=kind))
-            rows.append(DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version,
-                                        escalated=packet is not None and kind == "escalation", review_kind=kind,
-                                        unclassifiable_reason=reason))
-            continue
-        if record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit":
-            accepted_cls = (packet or {}).get("primary_classification")
-            accepted_type = accepted_cls.get("dominant_type_overall") if isinstance(accepted_cls, dict) else None
-            corrected = src == "SME_CORRECTED"
-            prob = (packet or {}).get("audit_inclusion_probability")
-            row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version, escalated=False,
-                                  review_kind="audit", primary_dominant_type=accepted_type if isinstance(
-                                      accepted_type, str) else None)
-            if corrected:
-                row.error_kinds = kinds_of(accepted_cls, record.ground_truth_classification)
-                error_kinds.update(row.error_kinds)
-            rows.append(row)
-            night = (record.review_id or doc_id)[:10] if re.match(r"\d{4}-\d\d-\d\d_", record.review_id or "") \
-                else "unknown"
-            audits.append((night, row.primary_dominant_type or "unknown", corrected,
-                           float(prob) if isinstance(prob, (int, float)) and prob > 0 else 1.0))
-            continue
+            tally.unclassifiable_doc(doc_id, record, version, packet, "audit" if audited else "escalation")
+        elif audited:
+            tally.audited_doc(doc_id, record, version, packet)
+        else:
+            tally.reviewed_doc(doc_id, record, version, packet, source)
+    return tally.figures(store.uri(""), len(latest), unreadable)
+
+
+@dataclass
+class _Tally:
+    """What :func:`evaluate_store` counts over the reviewed documents, one kind of review at a time."""
+
+    acc: _Accumulator = field(default_factory=lambda: _Accumulator())
+    rows: list[DocumentFigures] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    escalated: list[int] = field(default_factory=lambda: [0, 0])  # corrected, n
+    by_rule: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    by_code: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    by_jury: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    sources: Counter[str] = field(default_factory=Counter)
+    #: night, accepted type, corrected, inclusion probability
+    audits: list[tuple[str, str, bool, float]] = field(default_factory=list)
+    error_kinds: Counter[str] = field(default_factory=Counter)
+    unclassifiable: list[UnclassifiableDocument] = field(default_factory=list)
+
+    def unclassifiable_doc(self, doc_id: str, record: GroundTruthRecord, version: int,
+                           packet: dict[str, object] | None, kind: str) -> None:
+        reason = record.unclassifiable_reason or "other"
+        self.unclassifiable.append(UnclassifiableDocument(doc_id=doc_id, reason=reason, review_kind=kind))
+        self.rows.append(DocumentFigures(doc_id=doc_id, ground_truth_source=record.ground_truth_source,
+                                         version=version, escalated=packet is not None and kind == "escalation",
+                                         review_kind=kind, unclassifiable_reason=reason))
+
+    def audited_doc(self, doc_id: str, record: GroundTruthRecord, version: int,
+                    packet: dict[str, object] | None) -> None:
+        src = record.ground_truth_source
+        accepted_cls = (packet or {}).get("primary_classification")
+        accepted_type = accepted_cls.get("dominant_type_overall") if isinstance(accepted_cls, dict) else None
+        corrected = src == "SME_CORRECTED"
+        prob = (packet or {}).get("audit_inclusion_probability")
+        row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version, escalated=False,
+                              review_kind="audit", primary_dominant_type=accepted_type if isinstance(
+                                  accepted_type, str) else None)
+        if corrected:
+            row.error_kinds = kinds_of(accepted_cls, record.ground_truth_classification)
+            self.error_kinds.update(row.error_kinds)
+        self.rows.append(row)
+        night = (record.review_id or doc_id)[:10] if re.match(r"\d{4}-\d\d-\d\d_", record.review_id or "") \
+            else "unknown"
+        self.audits.append((night, row.primary_dominant_type or "unknown", corrected,
+                            float(prob) if isinstance(prob, (int, float)) and prob > 0 else 1.0))
+
+    def reviewed_doc(self, doc_id: str, record: GroundTruthRecord, version: int,
+                     packet: dict[str, object] | None, source: _PrimarySource) -> None:
+        src = record.ground_truth_source
         if packet is not None and (packet.get("primary_classification") is not None or packet.get("error")):
             primary = packet.get("primary_classification")
         else:
@@ -627,51 +648,58 @@ def evaluate_store(store: ArtifactStore | str | StoragePath) -> FeedbackFigures:
         rule = stored_rule if _is_int(stored_rule) else None
         row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version,
                               escalated=packet is not None, v5_rule=rule)
-        rows.append(row)
+        self.rows.append(row)
         if primary is None:
             row.primary_missing = True
-            missing.append(doc_id)
-            continue
+            self.missing.append(doc_id)
+            return
         total_pages = packet.get("total_pages") if packet else None
         total = total_pages if _is_int(total_pages) else 0
         truth_dominant, truth_spans = truth_of(record, primary)
         c = compare(primary, truth_dominant, truth_spans, total)
-        acc.add(c)
+        self.acc.add(c)
         predicted = primary.get("dominant_type_overall") if isinstance(primary, dict) else None
         row.primary_dominant_type = predicted if isinstance(predicted, str) else None
         row.truth_dominant_type, row.dominant_correct = truth_dominant, c.dominant_correct
         row.pages_evaluated, row.pages_correct, row.split_exact = c.pages_evaluated, c.pages_correct, c.split_exact
         row.issue_codes = _issue_codes(packet)
-        if packet is None:
-            continue
-        outcome = "corrected" if src == "SME_CORRECTED" else "validated"
-        escalated[0] += outcome == "corrected"
-        escalated[1] += 1
-        by_rule[f"rule {rule}" if rule is not None else (
+        if packet is not None:
+            self.escalation(doc_id, row, rule, packet, source)
+
+    def escalation(self, doc_id: str, row: DocumentFigures, rule: int | None, packet: dict[str, object],
+                   source: _PrimarySource) -> None:
+        outcome = "corrected" if row.ground_truth_source == "SME_CORRECTED" else "validated"
+        self.escalated[0] += outcome == "corrected"
+        self.escalated[1] += 1
+        self.by_rule[f"rule {rule}" if rule is not None else (
             "error" if packet.get("error") else "rule unknown")][outcome] += 1
         for code in row.issue_codes:
-            by_code[code][outcome] += 1
+            self.by_code[code][outcome] += 1
         for code, action in source.jury_decisions(doc_id):
-            by_jury[f"{code} → {action}"][outcome] += 1
-    codes = {k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_code.items())}
-    return FeedbackFigures(
-        source=store.uri(""), n_reviewed=len(latest), n_validated=sources["SME_VALIDATED"],
-        n_corrected=sources["SME_CORRECTED"], n_unclassifiable=len(unclassifiable), unclassifiable=unclassifiable,
-        n_primary_missing=len(missing), primary_missing_doc_ids=missing,
-        n_escalated_reviewed=escalated[1], accuracy=acc.figures(),
-        escalation_precision=Ratio.of(escalated[0], escalated[1]),
-        escalation_by_rule={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_rule.items())},
-        false_alarm_by_code=codes,
-        false_alarm_by_trap={k: v for k, v in codes.items() if k.startswith(TRAP_PREFIX)},
-        false_alarm_by_jury={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(by_jury.items())},
-        n_audited=len(audits), false_accept=_false_accept([(y, p) for _, _, y, p in audits]),
-        false_accept_by_type={t: _false_accept([(y, p) for _, tt, y, p in audits if tt == t])
-                              for t in sorted({a[1] for a in audits})},
-        false_accept_by_night={d: _false_accept([(y, p) for dd, _, y, p in audits if dd == d])
-                               for d in sorted({a[0] for a in audits})},
-        false_accept_errors=dict(sorted(error_kinds.items())),
-        unreadable=unreadable, per_document=rows,
-    )
+            self.by_jury[f"{code} → {action}"][outcome] += 1
+
+    def figures(self, uri: str, n_reviewed: int, unreadable: list[UnreadableFile]) -> FeedbackFigures:
+        codes = {k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(self.by_code.items())}
+        audits = self.audits
+        return FeedbackFigures(
+            source=uri, n_reviewed=n_reviewed, n_validated=self.sources["SME_VALIDATED"],
+            n_corrected=self.sources["SME_CORRECTED"], n_unclassifiable=len(self.unclassifiable),
+            unclassifiable=self.unclassifiable,
+            n_primary_missing=len(self.missing), primary_missing_doc_ids=self.missing,
+            n_escalated_reviewed=self.escalated[1], accuracy=self.acc.figures(),
+            escalation_precision=Ratio.of(self.escalated[0], self.escalated[1]),
+            escalation_by_rule={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(self.by_rule.items())},
+            false_alarm_by_code=codes,
+            false_alarm_by_trap={k: v for k, v in codes.items() if k.startswith(TRAP_PREFIX)},
+            false_alarm_by_jury={k: _code_figures(v["validated"], v["corrected"]) for k, v in sorted(self.by_jury.items())},
+            n_audited=len(audits), false_accept=_false_accept([(y, p) for _, _, y, p in audits]),
+            false_accept_by_type={t: _false_accept([(y, p) for _, tt, y, p in audits if tt == t])
+                                  for t in sorted({a[1] for a in audits})},
+            false_accept_by_night={d: _false_accept([(y, p) for dd, _, y, p in audits if dd == d])
+                                   for d in sorted({a[0] for a in audits})},
+            false_accept_errors=dict(sorted(self.error_kinds.items())),
+            unreadable=unreadable, per_document=self.rows,
+        )
 
 
 # --------------------------------------------------------------------------- labelled corpus

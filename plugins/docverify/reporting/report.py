@@ -44,7 +44,7 @@ from docverify.reporting.contract import (
 from docverify.reporting.evaluate import FalseAcceptFigures, FeedbackFigures
 from docverify.reporting.evaluate_render import render_html, render_markdown
 from docverify.sme.packets import review_id
-from docverify.stages.common import Batch, lineage, load_stage_stats
+from docverify.storage.night import Batch, lineage, load_stage_stats
 from docverify.storage.paths import file_token, redact_names
 from docverify.storage.runstore import DocSummary, StageRecord, SummaryError
 from docverify.storage.store import ArtifactStore

@@ -269,41 +269,77 @@ def _task(n: _Night, task_id: str, map_index: int = -1, run_id: str | None = Non
 
 
 def _night_steps(n: _Night, first: bool) -> list[Step]:
-    ds, doc_id, rs = n.ds, n.doc_id, n.rs
+    """A document's steps of one night: discover, layout, verify and route (and the retry), accept."""
+    doc_id, rs = n.doc_id, n.rs
     manifest = _obj(rs.get_json(rs.manifest_rel))
     mdoc = next((d for d in manifest.get("documents") or [] if isinstance(d, dict) and d.get("doc_id") == doc_id), {})
     rec = _obj(n.result)
     err: dict[str, Any] | None = n.error if isinstance(n.error, dict) else \
         rec.get("error") if isinstance(rec.get("error"), dict) else None
-    e: dict[str, Any] = err or {}
     bundle = _obj(rec.get("bundle"))
+    steps = [_discover_step(n, first, mdoc, bundle, err)]
+    layout = _layout_step(n, bundle, err)
+    steps += [layout] if layout is not None else []
+    result = rec.get("result") if isinstance(rec.get("result"), dict) else None
+    steps += _verify_steps(n, rec, result, err)
+    accepted = rs.get_json(rs.accepted_rel(doc_id))
+    if isinstance(accepted, dict):
+        steps.append(_accept_step(n, accepted, result))
+    return steps
+
+
+def _discover_step(n: _Night, first: bool, mdoc: dict[str, Any], bundle: dict[str, Any],
+                   err: dict[str, Any] | None) -> Step:
+    ds, e = n.ds, err or {}
     sha = mdoc.get("sha256") or bundle.get("sha256") or e.get("sha256")
     uri = mdoc.get("pdf_uri") or bundle.get("file_path") or e.get("file")
-    steps = [Step(kind="discover", night=ds, first_seen=first, task=_task(n, "discover"), sha256=sha or None,
-                  size_bytes=mdoc.get("bytes"), input_uri=uri or None,
-                  file_name=str(uri).rstrip("/").rsplit("/", 1)[-1] if uri else None,
-                  title=("First seen" if first else "Seen again") + f" on night {ds}: sha256 "
-                        f"{(sha or 'unknown')[:12]}…" + (f", {mdoc['bytes']} bytes" if mdoc.get("bytes") else ""))]
+    step = Step(kind="discover", night=ds, first_seen=first, task=_task(n, "discover"), sha256=sha or None,
+                size_bytes=mdoc.get("bytes"), input_uri=uri or None,
+                file_name=str(uri).rstrip("/").rsplit("/", 1)[-1] if uri else None,
+                title=("First seen" if first else "Seen again") + f" on night {ds}: sha256 "
+                      f"{(sha or 'unknown')[:12]}…" + (f", {mdoc['bytes']} bytes" if mdoc.get("bytes") else ""))
     if err is not None and e.get("stage") == "discover":
-        steps[0].error, steps[0].error_message = e.get("error"), e.get("message")
-        steps[0].title += f"; refused at discovery: {e.get('error')}"
+        step.error, step.error_message = e.get("error"), e.get("message")
+        step.title += f"; refused at discovery: {e.get('error')}"
+    return step
+
+
+def _layout_step(n: _Night, bundle: dict[str, Any], err: dict[str, Any] | None) -> Step | None:
+    ds, doc_id, rs, e = n.ds, n.doc_id, n.rs, err or {}
     part, parsed = n.layout_part()
     parser = bundle.get("parser") or e.get("parser")
-    if bundle or (err is not None and e.get("stage") == "layout"):
-        layout_err = err is not None and e.get("stage") == "layout"
-        task = _task(n, "layout_parse", part) if part is not None else _task(n, "layout")
-        what = (f"layout failed: {e.get('error')}" if layout_err and err else
-                f"{bundle.get('total_pages')} page(s) by {parser}" + ("" if parsed or part is not None or
-                                                                      str(parser).startswith("document_ai")
-                                                                      else " (the bundle of an earlier run, unchanged)"))
-        steps.append(Step(kind="layout", night=ds, task=task, parser=parser, total_pages=bundle.get("total_pages"),
-                          parsed_this_run=parsed if part is not None else False if bundle else None,
-                          error=e.get("error") if layout_err and err else None,
-                          error_message=e.get("message") if layout_err and err else None,
-                          sha256=bundle.get("sha256"), title=f"Layout: {what}",
-                          record=rs.error_rel(doc_id) if layout_err and n.error is not None else
-                          rs.bundle_rel(doc_id) if bundle else None))
-    result = rec.get("result") if isinstance(rec.get("result"), dict) else None
+    if not (bundle or (err is not None and e.get("stage") == "layout")):
+        return None
+    layout_err = err is not None and e.get("stage") == "layout"
+    task = _task(n, "layout_parse", part) if part is not None else _task(n, "layout")
+    what = (f"layout failed: {e.get('error')}" if layout_err and err else
+            f"{bundle.get('total_pages')} page(s) by {parser}" + ("" if parsed or part is not None or
+                                                                  str(parser).startswith("document_ai")
+                                                                  else " (the bundle of an earlier run, unchanged)"))
+    return Step(kind="layout", night=ds, task=task, parser=parser, total_pages=bundle.get("total_pages"),
+                parsed_this_run=parsed if part is not None else False if bundle else None,
+                error=e.get("error") if layout_err and err else None,
+                error_message=e.get("message") if layout_err and err else None,
+                sha256=bundle.get("sha256"), title=f"Layout: {what}",
+                record=rs.error_rel(doc_id) if layout_err and n.error is not None else
+                rs.bundle_rel(doc_id) if bundle else None)
+
+
+def _accept_step(n: _Night, accepted: dict[str, Any], result: dict[str, Any] | None) -> Step:
+    ds, doc_id, rs = n.ds, n.doc_id, n.rs
+    run = accepted.get("run_id") or None
+    return Step(kind="accept", night=ds, at=accepted.get("accepted_at"),
+                task=_task(n, "accept", run_id=run, source="accepted record"),
+                decision="AUTO_ACCEPT", rule=(result or {}).get("final_rule"),
+                title=f"Accepted (rule {(result or {}).get('final_rule')}): accepted/{ds}/{doc_id}.json",
+                record=rs.accepted_rel(doc_id))
+
+
+def _verify_steps(n: _Night, rec: dict[str, Any], result: dict[str, Any] | None,
+                  err: dict[str, Any] | None) -> list[Step]:
+    """verify and route (and the retry) of a verified document; the route of one refused before."""
+    ds, doc_id, rs, e = n.ds, n.doc_id, n.rs, err or {}
+    steps: list[Step] = []
     meta = _obj(rec.get("classification_meta"))
     attempts = _attempts(result) if result else []
     if rec.get("attempt_0") and not attempts:
@@ -342,14 +378,6 @@ def _night_steps(n: _Night, first: bool) -> list[Step]:
         steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route="write_sme_packets",
                           decision="ESCALATE_TO_SME", error=e.get("error"),
                           title=f"Escalated without verification ({e.get('error')}): no V5 rule applies"))
-    accepted = rs.get_json(rs.accepted_rel(doc_id))
-    if isinstance(accepted, dict):
-        run = accepted.get("run_id") or None
-        steps.append(Step(kind="accept", night=ds, at=accepted.get("accepted_at"),
-                          task=_task(n, "accept", run_id=run, source="accepted record"),
-                          decision="AUTO_ACCEPT", rule=(result or {}).get("final_rule"),
-                          title=f"Accepted (rule {(result or {}).get('final_rule')}): accepted/{ds}/{doc_id}.json",
-                          record=rs.accepted_rel(doc_id)))
     return steps
 
 

@@ -200,6 +200,19 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
         await gather_bounded([functools.partial(one, d) for d in index.ok], batch.concurrency)
 
     asyncio.run(run())
+    recorded, batch_model = _round_requests(rec, judge, round_key)
+    by_kind: dict[str, int] = {}
+    for r in recorded:
+        by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
+    rel = _write_round(batch, judge, round_key, recorded, batch_model)
+    log.info("batch collect %s: %d request(s) miss the verdict cache %s; %d classification(s) awaited first",
+             round_key, len(recorded), by_kind, deferred if round_key == "classify" else 0)
+    return Collected(round=round_key, requests=len(recorded), by_kind=by_kind, rel=rel if recorded else None,
+                     model=batch_model)
+
+
+def _round_requests(rec: RecordingJudge, judge: LLMJudge, round_key: str) -> tuple[list[BatchRequest], str]:
+    """The requests one round sends (in document, kind order) and the model of its job."""
     recorded_by_key = dict(rec.recorded)
     batch_model = rec.batch_model
     if rec.classifier is not None and not judge.self_verifying:
@@ -213,10 +226,13 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
     elif rec.classifier is not None:
         assert isinstance(rec.classifier, RecordingJudge)
         recorded_by_key.update(rec.classifier.recorded)
-    recorded = sorted(recorded_by_key.values(), key=lambda r: (r.doc_id, r.kind))
-    by_kind: dict[str, int] = {}
-    for r in recorded:
-        by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
+    return sorted(recorded_by_key.values(), key=lambda r: (r.doc_id, r.kind)), batch_model
+
+
+def _write_round(batch: Batch, judge: LLMJudge, round_key: str, recorded: list[BatchRequest],
+                 batch_model: str) -> str:
+    """The round's index (always: an earlier run's must not be ingested) and its requests' JSONL; with
+    nothing to send, no file and the round ingested at once (its record says so). Returns the JSONL's path."""
     rel = requests_rel(batch, round_key)
     batch.rs.write_json(index_rel(batch, round_key), {  # always: an earlier run's index must not be ingested
         "round": round_key, "model": batch_model,
@@ -230,10 +246,7 @@ def collect(batch: Batch, judge: LLMJudge, round_key: str, *, policy: VerifyPoli
         if batch.rs.exists(rel):
             batch.rs.delete(rel)
         ingest(batch, judge, round_key, None, None)
-    log.info("batch collect %s: %d request(s) miss the verdict cache %s; %d classification(s) awaited first",
-             round_key, len(recorded), by_kind, deferred if round_key == "classify" else 0)
-    return Collected(round=round_key, requests=len(recorded), by_kind=by_kind, rel=rel if recorded else None,
-                     model=batch_model)
+    return rel
 
 
 # =========================================================================== results
@@ -341,6 +354,38 @@ def results_from_inline(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _answer_of(item: dict[str, Any] | None, kind: str, what: str) -> tuple[str | None, BaseModel | None]:
+    """(None, the answer) of one result item, or (``missing`` / ``failed`` / ``degenerate``, None): an
+    item that is no usable answer is asked online by verify (logged with ``what``: ids, never content)."""
+    if item is None:
+        return "missing", None
+    response = item.get("response")
+    if item.get("error") or not isinstance(response, dict):
+        log.warning("%s: item failed (%s); verify calls it online", what, (item.get("error") or {}).get(
+            "code", "no response") if isinstance(item.get("error"), dict) else "no response")
+        return "failed", None
+    why = degenerate_reason(response)
+    if why is not None:  # schema-valid perhaps, but not an answer: never "no issue"
+        log.warning("%s: degenerate answer (%s); verify calls it online", what, why)
+        return "degenerate", None
+    try:
+        return None, output_of(response, kind)
+    except Exception as exc:  # noqa: BLE001 - an unusable answer is a failed item
+        log.warning("%s: answer unusable (%s); verify calls it online", what, type(exc).__name__)
+        return "failed", None
+
+
+def _count_usage(per_doc: dict[str, dict[str, int]], totals: dict[str, int], doc_id: str,
+                 response: dict[str, Any]) -> None:
+    """One answer's tokens into its document's counts and the round's totals."""
+    i, o, c = _usage_of(response)
+    d = per_doc.setdefault(doc_id, {"requests": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
+    d["requests"] += 1
+    for name, n in (("input_tokens", i), ("output_tokens", o), ("cached_tokens", c)):
+        d[name] += n
+        totals[name] += n
+
+
 def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | None,
            results: dict[str, dict[str, Any]] | None) -> StageOutcome:
     """Write one round's batch answers into the verdict cache (see the module docstring).
@@ -360,45 +405,19 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
     cache = judge.cache
     for key, meta in wanted.items():
         kind, doc_id = meta["kind"], meta["doc_id"]
-        item = results.get(key)
-        if item is None:
-            counts["missing"] += 1
+        fault, output = _answer_of(results.get(key), kind, f"batch {round_key} job={job_name} {kind} "
+                                   f"doc_id={doc_id} key={key}")
+        if fault is not None or output is None:
+            counts[fault or "failed"] += 1
             continue
-        response = item.get("response")
-        if item.get("error") or not isinstance(response, dict):
-            counts["failed"] += 1
-            log.warning("batch %s job=%s %s doc_id=%s key=%s: item failed (%s); verify calls it online", round_key,
-                        job_name, kind, doc_id, key, (item.get("error") or {}).get("code", "no response")
-                        if isinstance(item.get("error"), dict) else "no response")
-            continue
-        why = degenerate_reason(response)
-        if why is not None:  # schema-valid perhaps, but not an answer: never "no issue"
-            counts["degenerate"] += 1
-            log.warning("batch %s job=%s %s doc_id=%s key=%s: degenerate answer (%s); verify calls it online",
-                        round_key, job_name, kind, doc_id, key, why)
-            continue
-        try:
-            output = output_of(response, kind)
-        except Exception as exc:  # noqa: BLE001 - an unusable answer is a failed item
-            counts["failed"] += 1
-            log.warning("batch %s job=%s %s doc_id=%s key=%s: answer unusable (%s); verify calls it online",
-                        round_key, job_name, kind, doc_id, key, type(exc).__name__)
-            continue
+        response = results[key]["response"]
         if cache is not None:
             cache.put(key, output.model_dump(mode="json"),
                       model_id=judge.classifier_model_id if kind == "classify" else judge.model_id, prompt=PROMPTS[kind],
                       prompt_hash=prompt_hash(PROMPTS[kind]), call=kind, batch_job=job_name)
         counts["succeeded"] += 1
         answered_by.add(answer_model(response) or idx.get("model") or "")
-        i, o, c = _usage_of(response)
-        d = per_doc.setdefault(doc_id, {"requests": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
-        d["requests"] += 1
-        d["input_tokens"] += i
-        d["output_tokens"] += o
-        d["cached_tokens"] += c
-        totals["input_tokens"] += i
-        totals["output_tokens"] += o
-        totals["cached_tokens"] += c
+        _count_usage(per_doc, totals, doc_id, response)
     fallback = counts["failed"] + counts["degenerate"] + counts["missing"]
     if wanted:
         log.info("batch %s job=%s state=%s: %d request(s), %d answered into the verdict cache, %d failed, "

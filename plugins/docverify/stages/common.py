@@ -1,32 +1,32 @@
-"""The shared pieces of the night's stages: the batch (store, date, prefix), lineage log lines and the per-stage records (timings, counts, LLM usage)."""
+"""The shared pieces of the night's stages: the per-stage records (timings, counts, LLM usage), bounded
+concurrency and shards; the batch, its stage records and the lineage line are
+:mod:`docverify.storage.night`'s (the report reads them too), re-exported here for the stages."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, Unpack
+from typing import TypeVar, Unpack
 
 from docverify.judging.judges import Judge, Usage
 from docverify.llm.cost import SEVERAL
-from docverify.storage.paths import safe_ds, safe_prefix
-from docverify.storage.runstore import (
-    RunStore,
-    StageRecord,
-)
-from docverify.storage.store import ArtifactStore
+
+# the night's batch, stage records and lineage line live below the report (storage/night.py); the
+# stages and the Airflow side import them from here too
+from docverify.storage.night import OL_RUN_ID_ENV as OL_RUN_ID_ENV
+from docverify.storage.night import Batch as Batch
+from docverify.storage.night import lineage as lineage
+from docverify.storage.night import load_stage_stats as load_stage_stats
+from docverify.storage.night import no_lineage as no_lineage
+from docverify.storage.runstore import StageRecord
 
 T = TypeVar("T")
 
 log = logging.getLogger("docverify.stages")
-lineage_log = logging.getLogger("docverify.lineage")
-#: where a task's OpenLineage run id is exported while it runs (docverify_airflow.lineage)
-OL_RUN_ID_ENV = "DOCVERIFY_OL_RUN_ID"
 
 
 ROUTES = ("accept", "auto_fix_retry", "write_sme_packets")
@@ -36,71 +36,6 @@ ROUTE_TASKS = {"accept": "accept", "auto_fix_retry": "plan_retry_shards", "write
 MAX_SHARDS = 64
 #: Airflow's default ``[core] max_map_length``: more mapped instances than this cannot be created.
 AIRFLOW_MAP_LIMIT = 1024
-
-
-def lineage(step: str, doc_id: str, **fields: object) -> None:
-    """One structured line per document per step. Callers pass ids, URIs, hashes, codes — never
-    text from the document. ``task`` is the Airflow task whose log holds the line (the task
-    runner exports it as ``AIRFLOW_CTX_TASK_ID``); ``step`` is added when the step has another
-    name (``classify`` and ``v5_arbiter`` run inside ``verify``). Outside Airflow, ``task`` is
-    the step. ``ol_run_id``: the task's OpenLineage run id, when the glue exported it (ADR 0040),
-    so the line joins to the task's events."""
-    task = os.environ.get("AIRFLOW_CTX_TASK_ID") or step
-    run = os.environ.get(OL_RUN_ID_ENV)
-    line = {"task": task, "doc_id": doc_id, **({"step": step} if step != task else {}),
-            **({"ol_run_id": run} if run else {}), **fields}
-    lineage_log.info("lineage %s", json.dumps(line, sort_keys=True))
-
-
-def no_lineage(step: str, doc_id: str, **fields: object) -> None:
-    """:func:`lineage`'s stand-in where a pass writes none: batch mode's collect pass runs the
-    verify code to record the night's LLM requests, and its documents' lineage is the verify
-    task's, not the pass's (the caller chooses: ``lineage_on=False``)."""
-
-
-@dataclass
-class Batch:
-    """What every stage needs: where the artifacts live and which date partition this is. Its
-    :attr:`rs` (the typed run store) memoises reads for the life of the object: the DAG builds one
-    per task, and so do the in-process stage runners (``tests/batch_stages.py``)."""
-
-    store: ArtifactStore
-    ds: str
-    run_id: str = ""
-    prefix: str = ""  # incoming prefix relative to the root; default incoming/<ds>
-    reuse: bool = True
-    concurrency: int = 8
-    rs: RunStore = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        safe_ds(self.ds)  # the date and the batch_prefix param become paths: refused when unsafe
-        if self.prefix.strip("/"):
-            safe_prefix(self.prefix)
-        self.rs = RunStore(self.store, self.ds)
-
-    def fresh(self) -> Batch:
-        """The same batch with an empty memo (what the next task of the night sees)."""
-        return Batch(store=self.store, ds=self.ds, run_id=self.run_id, prefix=self.prefix, reuse=self.reuse,
-                     concurrency=self.concurrency)
-
-    @property
-    def incoming(self) -> str:
-        return safe_prefix(self.prefix) if self.prefix.strip("/") else f"incoming/{self.ds}"
-
-    def run_rel(self, doc_id: str, name: str = "") -> str:
-        return self.rs.doc_rel(doc_id, name)
-
-    @property
-    def manifest_rel(self) -> str:
-        return self.rs.manifest_rel
-
-    @property
-    def routes_rel(self) -> str:
-        return self.rs.routes_rel
-
-    def manifest(self) -> dict[str, Any]:
-        """The manifest as stored (a dict; :meth:`RunStore.manifest` gives the model)."""
-        return self.rs.manifest().as_json()
 
 
 USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cached_tokens")
@@ -193,12 +128,3 @@ def split(ids: list[str], shard_size: int = 25, max_shards: int = MAX_SHARDS,
           map_limit: int = AIRFLOW_MAP_LIMIT) -> list[list[str]]:
     size = shard_size_for(len(ids), shard_size, max_shards, map_limit)
     return [ids[i:i + size] for i in range(0, len(ids), size)]
-
-
-# =========================================================================== discover
-
-
-def load_stage_stats(batch: Batch) -> list[StageRecord]:
-    """Every stage's record of the night: discover's (in the manifest), then ``_stages/``."""
-    manifest = batch.rs.get_json(batch.rs.manifest_rel) or {}
-    return ([manifest["stats"]] if manifest.get("stats") else []) + batch.rs.stages()

@@ -138,34 +138,42 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment
     whole document, any level but NO_EVIDENCE); the verifier passes the policy's readings
     (``admin_trap_per_segment``, ``admin_trap_counts_mentions``: per segment, PRIMARY/EMBEDDED_RAW)."""
     r = _rules()
-    issues: list[Issue] = []
+    return [*_trap_routine_lab(r, cls), *_trap_admin(r, bundle, cls, per_segment, counts_mentions),
+            *_trap_header_footer(r, cls)]
 
-    # Trap 1 — routine-lab vendor + Genomic Report PRIMARY
+
+def _trap_routine_lab(r: _TrapRules, cls: ClassificationOutput) -> list[Issue]:
+    """Trap 1 — routine-lab vendor + Genomic Report PRIMARY."""
     vendors = _vendors(r["vendors"], [match_form(s) for s in cls.vendor_signals])
-    if vendors and GENOMIC in primary_types(cls):
-        issues.append(make_issue(
-            "TRAP_ROUTINE_LAB_GENOMIC",
-            f"Routine lab vendor detected ({', '.join(vendors)}) but Genomic Report marked PRIMARY",
-            location="document_mixture → Genomic Report",
-            suggested_fix="Reclassify as 'Other' or downgrade Genomic Report to MENTION_ONLY",
-            details={"vendors": vendors},
-        ))
+    if not (vendors and GENOMIC in primary_types(cls)):
+        return []
+    return [make_issue(
+        "TRAP_ROUTINE_LAB_GENOMIC",
+        f"Routine lab vendor detected ({', '.join(vendors)}) but Genomic Report marked PRIMARY",
+        location="document_mixture → Genomic Report",
+        suggested_fix="Reclassify as 'Other' or downgrade Genomic Report to MENTION_ONLY",
+        details={"vendors": vendors},
+    )]
 
-    # Trap 2 — administrative keywords + a report type that is not NO_EVIDENCE. The specification's
-    # rule reads the whole document against the strongest level of each report type; with
-    # ``per_segment`` (policy ``admin_trap_per_segment``) the keywords of a segment's pages are read
-    # against that segment's levels, so that a PDF holding a prior-authorization form and, in a
-    # segment of its own, the pathology report it asks for is not an administrative document
-    # classified as a report (the form's segment must be Other). One segment: the same rule.
-    # Without ``counts_mentions`` (policy ``admin_trap_counts_mentions`` off, ADR 0046) a report type
-    # counts at PRIMARY or EMBEDDED_RAW: a form classified Other that records the report types it
-    # *mentions* ("pathology, radiology" among the records to release) at MENTION_ONLY — what the
-    # specification recommends for a mentioned type — is not an administrative document called a report.
+
+def _trap_admin(r: _TrapRules, bundle: DocumentBundle, cls: ClassificationOutput, per_segment: bool,
+                counts_mentions: bool) -> list[Issue]:
+    """Trap 2 — administrative keywords + a report type that is not NO_EVIDENCE. The specification's
+    rule reads the whole document against the strongest level of each report type; with
+    ``per_segment`` (policy ``admin_trap_per_segment``) the keywords of a segment's pages are read
+    against that segment's levels, so that a PDF holding a prior-authorization form and, in a
+    segment of its own, the pathology report it asks for is not an administrative document
+    classified as a report (the form's segment must be Other). One segment: the same rule.
+    Without ``counts_mentions`` (policy ``admin_trap_counts_mentions`` off, ADR 0046) a report type
+    counts at PRIMARY or EMBEDDED_RAW: a form classified Other that records the report types it
+    *mentions* ("pathology, radiology" among the records to release) at MENTION_ONLY — what the
+    specification recommends for a mentioned type — is not an administrative document called a report."""
     counted = TRAP2_LEVELS_STRICT if counts_mentions else TRAP2_LEVELS
     scopes: list[tuple[Segment | None, str, dict[str, str]]] = (
         [(seg, segment_text(bundle, seg), {tc.doc_type: tc.presence_level for tc in seg.classifications})
          for seg in cls.segments] if per_segment
         else [(None, bundle.full_text(), strongest_presence(cls))])
+    issues: list[Issue] = []
     for seg, text, levels in scopes:
         keywords = _found_longest(r["admin"], match_form(text))
         if not keywords:
@@ -183,8 +191,12 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment
                     details={"keywords": keywords, "doc_type": rt, "presence_level": level,
                              **({"segment_index": seg.segment_index} if seg is not None else {})},
                 ))
+    return issues
 
-    # Trap 3 — header/footer content used as evidence
+
+def _trap_header_footer(r: _TrapRules, cls: ClassificationOutput) -> list[Issue]:
+    """Trap 3 — header/footer content used as evidence."""
+    issues: list[Issue] = []
     for _, seg, tc in iter_type_entries(cls):
         for k, ev in enumerate(tc.top_evidence):
             snippet = match_form(ev.snippet)

@@ -67,7 +67,16 @@ from pydantic import Field
 
 from docverify.domain.codes import make_issue
 from docverify.domain.lexicon import OTHER, analyse, score_text
-from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Page, Severity
+from docverify.domain.models import (
+    ClassificationOutput,
+    DocumentBundle,
+    Evidence,
+    Issue,
+    Page,
+    Segment,
+    Severity,
+    TypeClassification,
+)
 from docverify.domain.policy import VerifyPolicy
 from docverify.domain.resources import load_rule
 from docverify.verify.common import (
@@ -207,7 +216,6 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
             if not normalise(ev.snippet):
                 continue  # an empty snippet is a quality problem (judgment phase), not a lookup
             on_page, elsewhere, near = locate_detail(bundle, ev.snippet, ev.page)
-            near_msg, near_details = _unfaithful(near)
             if not 1 <= ev.page <= bundle.total_pages and elsewhere:
                 # a page the document does not have is V1's EVIDENCE_PAGE_OUTSIDE_DOCUMENT (BLOCKER), never
                 # a wrong page to "fix"; only a snippet found nowhere is still reported (fabricated, below)
@@ -222,59 +230,76 @@ def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]
                     details={**ref, "found_on_pages": [ev.page]},
                 ))
             if not on_page:
-                in_seg = [p for p in elsewhere if p in seg_pages]
-                if in_seg:
-                    # The fix moves the whole item, anchors included: anchors found on the new page
-                    # travel with it (one fixable issue), only the others are reported below.
-                    anchor_page = in_seg[0]
-                    moving = [a for a in ev.anchors_found if normalise(a) and locate(bundle, a, in_seg[0], quote=False)[0]]
-                    issues.append(make_issue(
-                        "EVIDENCE_WRONG_PAGE",
-                        f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} is not on page {ev.page} "
-                        f"but on page {in_seg[0]} of the same segment"
-                        + (f" (with {len(moving)} of its anchor(s))" if moving else "") + near_msg,
-                        location=loc, suggested_fix=f"Set the evidence page to {in_seg[0]}",
-                        details={**ref, "found_on_pages": elsewhere, "fix_page": in_seg[0],
-                                 "anchors_moving": len(moving), **near_details},
-                    ))
-                elif elsewhere:
-                    issues.append(make_issue(
-                        "EVIDENCE_OUTSIDE_SEGMENT",
-                        f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} in segment {seg.segment_index} "
-                        f"(pages {seg.page_start}–{seg.page_end}) is only found on page(s) "
-                        f"{', '.join(map(str, elsewhere))}, outside the segment" + near_msg,
-                        location=loc, suggested_fix="Check the segment boundaries and the evidence",
-                        details={**ref, "found_on_pages": elsewhere, **near_details},
-                    ))
-                else:
-                    issues.append(make_issue(
-                        "EVIDENCE_FABRICATED",
-                        f"Evidence snippet '{_short(ev.snippet)}' not found in actual PDF text on page {ev.page} "
-                        f"nor on any other page. Possible hallucination"
-                        + (f" (it nearly matches page {near[0]} but differs from the page text in "
-                           f"{describe_differences(near[1])})." if near else "."),
-                        location=loc, suggested_fix="Remove the snippet and re-classify; an SME must check the label",
-                        details={**ref, "found_on_pages": [], **near_details},
-                    ))
-            for anchor in ev.anchors_found:
-                if not normalise(anchor):
-                    continue
-                a_on_page, a_elsewhere, a_near = locate_detail(bundle, anchor, anchor_page, quote=False)
-                if a_on_page:
-                    continue
-                a_near_msg, a_near_details = _unfaithful(a_near)
-                where = (f"it appears on page(s) {', '.join(map(str, a_elsewhere))}" if a_elsewhere
-                         else "it appears nowhere in the document")
-                claimed = (f"its claimed page {ev.page}" if anchor_page == ev.page
-                           else f"page {anchor_page}, where its snippet really is")
-                issues.append(make_issue(
-                    "ANCHOR_NOT_ON_PAGE",
-                    f"Anchor '{_short(anchor, 40)}' for {tc.doc_type} is not on {claimed}; {where}" + a_near_msg,
-                    location=f"{loc}.anchors_found",
-                    suggested_fix="Anchors must be verbatim text of the cited page",
-                    severity=Severity.MAJOR if a_elsewhere else Severity.BLOCKER,
-                    details={**ref, "found_on_pages": a_elsewhere, **a_near_details},
-                ))
+                issue, anchor_page = _snippet_not_on_page(bundle, seg, tc, ev, seg_pages, elsewhere, near, loc, ref)
+                issues.append(issue)
+            issues += _anchor_issues(bundle, tc, ev, anchor_page, loc, ref)
+    return issues
+
+
+def _snippet_not_on_page(bundle: DocumentBundle, seg: Segment, tc: TypeClassification, ev: Evidence,
+                         seg_pages: range, elsewhere: list[int], near: tuple[int, Differences] | None, loc: str,
+                         ref: dict[str, object]) -> tuple[Issue, int]:
+    """The issue of a snippet not on its cited page — on another page of its segment (fixable: the page
+    its anchors must then be on is that one), only outside the segment, or nowhere — and the anchors' page."""
+    near_msg, near_details = _unfaithful(near)
+    in_seg = [p for p in elsewhere if p in seg_pages]
+    if in_seg:
+        # The fix moves the whole item, anchors included: anchors found on the new page
+        # travel with it (one fixable issue), only the others are reported below.
+        moving = [a for a in ev.anchors_found if normalise(a) and locate(bundle, a, in_seg[0], quote=False)[0]]
+        return make_issue(
+            "EVIDENCE_WRONG_PAGE",
+            f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} is not on page {ev.page} "
+            f"but on page {in_seg[0]} of the same segment"
+            + (f" (with {len(moving)} of its anchor(s))" if moving else "") + near_msg,
+            location=loc, suggested_fix=f"Set the evidence page to {in_seg[0]}",
+            details={**ref, "found_on_pages": elsewhere, "fix_page": in_seg[0],
+                     "anchors_moving": len(moving), **near_details},
+        ), in_seg[0]
+    if elsewhere:
+        return make_issue(
+            "EVIDENCE_OUTSIDE_SEGMENT",
+            f"Evidence snippet '{_short(ev.snippet)}' for {tc.doc_type} in segment {seg.segment_index} "
+            f"(pages {seg.page_start}–{seg.page_end}) is only found on page(s) "
+            f"{', '.join(map(str, elsewhere))}, outside the segment" + near_msg,
+            location=loc, suggested_fix="Check the segment boundaries and the evidence",
+            details={**ref, "found_on_pages": elsewhere, **near_details},
+        ), ev.page
+    return make_issue(
+        "EVIDENCE_FABRICATED",
+        f"Evidence snippet '{_short(ev.snippet)}' not found in actual PDF text on page {ev.page} "
+        f"nor on any other page. Possible hallucination"
+        + (f" (it nearly matches page {near[0]} but differs from the page text in "
+           f"{describe_differences(near[1])})." if near else "."),
+        location=loc, suggested_fix="Remove the snippet and re-classify; an SME must check the label",
+        details={**ref, "found_on_pages": [], **near_details},
+    ), ev.page
+
+
+def _anchor_issues(bundle: DocumentBundle, tc: TypeClassification, ev: Evidence, anchor_page: int, loc: str,
+                   ref: dict[str, object]) -> list[Issue]:
+    """``ANCHOR_NOT_ON_PAGE`` for each anchor not on ``anchor_page`` (MAJOR when it is elsewhere in the
+    document, BLOCKER when nowhere)."""
+    issues: list[Issue] = []
+    for anchor in ev.anchors_found:
+        if not normalise(anchor):
+            continue
+        a_on_page, a_elsewhere, a_near = locate_detail(bundle, anchor, anchor_page, quote=False)
+        if a_on_page:
+            continue
+        a_near_msg, a_near_details = _unfaithful(a_near)
+        where = (f"it appears on page(s) {', '.join(map(str, a_elsewhere))}" if a_elsewhere
+                 else "it appears nowhere in the document")
+        claimed = (f"its claimed page {ev.page}" if anchor_page == ev.page
+                   else f"page {anchor_page}, where its snippet really is")
+        issues.append(make_issue(
+            "ANCHOR_NOT_ON_PAGE",
+            f"Anchor '{_short(anchor, 40)}' for {tc.doc_type} is not on {claimed}; {where}" + a_near_msg,
+            location=f"{loc}.anchors_found",
+            suggested_fix="Anchors must be verbatim text of the cited page",
+            severity=Severity.MAJOR if a_elsewhere else Severity.BLOCKER,
+            details={**ref, "found_on_pages": a_elsewhere, **a_near_details},
+        ))
     return issues
 
 
