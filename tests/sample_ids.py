@@ -22,3 +22,11 @@ STEM_OF = {sid(p.stem): p.stem for p in SAMPLES.glob("*.pdf")}
 def stem_of(doc_id: str) -> str:
     """The sample stem of a doc id (the id itself when it is no sample's)."""
     return STEM_OF.get(doc_id, doc_id)
+
+
+def expected_routes() -> dict[str, str]:
+    """include/samples/expected_routes.json's routes by doc id (a retried one: ``AUTO_RETRY→<final>``)."""
+    import json
+
+    routes = json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+    return {sid(stem): route for stem, route in routes.items()}

@@ -24,6 +24,7 @@ import pytest
 from tests.dags.airflow_env import REPO, airflow_cmd
 from tests.fake_docai import PROJECT, layout_parser_document, serve
 from tests.fake_gemini import FakeGemini
+from tests.sample_ids import sid
 
 DS = "2026-11-19"
 PREFIX = "nightly-google"
@@ -124,18 +125,19 @@ def test_nightly_dag_on_gcs_document_ai_and_gemini(google_env, gcs_emulator, air
     assert len(docs) == 14
 
     expected = json.loads((REPO / "include" / "samples" / "expected_routes.json").read_text())["routes"]
-    for doc_id, route in expected.items():
-        if doc_id in ("corrupt_truncated", "scanned_no_text"):
+    for stem, route in expected.items():
+        if stem in ("corrupt_truncated", "scanned_no_text"):
             continue
         want = "AUTO_ACCEPT" if route.endswith("AUTO_ACCEPT") else "ESCALATE_TO_SME"
-        assert docs[doc_id]["final_decision"] == want, doc_id
+        assert docs[sid(stem)]["final_decision"] == want, stem
     # the service fails the corrupt PDF in its status; the scan has no text for the fake to give back
-    assert docs["corrupt_truncated"]["error"] == "DOCAI_FAILED"
-    assert docs["scanned_no_text"]["error"] == "DOCAI_NO_CONTENT"
+    assert docs[sid("corrupt_truncated")]["error"] == "DOCAI_FAILED"
+    assert docs[sid("scanned_no_text")]["error"] == "DOCAI_NO_CONTENT"
     # the real Layout Parser output became a 15-page bundle and went through the whole pipeline
-    bundle = json.loads(_download(gcs_emulator, f"{gcs_emulator.root_uri(PREFIX)}/runs/{DS}/docai_fixture/bundle.json"))
+    fixture = sid("docai_fixture")
+    bundle = json.loads(_download(gcs_emulator, f"{gcs_emulator.root_uri(PREFIX)}/runs/{DS}/{fixture}/bundle.json"))
     assert bundle["parser"].startswith("document_ai:layout-parser") and bundle["total_pages"] == 15
-    assert docs["docai_fixture"]["final_decision"] in ("AUTO_ACCEPT", "ESCALATE_TO_SME")
+    assert docs[sid("docai_fixture")]["final_decision"] in ("AUTO_ACCEPT", "ESCALATE_TO_SME")
     assert any(i.startswith("document_ai:") for i in rep["implementations"]) or bundle["parser"]
 
     # Gemini: at most 4 calls per document (the specification's budget; V2 read blind instead of labelled,

@@ -14,6 +14,8 @@ from tests.dags.airflow_env import REPO, airflow_cmd
 from tests.lineage_events import check_facet, datasets, events_from_log, leaks, parse, task_events
 from tests.packets import has_packet, packet_file
 from tests.phi_scan import night_phi
+from tests.sample_ids import expected_routes as sample_routes
+from tests.sample_ids import sid
 
 # airflow dags test runs of the sample night (~80 s): the full suite, not the inner loop
 pytestmark = pytest.mark.slow
@@ -50,7 +52,7 @@ def sample_run(airflow_db, tmp_path_factory):
 
 
 def expected_routes() -> dict[str, str]:
-    return json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+    return sample_routes()  # by doc id (ADR 0050)
 
 
 def test_every_sample_takes_its_expected_route(sample_run):
@@ -116,7 +118,7 @@ def test_the_sample_night_audits_an_accept(sample_run):
 def test_retry_sample_keeps_every_attempt(sample_run):
     root, *_ = sample_run
     # one result object per document (issue 12): every attempt's report and V5 decision inside it
-    ver = json.loads((root / "runs" / DS / "retry_shares" / "result.json").read_text())["result"]
+    ver = json.loads((root / "runs" / DS / sid("retry_shares") / "result.json").read_text())["result"]
     assert [a["decision"]["decision"] for a in ver["attempts"]] == ["AUTO_RETRY", "AUTO_ACCEPT"]
     assert ver["attempts"][1]["decision"]["rule"] and ver["attempts"][1]["fingerprint"]
 

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from tests.dags.airflow_env import REPO
+from tests.sample_ids import sid
 
 DAG_ID = "sme_review"
 
@@ -123,11 +124,11 @@ def test_pending_packets_become_review_forms(dag, night):
     from airflow.sdk.definitions.param import ParamsDict
 
     ops = _ops(dag)
-    assert set(ops) == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
-    op = ops["quest_cbc_panel"]
+    assert set(ops) == {sid("quest_cbc_panel"), sid("fabricated_evidence"), sid("lab_requisition_form"), sid("corrupt_truncated")}
+    op = ops[sid("quest_cbc_panel")]
     # 1 issue: after the V3 trap BLOCKER no judgment runs (issue 10; was 3 with the V3/V4 judgments)
     # severity first: the Required Actions list cuts long subjects
-    assert op.subject.startswith("[BLOCKER] quest_cbc_panel (2026-11-21) — V5 rule 1, 1 issue(s)")
+    assert op.subject.startswith(f"[BLOCKER] {sid('quest_cbc_panel')} (2026-11-21) — V5 rule 1, 1 issue(s)")
     assert op.options == ["Agree", "Correct", "Cannot classify"] and op.defaults is None and op.multiple is False
     assert isinstance(op.params, ParamsDict) and set(op.params) == {
         "corrected_dominant_type", "corrected_segments", "unclassifiable_reason", "notes"}  # no Dag params on the form
@@ -138,7 +139,7 @@ def test_pending_packets_become_review_forms(dag, night):
     assert op.response_timeout == timedelta(hours=72) and op.execution_timeout == timedelta(minutes=10)
     assert op.assigned_users == [{"id": "sme.anna", "name": "sme.anna"}, {"id": "7", "name": "sme.ben"}]
     assert len(_ops(dag, max_reviews=2)) == 2
-    assert next(iter(_ops(dag, max_reviews=1))) == "corrupt_truncated"  # most severe (ERROR) first
+    assert next(iter(_ops(dag, max_reviews=1))) == sid("corrupt_truncated")  # most severe (ERROR) first
 
 
 def test_execute_opens_the_form_with_ids_codes_and_the_workspace_link(dag, night, monkeypatch):
@@ -147,27 +148,27 @@ def test_execute_opens_the_form_with_ids_codes_and_the_workspace_link(dag, night
 
     sent = {}
     monkeypatch.setattr(hitl, "upsert_hitl_detail", lambda **kw: sent.update(kw))
-    op = _ops(dag)["quest_cbc_panel"]
+    op = _ops(dag)[sid("quest_cbc_panel")]
     ctx = {"task_instance": SimpleNamespace(id="ti-1")}
     with pytest.raises(TaskAwaitingInput):
         op.execute(ctx)
     body = sent["body"]
     # ids, codes, pages and the links: no page text (Airflow shows the body to Viewers, ADR 0036)
-    assert body.startswith("## quest\\_cbc\\_panel — escalated for your review")
+    assert body.startswith(f"## {sid('quest_cbc_panel')} — escalated for your review")
     assert f"(/docverify/reviews/{op.doc_id})" in body and "| V3-0001 | BLOCKER | V3 | TRAP\\_ROUTINE" in body
     assert "Quest Diagnostics" not in body and f"(/docverify/packets/{op.doc_id})" in body
     assert len(body.encode()) <= 20_000 and sent["defaults"] is None and sent["options"] == ["Agree", "Correct", "Cannot classify"]
     assert "\n\n**Decision:**" in body  # header lines are separate paragraphs in the UI's Markdown
     # a document that could not be parsed has no classification to agree with: only Correct
     with pytest.raises(TaskAwaitingInput):
-        _ops(dag)["corrupt_truncated"].execute(ctx)
+        _ops(dag)[sid("corrupt_truncated")].execute(ctx)
     assert sent["options"] == ["Correct", "Cannot classify"]  # an unreadable file: nothing to agree with
     # answered meanwhile (e.g. from the notebook): no form is opened
     from docverify.sme.ground_truth import save_review
 
-    save_review(night, "quest_cbc_panel", agrees=True, reviewer="nb")
+    save_review(night, sid("quest_cbc_panel"), agrees=True, reviewer="nb")
     sent.clear()
-    assert "quest_cbc_panel" not in _ops(dag)  # no longer listed …
+    assert sid("quest_cbc_panel") not in _ops(dag)  # no longer listed …
     with pytest.raises(AirflowSkipException, match="already reviewed"):
         op.execute(ctx)  # … and a form from an older listing is skipped
     assert sent == {}
@@ -184,46 +185,46 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
 
     caplog.set_level(logging.INFO)
     ops = _ops(dag)
-    out = _answer(ops["quest_cbc_panel"], "Agree", notes="looks right")
+    out = _answer(ops[sid("quest_cbc_panel")], "Agree", notes="looks right")
     assert out["ground_truth_source"] == "SME_VALIDATED" and out["version"] == 1
-    key = ops["quest_cbc_panel"].doc_id  # the review: this night's file with its content
+    key = ops[sid("quest_cbc_panel")].doc_id  # the review: this night's file with its content
     assert out["uri"].endswith(f"/ground_truth/gt_{key}.json") and "notes" not in json.dumps(out)
     v1 = night.read_bytes(f"ground_truth/gt_{key}.json")
     rec = json.loads(v1)
     assert rec["reviewer"] == "sme.anna" and rec["reviewed_at"] == "2026-11-22T09:30:00Z"
     assert rec["channel"] == "airflow-hitl:sme_review/manual__1/review[0]"
-    assert rec["ground_truth_classification"] == load_packet(night, "quest_cbc_panel").primary_classification
-    packet = load_packet(night, "quest_cbc_panel")
+    assert rec["ground_truth_classification"] == load_packet(night, sid("quest_cbc_panel")).primary_classification
+    packet = load_packet(night, sid("quest_cbc_panel"))
     assert (packet.review_status, packet.reviewer, packet.ground_truth_version) == ("reviewed", "sme.anna", 1)
 
     # the page-by-page form: the SME changes page 3 only; nothing typed, the segments follow
-    out = _answer(_ops(dag, max_reviews=50).get("fabricated_evidence"), "Correct", user="sme.ben",
+    out = _answer(_ops(dag, max_reviews=50).get(sid("fabricated_evidence")), "Correct", user="sme.ben",
                   page_1="Genomic Report", page_2="Genomic Report", page_3="Other")
-    [fab] = ground_truth_versions(night, "fabricated_evidence")
+    [fab] = ground_truth_versions(night, sid("fabricated_evidence"))
     assert out["ground_truth_source"] == fab.ground_truth_source == "SME_CORRECTED"
     assert [(s["page_start"], s["page_end"], s["dominant_type"]) for s in fab.ground_truth_classification["segments"]
             ] == [(1, 2, "Genomic Report"), (3, 3, "Other")]
 
     # a second answer for the same document (an operator re-opened it): version 2, v1 untouched
-    out = _answer(ops["quest_cbc_panel"], "Correct", user="sme.ben", corrected_dominant_type="Other",
+    out = _answer(ops[sid("quest_cbc_panel")], "Correct", user="sme.ben", corrected_dominant_type="Other",
                   notes="routine CBC")
     assert out["version"] == 2 and out["uri"].endswith(f"gt_{key}.v2.json")
     assert night.read_bytes(f"ground_truth/gt_{key}.json") == v1
-    v2 = ground_truth_versions(night, "quest_cbc_panel")[1]
+    v2 = ground_truth_versions(night, sid("quest_cbc_panel"))[1]
     assert v2.ground_truth_classification["dominant_type_overall"] == "Other" and v2.correction_notes == "routine CBC"
-    assert load_packet(night, "quest_cbc_panel").ground_truth_version == 2
+    assert load_packet(night, sid("quest_cbc_panel")).ground_truth_version == 2
 
     # no answer in time: no ground truth, the packet stays pending and is listed again
     with pytest.raises(AirflowSkipException, match="left pending"):
-        ops["corrupt_truncated"].execute_complete({}, {"error": "The Human-in-the-loop response timeout has passed",
+        ops[sid("corrupt_truncated")].execute_complete({}, {"error": "The Human-in-the-loop response timeout has passed",
                                                        "error_type": "timeout"})
-    assert not list((night.root / "ground_truth").glob("gt_*corrupt_truncated*.json"))
-    assert load_packet(night, "corrupt_truncated").review_status == "pending"
-    assert set(_ops(dag)) == {"corrupt_truncated", "lab_requisition_form"}
+    assert not list((night.root / "ground_truth").glob(f"gt_*{sid('corrupt_truncated')}*.json"))
+    assert load_packet(night, sid("corrupt_truncated")).review_status == "pending"
+    assert set(_ops(dag)) == {sid("corrupt_truncated"), sid("lab_requisition_form")}
 
     # the logs name documents, sources, versions and URIs — never page text or notes
-    bundle = json.loads(night.read_bytes("runs/2026-11-21/quest_cbc_panel/bundle.json"))
-    assert "ground truth doc_id=quest_cbc_panel source=SME_CORRECTED version=2" in caplog.text
+    bundle = json.loads(night.read_bytes(f"runs/2026-11-21/{sid('quest_cbc_panel')}/bundle.json"))
+    assert f"ground truth doc_id={sid('quest_cbc_panel')} source=SME_CORRECTED version=2" in caplog.text
     for page in bundle["pages"]:
         for para in page["paragraphs"]:
             if len(para) > 12:
@@ -233,10 +234,10 @@ def test_night_then_answers_make_ground_truth(dag, night, caplog):
 
 @pytest.mark.parametrize("doc,option,fields,match", [
     # refused by the form's schema (as the UI refuses it) before anything is read
-    ("corrupt_truncated", "Correct", {"corrected_segments": "[{page_start: 1}"}, "Invalid input for param corrected_segments"),
-    ("corrupt_truncated", "Correct", {"corrected_segments": "pages one to two"},
+    (sid("corrupt_truncated"), "Correct", {"corrected_segments": "[{page_start: 1}"}, "Invalid input for param corrected_segments"),
+    (sid("corrupt_truncated"), "Correct", {"corrected_segments": "pages one to two"},
      "Invalid input for param corrected_segments"),
-    ("fabricated_evidence", "Maybe", {}, "not in"),
+    (sid("fabricated_evidence"), "Maybe", {}, "not in"),
 ])
 def test_answers_outside_the_form_fail_the_task_and_write_nothing(dag, night, doc, option, fields, match):
     from docverify.sme.packets import load_packet
@@ -248,14 +249,14 @@ def test_answers_outside_the_form_fail_the_task_and_write_nothing(dag, night, do
 
 
 @pytest.mark.parametrize("doc,option,fields,match", [
-    ("fabricated_evidence", "Agree", {"corrected_dominant_type": "Other"},
+    (sid("fabricated_evidence"), "Agree", {"corrected_dominant_type": "Other"},
      "'Agree' was chosen but a correction was filled in"),
-    ("fabricated_evidence", "Agree", {"page_3": "Other"}, "'Agree' was chosen but a correction was filled in"),
-    ("corrupt_truncated", "Correct", {"corrected_segments": "[{page_start: 1]"}, "corrected_segments: not valid JSON"),
-    ("corrupt_truncated", "Correct", {"corrected_segments": "1-2 Lab Report"}, "range #1 names no document type"),
-    ("corrupt_truncated", "Correct", {"corrected_segments": "1-99999999999999 Other"}, "page"),
-    ("fabricated_evidence", "Correct", {}, "Correct needs a change"),
-    ("corrupt_truncated", "Cannot classify", {}, "reason"),
+    (sid("fabricated_evidence"), "Agree", {"page_3": "Other"}, "'Agree' was chosen but a correction was filled in"),
+    (sid("corrupt_truncated"), "Correct", {"corrected_segments": "[{page_start: 1]"}, "corrected_segments: not valid JSON"),
+    (sid("corrupt_truncated"), "Correct", {"corrected_segments": "1-2 Lab Report"}, "range #1 names no document type"),
+    (sid("corrupt_truncated"), "Correct", {"corrected_segments": "1-99999999999999 Other"}, "page"),
+    (sid("fabricated_evidence"), "Correct", {}, "Correct needs a change"),
+    (sid("corrupt_truncated"), "Cannot classify", {}, "reason"),
 ])
 def test_refused_answers_reopen_the_review_with_the_reason_and_write_nothing(dag, night, monkeypatch, doc, option,
                                                                              fields, match):
@@ -312,7 +313,7 @@ def test_the_form_has_a_type_per_page_preset_to_the_classifier(dag, night):
     from docverify_airflow.operators.sme_review import review_form_params
     from docverify_airflow.sme_form import MAX_PAGE_FIELDS
 
-    types = sme_tasks.page_types("fabricated_evidence")
+    types = sme_tasks.page_types(sid("fabricated_evidence"))
     form = review_form_params(types)
     assert [form[f"page_{i}"].value for i in range(1, len(types) + 1)] == types and "corrected_segments" not in form
     assert set(form.get_param("page_1").schema["enum"]) >= {"Clinical Note", "Other"} if hasattr(form, "get_param") \
@@ -329,8 +330,8 @@ def test_a_bad_form_value_is_refused_and_nothing_is_written(dag, night):
     # the form proposes the five types; anything else is refused by save_review (the try fails,
     # its retry opens the form again)
     with pytest.raises(ValueError, match="Invalid input for param corrected_dominant_type: 'Lab Report' is not one of"):
-        _answer(_ops(dag)["fabricated_evidence"], "Correct", corrected_dominant_type="Lab Report")
-    assert not list((night.root / "ground_truth").glob("gt_*fabricated_evidence*.json"))
+        _answer(_ops(dag)[sid("fabricated_evidence")], "Correct", corrected_dominant_type="Lab Report")
+    assert not list((night.root / "ground_truth").glob(f"gt_*{sid('fabricated_evidence')}*.json"))
 
 
 # --------------------------------------------------------------------------- overlapping runs
@@ -363,18 +364,18 @@ def test_a_timed_out_or_answered_review_frees_its_packet_for_the_next_run(dag, n
     ops = {_doc(k["doc_id"]): dag.task_dict["review"].unmap(k) for k in sme_tasks.review_kwargs(ctx1)}
     ti = SimpleNamespace(dag_id=DAG_ID, run_id="asset_triggered__night1", task_id="review", map_index=0)
     with pytest.raises(AirflowSkipException):
-        ops["quest_cbc_panel"].execute_complete({**ctx1, "ti": ti}, {"error_type": "timeout"})
+        ops[sid("quest_cbc_panel")].execute_complete({**ctx1, "ti": ti}, {"error_type": "timeout"})
     from docverify_airflow.operators.sme_review import review_form_params
 
-    form = review_form_params(sme_tasks.page_types("fabricated_evidence"))
-    ops["fabricated_evidence"].execute_complete({**ctx1, "ti": ti}, {
+    form = review_form_params(sme_tasks.page_types(sid("fabricated_evidence")))
+    ops[sid("fabricated_evidence")].execute_complete({**ctx1, "ti": ti}, {
         "chosen_options": ["Agree"], "params_input": {k: form[k].value for k in form},
         "responded_at": dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC),
         "responded_by_user": {"id": "sme.anna", "name": "sme.anna"}})
     nxt = {_doc(k["doc_id"]) for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night2"))}
     # the timed-out packet is pending and free again; the answered one is reviewed; the other two
     # are still open in the first run
-    assert nxt == {"quest_cbc_panel"}
+    assert nxt == {sid("quest_cbc_panel")}
 
 
 def test_a_manual_run_catches_up_on_every_free_pending_packet(dag, night):
@@ -385,7 +386,7 @@ def test_a_manual_run_catches_up_on_every_free_pending_packet(dag, night):
     from docverify.sme.packets import resolve_key
     from docverify_airflow import sme_tasks
 
-    assert claim(night, resolve_key(night, "corrupt_truncated"), "sme_review/old_run", dt.timedelta(hours=1),
+    assert claim(night, resolve_key(night, sid("corrupt_truncated")), "sme_review/old_run", dt.timedelta(hours=1),
                  now=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
     manual = {_doc(k["doc_id"]) for k in sme_tasks.review_kwargs(_run_context(dag, "manual__catch_up"))}
-    assert manual == {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form", "corrupt_truncated"}
+    assert manual == {sid("quest_cbc_panel"), sid("fabricated_evidence"), sid("lab_requisition_form"), sid("corrupt_truncated")}

@@ -11,6 +11,7 @@ import json
 import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.fake_gemini import FakeGemini, error_body
+from tests.sample_ids import sid
 
 from docverify.llm.cache import VerdictCache
 from docverify.llm.faults import BackoffRetry
@@ -68,11 +69,11 @@ def test_sample_batch_on_the_llm_judge_then_a_free_rerun(tmp_path, repo_dir, fak
     # (V2, V3, V4) is skipped when a rule phase already found a BLOCKER (issue 10: was V2 only), so
     # the supplied BLOCKER companions cost no call at all and a classified one only its classify call
     calls = {d["doc_id"]: d["llm"]["calls"] for d in parsed}
-    blocked = {"quest_cbc_panel", "fabricated_evidence", "lab_requisition_form"}
-    assert calls["quest_cbc_panel"] == 0 and calls["fabricated_evidence"] == 0
-    assert calls["lab_requisition_form"] <= 1, calls
+    blocked = {sid("quest_cbc_panel"), sid("fabricated_evidence"), sid("lab_requisition_form")}
+    assert calls[sid("quest_cbc_panel")] == 0 and calls[sid("fabricated_evidence")] == 0
+    assert calls[sid("lab_requisition_form")] <= 1, calls
     assert all(2 <= n <= 4 for k, n in calls.items() if k not in blocked), calls
-    assert {d["doc_id"] for d in parsed if d["llm"]["calls"] == 4} >= {"genomic_brca_ngs", "path_tcga_19-1787"}
+    assert {d["doc_id"] for d in parsed if d["llm"]["calls"] == 4} >= {sid("genomic_brca_ngs"), sid("path_tcga_19-1787")}
     assert llm["input_tokens"] > 0 and llm["output_tokens"] > 0
     assert llm["price_model"] == "gemini-2.5-flash" and llm["cost_usd"] > 0 and "genai-prices" in llm["price_source"]
     assert abs(sum(d["llm"]["cost_usd"] for d in parsed) - llm["cost_usd"]) < 1e-5
@@ -99,8 +100,8 @@ def test_a_broken_endpoint_escalates_every_document(tmp_path, repo_dir, fake):
     assert not (tmp_path / "accepted").exists() or not list((tmp_path / "accepted").rglob("*.json"))
     errors = {d["doc_id"]: d.get("error") for d in rep["per_document"]}
     # documents the classifier had to read fail classification; supplied ones get VERIFICATION_INCOMPLETE
-    assert errors["genomic_brca_ngs"] == "CLASSIFICATION_FAILED"
-    supplied = next(d for d in rep["per_document"] if d["doc_id"] == "retry_shares")
+    assert errors[sid("genomic_brca_ngs")] == "CLASSIFICATION_FAILED"
+    supplied = next(d for d in rep["per_document"] if d["doc_id"] == sid("retry_shares"))
     assert "VERIFICATION_INCOMPLETE" in supplied["issue_codes"]
     # V2's blind readings are answered apart by the fake (ADR 0034): counted, not refused
     assert rep["llm"]["calls"] == len(fake.requests) + len(fake.blind_requests)

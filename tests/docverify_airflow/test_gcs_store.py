@@ -5,7 +5,6 @@ nightly batch stages on the sample batch."""
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +13,8 @@ import pytest
 import tests.dags.airflow_env  # noqa: F401 - the private AIRFLOW_HOME, before any Airflow import
 from tests.batch_stages import run_stages
 from tests.dags.airflow_env import REPO, airflow_cmd
+from tests.sample_ids import expected_routes as sample_routes
+from tests.sample_ids import sid
 
 from docverify.domain.codes import make_issue
 from docverify.domain.models import Issue
@@ -169,7 +170,7 @@ def run_night(b: Batch) -> dict:
 
 
 def expected_routes() -> dict[str, str]:
-    return json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+    return sample_routes()  # by doc id (ADR 0050)
 
 
 def routes_of(store: ArtifactStore) -> dict[str, str]:
@@ -206,9 +207,9 @@ def test_sample_batch_stages_on_gcs(gcs_root, gcs_emulator):
         packet = any(re.fullmatch(rf"sme_packets/sme_packet_{DS}_{re.escape(doc_id)}_[0-9a-f]{{10}}\.json", o)
                      for o in objects)
         assert (accepted, packet) == ((True, False) if route.endswith("AUTO_ACCEPT") else (False, True)), doc_id
-    parsed = [d for d in expected if d != "corrupt_truncated"]  # scanned_no_text is OCR'd (issue 13)
+    parsed = [d for d in expected if d != sid("corrupt_truncated")]  # scanned_no_text is OCR'd (issue 13)
     assert {f"runs/{DS}/{d}/bundle.json" for d in parsed} <= objects
-    assert f"runs/{DS}/corrupt_truncated/error.json" in objects
+    assert f"runs/{DS}/{sid('corrupt_truncated')}/error.json" in objects
     assert {f"reports/{DS}/batch_report.{ext}" for ext in ("json", "md", "html")} <= objects
     manifest = b.manifest()
     assert all(d["pdf_uri"].startswith(f"gs://{gcs_root.bucket}/") for d in manifest["documents"])

@@ -17,9 +17,11 @@ import time
 from urllib.parse import quote
 
 from scripts.airflow_stack import AirflowStack
+from tests.dags.test_dag_patient_names import found
 from tests.e2e.conftest import SHOTS
 from tests.e2e.test_operator_night import DAG, EXPECTED, UI, _copy_samples
 from tests.phi_scan import leaks, night_phi
+from tests.sample_ids import sid
 
 
 class Workspace(UI):
@@ -151,6 +153,10 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
     root, home = work / "store", work / "airflow_home"
     today = dt.datetime.now(dt.UTC).date()
     _copy_samples(root, today)
+    # files named after patients that take no review (ADR 0050): ignored, and a companion without its PDF
+    incoming = root / "incoming" / today.isoformat()
+    (incoming / "Müller notes.txt").write_text("Anruf Frau Müller\n")
+    (incoming / "Schmidt, Anna - Pathologie.classification.json").write_text("{}")
     escalated = sorted(d for d, r in EXPECTED.items() if r.endswith("ESCALATE_TO_SME"))
 
     with AirflowStack(home, root, users={"viewer": "viewer"}) as stack:
@@ -180,7 +186,7 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
         # review again at once, no retry spent, and the workspace says why
         review_of = {json.loads(p.read_text())["doc_id"]: p.name.removeprefix("sme_packet_").removesuffix(".json")
                      for p in (root / "sme_packets").glob("sme_packet_*.json")}
-        key = review_of["fabricated_evidence"]
+        key = review_of[sid("fabricated_evidence")]
         ti = [t for t in stack.paged("/api/v2/dags/sme_review/dagRuns/~/taskInstances", "task_instances")
               if t["task_id"] == "review" and t["rendered_map_index"] == key][0]
         detail = stack.api("GET", f"/api/v2/dags/sme_review/dagRuns/{quote(ti['dag_run_id'], safe='')}/taskInstances/"
@@ -255,9 +261,9 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
             if ui.by_css("h1").text.startswith("AUDIT"):
                 assert shown["lead"].startswith("Accepted automatically; confirm or correct"), shown["lead"]
             assert "could not be processed (see the decision)" not in ui.d.page_source
-            if doc == "fabricated_evidence":
+            if doc == sid("fabricated_evidence"):
                 assert "refused" in ui.by_css(".refused").text  # the Required Actions refusal, with its reason
-            if doc == "quest_cbc_panel":
+            if doc == sid("quest_cbc_panel"):
                 ui.shot("12_review_page")
                 ui.key("c")  # Correct, nothing changed: refused on the page, nothing sent
                 ui.ctrl_enter()
@@ -267,7 +273,7 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
                 assert not list((root / "ground_truth").glob(f"gt_{review_of[doc]}*.json"))
                 ui.select("page_1", "Other")
                 ui.ctrl_enter()
-            elif doc == "corrupt_truncated":  # offered after every document with pages (ADR 0051)
+            elif doc == sid("corrupt_truncated"):  # offered after every document with pages (ADR 0051)
                 assert "Nothing to look at: the file is damaged" in ui.d.page_source
                 ui.key("x")
                 ui.select("unclassifiable_reason", "unreadable")
@@ -297,19 +303,19 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
             r = json.loads(p.read_text())
             records[(r["doc_id"], r.get("review_kind", "escalation"))] = r
         src = {k: r["ground_truth_source"] for k, r in records.items()}
-        assert src[("quest_cbc_panel", "escalation")] == "SME_CORRECTED"
-        assert src[("corrupt_truncated", "escalation")] == "SME_UNCLASSIFIABLE"
-        assert src[("fabricated_evidence", "escalation")] == "SME_VALIDATED"
-        assert src[("lab_requisition_form", "escalation")] == "SME_VALIDATED"
+        assert src[(sid("quest_cbc_panel"), "escalation")] == "SME_CORRECTED"
+        assert src[(sid("corrupt_truncated"), "escalation")] == "SME_UNCLASSIFIABLE"
+        assert src[(sid("fabricated_evidence"), "escalation")] == "SME_VALIDATED"
+        assert src[(sid("lab_requisition_form"), "escalation")] == "SME_VALIDATED"
         assert [k for k in src if k[1] == "audit"] and all(v == "SME_VALIDATED" for k, v in src.items() if k[1] == "audit")
-        corrected = records[("quest_cbc_panel", "escalation")]["ground_truth_classification"]
+        corrected = records[(sid("quest_cbc_panel"), "escalation")]["ground_truth_classification"]
         genomic = [c for s in corrected["segments"] for c in s["classifications"] if c["doc_type"] == "Genomic Report"]
         assert all(c["presence_level"] == "NO_EVIDENCE" and not c["top_evidence"] for c in genomic)  # no leftovers
-        unreadable = records[("corrupt_truncated", "escalation")]
+        unreadable = records[(sid("corrupt_truncated"), "escalation")]
         assert unreadable["ground_truth_classification"] is None and unreadable["unclassifiable_reason"] == "unreadable"
         for (doc, _), r in records.items():
             assert r["reviewer"] == "admin", doc
-        trail_links = follow_the_trail(ui, stack, root, "fabricated_evidence")
+        trail_links = follow_the_trail(ui, stack, root, sid("fabricated_evidence"))
 
         # no failed task; every review task ended by its answer
         for run in stack.runs("sme_review"):
@@ -330,7 +336,7 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
         assert len(phi) > 100, len(phi)  # the night's page text, evidence and messages to look for
         ti_path = (f"/dags/sme_review/runs/{quote(ti['dag_run_id'], safe='')}/tasks/review/mapped/"
                    f"{ti['map_index']}")
-        for path, expect in (("/required_actions", "fabricated_evidence"), (f"{ti_path}/required_actions", key),
+        for path, expect in (("/required_actions", sid("fabricated_evidence")), (f"{ti_path}/required_actions", key),
                              (ti_path, key), (f"{ti_path}/xcom", key), (f"{ti_path}/rendered_templates", key),
                              (f"{ti_path}/details", key)):
             ui.d.get(stack.base_url + path)
@@ -339,14 +345,16 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
             time.sleep(1)  # lists and tabs fill in after their first request
             shown = ui.d.find_element("tag name", "body").text
             assert not leaks(shown, phi), f"clinical text on {path} for a Viewer: {leaks(shown, phi)[:3]}"
+            assert not found(shown, incoming), f"a patient's name on {path} for a Viewer: {found(shown, incoming)}"
         ui.shot("16_viewer_required_actions")
         # the trail for a Viewer of the Dags: the same steps and task links, nothing that may name the patient
-        ui.d.get(f"{stack.base_url}/docverify/trace/fabricated_evidence")
-        ui.wait(lambda: "Trail of fabricated_evidence" in ui.d.find_element("tag name", "body").text, 30,
+        fabricated = sid("fabricated_evidence")
+        ui.d.get(f"{stack.base_url}/docverify/trace/{fabricated}")
+        ui.wait(lambda: f"Trail of {fabricated}" in ui.d.find_element("tag name", "body").text, 30,
                 "the trail for the Viewer")
         shown = ui.d.find_element("tag name", "body").text
         assert "Hidden from you" in shown and "the input file's URI" in shown, shown
-        assert "fabricated_evidence.pdf" not in ui.d.page_source and "file://" not in ui.d.page_source
+        assert "fabricated_evidence" not in ui.d.page_source and "file://" not in ui.d.page_source
         assert not leaks(shown, phi), leaks(shown, phi)[:3]
         assert [a.get_attribute("href") for a in ui.d.find_elements("css selector", "a.log")] == trail_links
         assert not ui.d.find_elements("css selector", "a.packet")
@@ -365,6 +373,11 @@ def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
         rendered += [json.dumps(h, ensure_ascii=False) for h in stack.paged("/api/v2/dags/~/dagRuns/~/hitlDetails", "hitl_details")]
         assert len(rendered) > 20
         leaked = leaks("\n".join(rendered), phi)
+        assert not found("\n".join(rendered), incoming), found("\n".join(rendered), incoming)[:5]  # ADR 0050
+        night = today.isoformat()
+        ui.d.get(f"{stack.base_url}/docverify/reports/{night}")  # the batch report as the Viewer reads it
+        ui.wait(lambda: "docverify batch report" in ui.d.find_element("tag name", "body").text, 30, "the report")
+        assert not found(ui.d.page_source, incoming), found(ui.d.page_source, incoming)
         assert not leaked, f"clinical text in Airflow's logs, XComs, HITL details or rendered fields: {leaked[:5]}"
         ui.d.get(f"{stack.base_url}/docverify/trend/")
         ui.wait(lambda: "night(s)" in ui.d.page_source, 30, "the trend page for a Viewer")

@@ -10,6 +10,7 @@ import pathlib
 
 import pytest
 from tests.hostile import kit
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.stages.common import Batch
@@ -29,7 +30,7 @@ def test_hostile_night_completes_with_nothing_lost_leaked_or_silently_accepted(n
     assert figures["lost"] == figures["silent_accepts"] == figures["outside_accesses"] == 0
     # the clean documents (and the oddly named copies of one) were verified and accepted as usual
     rep = {d["doc_id"]: d for d in run["report"]["per_document"]}
-    assert rep["note_mts_19"]["final_decision"] == rep["genomic_brca_ngs"]["final_decision"] == "AUTO_ACCEPT"
+    assert rep[sid("note_mts_19")]["final_decision"] == rep[sid("genomic_brca_ngs")]["final_decision"] == "AUTO_ACCEPT"
     # every hostile input is in the report's error list with its code, counted
     assert len(run["report"]["errors"]) == figures["escalated_with_error"] >= 25
 

@@ -12,6 +12,7 @@ import time
 
 import pytest
 from tests.hostile import kit
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.reporting import report
@@ -61,33 +62,33 @@ def small_night(tmp_path) -> kit.Night:
 def test_accepted_then_escalated_withdraws_the_accepted_record(tmp_path):
     night = small_night(tmp_path)
     kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run1"))
-    assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
+    assert (night.root / "accepted" / DS / f"{sid('note_mts_19')}.json").exists()
     # the night's companion for note_mts_19 arrives broken: the re-run escalates it
     (night.incoming / "note_mts_19.classification.json").write_bytes(b"null")
     night.expect["note_mts_19.pdf"] = ("error", "INPUT_NOT_OBJECT")
     run2 = kit.run_night(night, OfflineJudge(), run_id="run2")
     kit.check_night(night, run2)
-    assert not (night.root / "accepted" / DS / "note_mts_19.json").exists()
-    [moved_file] = kit.withdrawn_of(night.root, "accepted", "note_mts_19")
+    assert not (night.root / "accepted" / DS / f"{sid('note_mts_19')}.json").exists()
+    [moved_file] = kit.withdrawn_of(night.root, "accepted", sid("note_mts_19"))
     moved = json.loads(moved_file.read_text())
     assert moved["run_id"] == "run2" and "INPUT_NOT_OBJECT" in moved["reason"]
-    assert moved["record"]["doc_id"] == "note_mts_19" and moved["record"]["run_id"] == "run1"
+    assert moved["record"]["doc_id"] == sid("note_mts_19") and moved["record"]["run_id"] == "run1"
     report_docs = {d["doc_id"]: d for d in run2["report"]["per_document"]}
-    assert "accepted" not in report_docs["note_mts_19"]["outputs"]
+    assert "accepted" not in report_docs[sid("note_mts_19")]["outputs"]
 
 
 def test_after_an_outage_recovered_documents_lose_their_pending_packet(tmp_path):
     night = small_night(tmp_path)
     run1 = kit.run_night(night, Outage(), run_id="run1")
-    assert {d["doc_id"]: d.get("error") for d in run1["report"]["per_document"]}["note_mts_19"] == \
+    assert {d["doc_id"]: d.get("error") for d in run1["report"]["per_document"]}[sid("note_mts_19")] == \
         "CLASSIFICATION_FAILED"
-    doc = _doc(night, "note_mts_19")
+    doc = _doc(night, sid("note_mts_19"))
     [packet] = kit.packets_of(night.root, doc)
     run2 = kit.run_night(night, OfflineJudge(), run_id="run2")
     kit.check_night(night, run2)
-    assert (night.root / "accepted" / DS / "note_mts_19.json").exists()
+    assert (night.root / "accepted" / DS / f"{sid('note_mts_19')}.json").exists()
     assert not packet.exists() and not packet.with_suffix(".html").exists()
-    [moved_file] = kit.withdrawn_of(night.root, "sme_packet", "note_mts_19")
+    [moved_file] = kit.withdrawn_of(night.root, "sme_packet", sid("note_mts_19"))
     moved = json.loads(moved_file.read_text())
     assert moved["record"]["error"]["error"] == "CLASSIFICATION_FAILED" and "accepted" in moved["reason"]
     # a third run changes nothing: the withdrawal is not repeated, outputs stay byte for byte
@@ -104,11 +105,11 @@ def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
 
     night = small_night(tmp_path)
     kit.run_night(night, Outage(), run_id="run1", watch=False)
-    SMEReviewHelper(night.root).save_review("note_mts_19", agrees=False, corrected_dominant_type="Clinical Note",
+    SMEReviewHelper(night.root).save_review(sid("note_mts_19"), agrees=False, corrected_dominant_type="Clinical Note",
                                             reviewer="dr.test")
-    [packet_file] = kit.packets_of(night.root, _doc(night, "note_mts_19"))
+    [packet_file] = kit.packets_of(night.root, _doc(night, sid("note_mts_19")))
     packet = packet_file.read_bytes()
-    [gt_file] = (night.root / "ground_truth").glob("gt_*note_mts_19*.json")
+    [gt_file] = (night.root / "ground_truth").glob(f"gt_*{sid('note_mts_19')}*.json")
     gt = gt_file.read_bytes()
     kit.run_night(night, OfflineJudge(), run_id="run2", watch=False)
     assert packet_file.read_bytes() == packet

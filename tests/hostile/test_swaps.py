@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.hostile import kit
+from tests.sample_ids import sid
 
 from docverify.judging.judges import OfflineJudge
 from docverify.layout.errors import ParseError
@@ -128,7 +129,7 @@ def test_pdfs_swapped_after_discovery_are_each_their_documents_typed_error_and_t
         assert err["stage"] == "layout" and WORDS[state] in err["message"], err["message"]
         assert kit.SECRET_OUTSIDE not in json.dumps(err)
     layout = json.loads((night.root / "runs" / DS / "_stages" / "layout.json").read_text())
-    assert sorted(layout["ok"]) == ["genomic_brca_ngs", "note_mts_19"]  # the part went on
+    assert sorted(layout["ok"]) == sorted([sid("genomic_brca_ngs"), sid("note_mts_19")])  # the part went on
     assert layout["errors"] == len(swapped)
 
 
@@ -158,9 +159,9 @@ def test_a_pdf_swapped_while_its_layout_part_runs_is_refused_by_the_parse_worker
     assert len(parts) == 1
     out = layout_stage.layout_local_part(b.fresh(), parts[0], workers=2, timeout_s=60)
     index = layout_stage.merge_layout_local(b.fresh())
-    assert out.errors == len(names) and sorted(index.record["ok"]) == ["genomic_brca_ngs", "note_mts_19"]
+    assert out.errors == len(names) and sorted(index.record["ok"]) == sorted([sid("genomic_brca_ngs"), sid("note_mts_19")])
     for state, name in names.items():
-        doc_id = name[:-4]
+        doc_id = sid(name[:-4])
         rec = index.record["failed"][doc_id]
         assert rec["error"] == "INPUT_NOT_REGULAR" and WORDS[state] in rec["message"], rec
         assert not (night.root / "runs" / DS / doc_id / "bundle.json").exists()
@@ -206,8 +207,8 @@ def test_document_ai_online_refuses_a_swapped_pdf_without_sending_it(tmp_path):
         return layout_parser_document(data)
 
     out = layout_docai_online(b.fresh(), process)
-    assert out.errors == 1 and sorted(out.record["ok"]) == ["genomic_brca_ngs", "note_mts_19"]
-    assert out.record["failed"]["swapped"]["error"] == "INPUT_NOT_REGULAR"
+    assert out.errors == 1 and sorted(out.record["ok"]) == sorted([sid("genomic_brca_ngs"), sid("note_mts_19")])
+    assert out.record["failed"][sid("swapped")]["error"] == "INPUT_NOT_REGULAR"
     assert sorted(sent) == sorted([NOTE, GENOMIC])  # the outside PDF's bytes were never sent
 
 
@@ -271,8 +272,8 @@ def test_on_a_gcs_root_a_pdf_removed_after_discovery_is_that_documents_error(gcs
     discover(b.fresh())
     store.delete(f"incoming/{DS}/gone.pdf")
     out = layout_local(b.fresh(), workers=1, timeout_s=60, ocr=False)
-    assert out.record["ok"] == ["note_mts_19"] and out.record["failed"]["gone"]["error"] == "INPUT_NOT_REGULAR"
-    assert "gone" in out.record["failed"]["gone"]["message"]
+    assert out.record["ok"] == [sid("note_mts_19")] and out.record["failed"][sid("gone")]["error"] == "INPUT_NOT_REGULAR"
+    assert "gone" in out.record["failed"][sid("gone")]["message"]
 
 
 # ----------------------------------------------------------------------------- the task's retry rule
@@ -358,6 +359,6 @@ def test_swaps_between_discover_and_layout_end_in_one_typed_error_and_leave_the_
             stage = "discover" if plan[name][0] != "file" else "layout"
             assert _one_typed_error(night, run, name)["stage"] == stage
         outcomes = _outcomes(run)
-        kept = {name[:-4] for name in night.expect if name not in refused}
+        kept = {sid(name[:-4]) for name in night.expect if name not in refused}
         assert {k: outcomes[k] for k in kept} == {k: base[k] for k in kept}
         assert set(outcomes) == kept | {_doc(run, n)["doc_id"] for n in refused}
