@@ -544,7 +544,7 @@ def test_the_framing_hash_is_one_function_and_changing_the_framing_changes_every
     from docverify.llm import cache as llm_cache
     from docverify.llm.schemas import OUTPUT_TYPES
 
-    assert llm_cache.FRAMING_HASHES == {k: llm_cache.framing_hash(t) for k, t in OUTPUT_TYPES.items()}
+    assert {k: llm_cache.framing_hash(t) for k, t in OUTPUT_TYPES.items()} == llm_cache.FRAMING_HASHES
     bundle, cls = make_bundle(PAGE1, PAGE2), make_classification()
     kinds = [*JUDGMENTS, "classify"]
     base = {k: judge_with(Scripted({"findings": []})).cache_key_for(k, bundle, cls) for k in kinds}
