@@ -126,8 +126,6 @@ def test_the_product_ships_no_test_support_and_names_no_machine_path():
 CONCURRENT = "owned by a concurrent change; split next"
 #: a dense algorithm (an alignment, a Viterbi pass, a table of checks) whose split needs its own review
 DENSE = "a dense algorithm: its split needs its own review and measurement (ADR 0053, next)"
-#: not reached in the session of ADR 0053; next
-NEXT = "not reached by ADR 0053's session; split next"
 LONG_FUNCTIONS = {
     "reporting/report.py::build": CONCURRENT,
     "stages/discover.py::discover": CONCURRENT,
@@ -135,11 +133,8 @@ LONG_FUNCTIONS = {
     "sme/correction.py::derive": CONCURRENT,
     "sme/answer.py::_check": CONCURRENT,
     "sme/ground_truth.py::apply_correction": CONCURRENT,
-    "stages/routes.py::write_sme_packets": NEXT,
     "verify/common.py::CriticalTokens.compare": DENSE,
-    "verify/v1_schema.py::check": DENSE,
     "classify/offline.py::_classify_segment": DENSE,
-    "classify/offline.py::_viterbi": DENSE,
 }
 MAX_LINES = 60
 

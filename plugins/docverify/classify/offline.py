@@ -452,17 +452,17 @@ def _continuity_factor(score: float | None) -> float:
     return BREAK_SWITCH if score is not None and score < CONT_LOW else 1.0
 
 
-def _viterbi(pages: list[_Page]) -> list[str]:
-    """The cheapest type per page: emission ``best - score``, SWITCH_PENALTY per change."""
-    pref = _preference(pages)
-    rank = {t: i for i, t in enumerate(pref)}
+def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], list[dict[str, bool]], list[bool],
+                                             list[frozenset[str]], list[float]]:
+    """What :func:`_viterbi` reads of each page: its emission costs per type, whether it speaks softly
+    (weak), the types it supports, whether it opens with a section header, the types it is headed by,
+    and the factor of its continuity with the page before (1.0 for the first)."""
     n = len(pages)
-    emit = []
+    emit: list[dict[str, float]] = []
     weak: list[bool] = []
     support: list[dict[str, bool]] = []
     opens: list[bool] = []
     headed: list[frozenset[str]] = []
-    forms = [p.form for p in pages]
     for p in pages:
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
@@ -490,6 +490,16 @@ def _viterbi(pages: list[_Page]) -> list[str]:
             emit[i] = {t: (CONT_EMIT if pages[i].score(t) >= CONT_SUPPORT * top and t not in CONT_EXCLUDE
                            and (not CONT_MUTUAL or pages[i - 1].score(t) >= CONT_SUPPORT * prev_top) else 1.0) * e
                        for t, e in emit[i].items()}
+    return emit, weak, support, opens, headed, conts
+
+
+def _viterbi(pages: list[_Page]) -> list[str]:
+    """The cheapest type per page: emission ``best - score``, SWITCH_PENALTY per change."""
+    pref = _preference(pages)
+    rank = {t: i for i, t in enumerate(pref)}
+    n = len(pages)
+    emit, weak, support, opens, headed, conts = _emissions(pages)
+    forms = [p.form for p in pages]
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
     for i in range(1, n):

@@ -17,6 +17,7 @@ from docverify.storage.limits import (
     InputError,
 )
 from docverify.storage.runstore import (
+    DocResult,
     Routes,
 )
 
@@ -188,6 +189,30 @@ def accept(batch: Batch) -> Accepted:
     return Accepted(accepted=written, uri=rs.uri(rs.accepted_dir))
 
 
+def _production(batch: Batch, doc_id: str, rel: str | None) -> dict[str, Any] | None:
+    """A production classification supplied beside the PDF: ``<doc>.production.json``
+    (within the companion limits; one that is not is left out of the packet)."""
+    if not rel:
+        return None
+    try:
+        return read_companion(batch, rel)
+    except (InputError, FileNotFoundError) as exc:
+        lineage("write_sme_packets", doc_id, production_error=getattr(exc, "code", "NOT_FOUND"))
+        return None
+
+
+def _unverified_packet(batch: Batch, doc_id: str, rec: DocResult) -> tuple[str, SMEPacket]:
+    """(review id, packet) of a document whose result is an error (it could not be parsed or classified)."""
+    rs, error = batch.rs, rec.error
+    assert error is not None
+    total = rec.bundle.total_pages if rec.bundle else 0
+    err_json = error.model_dump(mode="json", exclude={"sha256"})
+    key = _review_id(batch, doc_id, rec.bundle.sha256 if rec.bundle else error.sha256)
+    return key, build_packet(doc_id=doc_id, pdf_path=error.file, total_pages=total,
+                             bundle_path=rs.uri(rs.bundle_rel(doc_id)) if total else "", result=None,
+                             error=err_json, run_id=batch.run_id, review_id=key)
+
+
 def write_sme_packets(batch: Batch) -> PacketsWritten:
     """One packet per escalated document (after V5 or after the retry), and per document that
     could not be parsed or classified. A packet an SME already reviewed is kept. Reads the routes,
@@ -202,17 +227,6 @@ def write_sme_packets(batch: Batch) -> PacketsWritten:
     keys = _earlier_outputs(batch, routes, candidates, list_packets=True) if routes else {}
     manifest = rs.manifest_if_exists() if errors else None  # the size an unreadable file's packet shows
     sizes = {d.doc_id: d.bytes for d in manifest.documents} if manifest else {}
-
-    def production(doc_id: str, rel: str | None) -> dict[str, Any] | None:
-        """A production classification supplied beside the PDF: ``<doc>.production.json``
-        (within the companion limits; one that is not is left out of the packet)."""
-        if not rel:
-            return None
-        try:
-            return read_companion(batch, rel)
-        except (InputError, FileNotFoundError) as exc:
-            lineage("write_sme_packets", doc_id, production_error=getattr(exc, "code", "NOT_FOUND"))
-            return None
 
     def finish(doc_id: str, key: str, packet: SMEPacket, bundle: DocumentBundle | None, why: str, **fields: object) -> None:
         _withdraw_pending_packets(batch, doc_id, key, f"escalated again by a later run of {batch.ds}", keys,
@@ -239,12 +253,7 @@ def write_sme_packets(batch: Batch) -> PacketsWritten:
         if rec is None:
             continue
         if rec.error is not None:
-            total = rec.bundle.total_pages if rec.bundle else 0
-            err_json = rec.error.model_dump(mode="json", exclude={"sha256"})
-            key = _review_id(batch, doc_id, rec.bundle.sha256 if rec.bundle else rec.error.sha256)
-            packet = build_packet(doc_id=doc_id, pdf_path=rec.error.file, total_pages=total,
-                                  bundle_path=rs.uri(rs.bundle_rel(doc_id)) if total else "", result=None,
-                                  error=err_json, run_id=batch.run_id, review_id=key)
+            key, packet = _unverified_packet(batch, doc_id, rec)
             finish(doc_id, key, packet, None, rec.error.error, rule=None, reason="error", error=rec.error.error)
         elif rec.result is not None and rec.result.final_decision == "ESCALATE_TO_SME":
             result = rec.result
@@ -252,7 +261,7 @@ def write_sme_packets(batch: Batch) -> PacketsWritten:
             key = _review_id(batch, doc_id, bundle.sha256)
             packet = build_packet(doc_id=doc_id, pdf_path=bundle.file_path, total_pages=bundle.total_pages,
                                   bundle_path=rs.uri(rs.bundle_rel(doc_id)), result=result,
-                                  production_classification=production(doc_id, rec.production_rel),
+                                  production_classification=_production(batch, doc_id, rec.production_rel),
                                   run_id=batch.run_id, bundle=bundle, review_id=key)
             finish(doc_id, key, packet, bundle, f"rule {result.final_rule}", rule=result.final_rule,
                    stop_reason=result.stop_reason, production_supplied=packet.production_classification is not None)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from docverify.domain.codes import make_issue
-from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue
+from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Issue, Segment
 from docverify.domain.policy import VerifyPolicy
 from docverify.verify.common import is_number, iter_type_entries, seg_loc, type_loc
 from docverify.verify.spec import VerifierSpec
@@ -103,56 +103,73 @@ def check(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
         ))
 
     for seg in cls.segments:
-        # 2 — page bounds and start ≤ end
-        bad = [p for p in (seg.page_start, seg.page_end) if not 1 <= p <= total]
-        if bad:
-            issues.append(make_issue(
-                "PAGE_OUT_OF_BOUNDS",
-                f"Segment {seg.segment_index} spans pages {seg.page_start}–{seg.page_end} but the document has pages 1–{total}",
-                location=seg_loc(seg), suggested_fix="Re-run the classifier with the document's real page count",
-            ))
-        if seg.page_start > seg.page_end:
-            issues.append(make_issue(
-                "PAGE_RANGE_INVERTED",
-                f"Segment {seg.segment_index} starts on page {seg.page_start} after it ends on page {seg.page_end}",
-                location=seg_loc(seg), suggested_fix="Re-run the classifier",
-            ))
-        # 3 — segment_page_count
-        expected = seg.page_end - seg.page_start + 1
-        if seg.page_start <= seg.page_end and seg.segment_page_count != expected:
-            issues.append(make_issue(
-                "SEGMENT_PAGE_COUNT_WRONG",
-                f"Segment {seg.segment_index} has segment_page_count {seg.segment_page_count} but spans {expected} pages",
-                location=f"{seg_loc(seg)}.segment_page_count", suggested_fix=f"Set segment_page_count to {expected}",
-                details={"segment_index": seg.segment_index, "expected": expected},
-            ))
-        # 4 — confidences in [0, 1]; shares in [0, 1]
-        for tc in seg.classifications:
-            if not (is_number(tc.confidence) and 0.0 <= tc.confidence <= 1.0):
-                issues.append(make_issue(
-                    "CONFIDENCE_OUT_OF_RANGE",
-                    f"Segment {seg.segment_index}, {tc.doc_type}: confidence {tc.confidence} is outside [0.0, 1.0]",
-                    location=f"{type_loc(seg, tc)}.confidence", suggested_fix="Re-run the classifier",
-                ))
-            if not (is_number(tc.segment_share) and 0.0 <= tc.segment_share <= 1.0):
-                issues.append(make_issue(
-                    "SHARE_OUT_OF_RANGE",
-                    f"Segment {seg.segment_index}, {tc.doc_type}: segment_share {tc.segment_share} is outside [0.0, 1.0]",
-                    location=f"{type_loc(seg, tc)}.segment_share", suggested_fix="Re-run the classifier",
-                ))
-        # 5 — all five types in the segment
-        issues += _completeness([tc.doc_type for tc in seg.classifications], f"Segment {seg.segment_index}",
-                                seg_loc(seg), {"segment_index": seg.segment_index})
-        # 6 — evidence for every type that is not NO_EVIDENCE
-        for tc in seg.classifications:
-            if tc.presence_level != "NO_EVIDENCE" and not tc.top_evidence:
-                issues.append(make_issue(
-                    "EVIDENCE_MISSING",
-                    f"{tc.doc_type} is {tc.presence_level} in segment {seg.segment_index} but has no evidence snippets",
-                    location=f"{type_loc(seg, tc)}.top_evidence",
-                    suggested_fix="Cite at least one snippet from the page text, or mark the type NO_EVIDENCE",
-                ))
+        issues += _segment_issues(seg, total)
+    issues += _mixture_issues(cls)
+    issues += page_coverage(bundle, cls)
+    issues += evidence_pages(bundle, cls)
+    return issues
 
+
+
+def _segment_issues(seg: Segment, total: int) -> list[Issue]:
+    """Checks 2–6 of one segment: page bounds and order, its page count, confidences and shares in
+    [0, 1], all five types, evidence for every type that is not NO_EVIDENCE."""
+    issues: list[Issue] = []
+    # 2 — page bounds and start ≤ end
+    bad = [p for p in (seg.page_start, seg.page_end) if not 1 <= p <= total]
+    if bad:
+        issues.append(make_issue(
+            "PAGE_OUT_OF_BOUNDS",
+            f"Segment {seg.segment_index} spans pages {seg.page_start}–{seg.page_end} but the document has pages 1–{total}",
+            location=seg_loc(seg), suggested_fix="Re-run the classifier with the document's real page count",
+        ))
+    if seg.page_start > seg.page_end:
+        issues.append(make_issue(
+            "PAGE_RANGE_INVERTED",
+            f"Segment {seg.segment_index} starts on page {seg.page_start} after it ends on page {seg.page_end}",
+            location=seg_loc(seg), suggested_fix="Re-run the classifier",
+        ))
+    # 3 — segment_page_count
+    expected = seg.page_end - seg.page_start + 1
+    if seg.page_start <= seg.page_end and seg.segment_page_count != expected:
+        issues.append(make_issue(
+            "SEGMENT_PAGE_COUNT_WRONG",
+            f"Segment {seg.segment_index} has segment_page_count {seg.segment_page_count} but spans {expected} pages",
+            location=f"{seg_loc(seg)}.segment_page_count", suggested_fix=f"Set segment_page_count to {expected}",
+            details={"segment_index": seg.segment_index, "expected": expected},
+        ))
+    # 4 — confidences in [0, 1]; shares in [0, 1]
+    for tc in seg.classifications:
+        if not (is_number(tc.confidence) and 0.0 <= tc.confidence <= 1.0):
+            issues.append(make_issue(
+                "CONFIDENCE_OUT_OF_RANGE",
+                f"Segment {seg.segment_index}, {tc.doc_type}: confidence {tc.confidence} is outside [0.0, 1.0]",
+                location=f"{type_loc(seg, tc)}.confidence", suggested_fix="Re-run the classifier",
+            ))
+        if not (is_number(tc.segment_share) and 0.0 <= tc.segment_share <= 1.0):
+            issues.append(make_issue(
+                "SHARE_OUT_OF_RANGE",
+                f"Segment {seg.segment_index}, {tc.doc_type}: segment_share {tc.segment_share} is outside [0.0, 1.0]",
+                location=f"{type_loc(seg, tc)}.segment_share", suggested_fix="Re-run the classifier",
+            ))
+    # 5 — all five types in the segment
+    issues += _completeness([tc.doc_type for tc in seg.classifications], f"Segment {seg.segment_index}",
+                            seg_loc(seg), {"segment_index": seg.segment_index})
+    # 6 — evidence for every type that is not NO_EVIDENCE
+    for tc in seg.classifications:
+        if tc.presence_level != "NO_EVIDENCE" and not tc.top_evidence:
+            issues.append(make_issue(
+                "EVIDENCE_MISSING",
+                f"{tc.doc_type} is {tc.presence_level} in segment {seg.segment_index} but has no evidence snippets",
+                location=f"{type_loc(seg, tc)}.top_evidence",
+                suggested_fix="Cite at least one snippet from the page text, or mark the type NO_EVIDENCE",
+            ))
+    return issues
+
+
+def _mixture_issues(cls: ClassificationOutput) -> list[Issue]:
+    """The document mixture's five types and shares, and the self-evaluation's confidence, in range."""
+    issues: list[Issue] = []
     issues += _completeness([m.doc_type for m in cls.document_mixture], "The document mixture",
                             "document_mixture", {"mixture": True})
     for m in cls.document_mixture:
@@ -168,8 +185,6 @@ def check(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
             f"self_evaluation.confidence {cls.self_evaluation.confidence} is outside [0.0, 1.0]",
             location="self_evaluation.confidence", suggested_fix="Re-run the classifier",
         ))
-    issues += page_coverage(bundle, cls)
-    issues += evidence_pages(bundle, cls)
     return issues
 
 
