@@ -14,6 +14,7 @@ from tests.dags.airflow_env import REPO, airflow_cmd
 from tests.dags.test_dag_run import _sentences, expected_routes
 from tests.docverify.test_batch_jury import _radiology_companion
 from tests.fake_gemini import FakeGemini
+from tests.sample_ids import sid
 
 DS = "2026-11-18"
 pytestmark = pytest.mark.slow
@@ -46,7 +47,7 @@ def test_sample_night_with_jury_and_second_opinion(airflow_db, tmp_path, corpora
         rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
         got = {d["doc_id"]: ("AUTO_RETRY→" + d["final_decision"]) if d.get("route") == "auto_fix_retry"
                else d["final_decision"] for d in rep["per_document"]}
-        assert got == {**expected_routes(), EXTRA[:-4]: "ESCALATE_TO_SME"}  # the kept finding escalates it
+        assert got == {**expected_routes(), sid(EXTRA[:-4]): "ESCALATE_TO_SME"}  # the kept finding escalates it
         assert rep["jury"]["findings_reviewed"] > 0 and rep["jury"]["final_actions"] == {
             "KEEP": rep["jury"]["findings_reviewed"]}
         assert rep["second_opinion"]["asked"] > 0 and rep["second_opinion"]["changed"] == 0

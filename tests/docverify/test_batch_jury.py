@@ -12,6 +12,8 @@ import shutil
 import pytest
 from tests.docverify.test_batch_llm import DS, run_all, sample_batch
 from tests.fake_gemini import FakeGemini
+from tests.sample_ids import expected_routes as sample_routes
+from tests.sample_ids import sid
 
 from docverify.arbiters.jury import Juror, Jury
 from docverify.arbiters.second_opinion import SecondOpinion
@@ -80,10 +82,10 @@ def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, c
     assert "jury" not in plain and "second_opinion" not in plain
     with caplog.at_level(logging.INFO, logger="docverify.lineage"):
         rep = run_all(b, judged(fake, b.store))
-    expected = json.loads((repo_dir / "include" / "samples" / "expected_routes.json").read_text())["routes"]
+    expected = sample_routes()  # by doc id (ADR 0050)
     assert {d["doc_id"]: d["final_decision"] for d in rep["per_document"]} == {
         **{k: ("AUTO_ACCEPT" if v.endswith("AUTO_ACCEPT") else "ESCALATE_TO_SME") for k, v in expected.items()},
-        EXTRA[:-4]: "ESCALATE_TO_SME"}
+        sid(EXTRA[:-4]): "ESCALATE_TO_SME"}
     # the jury reviewed the offline judgments' findings; every vote is in the report
     jury = rep["jury"]
     assert jury["findings_reviewed"] > 0 and jury["final_actions"] == {"KEEP": jury["findings_reviewed"]}
@@ -103,10 +105,10 @@ def test_sample_night_with_the_jury_and_the_second_opinion(tmp_path, repo_dir, c
     assert so["asked"] == rep["routes_attempt_0"]["accept"] + rep["routes_attempt_0"]["auto_fix_retry"]
     assert so["changed"] == 0 and so["STRICTER_OF_TWO"] == so["asked"]
     # the packet of an escalated document carries the SME explanation; lineage carries the audit line
-    packet = json.loads(next((tmp_path / "sme_packets").glob(f"sme_packet_{DS}_quest_cbc_panel_*.json")).read_text())
+    packet = json.loads(next((tmp_path / "sme_packets").glob(f"sme_packet_{DS}_{sid('quest_cbc_panel')}_*.json")).read_text())
     assert "needs your review" in json.dumps(packet)
     assert all(v["final_action"] == "KEEP" for v in packet.get("jury_votes", []))
-    page = next((tmp_path / "sme_packets").glob(f"sme_packet_{DS}_quest_cbc_panel_*.html")).read_text()
+    page = next((tmp_path / "sme_packets").glob(f"sme_packet_{DS}_{sid('quest_cbc_panel')}_*.html")).read_text()
     assert "<dt>Why</dt>" in page and "needs your review" in page
     jury_lines = [r.getMessage() for r in caplog.records if '"jury": [' in r.getMessage()]
     assert jury_lines and all('"votes": {"A": "KEEP"' in m for m in jury_lines)

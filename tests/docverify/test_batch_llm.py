@@ -11,6 +11,7 @@ import json
 import pytest
 from tests.batch_stages import copy_samples, run_stages
 from tests.fake_gemini import FakeGemini, error_body
+from tests.sample_ids import expected_routes as sample_routes
 from tests.sample_ids import sid
 
 from docverify.llm.cache import VerdictCache
@@ -54,7 +55,7 @@ def sample_batch(tmp_path, repo_dir) -> Batch:
 def test_sample_batch_on_the_llm_judge_then_a_free_rerun(tmp_path, repo_dir, fake):
     b = sample_batch(tmp_path, repo_dir)
     rep = run_all(b, llm_judge(fake, b.store))
-    expected = json.loads((repo_dir / "include" / "samples" / "expected_routes.json").read_text())["routes"]
+    expected = sample_routes()  # by doc id (ADR 0050)
     got = {d["doc_id"]: d["final_decision"] for d in rep["per_document"]}
     # the fake's judgments find nothing, so the rule phases decide: the same routes as offline
     assert got == {k: ("AUTO_ACCEPT" if v.endswith("AUTO_ACCEPT") else "ESCALATE_TO_SME") for k, v in expected.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from scripts.count_ops import counting, night, sample_night
+from tests.sample_ids import expected_routes as sample_routes
 
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
@@ -37,7 +38,7 @@ def test_sample_night_and_its_rerun_stay_within_the_store_budget(tmp_path, repo_
     per_stage_doc_reads = max(v / (n if k[0] != "auto_fix_retry" else 1) for k, v in reads.items())
     assert per_stage_doc_reads <= 1, reads
     # the routes are the sample's (the cheaper night computes the same thing)
-    expected = json.loads((repo_dir / "include" / "samples" / "expected_routes.json").read_text())["routes"]
+    expected = sample_routes()  # by doc id (ADR 0050)
     rep = json.loads((tmp_path / "reports" / DS / "batch_report.json").read_text())
     got = {d["doc_id"]: ("AUTO_RETRY→" + d["final_decision"]) if d.get("route") == "auto_fix_retry"
            else d["final_decision"] for d in rep["per_document"]}
