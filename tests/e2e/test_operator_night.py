@@ -1,7 +1,8 @@
 """What an operator and an SME do, in a real browser against the real Airflow components:
 
-log in → the scheduled night runs when the DAG is unpaused → trigger a run from the UI with the
-default params → backfill three dates from the UI form → open a task log and find a lineage line
+log in → trigger the paused nightly Dag from the UI as docs/operating.md says: with "Unpause … on
+trigger" unticked the run waits in Queued; with the form's defaults (the box ticked) the Dag is
+unpaused and the triggered runs and the latest scheduled night run → backfill three dates from the UI form → open a task log and find a lineage line
 → in Browse → Required Actions answer one review Agree and one Correct → ground truth, packets and
 reports are where the README says. A screenshot per step lands in build/e2e/.
 """
@@ -19,10 +20,12 @@ from scripts.airflow_stack import AirflowStack
 from tests.e2e.conftest import REPO, SHOTS
 from tests.lineage_events import LineageReceiver, check_facet, datasets, leaks, parse, task_events
 from tests.phi_scan import night_phi
+from tests.sample_ids import expected_routes, sid
 
 DAG = "clinical_doc_verification"
 SAMPLES = REPO / "include" / "samples"
-EXPECTED = json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+EXPECTED = expected_routes()  # by doc id (ADR 0050: opaque; tests.sample_ids.sid(stem) names a sample's)
+QUEST, FABRICATED = sid("quest_cbc_panel"), sid("fabricated_evidence")
 
 
 class UI:
@@ -82,11 +85,34 @@ class UI:
         self.click(self.by_css("button[aria-label='Trigger Dag']"))
         self.by_css("[data-testid='trigger-dag-submit'], [role=dialog]")
 
-    def trigger_with_defaults(self, dag_id: str) -> None:
+    def unpause_box(self):
+        """The trigger form's "Unpause <dag> on trigger" box (shown for a paused Dag only)."""
+        from selenium.webdriver.common.by import By
+
+        xp = "//label[contains(normalize-space(), 'on trigger')]"
+        return self.wait(lambda: [e for e in self.d.find_elements(By.XPATH, xp) if e.is_displayed()], 30,
+                         "the Unpause … on trigger box")[0]
+
+    @staticmethod
+    def ticked(box) -> bool:
+        from selenium.webdriver.common.by import By
+
+        found = box.find_elements(By.CSS_SELECTOR, "input[type=checkbox]")
+        return bool(found[0].get_property("checked")) if found else box.get_attribute("data-state") == "checked"
+
+    def trigger_paused(self, dag_id: str, *, unpause: bool) -> None:
+        """Trigger a paused Dag from its form, nothing typed; ``unpause=False`` unticks the box first."""
         self.open_trigger_form(dag_id)
         submit = self.by_css("[data-testid='trigger-dag-submit']")
         assert submit.is_enabled(), "the Trigger button of the form is disabled with the default params"
-        self.shot("03_trigger_form_defaults")
+        box = self.unpause_box()
+        assert self.ticked(box), "the Unpause … on trigger box is not ticked by default on the paused Dag"
+        if unpause:
+            self.shot("03_trigger_form_defaults")
+        else:
+            self.click(box)
+            self.wait(lambda: not self.ticked(box), 10, "the Unpause … on trigger box unticked")
+            self.shot("03_trigger_form_unticked")
         self.click(submit)
 
     def _set_datetime(self, index: int, day: dt.date, hhmm: str) -> None:
@@ -195,19 +221,40 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         ui.login(stack.password)
         ui.shot("02_home")
 
-        # the nightly DAG is paused at creation; unpausing it lets the scheduler run the latest night
+        # docs/operating.md's Trigger paragraph, as an operator follows it. The nightly Dag is paused at
+        # creation: a run triggered with "Unpause … on trigger" unticked waits in Queued, nothing starts
         stack.unpause("sme_review")
-        stack.unpause(DAG)
+        assert stack.api("GET", f"/api/v2/dags/{DAG}")["is_paused"]
+        ui.trigger_paused(DAG, unpause=False)
+        queued = ui.wait(lambda: [r for r in stack.runs(DAG) if r["run_type"] == "manual"], 60, "the queued run")[0]
+        time.sleep(20)  # the scheduler loops every second or so: it would have started it by now
+        assert [(r["run_type"], r["state"]) for r in stack.runs(DAG)] == [("manual", "queued")]
+        assert stack.api("GET", f"/api/v2/dags/{DAG}")["is_paused"]
+        # the form's defaults (the box ticked): the Dag is unpaused and both triggered runs go; then, the
+        # Dag running one night at a time (max_active_runs=1), the scheduler starts the latest scheduled
+        # night too (catchup=False)
+        ui.trigger_paused(DAG, unpause=True)
+        manual = ui.wait(lambda: [r for r in stack.runs(DAG) if r["run_type"] == "manual"
+                                  and r["dag_run_id"] != queued["dag_run_id"]], 60, "the manual run")[0]
+        assert not stack.api("GET", f"/api/v2/dags/{DAG}")["is_paused"]
+        assert manual["logical_date"][:10] == today.isoformat(), manual  # the form's default: now
+        done = [stack.wait_for_run(DAG, r["dag_run_id"], 600) for r in (queued, manual)]
+        assert [r["state"] for r in done] == ["success", "success"], done
         scheduled = ui.wait(lambda: [r for r in stack.runs(DAG) if r["run_type"] == "scheduled"], 120,
-                            "the scheduled night")[0]
-        assert stack.wait_for_run(DAG, scheduled["dag_run_id"], 600)["state"] == "success"
-
-        # a manual run from the UI form, nothing typed: the defaults submit
-        ui.trigger_with_defaults(DAG)
-        manual = ui.wait(lambda: [r for r in stack.runs(DAG) if r["run_type"] == "manual"], 60, "the manual run")[0]
-        assert stack.wait_for_run(DAG, manual["dag_run_id"], 600)["state"] == "success"
+                            "the latest scheduled night, after the triggered runs")[0]
+        latest = today if dt.datetime.now(dt.UTC).hour >= 2 else today - dt.timedelta(days=1)
+        assert scheduled["logical_date"][:10] == latest.isoformat(), scheduled  # the latest 02:00 UTC
+        scheduled = stack.wait_for_run(DAG, scheduled["dag_run_id"], 600)
+        assert scheduled["state"] == "success", scheduled
+        at = dt.datetime.fromisoformat
+        assert at(scheduled["start_date"]) >= max(at(r["end_date"]) for r in done), (scheduled, done)
+        assert len(stack.runs(DAG)) == 3
         ui.d.get(f"{stack.base_url}/dags/{DAG}")
         ui.shot("04_runs")
+        # the night's report, the index and a trail as an operator meets them (issue 42): the index's counts
+        # are the report's, every escalated or audited row links to its review, nothing wider than the window
+        _check_report_pages(ui, stack.base_url, json.loads(
+            (root / "reports" / today.isoformat() / "batch_report.json").read_text()))
         assert _routes(root, today) == EXPECTED
 
         # a backfill of three dates from the UI form: each date reads its own incoming/<ds>/
@@ -229,19 +276,19 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
 
         # a data engineer traces a document through the task log
         ui.task_log(DAG, manual["dag_run_id"], "write_sme_packets", "lineage")
-        assert '"doc_id": "quest_cbc_panel"' in ui.d.page_source or "quest_cbc_panel" in ui.d.page_source
+        assert f'"doc_id": "{QUEST}"' in ui.d.page_source or QUEST in ui.d.page_source
         ui.shot("07_task_log_lineage")
 
         # the SME answers two reviews in Browse → Required Actions (once the scheduler has taken in every
         # review's park, as a person's reading time would: ADR 0031)
         ui.wait(lambda: stack.parks_settled("sme_review"), 60, "the scheduler's report of every review's park")
-        ui.open_review("fabricated_evidence", today)
+        ui.open_review(FABRICATED, today)
         ui.shot("08_review_form")
         ui.answer("Agree", notes="the snippet is on no page; the rest is right")
-        ui.open_review("quest_cbc_panel", backfilled[0])
-        assert ui.open_packet_page() == "SME packet — quest_cbc_panel"  # served behind the login
+        ui.open_review(QUEST, backfilled[0])
+        assert ui.open_packet_page() == f"SME packet — {QUEST}"  # served behind the login
         ui.shot("09_packet_page")
-        ui.open_review("quest_cbc_panel", backfilled[0])
+        ui.open_review(QUEST, backfilled[0])
         ui.answer("Correct", pages={1: "Other"}, notes="routine CBC panel, not genomic")
         ui.shot("10_review_answered")
         # and confirms one audit of an accepted document of tonight (issue 21: the accept stays)
@@ -258,11 +305,11 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         assert (root / "accepted" / today.isoformat() / f"{audit['doc_id']}.json").exists()
         records = {json.loads(p.read_text())["doc_id"]: json.loads(p.read_text()) for p in gt.glob("*.json")
                    if "_audit" not in p.name}
-        assert records["fabricated_evidence"]["review_id"].startswith(f"{today}_fabricated_evidence_")
-        assert records["quest_cbc_panel"]["review_id"].startswith(f"{backfilled[0]}_quest_cbc_panel_")
-        assert records["fabricated_evidence"]["ground_truth_source"] == "SME_VALIDATED"
-        assert records["quest_cbc_panel"]["ground_truth_source"] == "SME_CORRECTED"
-        corrected = records["quest_cbc_panel"]["ground_truth_classification"]
+        assert records[FABRICATED]["review_id"].startswith(f"{today}_{FABRICATED}_")
+        assert records[QUEST]["review_id"].startswith(f"{backfilled[0]}_{QUEST}_")
+        assert records[FABRICATED]["ground_truth_source"] == "SME_VALIDATED"
+        assert records[QUEST]["ground_truth_source"] == "SME_CORRECTED"
+        corrected = records[QUEST]["ground_truth_classification"]
         assert corrected["dominant_type_overall"] == "Other"
         assert [s["dominant_type"] for s in corrected["segments"]] == ["Other"]
         # consistent: the genomic claim the SME corrected is no longer PRIMARY
@@ -288,6 +335,36 @@ def test_an_operator_night_in_the_browser(driver, tmp_path_factory):
         assert all(p.poll() is None for p in stack.procs.values())
         _check_lineage(stack, receiver.events, root, today, manual["dag_run_id"])
     receiver.stop()
+
+
+def _check_report_pages(ui: UI, base: str, rep: dict) -> None:
+    from docverify.reporting.trend import night_counts
+
+    night, c = rep["ds"], night_counts(rep)
+    ui.d.get(f"{base}/docverify/reports/")
+    row = ui.wait(lambda: [r for r in ui.d.find_elements("css selector", "tr") if r.text.startswith(night)], 30,
+                  "the night's row in the reports index")[0]
+    cells = [td.text for td in row.find_elements("css selector", "td")]
+    assert cells[1:5] == [str(c.documents), str(c.accepted), str(c.escalated), str(c.errors)], cells
+    ui.d.get(f"{base}/docverify/reports/{night}")
+    ui.wait(lambda: "Documents" in ui.d.page_source, 30, "the batch report")
+    linked = {tr.find_element("css selector", "td").text for tr in ui.d.find_elements("css selector", "table.docs tr")
+              if tr.find_elements("css selector", "a[href*='/docverify/reviews/']")}
+    want = {d["doc_id"] for d in rep["per_document"] if d["final_decision"] == "ESCALATE_TO_SME"
+            or (d.get("outputs") or {}).get("audit_packet")}
+    assert linked == want and any((d.get("outputs") or {}).get("audit_packet") for d in rep["per_document"])
+    assert ui.d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    ui.shot("07b_batch_report")
+    # a trail: the packet step is a line or two (the workspace's two-pane rule hit its review link: a
+    # window-tall gap), and every task log opens in a new tab, not inside the page
+    doc = next(d["doc_id"] for d in rep["per_document"] if d.get("rule") is not None and d.get("review_id"))
+    ui.d.get(f"{base}/docverify/trace/{doc}")
+    step = ui.by_css("li.step[data-kind=sme_packet]")
+    assert step.find_elements("css selector", "a.review") and step.size["height"] < 150, step.size
+    logs = ui.d.find_elements("css selector", "a.log")
+    assert logs and all(a.get_attribute("target") == "_blank" and "noopener" in (a.get_attribute("rel") or "")
+                        for a in logs)
+    ui.shot("07c_trail")
 
 
 def _check_lineage(stack: AirflowStack, events: list[dict], root: pathlib.Path, today: dt.date, manual: str) -> None:
