@@ -69,3 +69,22 @@ def test_a_rerun_after_the_change_withdraws_the_old_ids_and_holds_each_file_once
     rep = json.loads((root / "reports" / DS / "batch_report.json").read_text())
     assert rep["documents"] == 3 and sorted(d["doc_id"] for d in rep["per_document"]) == sorted(new.values())
     assert sorted(rep["inputs"]["removed"]) == ["note_mts_19", "quest_cbc_panel"]  # the answered one: nothing withdrawn
+
+
+def test_a_message_for_viewers_names_the_id_in_every_place_it_named_the_file():
+    from docverify.storage.paths import doc_id_for, file_token, redact_names
+
+    name = "Befund Müller (Kopie).pdf"
+    doc = doc_id_for(name)
+    uri, rel = "file:///s/incoming/2026-11-20/Befund%20M%C3%BCller%20%28Kopie%29.pdf", f"incoming/2026-11-20/{name}"
+    message = (f"{uri}: the PDF could not be parsed (PDFium: Failed to load {rel}); 'Befund Müller (Kopie)' "
+               f"is cut after 40 % of its bytes")
+    shown = redact_names(message, doc, uri, rel)
+    assert shown == (f"[document {doc}]: the PDF could not be parsed (PDFium: Failed to load [document {doc}]); "
+                     f"'[document {doc}]' is cut after 40 % of its bytes")
+    assert "Müller" not in shown and "M%C3%BC" not in shown
+    # one pass: a file called doc.pdf does not eat the words the replacement brings
+    assert redact_names("doc.pdf: bad", "doc-1", "incoming/x/doc.pdf") == "[document doc-1]: bad"
+    assert redact_names("no name here", "doc-1", None) == "no name here"
+    assert re.fullmatch(r"file-[0-9a-f]{12}", file_token("Müller notes.txt"))
+    assert file_token("a/Müller notes.txt") == file_token("Müller notes.txt") != file_token("Muller notes.txt")
