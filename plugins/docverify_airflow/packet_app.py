@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import cast
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -144,6 +145,7 @@ def reports_index() -> HTMLResponse:
     """One row per night that has a batch report, newest first: documents, accepted, escalated,
     documents in error — the report's own counts (:func:`docverify.reporting.trend.night_counts`) —
     an EMPTY NIGHT flagged, with links to the report and to the night's reviews (counts only)."""
+    from docverify.reporting.contract import Report
     from docverify.reporting.trend import night_counts
     from docverify.storage.paths import safe_ds
 
@@ -159,10 +161,11 @@ def reports_index() -> HTMLResponse:
         rep = store.read_json_if_exists(f"reports/{name}/batch_report.json")
         if not isinstance(rep, dict):
             continue
-        c = night_counts(rep)
-        empty = (" <b class='warn empty'>EMPTY NIGHT: no PDF found</b>" if c.empty else "")
+        c = night_counts(cast(Report, rep))  # a stored report: night_counts reads every key with a default
+        empty = " <b class='warn empty'>EMPTY NIGHT: no PDF found</b>" if c.empty else ""
         rows.append(
-            f"<tr{' class=empty' if c.empty else ''}><td><a href='{html.escape(name)}'>{html.escape(name)}</a>{empty}</td>"
+            f"<tr{' class=empty' if c.empty else ''}><td><a href='{html.escape(name)}'>{html.escape(name)}</a>"
+            f"{empty}</td>"
             f"<td>{c.documents}</td><td>{c.accepted}</td><td>{c.escalated}</td><td>{c.errors}</td>"
             f"<td>{html.escape(str(rep.get('run_id') or ''))}</td>"
             f"<td><a href='../reviews/?night={html.escape(name)}'>reviews of the night</a></td></tr>")
