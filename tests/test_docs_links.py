@@ -94,9 +94,10 @@ _PATH_SPAN = re.compile(r"(?<!`)`((?:[\w.-]+/)*[\w.-]+\.(?:py|md|j2|json|toml|ya
 #: where a short form is looked up: the repository, plugins/, the core and the Airflow side (``llm/judge.py``,
 #: ``docverify/llm/judge.py``, ``operators/layout.py``), include/ (``rules/x.json``)
 _BASES = ("", "plugins", "plugins/docverify", "plugins/docverify_airflow", "include")
-#: folders whose files a run writes (a night's ``reports/trend.json``, the e2e tests' ``build/e2e/...``):
-#: named in the docs as outputs, not files of the repository
-_OUTPUTS = ("reports/", "build/", "incoming/", "runs/", "sme/", "cache/", "_stages/", "feedback/")
+#: folders whose files a run writes (a night's ``reports/trend.json``, the e2e tests' ``build/e2e/...``, the
+#: local Airflow's ``airflow_home/airflow.cfg``, the local store ``data/``): outputs, not files of the repository
+_OUTPUTS = ("reports/", "build/", "incoming/", "runs/", "sme/", "cache/", "_stages/", "feedback/", "airflow_home/",
+            "data/")
 #: Records of moves: an ADR's table of old names and what became of them names the old ones on purpose.
 #: Each entry: the page, the old names it may keep, and why.
 _HISTORICAL = {
@@ -115,10 +116,15 @@ _HISTORICAL = {
 
 
 def _tracked() -> set[str]:
+    """The repository's files (git's list; outside a checkout, the tree without its generated folders)."""
     import subprocess
 
-    out = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True).stdout
-    return set(out.split())
+    out = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True)
+    if out.returncode == 0:
+        return set(out.stdout.split())
+    skip = {".venv", ".git", "build", "airflow_home", "data", "__pycache__"}
+    return {f.relative_to(ROOT).as_posix() for f in ROOT.rglob("*")
+            if f.is_file() and not skip & set(f.relative_to(ROOT).parts)}
 
 
 def _names_defined(py: pathlib.Path) -> set[str]:
@@ -142,18 +148,20 @@ def named_paths(page: pathlib.Path) -> list[tuple[str, str | None]]:
 
 def resolve(page: pathlib.Path, path: str, tracked: set[str]) -> pathlib.Path | None:
     """The file a named path means: a path with a folder against the repository, plugins/, the core, the
-    Airflow side, include/ and the page's own folder; a bare name anywhere in the repository (git's files)."""
+    Airflow side, include/ and the page's own folder; a bare name anywhere in the repository (git's files,
+    so a file a local run generated, e.g. ``airflow_home/airflow.cfg``, does not count)."""
     if "/" not in path:  # a bare module name (a bare data file name is a night's artifact: not checked)
         if not path.endswith(".py"):
             return ROOT
         hits = sorted(t for t in tracked if t.rsplit("/", 1)[-1] == path)
         return ROOT / hits[0] if hits else None
-    for base in _BASES:
-        cand = ROOT / base / path.lstrip("./")
-        if cand.exists():
+    # a file of the repository (git's list), not one a local run generated (a fresh clone has none of those)
+    folders = {t.rsplit("/", i)[0] for t in tracked for i in range(1, t.count("/") + 1)}
+    for cand in [ROOT / base / path.lstrip("./") for base in _BASES] + [(page.parent / path).resolve()]:
+        rel = cand.relative_to(ROOT).as_posix() if cand.is_relative_to(ROOT) else ""
+        if rel in tracked or rel in folders:
             return cand
-    cand = (page.parent / path).resolve()
-    return cand if cand.exists() else None
+    return None
 
 
 def test_resolve_finds_short_forms_and_misses_removed_modules():
@@ -175,7 +183,7 @@ def test_every_path_a_page_names_exists(page: pathlib.Path):
     kept, _reason = _HISTORICAL.get(rel, (set(), ""))
     missing = []
     for path, name in named_paths(page):
-        if path in kept or path.startswith(_OUTPUTS) or "*" in path:
+        if path in kept or (path.startswith(_OUTPUTS) and not path.endswith(".py")) or "*" in path:
             continue
         found = resolve(page, path, tracked)
         if found is None:
