@@ -30,4 +30,9 @@ def test_files_that_are_not_pdfs_are_counted_in_the_report(tmp_path):
     run_stages(b, OfflineJudge())
     out = report.write(b)
     assert out["summary"].endswith("; 1 file(s) in the folder ignored (not PDFs)")
-    assert report.build(b.fresh())["inputs"]["ignored_files"] == ["scan.tiff"]
+    # by token (ADR 0050: a file name may name the patient), listed in the HTML report too (issue 42)
+    from docverify.storage.paths import file_token
+
+    assert report.build(b.fresh())["inputs"]["ignored_files"] == [file_token("scan.tiff")]
+    html = (tmp_path / "reports" / "2026-11-20" / "batch_report.html").read_text()
+    assert file_token("scan.tiff") in html and "scan.tiff" not in html
