@@ -3,6 +3,7 @@ BLOCKER, fixes that travel together, auto-fixable BLOCKERs, V3 trap 3 phone/fax 
 
 import pytest
 from scripts.support.examples import NOTE_P3, bundle, genomic_then_note, mutate
+from tests.docverify.run_sync import verify_document_sync
 
 from docverify.arbiters.v5 import decide
 from docverify.domain.codes import CATALOGUE
@@ -10,7 +11,7 @@ from docverify.domain.models import ClassificationOutput
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import OfflineJudge
 from docverify.pipeline.autofix import apply_fixes
-from docverify.pipeline.document import rule_phases, verify_document_sync
+from docverify.pipeline.document import rule_phases
 from docverify.verify import v1_schema, v2_consistency, v3_traps, v4_evidence
 
 
@@ -314,7 +315,7 @@ def test_blocker_repair_route_in_the_nightly_arbiter(tmp_path, policy, route):
     store.write_json(batch.manifest_rel, {"ds": batch.ds, "documents": [
         {"doc_id": doc_id, "pdf_uri": "x", "pdf_rel": "x.pdf", "sha256": "0",
          "classification_rel": "x.classification.json"}]})
-    store.write_json(batch.run_rel(doc_id, "bundle.json"), b)
+    store.write_json(batch.rs.doc_rel(doc_id, "bundle.json"), b)
     verify_shard(batch.fresh(), [doc_id], OfflineJudge(), **({"policy": policy} if policy else {}))
     out = arbiter(batch.fresh())
     assert out.counts[route] == 1

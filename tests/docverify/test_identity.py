@@ -9,12 +9,12 @@ import json
 
 import pytest
 from scripts.support.examples import GENOMIC_P1, GENOMIC_P2, NOTE_P3, bundle, classification
+from tests.docverify.run_sync import verify_document_sync
 
 from docverify.domain.codes import CATALOGUE
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Page, Segment
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import OfflineJudge
-from docverify.pipeline.document import verify_document_sync
 from docverify.verify import identity
 
 JANE = "Patient: Jane Roe   DOB: 01/02/1960\nMRN: 00123456\n"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.docverify.run_sync import verify_document_sync
 
 from docverify.domain.models import DocumentBundle
 from docverify.domain.resources import include_dir
 from docverify.judging.judges import OfflineJudge
-from docverify.pipeline.document import verify_document_sync
 from docverify.reporting.outputs import write_outcome
 from docverify.storage.store import ArtifactStore
 

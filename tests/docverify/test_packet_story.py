@@ -8,12 +8,12 @@ import sys
 
 from scripts.support.examples import genomic_then_note, mutate
 from tests.docverify.review_night import DS, REPO, run_night
+from tests.docverify.run_sync import verify_document_sync
 from tests.packets import packet_file
 from tests.sample_ids import sid
 
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import OfflineJudge
-from docverify.pipeline.document import verify_document_sync
 from docverify.reporting import report
 from docverify.sme.packets import build_packet
 from docverify.sme.render import decided_by, packet_html, packet_markdown

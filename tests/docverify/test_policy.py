@@ -14,13 +14,14 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from scripts.support.examples import NOTE_P3, bundle, classification, genomic_then_note, mutate
 from tests.docverify.blind_reader import blind_aside
+from tests.docverify.run_sync import verify_document_sync
 
 from docverify.domain import policy as P
 from docverify.domain.models import DOC_TYPES
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.judging.judges import OfflineJudge, Usage
 from docverify.llm.judge import LLMJudge
-from docverify.pipeline.document import GUARD_IMPLEMENTATION, verify_document, verify_document_sync
+from docverify.pipeline.document import GUARD_IMPLEMENTATION, verify_document
 
 REPAIR = VerifyPolicy(blocker_repair=True)
 

@@ -133,8 +133,9 @@ def test_wrong_input_type_is_a_typed_schema_blocker(mutation, path, expected, go
 
 
 def test_wrong_input_type_escalates():
+    from tests.docverify.run_sync import verify_document_sync
+
     from docverify.judging.judges import OfflineJudge
-    from docverify.pipeline.document import verify_document_sync
 
     b, c = genomic_then_note()
     r = verify_document_sync(b, mutate(c, lambda c: _tc(c, confidence=True)), OfflineJudge())

@@ -47,7 +47,7 @@ def test_gold_is_valid_complete_and_true_to_the_labels():
 
 
 def test_gold_is_accepted_by_the_offline_verifiers():
-    from docverify.pipeline.document import verify_document_sync
+    from tests.docverify.run_sync import verify_document_sync
 
     doc = _doc()
     assert verify_document_sync(doc.bundle, vb.gold_classification(doc), OfflineJudge()).final_decision == "AUTO_ACCEPT"

@@ -275,13 +275,3 @@ def decider(bundle: DocumentBundle, second_opinion: SecondOpinion | None,
         return rec.model_copy(update={"decision": decision})
 
     return decide
-
-
-def verify_document_sync(bundle: DocumentBundle, classification: object, deps: VerifyDeps | Judge, *,
-                         max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
-                         usage: Usage | None = None, contain_faults: bool = False,
-                         policy: VerifyPolicy | None = None) -> VerificationResult:
-    """:func:`verify_document` run to its end (its keywords)."""
-    return asyncio.run(verify_document(bundle, classification, deps, max_retries=max_retries,
-                                       first_report=first_report, usage=usage, contain_faults=contain_faults,
-                                       policy=policy))

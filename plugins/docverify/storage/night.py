@@ -73,9 +73,6 @@ class Batch:
     def incoming(self) -> str:
         return safe_prefix(self.prefix) if self.prefix.strip("/") else f"incoming/{self.ds}"
 
-    def run_rel(self, doc_id: str, name: str = "") -> str:
-        return self.rs.doc_rel(doc_id, name)
-
     @property
     def manifest_rel(self) -> str:
         return self.rs.manifest_rel
