@@ -288,7 +288,13 @@ def novelty_threshold(data: list[tuple[str, str, str, str]], probs: np.ndarray, 
 
 
 def train(corpora: pathlib.Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    data = samples(tune_records(corpora))
+    return train_records(tune_records(corpora))
+
+
+def train_records(records: list[dict[str, Any]]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The reader's arrays and calibration trained on ``records`` (the tuning part, or a fold of it:
+    ``scripts/cv_intake.py``)."""
+    data = samples(records)
     texts = [d[0] for d in data]
     labels = [d[1] for d in data]
     groups = [d[2] for d in data]
