@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 ROOT_BASE = REPO  # the one base of a relative storage root (airflow_settings.yaml says so)
 DEFAULT_STORAGE_ROOT = "data"  # a relative path is taken relative to the repository
 
