@@ -1,6 +1,6 @@
 """The nightly DAG: verify AI classifications of one night's clinical PDFs.
 
-Wiring only: every task body lives in ``plugins/docverify_airflow/tasks.py`` and calls the
+Wiring only: every task body lives in ``plugins/docverify_airflow/tasks/nightly.py`` and calls the
 domain core (``plugins/docverify``). Heavy imports (PDF parsing, LLM clients) happen inside the
 task bodies, never at parse time.
 """
@@ -124,7 +124,7 @@ LAYOUT_TASKS = int(os.environ.get("DOCVERIFY_LAYOUT_TASKS", "2") or 2)
     },
 )
 def clinical_doc_verification():
-    from docverify_airflow import tasks as T
+    from docverify_airflow.tasks import nightly as T
 
     @task
     def discover() -> dict:
@@ -243,13 +243,13 @@ def _batch_round(rnd: str, after, laid_out):
 
     @task(task_id=f"llm_batch_collect_{rnd}", multiple_outputs=True, trigger_rule="none_failed")
     def collect() -> dict:
-        from docverify_airflow import llm_batch
+        from docverify_airflow.tasks import llm_batch
 
         return llm_batch.collect(get_current_context(), rnd)
 
     @task(task_id=f"llm_batch_ingest_{rnd}", trigger_rule="all_done_min_one_success")
     def ingest() -> dict:
-        from docverify_airflow import llm_batch
+        from docverify_airflow.tasks import llm_batch
 
         return llm_batch.ingest(get_current_context(), rnd)
 

@@ -1,6 +1,6 @@
 """The SME review DAG: one human-in-the-loop task per pending SME packet.
 
-Wiring only: the task bodies live in ``plugins/docverify_airflow/sme_tasks.py`` and the review
+Wiring only: the task bodies live in ``plugins/docverify_airflow/tasks/sme_review.py`` and the review
 operator in ``plugins/docverify_airflow/operators/sme_review.py``.
 """
 
@@ -67,7 +67,7 @@ separated user names; empty = anyone). Logs carry doc ids, versions and URIs, ne
 def sme_review():
     @task
     def list_pending_reviews() -> list[dict]:
-        from docverify_airflow import sme_tasks
+        from docverify_airflow.tasks import sme_review as sme_tasks
 
         return sme_tasks.review_kwargs(get_current_context())
 

@@ -1,5 +1,5 @@
 """The one Airflow plugin of the project: the SME packet pages on the api-server (see
-docverify_airflow/packet_app.py), linked from the review form and the Browse menu."""
+docverify_airflow/web/packets.py), linked from the review form and the Browse menu."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ class DocverifyPlugin(AirflowPlugin):
 
     @property
     def fastapi_apps(self):  # imported when the api-server loads plugins, not in every task process
-        from docverify_airflow.packet_app import app
+        from docverify_airflow.web.packets import app
 
         return [{"app": app, "url_prefix": "/docverify", "name": "docverify SME packets"}]
 

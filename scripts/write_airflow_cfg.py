@@ -28,7 +28,7 @@ SETTINGS = {
     # Lineage (ADR 0040, docs/lineage.md): the project's extractor gives its tasks their datasets
     # and facets; task source code never travels in an event.
     "openlineage": {
-        "extractors": "docverify_airflow.ol_extractor.DocverifyExtractor",
+        "extractors": "docverify_airflow.lineage.extractor.DocverifyExtractor",
         "disable_source_code": "True",
         # emit from a thread of the task process, not a fork of it: a fork per event copied a task
         # process and re-imported the transport in each child (scripts/bench_night.py --lineage)

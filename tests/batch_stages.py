@@ -67,7 +67,7 @@ def llm_batch_rounds(judge, *, poll_s: float = 0.02, timeout_s: float = 60.0) ->
     from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
 
     from docverify.stages import batch_mode as llm_batch
-    from docverify_airflow.llm_batch import GCP_CONN_ID, results_of, upload_requests
+    from docverify_airflow.tasks.llm_batch import GCP_CONN_ID, results_of, upload_requests
 
     def run(b: Batch) -> None:
         hook = GenAIGeminiAPIHook(gemini_api_key="fake-key", gcp_conn_id=GCP_CONN_ID)

@@ -105,7 +105,7 @@ def _required_actions(root: pathlib.Path, monkeypatch) -> list[str]:
     """Subject and body of every review the sme_review Dag would open for the night, from its own code."""
     from airflow.dag_processing.dagbag import DagBag
 
-    from docverify_airflow import sme_tasks
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
     dag = DagBag(dag_folder=str(REPO / "dags")).dags["sme_review"]
@@ -117,7 +117,7 @@ def _required_actions(root: pathlib.Path, monkeypatch) -> list[str]:
 def _viewer_trails(root: pathlib.Path, doc_ids: list[str], monkeypatch) -> list[str]:
     from docverify.reporting.trace import document_trace
     from docverify.storage.store import ArtifactStore
-    from docverify_airflow.trace_app import trace_html
+    from docverify_airflow.web.trail import trace_html
 
     store = ArtifactStore(root)
     return [trace_html(document_trace(store, d).redacted(), reader=False) for d in doc_ids]

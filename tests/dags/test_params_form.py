@@ -57,7 +57,7 @@ def test_a_form_without_changes_is_accepted_as_a_whole(bag, dag_id):
 
 
 def test_batch_prefix_ds_placeholder_gives_each_backfilled_date_its_folder():
-    from docverify_airflow.tasks import batch_prefix
+    from docverify_airflow.tasks.nightly import batch_prefix
 
     assert batch_prefix({"batch_prefix": None}, "2026-11-20") == ""
     assert batch_prefix({}, "2026-11-20") == ""

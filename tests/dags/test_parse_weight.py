@@ -1,7 +1,7 @@
 """Parsing the two DAG files pulls in no heavy library beyond those it pulled already: a task process
 parses its DAG file on every start, so a core module that imports numpy, sklearn, pypdfium2, the OCR
 engine, pydantic-ai, google-genai, httpx, gcsfs/fsspec or PIL is imported inside the functions that need
-it, never by what ``docverify_airflow.tasks`` imports at parse time."""
+it, never by what ``docverify_airflow.tasks.nightly`` imports at parse time."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def _context(dag, **params):
 def _ops(dag, **params) -> dict:
     """The review tasks the run would open: the mapped operator unmapped with each kwargs dict
     that list_pending_reviews returns."""
-    from docverify_airflow import sme_tasks
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     kwargs = sme_tasks.review_kwargs(_context(dag, **params))
     return {_doc(k["doc_id"]): dag.task_dict["review"].unmap(k) for k in kwargs}
@@ -67,8 +67,8 @@ def _doc(review_id: str) -> str:
 def _answer(op, option, user="sme.anna", **fields):
     """What the form sends: every field of this document's form (page fields preset to the
     classifier's types) with the SME's changes."""
-    from docverify_airflow import sme_tasks
     from docverify_airflow.operators.sme_review import review_form_params
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     form = review_form_params(sme_tasks.page_types(op.doc_id))
     params = {k: form[k].value for k in form}
@@ -269,8 +269,8 @@ def test_refused_answers_reopen_the_review_with_the_reason_and_write_nothing(dag
     from airflow.sdk.execution_time import hitl
 
     from docverify.sme.packets import load_packet, refusal_rel
-    from docverify_airflow import sme_tasks
     from docverify_airflow.operators.sme_review import review_form_params
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     reopened = []
     monkeypatch.setattr(hitl, "upsert_hitl_detail", lambda **kw: reopened.append(kw))
@@ -292,7 +292,7 @@ def test_refused_answers_reopen_the_review_with_the_reason_and_write_nothing(dag
 
 
 def test_page_ranges_are_read_without_json():
-    from docverify_airflow.sme_tasks import parse_segments, segments_from_pages
+    from docverify_airflow.tasks.sme_review import parse_segments, segments_from_pages
 
     assert parse_segments("1-2 Genomic Report; 3 clinical note") == [
         {"page_start": 1, "page_end": 2, "dominant_type": "Genomic Report"},
@@ -309,9 +309,9 @@ def test_page_ranges_are_read_without_json():
 def test_the_form_has_a_type_per_page_preset_to_the_classifier(dag, night):
     import re
 
-    from docverify_airflow import sme_tasks
     from docverify_airflow.operators.sme_review import review_form_params
-    from docverify_airflow.sme_form import MAX_PAGE_FIELDS
+    from docverify_airflow.tasks import sme_review as sme_tasks
+    from docverify_airflow.web.sme_form import MAX_PAGE_FIELDS
 
     types = sme_tasks.page_types(sid("fabricated_evidence"))
     form = review_form_params(types)
@@ -344,7 +344,7 @@ def _run_context(dag, run_id, **params):
 def test_overlapping_runs_never_open_one_packet_twice_and_never_wait_for_each_other(dag, night):
     """Night 1's run keeps its reviews open (nobody answers for days); night 2's run starts while
     it is active: it opens none of night 1's packets and is not held back."""
-    from docverify_airflow import sme_tasks
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     first = {_doc(k["doc_id"]) for k in sme_tasks.review_kwargs(_run_context(dag, "asset_triggered__night1"))}
     assert len(first) == 4
@@ -358,7 +358,7 @@ def test_overlapping_runs_never_open_one_packet_twice_and_never_wait_for_each_ot
 def test_a_timed_out_or_answered_review_frees_its_packet_for_the_next_run(dag, night):
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from docverify_airflow import sme_tasks
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     ctx1 = _run_context(dag, "asset_triggered__night1")
     ops = {_doc(k["doc_id"]): dag.task_dict["review"].unmap(k) for k in sme_tasks.review_kwargs(ctx1)}
@@ -384,7 +384,7 @@ def test_a_manual_run_catches_up_on_every_free_pending_packet(dag, night):
     # a claim of a run that died long ago has expired
     from docverify.sme.claims import claim
     from docverify.sme.packets import resolve_key
-    from docverify_airflow import sme_tasks
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     assert claim(night, resolve_key(night, sid("corrupt_truncated")), "sme_review/old_run", dt.timedelta(hours=1),
                  now=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))

@@ -1,4 +1,4 @@
-"""The application's side of Document AI (docverify_airflow.document_ai and the nightly operator):
+"""The application's side of Document AI (docverify_airflow.tasks.document_ai and the nightly operator):
 the plan from the Variables, the package's error codes in the core's terms, and an operator that
 only skips when told — its templated fields come from the plan, never from execute()."""
 
@@ -10,7 +10,7 @@ from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any 
 
 def test_every_package_error_code_maps_onto_a_core_parse_error_code():
     from docverify.layout.errors import PARSE_ERROR_CODES
-    from docverify_airflow.document_ai import ERROR_CODES, results_for_layout
+    from docverify_airflow.tasks.document_ai import ERROR_CODES, results_for_layout
     from docverify_documentai.errors import DocumentAIErrorCode
 
     assert set(ERROR_CODES) == set(DocumentAIErrorCode)
@@ -30,7 +30,8 @@ def _batch(tmp_path):
 
 
 def test_plan_skips_on_the_local_layout_and_a_local_root(tmp_path):
-    from docverify_airflow import config, document_ai
+    from docverify_airflow import config
+    from docverify_airflow.tasks import document_ai
 
     local = config.Settings.parse({})
     request = document_ai.plan(_batch(tmp_path), local)

@@ -1,4 +1,4 @@
-"""config.jury() / config.second_opinion(): off by default (and declared off in
+"""config.jury(settings) / config.second_opinion(settings): off by default (and declared off in
 airflow_settings.yaml); switched on by Variables, on models from Airflow connections."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def test_off_by_default_and_declared_off(monkeypatch, repo_dir):
 
     for v in ("JURY", "JURY_CONN_IDS", "V5_SECOND_OPINION"):
         monkeypatch.delenv(f"AIRFLOW_VAR_DOCVERIFY_{v}", raising=False)
-    assert config.jury() is None and config.second_opinion() is None
-    from docverify_airflow import wiring
+    assert config.jury(config.Settings.load()) is None and config.second_opinion(config.Settings.load()) is None
+    from docverify_airflow.tasks import wiring
 
     deps = wiring.verify_deps(config.settings())
     assert deps.jury is None and deps.second_opinion is None
@@ -43,14 +43,14 @@ def test_jury_and_second_opinion_from_connections(monkeypatch, tmp_path, fake):
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JURY", "cr_v1")
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JURY_CONN_IDS", "docverify_llm, juror_pro, docverify_llm")
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_V5_SECOND_OPINION", "on")
-    jury = config.jury()
+    jury = config.jury(config.Settings.load())
     assert jury.version == "v1"
     assert [(j.name, j.llm.model_id, j.kind) for j in jury.jurors] == [
         ("A", "google:gemini-2.5-flash", "JURY"), ("B", "google:gemini-2.5-pro", "JURY"),
         ("C", "google:gemini-2.5-flash", "JURY_EVIDENCE")]
     assert jury.jurors[0].llm is jury.jurors[2].llm  # one LLMJudge per connection
-    assert config.second_opinion().llm.model_id == "google:gemini-2.5-flash"
-    from docverify_airflow import wiring
+    assert config.second_opinion(config.Settings.load()).llm.model_id == "google:gemini-2.5-flash"
+    from docverify_airflow.tasks import wiring
 
     deps = wiring.verify_deps(config.settings())
     assert deps.jury is not None and deps.second_opinion is not None and not hasattr(deps.judge, "jury")
@@ -67,4 +67,4 @@ def test_bad_values_fail_loudly(monkeypatch, var, value, match):
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JURY", "cr_v2")
     monkeypatch.setenv(f"AIRFLOW_VAR_DOCVERIFY_{var}", value)
     with pytest.raises(ValueError, match=match):
-        config.jury() if var != "V5_SECOND_OPINION" else config.second_opinion()
+        config.jury(config.Settings.load()) if var != "V5_SECOND_OPINION" else config.second_opinion(config.Settings.load())

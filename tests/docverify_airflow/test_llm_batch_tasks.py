@@ -91,7 +91,7 @@ def run_job(task_id: str, plan: dict, context: dict, **trigger_kw):
 
 
 def test_two_rounds_through_the_job_operator_fill_the_cache(night):
-    from docverify_airflow import llm_batch as T
+    from docverify_airflow.tasks import llm_batch as T
 
     fake, b, context = night
     ti = context["ti"]
@@ -120,7 +120,7 @@ def test_two_rounds_through_the_job_operator_fill_the_cache(night):
 def test_online_mode_skips(night, monkeypatch):
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from docverify_airflow import llm_batch as T
+    from docverify_airflow.tasks import llm_batch as T
 
     fake, _b, context = night
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_LLM_MODE", "online")
@@ -133,7 +133,7 @@ def test_online_mode_skips(night, monkeypatch):
 def test_a_failed_job_fails_its_task_and_ingest_leaves_everything_online(night):
     from airflow.sdk.exceptions import AirflowFailException
 
-    from docverify_airflow import llm_batch as T
+    from docverify_airflow.tasks import llm_batch as T
 
     fake, b, context = night
     fake.batch_job_fails = True
@@ -148,7 +148,7 @@ def test_a_failed_job_fails_its_task_and_ingest_leaves_everything_online(night):
 
 def test_a_vertex_connection_without_a_key_is_refused(night, monkeypatch):
     from docverify_airflow import config
-    from docverify_airflow import llm_batch as T
+    from docverify_airflow.tasks import llm_batch as T
 
     monkeypatch.setenv("AIRFLOW_CONN_DOCVERIFY_LLM", json.dumps(
         {"conn_type": "pydanticai_vertex", "extra": {"model": "google-cloud:gemini-2.5-flash", "project": "p"}}))
@@ -169,7 +169,7 @@ def _recorded(b, rnd):
 def test_transient_poll_errors_keep_the_batch(night):
     """503 "The model is overloaded." while polling: retried by the trigger; past its bound, the
     error event re-attaches to the recorded job. One job, every answer from it, nothing online."""
-    from docverify_airflow import llm_batch as T
+    from docverify_airflow.tasks import llm_batch as T
 
     fake, b, context = night
     ti = context["ti"]
@@ -187,8 +187,8 @@ def test_transient_poll_errors_keep_the_batch(night):
 def test_a_retry_or_rerun_reattaches_to_the_recorded_job(night):
     from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
-    from docverify_airflow import llm_batch as T
     from docverify_airflow.operators.gemini_batch import NightlyGeminiBatchOperator
+    from docverify_airflow.tasks import llm_batch as T
 
     fake, b, context = night
     plan = T.collect(context, "classify")
@@ -216,7 +216,7 @@ def test_a_retry_or_rerun_reattaches_to_the_recorded_job(night):
 
 
 def test_the_job_task_failed_but_the_recorded_job_succeeded_is_ingested(night):
-    from docverify_airflow import llm_batch as T
+    from docverify_airflow.tasks import llm_batch as T
 
     fake, b, context = night
     plan = T.collect(context, "classify")
@@ -236,7 +236,7 @@ def test_the_job_task_failed_but_the_recorded_job_succeeded_is_ingested(night):
 
 
 def test_succeeded_before_its_results_file_is_polled_again(night):
-    from docverify_airflow import llm_batch as T
+    from docverify_airflow.tasks import llm_batch as T
 
     fake, b, context = night
     plan = T.collect(context, "classify")
@@ -273,7 +273,7 @@ def test_the_recorded_real_batches_get_through_the_trigger(night, corpora_dir):
     def keys(v, p=""):
         return set().union(*[{p + k} | keys(x, p + k + ".") for k, x in v.items()]) if isinstance(v, dict) else set()
 
-    plan = __import__("docverify_airflow.llm_batch", fromlist=["collect"]).collect(context, "classify")
+    plan = __import__("docverify_airflow.tasks.llm_batch", fromlist=["collect"]).collect(context, "classify")
     job = run_job("llm_batch_job_classify", plan, context)
     own = fake._job_view(fake.jobs[job["name"]])
     assert keys(own) == keys(real), keys(own) ^ keys(real)

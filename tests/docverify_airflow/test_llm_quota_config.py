@@ -33,7 +33,7 @@ def test_unlimited_by_default(monkeypatch, tmp_path, fake):
     from docverify_airflow import config
 
     _llm(monkeypatch, tmp_path, fake)
-    judge = config.judge()
+    judge = config.judge(config.Settings.load())
     assert judge.limiter is None and judge.throttle.max_wait_s == 1200
 
 
@@ -45,7 +45,7 @@ def test_variables_give_one_shared_limiter(monkeypatch, tmp_path, fake):
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_LLM_TPM", "1000000")
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_LLM_LIMITER_HOSTS", "2")
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_LLM_THROTTLE_WAIT_S", "300")
-    a, b = config.judge(), config.judge()  # as two task processes of one night would
+    a, b = config.judge(config.Settings.load()), config.judge(config.Settings.load())  # as two task processes of one night would
     assert a.throttle.max_wait_s == 300
     assert (a.limiter.rpm, a.limiter.tpm, a.limiter.share) == (60, 1000000, 0.5)
     assert a.limiter.path == b.limiter.path and a.limiter.path.parent == tmp_path / "home" / "docverify-llm-limiter"
@@ -57,7 +57,7 @@ def test_variables_give_one_shared_limiter(monkeypatch, tmp_path, fake):
 def test_llm_nights_plan_no_more_shards_than_the_llm_pool_has_slots(monkeypatch, tmp_path, judge, shards):
     """More shards than llm slots run in waves and the quota idles while each wave starts (issue 15);
     the offline judge keeps max_shards."""
-    from docverify_airflow import tasks
+    from docverify_airflow.tasks import nightly as tasks
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", judge)

@@ -113,7 +113,7 @@ def test_an_unreachable_mail_server_is_logged_never_raised(monkeypatch, caplog):
 
 
 def test_an_empty_night_is_alerted_by_discover(smtp, monkeypatch, tmp_path):
-    from docverify_airflow import tasks
+    from docverify_airflow.tasks import nightly as tasks
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_NOTIFY_EMAIL", "ops@hospital.test")

@@ -16,8 +16,8 @@ from tests.lineage_events import check_facet, parse
 
 from docverify.stages.common import OL_RUN_ID_ENV, lineage
 from docverify.storage.runstore import RunStore
-from docverify_airflow import lineage as L
-from docverify_airflow.ol_extractor import (
+from docverify_airflow.lineage import declared as L
+from docverify_airflow.lineage.extractor import (
     DocverifyExtractor,
     DocverifyNightRunFacet,
     dataset,
@@ -142,7 +142,7 @@ def test_the_extractor_hands_over_what_the_task_declared():
 def test_facets_serialise_and_match_their_schemas():
     from openlineage.client.serde import Serde
 
-    from docverify_airflow.ol_extractor import DocverifyTaskRunFacet
+    from docverify_airflow.lineage.extractor import DocverifyTaskRunFacet
 
     task = json.loads(Serde.to_json(DocverifyTaskRunFacet(dag_id="d", task_id="t", map_index=-1,
                                                           counts={"docs": 3, "routes": {"accept": 3}})))

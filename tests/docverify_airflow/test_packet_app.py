@@ -13,7 +13,7 @@ from tests.sample_ids import sid
 def client(review_night_root, monkeypatch):
     from fastapi.testclient import TestClient
 
-    from docverify_airflow import packet_app
+    from docverify_airflow.web import packets as packet_app
 
     root = review_night_root  # review_night.run_night's root, restored for each test
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
@@ -57,7 +57,7 @@ def test_unknown_packet_is_404(logged_in):
 
 
 def test_the_review_form_links_the_served_page(review_night_root, monkeypatch):
-    from docverify_airflow import sme_tasks
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     root = review_night_root  # review_night.run_night's root, restored for each test
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
@@ -83,7 +83,7 @@ def test_the_form_body_is_short_when_the_page_is_served(review_night_root, monke
     from docverify.sme.packets import load_packet, resolve_key
     from docverify.sme.render import packet_markdown
     from docverify.storage.store import ArtifactStore
-    from docverify_airflow import sme_tasks
+    from docverify_airflow.tasks import sme_review as sme_tasks
 
     root = review_night_root  # review_night.run_night's root, restored for each test
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(root))
@@ -162,7 +162,7 @@ def test_the_batch_report_is_served_with_a_link_to_each_review(review_night_root
     from fastapi.testclient import TestClient
 
     from docverify.reporting import report
-    from docverify_airflow import packet_app
+    from docverify_airflow.web import packets as packet_app
 
     root = review_night_root  # review_night.run_night's root, restored for each test
     batch = night_batch(root)
@@ -210,7 +210,7 @@ def test_the_reports_index_counts_are_the_reports_and_an_empty_night_is_flagged(
     from docverify.reporting import report, trend
     from docverify.stages.common import Batch
     from docverify.storage.store import ArtifactStore
-    from docverify_airflow import packet_app
+    from docverify_airflow.web import packets as packet_app
 
     root = review_night_root
     report.write(night_batch(root))

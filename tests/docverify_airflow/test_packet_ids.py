@@ -11,7 +11,7 @@ from tests.dags import airflow_env  # noqa: F401  (sets AIRFLOW_HOME before any 
 def logged_in(tmp_path, monkeypatch):
     from fastapi.testclient import TestClient
 
-    from docverify_airflow import packet_app
+    from docverify_airflow.web import packets as packet_app
 
     (tmp_path / "root").mkdir()
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path / "root"))

@@ -39,8 +39,8 @@ def night(tmp_path_factory):
 
 
 def test_the_form_body_and_subject_carry_no_clinical_text(night, monkeypatch):
-    from docverify_airflow import sme_tasks
-    from docverify_airflow.sme_form import review_form_params
+    from docverify_airflow.tasks import sme_review as sme_tasks
+    from docverify_airflow.web.sme_form import review_form_params
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(night))
     store = ArtifactStore(night)

@@ -34,7 +34,8 @@ def _request(skipped: list[str]):
 def queue_page(review_night_root, monkeypatch):
     from docverify.sme.packets import list_pending_reviews
     from docverify.storage.store import ArtifactStore
-    from docverify_airflow import review_app, review_hitl
+    from docverify_airflow.web import hitl as review_hitl
+    from docverify_airflow.web import review as review_app
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(review_night_root))
     store = ArtifactStore(review_night_root)

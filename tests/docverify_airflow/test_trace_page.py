@@ -33,7 +33,8 @@ def night_root(tmp_path_factory):
 def client(night_root, monkeypatch):
     from fastapi.testclient import TestClient
 
-    from docverify_airflow import packet_app, trace_app
+    from docverify_airflow.web import packets as packet_app
+    from docverify_airflow.web import trail as trace_app
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(night_root))
     yield TestClient(packet_app.app), packet_app.app, trace_app
@@ -120,7 +121,8 @@ def test_the_trail_has_no_window_tall_links_and_opens_task_logs_in_a_new_tab(rev
     from tests.docverify.review_night import night_batch
 
     from docverify.reporting import report
-    from docverify_airflow import packet_app, trace_app
+    from docverify_airflow.web import packets as packet_app
+    from docverify_airflow.web import trail as trace_app
 
     report.write(night_batch(review_night_root))
     rep = json.loads((review_night_root / "reports" / DS / "batch_report.json").read_text())

@@ -21,12 +21,12 @@ def test_an_unreadable_variable_fails_naming_it(monkeypatch):
     real_get = Variable.get
     monkeypatch.setattr(Variable, "get", staticmethod(_broken_variable_get))
     with pytest.raises(config.ConfigUnavailable, match="Variable docverify_storage_root could not be read"):
-        config.storage_root()
+        config.storage_root(config.Settings.load())
     # the settings are read together (the first unreadable one stops the read): break only the judge's
     monkeypatch.setattr(Variable, "get", staticmethod(
         lambda key, default=None: _broken_variable_get(key) if key == "docverify_judge" else real_get(key)))
     with pytest.raises(config.ConfigUnavailable, match="Variable docverify_judge could not be read"):
-        config.judge()
+        config.judge(config.Settings.load())
 
 
 def test_a_missing_variable_keeps_its_default(monkeypatch):
@@ -35,14 +35,14 @@ def test_a_missing_variable_keeps_its_default(monkeypatch):
 
     monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", raising=False)
     monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", raising=False)
-    assert config.storage_root() == config.REPO / config.DEFAULT_STORAGE_ROOT
-    assert isinstance(config.judge(), OfflineJudge)
+    assert config.storage_root(config.Settings.load()) == config.REPO / config.DEFAULT_STORAGE_ROOT
+    assert isinstance(config.judge(config.Settings.load()), OfflineJudge)
 
 
 def test_deterministic_failures_fail_at_once_transient_ones_are_retried(monkeypatch, tmp_path):
     from airflow.sdk.exceptions import AirflowFailException
 
-    from docverify_airflow import tasks
+    from docverify_airflow.tasks import nightly as tasks
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     ctx = {"params": {"batch_prefix": "../../outside_batch"}, "ds": "2026-11-20", "run_id": "r"}

@@ -286,7 +286,7 @@ def test_a_path_the_store_refuses_fails_the_task_at_once_and_a_swapped_pdf_fails
     try would meet the same link."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from docverify_airflow import tasks
+    from docverify_airflow.tasks import nightly as tasks
 
     night = small_night(tmp_path, {"swapped.pdf": OTHER_NOTE})
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(night.root))

@@ -6,7 +6,7 @@ overload, 5xx, an unreachable service: waited out, then :class:`ServiceOutage`),
 fault (:class:`ConfigurationFault` at once), a *daily quota* (:class:`DailyQuotaExhausted` at once,
 naming the reset) or the *document*'s own fault (its ``VERIFICATION_INCOMPLETE``). The three
 exceptions are ``JudgeThrottled`` subclasses, so every stage that lets throttling through lets them
-through too; ``docverify_airflow.tasks.retry_rule`` fails the task without retries for the last two."""
+through too; ``docverify_airflow.tasks.nightly.retry_rule`` fails the task without retries for the last two."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ a non-offline V2 judgment (:func:`run_agent`).
 
 What a verification depends on — the judge, the policy, the optional CR_V2 jury and V5 second
 opinion, the verifier registry — travels as one explicit :class:`VerifyDeps` (pydantic-ai's
-typed-deps style; ADR 0003), built once per Airflow task by ``docverify_airflow.wiring``. Every
+typed-deps style; ADR 0003), built once per Airflow task by ``docverify_airflow.tasks.wiring``. Every
 function below takes either a ``VerifyDeps`` or a bare judge (then: ``policy=…``, no jury, no
 second opinion).
 """
@@ -60,7 +60,7 @@ AGENTS = REGISTRY.judged_ids
 @dataclass(frozen=True)
 class VerifyDeps:
     """Everything one verification depends on, passed explicitly (never patched onto the judge nor
-    read from a global): built once per task (``docverify_airflow.wiring.verify_deps``), by the CLI
+    read from a global): built once per task (``docverify_airflow.tasks.wiring.verify_deps``), by the CLI
     and the benchmarks.
 
     Attributes:

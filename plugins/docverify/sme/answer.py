@@ -1,6 +1,6 @@
 """An SME's answer to a review packet: the one place its rules live.
 
-Every channel that takes an answer — the Airflow HITL form (``docverify_airflow.sme_tasks``), the
+Every channel that takes an answer — the Airflow HITL form (``docverify_airflow.tasks.sme_review``), the
 web review workspace — reads it with :func:`answer_from_form`, checks it with :func:`check_answer`
 (before sending it, so the SME sees why an answer is refused) and saves it with
 :func:`save_answer`, which checks again and writes the ground-truth record

@@ -12,7 +12,7 @@ BLOCKER paragraph is said once. A file with no page to look at (empty, damaged, 
 says so once, with the facts known of it and the operator's advice labelled as the operator's.
 
 The markup is ``include/templates/sme_document.html.j2`` (autoescaped; this module prepares plain
-text). Used by the review workspace (``docverify_airflow.review_app``), which puts the answer panel
+text). Used by the review workspace (``docverify_airflow.web.review``), which puts the answer panel
 beside it, by the served packet page and by the packet's HTML file (:mod:`docverify.sme.render`).
 Holds PHI: served only on the reviewers' pages.
 """

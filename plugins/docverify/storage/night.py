@@ -18,7 +18,7 @@ from docverify.storage.runstore import RunStore, StageRecord
 from docverify.storage.store import ArtifactStore
 
 lineage_log = logging.getLogger("docverify.lineage")
-#: where a task's OpenLineage run id is exported while it runs (docverify_airflow.lineage)
+#: where a task's OpenLineage run id is exported while it runs (docverify_airflow.lineage.declared)
 OL_RUN_ID_ENV = "DOCVERIFY_OL_RUN_ID"
 
 

@@ -1,5 +1,5 @@
 """Batch mode's job step (ADR 0016): a Gemini batch job through the Google provider's
-:class:`GenAIGeminiAPIHook` (:func:`docverify_airflow.llm_batch.hook`), deferrable (a Gemini batch job
+:class:`GenAIGeminiAPIHook` (:func:`docverify_airflow.tasks.llm_batch.hook`), deferrable (a Gemini batch job
 can take up to 24 hours; the wait is on the triggerer, not a worker slot), told by the upstream
 ``llm_batch_collect_<round>`` task (XCom → templated ``model`` and ``input_source``: the uploaded
 requests file's name) what to send. The requests never cross XCom or the trigger's arguments — only
@@ -11,7 +11,7 @@ task process parses it every time: ``tests/dags/test_dag_integrity.py``), so the
 time, in :meth:`execute` and, when the trigger fires, to read the job (the task's XCom). The operator
 uses the hook directly, as a provider operator does (no provider operator built to borrow its hook).
 The API key is read from the LLM connection at both moments
-(:func:`docverify_airflow.llm_batch.gemini_api_key`), never through XCom. A job that ends FAILED,
+(:func:`docverify_airflow.tasks.llm_batch.gemini_api_key`), never through XCom. A job that ends FAILED,
 EXPIRED or CANCELLED fails this task at once (``AirflowFailException``: another try would create
 a second job); ``llm_batch_ingest_<round>`` runs anyway and leaves every request to verify's
 online calls.
@@ -19,7 +19,7 @@ online calls.
 A batch job is never lost (ADR 0019). The provider's trigger creates the job inside
 the trigger and turns any poll exception into an error event, so one transient error lost a running,
 billed job. Here the job is created through the provider's hook and its name recorded in the store
-(:func:`docverify_airflow.llm_batch.record_job`) *before* the task defers, to
+(:func:`docverify_airflow.tasks.llm_batch.record_job`) *before* the task defers, to
 :class:`~docverify_airflow.triggers.gemini_batch.GeminiBatchJobTrigger`, which only polls it
 (transient poll errors retried; SUCCEEDED without results polled again, bounded). A transient error
 event re-attaches (defers again on the same job, :attr:`max_reattach` times; then the task fails
@@ -56,13 +56,15 @@ class NightlyGeminiBatchOperator(BaseOperator):
         return self.task_id.removeprefix("llm_batch_job_")
 
     def _hook(self, context: Any):
-        """The provider's Gemini API hook on this round's key (:func:`docverify_airflow.llm_batch.hook`)."""
-        from docverify_airflow import config, llm_batch
+        """The provider's Gemini API hook on this round's key (:func:`docverify_airflow.tasks.llm_batch.hook`)."""
+        from docverify_airflow import config
+        from docverify_airflow.tasks import llm_batch
 
         return llm_batch.hook(config.settings(context), self.round_key)
 
     def _trigger(self, context: Any, job_name: str):
-        from docverify_airflow import config, llm_batch
+        from docverify_airflow import config
+        from docverify_airflow.tasks import llm_batch
         from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
 
         s = config.settings(context)
@@ -71,8 +73,8 @@ class NightlyGeminiBatchOperator(BaseOperator):
             polling_interval=s.llm_batch_poll_s if self.polling_interval is None else self.polling_interval)
 
     def execute(self, context: Any) -> Any:
-        from docverify_airflow import llm_batch
-        from docverify_airflow.tasks import make_batch
+        from docverify_airflow.tasks import llm_batch
+        from docverify_airflow.tasks.nightly import make_batch
 
         if not self.input_source:
             raise AirflowSkipException("no requests file: nothing to send")

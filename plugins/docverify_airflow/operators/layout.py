@@ -1,7 +1,7 @@
 """The nightly DAG's Document AI step: the package's :class:`DocumentAIBatchProcessOperator`, told
 by the upstream ``plan_document_ai`` task (XCom → templated fields) what to send — or to skip.
 The operator sets none of its templated fields itself (they are rendered again after a deferral);
-the Variables are read by the plan (:func:`docverify_airflow.document_ai.plan`) and the results
+the Variables are read by the plan (:func:`docverify_airflow.tasks.document_ai.plan`) and the results
 reach the ``layout`` task through XCom."""
 
 from __future__ import annotations

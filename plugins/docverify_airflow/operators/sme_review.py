@@ -18,7 +18,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import HITLOperator
 
 from docverify_airflow.airflow_internals import ParamsDict
-from docverify_airflow.sme_form import (
+from docverify_airflow.web.sme_form import (
     AGREE,
     CANNOT_CLASSIFY,
     CORRECT,
@@ -55,7 +55,7 @@ class SMEReviewOperator(HITLOperator):
         self.doc_id = doc_id
 
     def execute(self, context: Any) -> Any:
-        from docverify_airflow import sme_tasks
+        from docverify_airflow.tasks import sme_review as sme_tasks
 
         try:
             self.body = sme_tasks.review_body(self.doc_id)  # skips the task when the packet is no longer pending
@@ -70,7 +70,7 @@ class SMEReviewOperator(HITLOperator):
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
         """The SME answered (or the wait timed out): save the answer as ground truth."""
-        from docverify_airflow import sme_tasks
+        from docverify_airflow.tasks import sme_review as sme_tasks
 
         if event.get("error_type") == "timeout":
             sme_tasks.release_claim(context, self.doc_id, "response timeout")
@@ -80,7 +80,7 @@ class SMEReviewOperator(HITLOperator):
         self.params = ParamsDict(review_form_params(preset))
         answer = super().execute_complete(context=context, event=event)
         from docverify.sme.answer import AnswerRefused
-        from docverify_airflow import lineage
+        from docverify_airflow.lineage import declared as lineage
 
         with lineage.traced(context, sme_tasks.lineage_uris) as traced:
             try:

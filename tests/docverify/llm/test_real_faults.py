@@ -423,7 +423,7 @@ def test_the_task_fails_without_retries_on_configuration_and_daily_quota_only():
     get the same answer); ServiceOutage propagates as is, so Airflow retries the task."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from docverify_airflow import tasks
+    from docverify_airflow.tasks import nightly as tasks
 
     for exc, fails_at_once in ((ConfigurationFault("conn"), True), (DailyQuotaExhausted("quota"), True),
                                (ServiceOutage("outage"), False)):

@@ -1,4 +1,4 @@
-"""The OpenLineage side of :mod:`docverify_airflow.lineage` (ADR 0040): the custom run facets, the
+"""The OpenLineage side of :mod:`docverify_airflow.lineage.declared` (ADR 0040): the custom run facets, the
 datasets, and the extractor registered in ``[openlineage] extractors`` for the two Dags' task types.
 Imported by the provider's listener (and by a task ending), never at Dag parse time."""
 
@@ -12,7 +12,7 @@ from airflow.providers.openlineage.extractors.base import BaseExtractor, Operato
 from openlineage.client.event_v2 import Dataset
 from openlineage.client.facet_v2 import RunFacet
 
-from docverify_airflow.lineage import DAGS, Declared, declared
+from docverify_airflow.lineage.declared import DAGS, Declared, declared
 
 #: The schemas of the custom facets ship in the repository (include/openlineage/); the URL names
 #: them where a reader of an event can find them.

@@ -2,7 +2,7 @@
 (registered by ``plugins/docverify_plugin.py``), behind Airflow's own authentication.
 
 * ``/docverify/reviews/…`` — the SME's review workspace (queue, one page per review, answers
-  checked before they are sent): :mod:`docverify_airflow.review_app`;
+  checked before they are sent): :mod:`docverify_airflow.web.review`;
 * ``GET /docverify/packets/`` — the packets waiting for review (HTML list, most severe first);
 * ``GET /docverify/packets/{doc_id}`` — one packet's self-contained HTML rendering (page images,
   every issue marked, the whole history), as written by the nightly run;
@@ -10,7 +10,7 @@
   Nightly reports); ``GET /docverify/reports/{night}`` — a night's batch report, each escalation
   linked to its review;
 * ``GET /docverify/trace/{doc_id}`` — one document's trail across nights and Dags, each step linked
-  to its task's log (:mod:`docverify_airflow.trace_app`; the nightly Dag's readers, PHI-prone
+  to its task's log (:mod:`docverify_airflow.web.trail`; the nightly Dag's readers, PHI-prone
   fields for packet readers only);
 * ``GET /docverify/trend/`` — the last nights side by side (documents, routes, escalation rate,
   audited accepts, the false-accept rate with its 95 % interval from the answers so far, cost,
@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from docverify_airflow import config
 from docverify_airflow.airflow_internals import DagAccessEntity, requires_access_dag
-from docverify_airflow.web import HEADERS, STYLE, check_id, wants_html
+from docverify_airflow.web.common import HEADERS, STYLE, check_id, wants_html
 
 app = FastAPI(title="docverify SME packets", description="SME review packets of the nightly verification")
 #: Packets hold PHI: readable by those who may answer the reviews (the ``sme_review`` Dag's
@@ -114,7 +114,7 @@ def packet(doc_id: str) -> HTMLResponse:
     whose rendering the night wrote is served as written."""
     check_id(doc_id)
     from docverify.sme.packets import PacketNotFoundError, html_rel, load_packet, packet_key
-    from docverify_airflow.review_app import review_document_html
+    from docverify_airflow.web.review import review_document_html
 
     store = config.artifact_store()
     try:
@@ -249,10 +249,10 @@ def trend_json() -> JSONResponse:
     return JSONResponse({"columns": list(COLUMNS), "nights": _trend_rows()}, headers=HEADERS)
 
 
-from docverify_airflow.review_app import router as _review_router  # noqa: E402 - the workspace shares the app
+from docverify_airflow.web.review import router as _review_router  # noqa: E402 - the workspace shares the app
 
 app.include_router(_review_router)
 
-from docverify_airflow.trace_app import router as _trace_router  # noqa: E402 - one document's trail
+from docverify_airflow.web.trail import router as _trace_router  # noqa: E402 - one document's trail
 
 app.include_router(_trace_router)

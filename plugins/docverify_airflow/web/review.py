@@ -98,7 +98,7 @@ def _refusal(store, review_id: str) -> dict | None:
 
 def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "", reviewer: str = "") -> list[dict]:
     from docverify.sme.packets import list_pending_reviews
-    from docverify_airflow.review_hitl import open_reviews
+    from docverify_airflow.web.hitl import open_reviews
 
     tasks = open_reviews(session)
     rows = []
@@ -159,7 +159,7 @@ def _reviewable_first(rows: list[dict]) -> list[dict]:
 def _doc_name(store, review_id: str) -> str:
     """The document's name of a review (its file's doc id), else the review id as given."""
     from docverify.sme.packets import PacketNotFoundError, load_packet
-    from docverify_airflow.web import SAFE_ID
+    from docverify_airflow.web.common import SAFE_ID
 
     if not SAFE_ID.fullmatch(review_id) or ".." in review_id:
         return ""
@@ -175,7 +175,7 @@ SKIPPED_COOKIE = "docverify_skipped"
 def _skipped(request: Request) -> list[str]:
     """The reviews this browser session skipped (ADR 0036): a session cookie of review ids, each
     checked like any id; they are not offered again until the reviewer brings them back."""
-    from docverify_airflow.web import SAFE_ID
+    from docverify_airflow.web.common import SAFE_ID
 
     raw = request.cookies.get(SKIPPED_COOKIE, "")
     return [i for i in raw.split(",") if i and SAFE_ID.fullmatch(i) and ".." not in i][:500]
@@ -192,7 +192,7 @@ def _filters(request: Request) -> dict[str, str]:
 
 
 def _page(title: str, body: str, *, nonce: str = "", script: str = "", status: int = 200) -> HTMLResponse:
-    from docverify_airflow.web import HEADERS, STYLE
+    from docverify_airflow.web.common import HEADERS, STYLE
 
     script_src = f"; script-src 'nonce-{nonce}'" if nonce else ""
     csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; "
@@ -235,7 +235,7 @@ def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skippe
 
 @router.get("/", response_class=HTMLResponse, dependencies=READ)
 def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str = "", saved: str = "") -> HTMLResponse:
-    from docverify_airflow.review_hitl import review_dag_state
+    from docverify_airflow.web.hitl import review_dag_state
 
     store = config.artifact_store()
     filters = _filters(request)
@@ -298,7 +298,7 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
 
 @router.post("/open", dependencies=ANSWER)
 def open_waiting(session: SessionDep, user: GetUserDep, token: Annotated[str, Form()] = "") -> RedirectResponse:
-    from docverify_airflow.review_hitl import start_review_run
+    from docverify_airflow.web.hitl import start_review_run
 
     name = _user_name(user)
     if not hmac.compare_digest(token, _token("open", name)):
@@ -314,7 +314,7 @@ def next_review(request: Request, session: SessionDep, user: GetUserDep, after: 
     name = _user_name(user)
     skipped = _skipped(request)
     if request.query_params.get("skip") and after:
-        from docverify_airflow.web import check_id
+        from docverify_airflow.web.common import check_id
 
         check_id(after)
         skipped.append(after)  # a skip holds for the session (ADR 0036)
@@ -371,7 +371,7 @@ def page_controls(task: Any, preset: list, values: dict[str, Any]) -> dict[int, 
     """The answer form's type choice of each page, drawn beside its page (page → name, current value,
     the empty choice of a page the classifier left without a type); {} when the form takes page
     ranges instead (long documents, unknown page count)."""
-    from docverify_airflow.sme_form import MAX_PAGE_FIELDS, page_field
+    from docverify_airflow.web.sme_form import MAX_PAGE_FIELDS, page_field
 
     if not (preset and len(preset) <= MAX_PAGE_FIELDS and page_field(1) in task.params):
         return {}
@@ -450,7 +450,7 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
                  choice: str = "", refused: str = "", status: int = 200) -> HTMLResponse:
     from docverify.sme.answer import page_types
     from docverify.sme.packets import PacketNotFoundError, load_packet
-    from docverify_airflow.review_hitl import open_reviews
+    from docverify_airflow.web.hitl import open_reviews
 
     q = f"?{urlencode(_filters(request))}" if _filters(request) else ""
     try:
@@ -503,7 +503,7 @@ def _submit_retrying_a_busy_database(session, user, review_id: str, choice: str,
 
     from sqlalchemy.exc import OperationalError
 
-    from docverify_airflow.review_hitl import open_reviews, submit
+    from docverify_airflow.web.hitl import open_reviews, submit
 
     for attempt in range(5):
         task = open_reviews(session).get(review_id)
@@ -523,7 +523,7 @@ def _submit_retrying_a_busy_database(session, user, review_id: str, choice: str,
 
 @router.get("/{review_id}", response_class=HTMLResponse, dependencies=READ)
 def review(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> HTMLResponse:
-    from docverify_airflow.web import check_id
+    from docverify_airflow.web.common import check_id
 
     check_id(review_id)
     return _review_page(config.artifact_store(), session, review_id, _user_name(user), request)
@@ -532,7 +532,7 @@ def review(review_id: str, request: Request, session: SessionDep, user: GetUserD
 @router.post("/{review_id}/release", dependencies=ANSWER)
 def release_review(review_id: str, request: Request, user: GetUserDep,
                    token: Annotated[str, Form()] = "") -> RedirectResponse:
-    from docverify_airflow.web import check_id
+    from docverify_airflow.web.common import check_id
 
     check_id(review_id)
     name = _user_name(user)
@@ -547,8 +547,8 @@ def release_review(review_id: str, request: Request, user: GetUserDep,
 async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Any:
     from docverify.sme.answer import AnswerRefused, answer_from_form, check_answer, page_types
     from docverify.sme.packets import load_packet
-    from docverify_airflow.review_hitl import open_reviews
-    from docverify_airflow.web import check_id
+    from docverify_airflow.web.common import check_id
+    from docverify_airflow.web.hitl import open_reviews
 
     check_id(review_id)
     name = _user_name(user)

@@ -183,7 +183,7 @@ def collect(context, round_key: str) -> dict[str, Any]:
     counts) — or a skip."""
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from docverify_airflow.tasks import make_batch
+    from docverify_airflow.tasks.nightly import make_batch
 
     s, judge = _batching(context)
     batch = make_batch(context)
@@ -197,7 +197,7 @@ def collect(context, round_key: str) -> dict[str, Any]:
 def ingest(context, round_key: str) -> dict[str, Any]:
     """``llm_batch_ingest_<round>`` (``all_done_min_one_success``: also after a failed job): the job's answers into
     the verdict cache."""
-    from docverify_airflow.tasks import make_batch
+    from docverify_airflow.tasks.nightly import make_batch
 
     s, judge = _batching(context)
     ti = context["ti"]

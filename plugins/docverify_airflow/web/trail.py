@@ -26,7 +26,7 @@ from docverify_airflow.airflow_internals import DagAccessEntity, GetUserDep, req
 
 #: the batch reports' permission: whoever may read the nightly Dag
 READ = [Depends(requires_access_dag("GET", param_dag_id="clinical_doc_verification"))]
-#: the packet pages' permission (docverify_airflow.packet_app.AUTH): may answer sme_review reviews = may read PHI
+#: the packet pages' permission (docverify_airflow.web.packets.AUTH): may answer sme_review reviews = may read PHI
 _packet_reader = requires_access_dag("PUT", access_entity=DagAccessEntity.HITL_DETAIL, param_dag_id="sme_review")
 
 router = APIRouter(prefix="/trace")
@@ -144,7 +144,7 @@ def trace_html(trace: Any, reader: bool) -> str:
 def trace_page(doc_id: str, reader: Annotated[bool, Depends(may_read_packets)]) -> HTMLResponse:
     from docverify.reporting.trace import UnknownDocument, document_trace
     from docverify.storage.limits import InputError
-    from docverify_airflow.web import HEADERS, STYLE, check_id
+    from docverify_airflow.web.common import HEADERS, STYLE, check_id
 
     check_id(doc_id)
     try:

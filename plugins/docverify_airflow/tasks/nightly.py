@@ -28,8 +28,10 @@ from docverify.stages.routes import write_sme_packets as write_sme_packets_stage
 from docverify.stages.verify import arbiter, auto_fix_retry_shard, retry_shards, verify_shard
 from docverify.stages.verify import plan_shards as plan_shards_stage
 from docverify.storage.store import ArtifactStore
-from docverify_airflow import config, lineage, wiring
+from docverify_airflow import config
+from docverify_airflow.lineage import declared as lineage
 from docverify_airflow.night import night_of
+from docverify_airflow.tasks import wiring
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +82,7 @@ def make_batch(context: dict[str, Any]) -> Batch:
 
 
 def lineage_uris(context, roles) -> list[str]:
-    """The night's datasets of these roles (``docverify_airflow.lineage.DATASETS``) as URIs."""
+    """The night's datasets of these roles (``docverify_airflow.lineage.declared.DATASETS``) as URIs."""
     batch = make_batch(context)
     return lineage.uris_for(roles, batch.store, batch.rs, batch.incoming)
 
@@ -105,8 +107,8 @@ def discover(context) -> DiscoveredXCom:
 @retry_rule
 @traced
 def plan_document_ai(context) -> dict:
-    """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.document_ai.plan`."""
-    from docverify_airflow import document_ai
+    """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.tasks.document_ai.plan`."""
+    from docverify_airflow.tasks import document_ai
 
     return document_ai.plan(make_batch(context), config.settings(context))
 
@@ -155,7 +157,7 @@ def layout(context) -> StageXCom:
     if config.is_remote(batch.store.root):
         from airflow.sdk import ObjectStoragePath
 
-        from docverify_airflow.document_ai import results_for_layout
+        from docverify_airflow.tasks.document_ai import results_for_layout
 
         results = results_for_layout(context["ti"].xcom_pull(task_ids="document_ai"))
         return layout_docai_outputs(batch, results, lambda uri: ObjectStoragePath(uri, conn_id=conn_id)).xcom()

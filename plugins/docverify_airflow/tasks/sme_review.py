@@ -11,8 +11,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from docverify_airflow import config, lineage
-from docverify_airflow.page_urls import packet_url, review_url
+from docverify_airflow import config
+from docverify_airflow.lineage import declared as lineage
+from docverify_airflow.web.urls import packet_url, review_url
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def _owner(context: Mapping[str, Any]) -> str:
 
 
 def lineage_uris(context: Mapping[str, Any], roles: Sequence[str]) -> list[str]:
-    """The review Dag's datasets of these roles (``docverify_airflow.lineage.DATASETS``): the
+    """The review Dag's datasets of these roles (``docverify_airflow.lineage.declared.DATASETS``): the
     packets and the ground truth, whatever the night."""
     return lineage.uris_for(roles, config.artifact_store(context))
 

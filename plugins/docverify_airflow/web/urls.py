@@ -5,10 +5,10 @@ from __future__ import annotations
 
 
 def packet_url(doc_id: str) -> str:
-    """The packet page of ``doc_id`` (:mod:`docverify_airflow.packet_app`)."""
+    """The packet page of ``doc_id`` (:mod:`docverify_airflow.web.packets`)."""
     return f"/docverify/packets/{doc_id}"
 
 
 def review_url(review_id: str) -> str:
-    """The review workspace of ``review_id`` (:mod:`docverify_airflow.review_app`)."""
+    """The review workspace of ``review_id`` (:mod:`docverify_airflow.web.review`)."""
     return f"/docverify/reviews/{review_id}"

@@ -13,8 +13,8 @@ and every Dag run; this module gives docverify's tasks their datasets and facets
   (documents, routes, V5 rules, issue codes, implementations and models, LLM calls and cost, the
   verification policy).
 
-How: the task body (:func:`task`, the decorator of ``docverify_airflow.tasks``) records what it
-declared in this process; :class:`docverify_airflow.ol_extractor.DocverifyExtractor` — registered for the task types of the two
+How: the task body (:func:`task`, the decorator of ``docverify_airflow.tasks.nightly``) records what it
+declared in this process; :class:`docverify_airflow.lineage.extractor.DocverifyExtractor` — registered for the task types of the two
 Dags in ``[openlineage] extractors`` (``scripts/write_airflow_cfg.py``) — hands it to the listener,
 which runs after the body in the same process (or a fork of it). Returning our datasets also keeps
 the provider's hook-level lineage (per-object URIs that a storage hook may report) out of our
@@ -70,7 +70,7 @@ DATASETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 class Declared:
     """What one task instance declared: dataset URIs, its counts (the ``docverify_task`` facet) and,
     for ``batch_report``, the night (the ``docverify_night`` facet); plain data — the facet objects
-    are built by :mod:`docverify_airflow.ol_extractor`."""
+    are built by :mod:`docverify_airflow.lineage.extractor`."""
 
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
@@ -185,7 +185,7 @@ def traced(context: Mapping[str, Any], uris: Uris) -> Iterator[Traced]:
     """A task body's block: the task's OpenLineage run id exported for the core's ``lineage``
     lines while it runs; when it ends (also by an exception or a skip) the task's datasets
     (:data:`DATASETS`, resolved by ``uris(context, roles)``) and the counts of ``result`` declared
-    for :class:`docverify_airflow.ol_extractor.DocverifyExtractor`. Lineage never fails a task:
+    for :class:`docverify_airflow.lineage.extractor.DocverifyExtractor`. Lineage never fails a task:
     a fault here is logged."""
     run_id, before = ol_run_id(context), os.environ.get(RUN_ID_ENV)
     if run_id:

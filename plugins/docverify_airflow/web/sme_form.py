@@ -1,5 +1,5 @@
 """The SME review form: its answer options and fields (shared by the review operator, which shows
-the form, and :mod:`docverify_airflow.sme_tasks`, which reads the answer)."""
+the form, and :mod:`docverify_airflow.tasks.sme_review`, which reads the answer)."""
 
 from __future__ import annotations
 
