@@ -1,5 +1,5 @@
 """Generate docs/configuration.md — the configuration reference (every Airflow Variable, its type,
-default and description) — from ``docverify_airflow.config.Settings`` (`python scripts/gen_config_docs.py`;
+default and description) — from the switches declared in ``docverify_airflow.config.switches`` (`python scripts/gen_config_docs.py`;
 ``--check`` exits 1 when the committed file differs). tests/docverify_airflow/test_settings.py checks
 that the committed file is this script's output."""
 
@@ -8,6 +8,8 @@ from __future__ import annotations
 import pathlib
 import sys
 import typing
+
+from pydantic import BaseModel
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "configuration.md"
@@ -34,18 +36,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").strip()
 
 
-def render() -> str:
+def render(model: type[BaseModel] | None = None) -> str:
+    """The reference of every switch declared in ``model`` (default: the project's,
+    ``docverify_airflow.config.switches.Switches``), one row each, sorted by Variable."""
     if str(REPO / "plugins") not in sys.path:
         sys.path.insert(0, str(REPO / "plugins"))
-    from docverify_airflow.config import Settings
+    from docverify_airflow.config.switches import Switches, _extra
 
-    hints = typing.get_type_hints(Settings)
+    model = model or Switches
+    hints = typing.get_type_hints(model)
     rows = []
-    for name, field in Settings.model_fields.items():
-        extra = field.json_schema_extra or {}
-        default = extra["variable_default"]  # type: ignore[index]
+    for name, field in model.model_fields.items():
+        extra = _extra(field)
+        default = extra["variable_default"]
         kind = "choice" if typing.get_origin(hints[name]) is typing.Literal else _TYPES.get(hints[name], str(hints[name]))
-        rows.append(f"| `{extra['variable']}` | {kind} | "  # type: ignore[index]
+        rows.append(f"| `{extra['variable']}` | {kind} | "
                     f"{f'`{default}`' if default != '' else '(empty)'} | {_cell(field.description or '')} |")
     return HEADER + "\n".join(sorted(rows)) + "\n"
 

@@ -133,13 +133,13 @@ def test_storage_root_variable_gives_an_object_storage_path_on_the_named_connect
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", gcs_root.root_uri)
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_CONN_ID", gcs_root.conn_id)
-    root = config.storage_root()
+    root = config.storage_root(config.Settings.load())
     assert isinstance(root, ObjectStoragePath) and root.conn_id == gcs_root.conn_id
     store = ArtifactStore(root)
     assert store.write_text("probe.txt", "ok") and store.read_bytes("probe.txt") == b"ok"
     assert store.uri("probe.txt") == f"{gcs_root.root_uri}/probe.txt"
     monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_CONN_ID")
-    assert config.storage_root().conn_id == "google_cloud_default"
+    assert config.storage_root(config.Settings.load()).conn_id == "google_cloud_default"
 
 
 def test_verdict_cache_round_trip(gcs_root):

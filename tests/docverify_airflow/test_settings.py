@@ -115,7 +115,7 @@ def test_read_once_per_task_kept_in_its_context_not_in_a_global(monkeypatch, tmp
 
     calls = []
     real = config.read_variable
-    monkeypatch.setattr(config, "read_variable", lambda k, d: calls.append(k) or real(k, d))
+    monkeypatch.setattr(config.variables, "read_variable", lambda k, d: calls.append(k) or real(k, d))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     ti = type("TI", (), {"id": "0191-a", "try_number": 1})()
     context = {"ti": ti}
@@ -137,7 +137,7 @@ def test_outside_a_task_a_page_view_reads_each_variable_once_and_a_change_shows_
     monkeypatch.setattr(config._recent, "clock", lambda: now[0])
     calls = []
     real = config.read_variable
-    monkeypatch.setattr(config, "read_variable", lambda k, d: calls.append(k) or real(k, d))
+    monkeypatch.setattr(config.variables, "read_variable", lambda k, d: calls.append(k) or real(k, d))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path / "a"))
     first = config.artifact_store()
     now[0] += config.RECENT_S - 0.1

@@ -142,7 +142,7 @@ def test_a_pydanticai_connection_selects_the_openai_compatible_model(monkeypatch
         monkeypatch.setenv("AIRFLOW_CONN_LOCAL_JUDGE", json.dumps({
             "conn_type": "pydanticai", "host": fake.base_url, "password": "local-key", "extra": {"model": model}}))
         monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE_CONN_ID", "local_judge")
-        judge = config.judge()
+        judge = config.judge(config.Settings.load())
         assert isinstance(judge, LLMJudge) and not judge.self_verifying
         assert judge.classifier_model_id == "google:gemini-2.5-flash" and judge.model_id.endswith(SERVED)
         bundle = make_bundle(PAGE1, PAGE2)
@@ -154,7 +154,7 @@ def test_a_pydanticai_connection_selects_the_openai_compatible_model(monkeypatch
         assert result.implementation == f"llm:{judge.model_id}"
         # the jury and the V5 second opinion default to the judge's connection
         monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_V5_SECOND_OPINION", "on")
-        assert config.second_opinion().llm.model_id == judge.model_id
+        assert config.second_opinion(config.Settings.load()).llm.model_id == judge.model_id
         assert config.Settings.load().jury_conns() == ["local_judge"] * 3
     finally:
         gemini.stop()
@@ -172,7 +172,7 @@ def test_an_empty_judge_connection_is_the_classifiers_with_a_warning(monkeypatch
         "extra": {"model": "google:gemini-2.5-flash", "api_key": "fake-key", "base_url": "http://127.0.0.1:9"}}))
     monkeypatch.delenv("AIRFLOW_VAR_DOCVERIFY_JUDGE_CONN_ID", raising=False)
     with caplog.at_level("WARNING", logger="docverify_airflow.config"):
-        judge = config.judge()
+        judge = config.judge(config.Settings.load())
     assert isinstance(judge, LLMJudge) and judge.self_verifying and judge.classifier is None
     assert any("verified by its own model" in r.getMessage() and "docverify_judge_conn_id" in r.getMessage()
                for r in caplog.records)
