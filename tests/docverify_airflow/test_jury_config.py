@@ -23,7 +23,7 @@ def test_off_by_default_and_declared_off(monkeypatch, repo_dir):
     for v in ("JURY", "JURY_CONN_IDS", "V5_SECOND_OPINION"):
         monkeypatch.delenv(f"AIRFLOW_VAR_DOCVERIFY_{v}", raising=False)
     assert config.jury(config.Settings.load()) is None and config.second_opinion(config.Settings.load()) is None
-    from docverify_airflow import wiring
+    from docverify_airflow.tasks import wiring
 
     deps = wiring.verify_deps(config.settings())
     assert deps.jury is None and deps.second_opinion is None
@@ -50,7 +50,7 @@ def test_jury_and_second_opinion_from_connections(monkeypatch, tmp_path, fake):
         ("C", "google:gemini-2.5-flash", "JURY_EVIDENCE")]
     assert jury.jurors[0].llm is jury.jurors[2].llm  # one LLMJudge per connection
     assert config.second_opinion(config.Settings.load()).llm.model_id == "google:gemini-2.5-flash"
-    from docverify_airflow import wiring
+    from docverify_airflow.tasks import wiring
 
     deps = wiring.verify_deps(config.settings())
     assert deps.jury is not None and deps.second_opinion is not None and not hasattr(deps.judge, "jury")

@@ -57,7 +57,7 @@ def test_variables_give_one_shared_limiter(monkeypatch, tmp_path, fake):
 def test_llm_nights_plan_no_more_shards_than_the_llm_pool_has_slots(monkeypatch, tmp_path, judge, shards):
     """More shards than llm slots run in waves and the quota idles while each wave starts (issue 15);
     the offline judge keeps max_shards."""
-    from docverify_airflow import tasks
+    from docverify_airflow.tasks import nightly as tasks
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_JUDGE", judge)

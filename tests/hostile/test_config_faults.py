@@ -42,7 +42,7 @@ def test_a_missing_variable_keeps_its_default(monkeypatch):
 def test_deterministic_failures_fail_at_once_transient_ones_are_retried(monkeypatch, tmp_path):
     from airflow.sdk.exceptions import AirflowFailException
 
-    from docverify_airflow import tasks
+    from docverify_airflow.tasks import nightly as tasks
 
     monkeypatch.setenv("AIRFLOW_VAR_DOCVERIFY_STORAGE_ROOT", str(tmp_path))
     ctx = {"params": {"batch_prefix": "../../outside_batch"}, "ds": "2026-11-20", "run_id": "r"}
