@@ -1,10 +1,12 @@
-"""The layer contract of the domain core (ADR 0039), checked on the source with ``ast``.
+"""The layer contract of the domain core (ADR 0039) and the Airflow side's rooms (ADR 0054), checked with ``ast``.
 
     python scripts/check_layers.py [--root ROOT]
 
 The layers are listed bottom to top in ``pyproject.toml`` (``[[tool.docverify.layers]]``). Every
 import statement of ``plugins/docverify`` — at the top of a module, under ``TYPE_CHECKING`` or
-inside a function — may only point down or within its layer; the core imports no Airflow
+inside a function — may only point down or within its layer; so does every import of
+``plugins/docverify_airflow``, whose rooms (config/, lineage/, web/, tasks/, operators/ …) are layers above
+the core; the core imports no Airflow
 (``airflow``, ``docverify_airflow``, ``docverify_documentai``). A module in no layer, and a layer
 entry that names no module, are errors too; so is an entry naming a module inside a folder (a layer
 is a folder of the core or a top-level module, so the folders show every arrow). And no import circle, of any length, among the modules of
@@ -22,6 +24,8 @@ import tomllib
 from dataclasses import dataclass
 
 AIRFLOW_SIDE = ("airflow", "docverify_airflow", "docverify_documentai")
+#: the packages under the contract: the core, then the Airflow side's rooms above it (ADR 0054)
+PACKAGES = ("docverify", "docverify_airflow")
 
 
 @dataclass(frozen=True)
@@ -76,18 +80,18 @@ def imports(f: pathlib.Path, me: str, known: dict[str, pathlib.Path]) -> list[tu
 def check(root: pathlib.Path) -> list[str]:
     plugins = root / "plugins"
     layers = load_layers(root / "pyproject.toml")
-    known = core_modules(plugins)
+    known = {m: f for package in PACKAGES for m, f in core_modules(plugins, package).items()}
     errors: list[str] = []
     for layer in layers:
         for entry in layer.modules:
             if not any(m == entry or m.startswith(entry + ".") for m in known):
                 errors.append(f"pyproject.toml: layer {layer.name!r} lists {entry!r}, which is no module of "
-                              f"plugins/docverify. Fix: remove the entry or correct its name.")
+                              f"plugins/docverify or plugins/docverify_airflow. Fix: remove the entry or correct its name.")
     errors += _folder_entries(layers)
     order = " → ".join(layer.name for layer in layers)
     for me, f in known.items():
         rel = f.relative_to(root)
-        if me == "docverify":  # the package root: its __init__ imports nothing (ADR 0032, tests/test_architecture.py)
+        if me in PACKAGES:  # a package root: its __init__ imports nothing (ADR 0032, tests/test_architecture.py)
             continue
         mine = layer_of(me, layers)
         if mine is None:
@@ -96,12 +100,12 @@ def check(root: pathlib.Path) -> list[str]:
             continue
         for line, target in imports(f, me, known):
             top = target.split(".")[0]
-            if top in AIRFLOW_SIDE:
+            if top in AIRFLOW_SIDE and me.split(".")[0] == "docverify":
                 errors.append(f"{rel}:{line}: {me} imports {target}: the domain core imports no Airflow. "
                               f"Fix: move this code to plugins/docverify_airflow (the Airflow glue) and pass "
                               f"what the core needs in as an argument.")
                 continue
-            if top != "docverify" or target == "docverify":
+            if top not in PACKAGES or target in PACKAGES:
                 continue
             theirs = layer_of(target, layers)
             if theirs is None:

@@ -34,8 +34,9 @@ def test_the_core_keeps_its_layers_and_nothing_imports_in_a_circle():
 
 def _copy(tmp_path: pathlib.Path) -> pathlib.Path:
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    # the core alone: the planted fault is then the only one, whatever the Airflow packages hold today
-    shutil.copytree(PLUGINS / "docverify", tmp_path / "plugins/docverify", ignore=shutil.ignore_patterns("__pycache__"))
+    # the core and the Airflow side's rooms (ADR 0054), both under the contract: the planted fault is the only one
+    for package in ("docverify", "docverify_airflow"):
+        shutil.copytree(PLUGINS / package, tmp_path / "plugins" / package, ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
 
 
@@ -56,6 +57,27 @@ def test_an_upward_import_fails_the_check_naming_file_line_and_fix(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "scripts/check_layers.py"), "--root", str(root)],
                             capture_output=True, text=True)
     assert result.returncode == 1 and f"domain/models.py:{line}:" in result.stderr
+
+
+def test_an_upward_import_between_the_airflow_rooms_fails_the_check(tmp_path):
+    """ADR 0054: the Airflow side's rooms are layers above the core; the pages' addresses (web/) may not
+    import a task body (tasks/, above them), even lazily, and the configuration no page."""
+    root = _copy(tmp_path)
+    urls = root / "plugins/docverify_airflow/web/urls.py"
+    lines = urls.read_text().splitlines()
+    lines += ["", "", "def _planted():", "    from docverify_airflow.tasks.nightly import make_batch", "",
+              "    return make_batch"]
+    urls.write_text("\n".join(lines) + "\n")
+    errors = check_layers.check(root)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"plugins/docverify_airflow/web/urls.py:{len(lines) - 2}: docverify_airflow.web.urls "
+                                "(layer web) imports docverify_airflow.tasks.nightly (layer tasks, above it)")
+    # and the rooms sit above the whole core: the core importing a room is refused as Airflow
+    models = root / "plugins/docverify/domain/models.py"
+    models.write_text(models.read_text() + "\n\ndef _planted():\n    from docverify_airflow.web import urls\n\n"
+                      "    return urls\n")
+    assert any(e.startswith("plugins/docverify/domain/models.py:") and "the domain core imports no Airflow" in e
+               for e in check_layers.check(root))
 
 
 def test_a_circle_within_one_layer_and_a_module_in_no_layer_fail_the_check(tmp_path):
