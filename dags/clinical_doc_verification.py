@@ -18,13 +18,13 @@ from airflow.sdk import (  # type: ignore[attr-defined]
     AsyncCallback,
     DeadlineAlert,
     DeadlineReference,
-    Param,
     dag,
     get_current_context,
     task,
 )
 
 from docverify_airflow.assets import ACCEPTED, SME_PACKETS
+from docverify_airflow.config.params import NightParams
 from docverify_airflow.notify import DocverifyNotifier
 from docverify_airflow.operators.gemini_batch import NightlyGeminiBatchOperator
 from docverify_airflow.operators.layout import NightlyDocumentAIOperator
@@ -95,33 +95,7 @@ LAYOUT_TASKS = int(os.environ.get("DOCVERIFY_LAYOUT_TASKS", "2") or 2)
     if DEADLINE else None,
     doc_md=DOC_MD,
     tags=["docverify", "clinical", "verification"],
-    params={
-        # nullable: an empty field in the trigger/backfill form means "not set", and every date of a
-        # backfill then reads its own incoming/<ds>/ ({ds} in a prefix is replaced by the run's date)
-        "batch_prefix": Param(None, type=["null", "string"],
-                              description="Ad-hoc batch: a prefix under the storage root instead of "
-                                          "incoming/<ds> (empty: incoming/<ds>; {ds} is replaced by the "
-                                          "run's date, e.g. uploads/{ds})"),
-        "shard_size": Param(25, type="integer", minimum=1, maximum=500,
-                            description="Documents per mapped verify/retry task at least: it grows with the "
-                                        "night so at most max_shards tasks run"),
-        "max_shards": Param(64, type="integer", minimum=1, maximum=1024,
-                            description="Mapped verify (and retry) task instances per night at most (Airflow's "
-                                        "[core] max_map_length caps it)"),
-        "max_documents": Param(0, type="integer", minimum=0, description="Stop after this many PDFs (0 = all)"),
-        "reuse_cached": Param(True, type="boolean",
-                              description="Reuse unchanged bundles and classifications from an earlier run"),
-        "concurrency": Param(8, type="integer", minimum=1, maximum=64,
-                             description="Documents processed concurrently inside one shard"),
-        "layout_shard_size": Param(1000, type="integer", minimum=1, maximum=100000,
-                                   description="PDFs per mapped layout_parse task at least (local parser): it "
-                                               "grows with the night so at most max_shards tasks run"),
-        "parse_workers": Param(2, type="integer", minimum=1, maximum=16, description="Parser child processes"),
-        "parse_timeout_s": Param(60, type="number", minimum=1,
-                                 description="Seconds a PDF may take to open before TIMEOUT; then each page has "
-                                             "Variable docverify_parse_page_timeout_s, the PDF at most "
-                                             "docverify_parse_file_ceiling_s (ADR 0047)"),
-    },
+    params=NightParams.dag_params(),  # the form's fields: docverify_airflow.config.params.NightParams
 )
 def clinical_doc_verification():
     from docverify_airflow.tasks import nightly as T

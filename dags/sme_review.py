@@ -9,9 +9,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import dag, get_current_context, task
 
 from docverify_airflow.assets import SME_PACKETS
+from docverify_airflow.config.params import ReviewParams
 from docverify_airflow.operators.sme_review import SMEReviewOperator
 
 DOC_MD = """
@@ -54,15 +55,7 @@ separated user names; empty = anyone). Logs carry doc ids, versions and URIs, ne
                   "execution_timeout": timedelta(minutes=10)},
     doc_md=DOC_MD,
     tags=["docverify", "clinical", "sme", "hitl"],
-    params={
-        "max_reviews": Param(50, type="integer", minimum=1, maximum=1000,
-                             description="Open at most this many reviews per run (most severe first)"),
-        "assignees": Param(None, type=["null", "string"],
-                           description="User names who may answer, comma separated (empty: the Variable "
-                                       "docverify_sme_assignees, else anyone)"),
-        "response_timeout_hours": Param(72, type="number", minimum=0.01,
-                                        description="Hours to wait for an answer; then the packet stays pending"),
-    },
+    params=ReviewParams.dag_params(),  # the form's fields: docverify_airflow.config.params.ReviewParams
 )
 def sme_review():
     @task

@@ -44,12 +44,12 @@ def render(model: type[BaseModel] | None = None) -> str:
     from docverify_airflow.config.switches import Switches, _extra
 
     model = model or Switches
-    hints = typing.get_type_hints(model)
     rows = []
-    for name, field in model.model_fields.items():
+    for field in model.model_fields.values():
         extra = _extra(field)
         default = extra["variable_default"]
-        kind = "choice" if typing.get_origin(hints[name]) is typing.Literal else _TYPES.get(hints[name], str(hints[name]))
+        t = field.annotation  # the declared type without its validators and bounds
+        kind = "choice" if typing.get_origin(t) is typing.Literal else _TYPES.get(t, str(t))
         rows.append(f"| `{extra['variable']}` | {kind} | "
                     f"{f'`{default}`' if default != '' else '(empty)'} | {_cell(field.description or '')} |")
     return HEADER + "\n".join(sorted(rows)) + "\n"

@@ -198,5 +198,5 @@ def storage_root(s: Settings) -> Any:
     return s.root
 
 
-def is_remote(root) -> bool:
+def is_remote(root: object) -> bool:
     return str(root).startswith("gs://")

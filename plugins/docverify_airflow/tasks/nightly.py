@@ -12,10 +12,9 @@ from typing import Any
 
 from docverify.reporting.contract import FalseAcceptJSON
 from docverify.stages.audit import audit_sample as audit_sample_stage
-from docverify.stages.common import AIRFLOW_MAP_LIMIT, MAX_SHARDS, Batch, shard_size_for
+from docverify.stages.common import AIRFLOW_MAP_LIMIT, Batch, shard_size_for
 from docverify.stages.discover import discover as discover_stage
 from docverify.stages.layout import (
-    LAYOUT_SHARD_SIZE,
     layout_docai_online,
     layout_docai_outputs,
     layout_local_part,
@@ -29,6 +28,7 @@ from docverify.stages.verify import arbiter, auto_fix_retry_shard, retry_shards,
 from docverify.stages.verify import plan_shards as plan_shards_stage
 from docverify.storage.store import ArtifactStore
 from docverify_airflow import config
+from docverify_airflow.config.params import NightParams
 from docverify_airflow.lineage import declared as lineage
 from docverify_airflow.night import night_of
 from docverify_airflow.tasks import wiring
@@ -66,19 +66,16 @@ def retry_rule(fn):
 
 
 def batch_prefix(params: dict[str, Any], ds: str) -> str:
-    """The ``batch_prefix`` param for the run of ``ds``: unset/empty → "" (the batch is
-    ``incoming/<ds>/``); ``{ds}`` inside it is replaced by the run's date, so one prefix serves a
-    whole backfill with each date reading its own folder."""
-    return (params.get("batch_prefix") or "").strip().replace("{ds}", ds)
+    """The ``batch_prefix`` param for the run of ``ds`` (:meth:`NightParams.prefix`)."""
+    return NightParams.model_validate(params).prefix(ds)
 
 
 def make_batch(context: dict[str, Any]) -> Batch:
-    params = context["params"]
+    p = NightParams.of(context)
     store = ArtifactStore(config.settings(context).root)
     ds = night_of(context)
     return Batch(store=store, ds=ds, run_id=str(context.get("run_id", "")),
-                   prefix=batch_prefix(params, ds), reuse=bool(params.get("reuse_cached", True)),
-                   concurrency=int(params.get("concurrency", 8)))
+                   prefix=p.prefix(ds), reuse=p.reuse_cached, concurrency=p.concurrency)
 
 
 def lineage_uris(context, roles) -> list[str]:
@@ -95,7 +92,7 @@ traced = lineage.task(lineage_uris)
 @traced
 def discover(context) -> DiscoveredXCom:
     batch = make_batch(context)
-    out = discover_stage(batch, int(context["params"].get("max_documents", 0)))
+    out = discover_stage(batch, NightParams.of(context).max_documents)
     log.info("discovered %d PDF(s) under %s", out.documents, batch.rs.uri(batch.incoming))
     if not out.documents:  # an empty night is reported (batch report) and alerted, never silently green
         from docverify_airflow import notify
@@ -123,9 +120,9 @@ def layout_plan(context) -> list[LayoutPartXCom]:
     if s.layout != "local":
         log.info("layout plan: Variable %s = %s, nothing to parse locally", config.VAR_LAYOUT, s.layout)
         return []
-    params = context["params"]
-    parts = plan_layout_local(batch, ocr=s.ocr, shard_size=int(params.get("layout_shard_size", LAYOUT_SHARD_SIZE)),
-                              max_shards=int(params.get("max_shards", MAX_SHARDS)), map_limit=map_limit())
+    p = NightParams.of(context)
+    parts = plan_layout_local(batch, ocr=s.ocr, shard_size=p.layout_shard_size, max_shards=p.max_shards,
+                              map_limit=map_limit())
     return [p.xcom() for p in parts]
 
 
@@ -136,9 +133,9 @@ def layout_parse(context, part: dict[str, object]) -> StageXCom:
     param ``parse_timeout_s`` to open a PDF, the Variables ``docverify_parse_page_timeout_s`` per page
     and ``docverify_parse_file_ceiling_s`` per PDF, ADR 0047; a long scan's pages across the parse workers from
     ``docverify_parse_split_scan_pages`` image pages, ADR 0052)."""
-    params, s = context["params"], config.settings(context)
-    return layout_local_part(make_batch(context), LayoutPart.from_xcom(part), workers=int(params.get("parse_workers", 2)),
-                             timeout_s=float(params.get("parse_timeout_s", 60)), ocr=s.ocr,
+    p, s = NightParams.of(context), config.settings(context)
+    return layout_local_part(make_batch(context), LayoutPart.from_xcom(part), workers=p.parse_workers,
+                             timeout_s=p.parse_timeout_s, ocr=s.ocr,
                              page_timeout_s=s.parse_page_timeout_s, file_ceiling_s=s.parse_file_ceiling_s,
                              split_scan_pages=s.parse_split_scan_pages).xcom()
 
@@ -179,8 +176,8 @@ def _shards(context, ids_of) -> list[list[str]]:
     slots): they all run at once and keep the quota busy to the end; more shards than slots run in
     waves, and the quota idles while a wave's tasks start (ADR 0015: a 1,000-document night at
     1,000 RPM took 1.41× the quota bound with 64 shards in 8 waves, 1.06× with 8 shards)."""
-    params = context["params"]
-    shard_size, max_shards, limit = int(params.get("shard_size", 25)), int(params.get("max_shards", MAX_SHARDS)), map_limit()
+    p = NightParams.of(context)
+    shard_size, max_shards, limit = p.shard_size, p.max_shards, map_limit()
     shard_size_for(0, shard_size, max_shards, limit)  # a bad param fails as such, before any cap hides it
     s = config.settings(context)
     if s.judge == "llm" and s.llm_shards < max_shards:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from docverify_airflow import config
+from docverify_airflow.config.params import ReviewParams
 from docverify_airflow.lineage import declared as lineage
 from docverify_airflow.web.urls import packet_url, review_url
 
@@ -20,12 +21,11 @@ log = logging.getLogger(__name__)
 VAR_SME_ASSIGNEES = config.VAR_SME_ASSIGNEES
 
 
-def _assignees(params: dict[str, Any], context: Mapping[str, Any] | None = None) -> str:
-    """The ``assignees`` param, else the Variable ``docverify_sme_assignees`` (comma separated;
-    empty = anyone). A Variable that cannot be read fails the task (never "anyone may answer")."""
-    value = (params.get("assignees") or "").strip()
-    if value:
-        return value
+def _assignees(p: ReviewParams, context: Mapping[str, Any] | None = None) -> str:
+    """The ``assignees`` param (its names, comma separated), else the Variable ``docverify_sme_assignees``
+    (empty = anyone). A Variable that cannot be read fails the task (never "anyone may answer")."""
+    if p.assignees:
+        return ",".join(p.assignees)
     return config.settings(context).sme_assignees
 
 
@@ -49,12 +49,10 @@ def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
     from docverify.sme.claims import claim
     from docverify.sme.packets import list_pending_reviews
 
-    params = context["params"]
+    p = ReviewParams.of(context)
     store = config.artifact_store(context)
     pending = list_pending_reviews(store)
-    cap = max(1, int(params.get("max_reviews", 50)))
-    assignees = _assignees(params, context)
-    hours = float(params.get("response_timeout_hours", 72))
+    cap, assignees, hours = p.max_reviews, _assignees(p, context), p.response_timeout_hours
     owner = _owner(context)
     chosen: list[dict[str, Any]] = []
     open_elsewhere = 0
