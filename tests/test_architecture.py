@@ -149,7 +149,6 @@ CONCURRENT = "owned by a concurrent change; split next"
 #: a dense algorithm (an alignment, a Viterbi pass, a table of checks) whose split needs its own review
 DENSE = "a dense algorithm: its split needs its own review and measurement (ADR 0053, next)"
 LONG_FUNCTIONS = {
-    "reporting/report.py::build": CONCURRENT,
     "stages/discover.py::discover": CONCURRENT,
     "layout/local_pdf.py::parse_pdf": CONCURRENT,
     "sme/correction.py::derive": CONCURRENT,

@@ -9,6 +9,7 @@ from docverify.judging.judges import Judge, Usage
 from docverify.llm.cost import estimate_cost
 from docverify.reporting import report
 from docverify.stages.common import StageStats
+from docverify.storage.stage_records import StageRead, stage_read
 
 
 class Priced(Judge):
@@ -58,10 +59,15 @@ def test_one_model_keeps_the_single_price_model_and_no_split():
     assert rec["price_model"] == "gemini-2.5-flash" and "llm_by_model" not in rec
 
 
+def read(records: list[dict]) -> list[StageRead]:
+    """Stored stage records as the report reads them: validated into each stage's model (ADR 0056)."""
+    return [stage_read(r) for r in records]
+
+
 def test_the_models_section_and_its_warning():
     apart = [{"stage": "verify", "models": {"classifier": "llm:google:gemini-2.5-flash",
                                             "judge": "llm:openai:local-model", "self_verifying": False}}]
-    section = report._models_section(apart)
+    section = report._models_section(read(apart))
     assert section == {"classifier": ["llm:google:gemini-2.5-flash"], "judge": ["llm:openai:local-model"],
                        "self_verifying": False, "warning": ""}
     lines = report.models_lines({"models": section})
@@ -69,11 +75,12 @@ def test_the_models_section_and_its_warning():
 
     same = [{"stage": "verify", "models": {"classifier": "llm:google:gemini-2.5-flash",
                                            "judge": "llm:google:gemini-2.5-flash", "self_verifying": True}}] * 2
-    section = report._models_section(same)
+    section = report._models_section(read(same))
     assert section["self_verifying"] and "verified by its own model" in section["warning"]
     assert report.models_lines({"models": section})[-1].startswith("- WARNING: the classification is verified")
     assert "verified by its own model" in report.models_html({"models": section})
 
     offline = [{"stage": "verify", "models": {"classifier": "offline-v1+x", "judge": "offline-v1",
                                               "self_verifying": None}}]
-    assert report._models_section(offline)["warning"] == "" and report._models_section([{"stage": "x"}]) is None
+    assert report._models_section(read(offline))["warning"] == ""
+    assert report._models_section(read([{"stage": "x"}])) is None

@@ -90,28 +90,10 @@ BatchKey = Literal["requests", "succeeded", "failed", "missing", "degenerate", "
                    "output_tokens", "cached_tokens"]
 
 
-class BatchRound(TypedDict, total=False):
-    """What the report reads of a batch round's record (a stage record's ``llm_batch``:
-    ``docverify.stages.batch_mode``): the job, the model and the counts of ``BATCH_KEYS``."""
-
-    round: str
-    job: str | None
-    state: str
-    model: str | None
-    requests: int
-    succeeded: int
-    failed: int
-    missing: int
-    degenerate: int
-    online_fallback: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-
-
-class BatchSection(TypedDict, total=False):
-    """Batch mode's rounds: the totals of ``BATCH_KEYS``, the jobs and the batch-price cost
-    (empty in online mode)."""
+class BatchSection(TypedDict):
+    """Batch mode's rounds: the totals of ``BATCH_KEYS``, the jobs and the batch-price cost (no
+    section in online mode). A round's record as read back is
+    :class:`docverify.storage.stage_records.BatchRoundRecord`."""
 
     requests: int
     succeeded: int

@@ -17,6 +17,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from docverify.llm.cost import CostEstimate, estimate_cost
 from docverify.reporting import evaluate, trend
@@ -24,7 +25,6 @@ from docverify.reporting.contract import (
     AuditSection,
     BatchJob,
     BatchKey,
-    BatchRound,
     BatchSection,
     DocLLM,
     DocOutputs,
@@ -44,9 +44,10 @@ from docverify.reporting.contract import (
 from docverify.reporting.evaluate import FalseAcceptFigures, FeedbackFigures
 from docverify.reporting.evaluate_render import render_html, render_markdown
 from docverify.sme.packets import review_id
-from docverify.storage.night import Batch, lineage, load_stage_stats
+from docverify.storage.night import Batch, lineage, load_stage_records
 from docverify.storage.paths import file_token, redact_names
-from docverify.storage.runstore import DocSummary, StageRecord, SummaryError
+from docverify.storage.runstore import DocSummary, Manifest, ManifestDoc, Routes, SummaryError
+from docverify.storage.stage_records import AuditRead, BatchRoundRecord, NightStages, StageRead
 from docverify.storage.store import ArtifactStore
 from docverify.storage.summaries import doc_summary
 
@@ -80,14 +81,14 @@ SELF_VERIFYING_WARNING = ("the classification is verified by its own model: the 
                           "its blind spots; name another model's connection in docverify_judge_conn_id (ADR 0034)")
 
 
-def _models_section(stages: list[StageRecord]) -> ModelsSection | None:
+def _models_section(stages: list[StageRead]) -> ModelsSection | None:
     """The models that classified and judged the night, and the warning when they are the same."""
-    seen = [st["models"] for st in stages if isinstance(st.get("models"), dict)]
+    seen = [st.models for st in stages if st.models is not None]
     if not seen:
         return None
-    classifiers = sorted({m["classifier"] for m in seen if m.get("classifier")})
-    judges = sorted({m["judge"] for m in seen if m.get("judge")})
-    flags = [m.get("self_verifying") for m in seen]
+    classifiers = sorted({m.classifier for m in seen if m.classifier})
+    judges = sorted({m.judge for m in seen if m.judge})
+    flags = [m.self_verifying for m in seen]
     self_verifying = None if all(f is None for f in flags) else any(bool(f) for f in flags)
     return {"classifier": classifiers, "judge": judges, "self_verifying": self_verifying,
             "warning": SELF_VERIFYING_WARNING if self_verifying else ""}
@@ -113,23 +114,23 @@ BATCH_KEYS: tuple[BatchKey, ...] = ("requests", "succeeded", "failed", "missing"
                                     "input_tokens", "output_tokens", "cached_tokens")
 
 
-def _batch_section(records: list[BatchRound], price_model: str | None) -> BatchSection:
+def _batch_section(records: list[BatchRoundRecord], price_model: str | None) -> BatchSection | None:
     """Batch mode's rounds (``_stages/llm_batch_*.json``): requests sent to batch jobs, what came
-    back, what verify asked online instead, and the served requests' cost at the batch price."""
+    back, what verify asked online instead, and the served requests' cost at the batch price
+    (None in online mode)."""
     if not records:
-        return {}
+        return None
     total: Counter[str] = Counter()
     for r in records:
-        total.update({k: int(r.get(k) or 0) for k in BATCH_KEYS})
-    model = price_model or next((r.get("model") for r in records if r.get("model")), None)
+        total.update({k: int(getattr(r, k)) for k in BATCH_KEYS})
+    model = price_model or next((r.model for r in records if r.model), None)
     cost = _cost(model, total, batch=True)
     return {  # the totals in the order of BATCH_KEYS
         "requests": total["requests"], "succeeded": total["succeeded"], "failed": total["failed"],
         "missing": total["missing"], "degenerate": total["degenerate"], "online_fallback": total["online_fallback"],
         "input_tokens": total["input_tokens"], "output_tokens": total["output_tokens"],
         "cached_tokens": total["cached_tokens"],
-        "jobs": [BatchJob(round=r.get("round"), job=r.get("job"), state=r.get("state"), requests=r.get("requests", 0))
-                 for r in records],
+        "jobs": [BatchJob(round=r.round, job=r.job, state=r.state, requests=r.requests) for r in records],
         "cost_usd": cost.usd, "cost_note": cost.note}
 
 
@@ -141,199 +142,274 @@ def _sorted(c: Counter[str]) -> dict[str, int]:
     return {str(k): v for k, v in sorted(c.items(), key=lambda kv: (-kv[1], str(kv[0])))}
 
 
-def build(batch: Batch) -> Report:
-    """The report from the manifest, the routes (every verified document's summary and the error
-    records), the stage records (timings, LLM usage, outputs written) and, for the documents that
-    went to the retry, their result — no other per-document read."""
+@dataclass(frozen=True)
+class _Night:
+    """What the report reads of a night: the manifest, the routes, the stage records (typed, ADR 0056)
+    and each verified document's final summary (the retry's for those that went to the retry)."""
+
+    manifest: Manifest
+    routes: Routes | None
+    stages: NightStages
+    summaries: dict[str, DocSummary]
+
+    @property
+    def attempt_0(self) -> dict[str, list[str]]:
+        return self.routes.routes if self.routes else {}
+
+    @property
+    def retried(self) -> list[str]:
+        return self.attempt_0.get("auto_fix_retry", [])
+
+
+def _read_night(batch: Batch) -> _Night:
+    """The manifest, the routes and the stage records; for the documents that went to the retry,
+    their result — no other per-document read."""
     rs = batch.rs
-    manifest = rs.manifest()
-    routes_doc = rs.routes()
-    routes0 = routes_doc.routes if routes_doc else {}
-    stages = load_stage_stats(batch)
-    summaries: dict[str, DocSummary] = dict(routes_doc.documents) if routes_doc else {}
-    for doc_id in routes0.get("auto_fix_retry", []):  # their final result is the retry's
+    routes = rs.routes()
+    night = _Night(rs.manifest(), routes, load_stage_records(batch), dict(routes.documents) if routes else {})
+    for doc_id in night.retried:  # their final result is the retry's
         rec = rs.result(doc_id)
         if rec is not None and (rec.result is not None or rec.error is not None):
-            summaries[doc_id] = doc_summary(rec)
+            night.summaries[doc_id] = doc_summary(rec)
         else:
-            summaries.pop(doc_id, None)
+            night.summaries.pop(doc_id, None)
         rs.forget(doc_id)
-    by_stage = {s.get("stage"): s for s in stages}
-    accepted = set((by_stage.get("accept") or {}).get("documents") or [])
-    packets = set((by_stage.get("write_sme_packets") or {}).get("written") or []) | set(
-        (by_stage.get("write_sme_packets") or {}).get("kept_reviewed") or [])
-    audit_stage = by_stage.get("audit_sample")
-    audit_sample = (audit_stage.get("sample") if audit_stage else None) or {}
-    docs: list[ReportDoc] = []
-    final_routes: Counter[str] = Counter()
-    rules: Counter[str] = Counter()
-    codes: Counter[str] = Counter()
-    codes_final: Counter[str] = Counter()
-    errors: list[ReportError] = []
-    implementations: set[str] = set()
-    for d in manifest.documents:
-        doc_id = d.doc_id
-        # no input URI and no message naming the file (ADR 0050): the manifest and the packet name it
-        entry: ReportDoc = {"doc_id": doc_id, "sha256": d.sha256}
-        s = summaries.get(doc_id)
-        record = routes_doc.errors.get(doc_id) if routes_doc else None
-        err: SummaryError | None = None if record is None else {
-            "stage": record.stage, "error": record.error, "message": record.message}
-        if err is None and s is not None and s.get("error"):
-            err = s["error"]
-        if s is not None:
-            implementations.update(s.get("implementations") or [])
-        if err is not None:
-            errors.append({"doc_id": doc_id, "stage": err["stage"], "error": err["error"],
-                           "message": redact_names(err["message"], doc_id, d.pdf_uri, d.pdf_rel,
-                                                   d.classification_rel, d.production_rel)})
-            entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
-            # no verification ran: the reason is the error, not a V5 rule (ADR 0008)
-            entry.update({"final_decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"],
-                          "attempts": 0, "route": "write_sme_packets"})
-            final_routes["ESCALATE_TO_SME"] += 1
-            rules["error"] += 1
-        elif s is not None and s.get("final_decision"):
-            went_retry = doc_id in routes0.get("auto_fix_retry", [])
-            entry.update({"final_decision": s["final_decision"], "rule": s["rule"], "attempts": s["attempts"],
-                          "stop_reason": s["stop_reason"], "route": "auto_fix_retry" if went_retry else (
-                              "accept" if s["final_decision"] == "AUTO_ACCEPT" else "write_sme_packets"),
-                          "issue_codes": s["issue_codes"], "quality_score": s["quality_score"], "fixes": s["fixes"]})
-            if s["final_decision"] == "ESCALATE_TO_SME":
-                entry["review_id"] = review_id(batch.ds, doc_id, d.sha256)
-            key = s["final_decision"] if not went_retry else f"AUTO_RETRY→{s['final_decision']}"
-            final_routes[key] += 1
-            rules[f"rule {s['rule']}" + (f" ({s['stop_reason']})" if s["stop_reason"] not in ("arbiter",) else "")] += 1
-            codes.update(s["issue_codes_attempt_0"])
-            codes_final.update(s["issue_codes_final"])
-            entry["v5_audit"] = s["v5_audit"]
-            if s.get("jury"):
-                entry["jury"] = s["jury"]
-        else:
-            entry.update({"final_decision": "UNKNOWN", "error": "NOT_VERIFIED"})
-            errors.append({"doc_id": doc_id, "stage": "verify", "error": "NOT_VERIFIED",
-                           "message": "no verification result: a task failed for this document (see its log)"})
-            final_routes["UNKNOWN"] += 1
-        out: DocOutputs = {}
-        if doc_id in accepted:
-            out["accepted"] = rs.uri(rs.accepted_rel(doc_id))
-        if doc_id in packets:
-            out["sme_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, entry.get("sha256"))))
-        if doc_id in audit_sample:
-            out["audit_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, entry.get("sha256")) + "_audit"))
-        out["run_dir"] = rs.uri(rs.run_dir(doc_id))
-        entry["outputs"] = out
-        docs.append(entry)
+    return night
 
-    llm: Counter[str] = Counter()
-    per_doc_llm: dict[str, Counter[str]] = {}
-    price_models: set[str] = set()
-    by_model: dict[str, Counter[str]] = {}  # ADR 0034: a stage whose calls ran on several models
-    timings: dict[str, StageTiming] = {}
-    for st in stages:
-        for doc_id, u in (st.get("llm_per_document") or {}).items():
-            per_doc_llm.setdefault(doc_id, Counter()).update(u)
-        if st.get("llm_by_model"):
-            for m, u in st["llm_by_model"].items():
-                by_model.setdefault(m, Counter()).update(u)
-                price_models.add(m)
-        elif (pm := st.get("price_model")):
-            price_models.add(pm)
-            if st.get("llm"):
-                by_model.setdefault(pm, Counter()).update(st["llm"])
-        name = st["stage"]
-        t = timings.setdefault(name, {"seconds": 0.0, "tasks": 0, "docs": 0})
-        t["seconds"] = round(t["seconds"] + st["seconds"], 3)
+
+@dataclass(frozen=True)
+class _DocRow:
+    """One document's row of ``per_document`` and what it adds to the night's counts."""
+
+    entry: ReportDoc
+    route: str
+    rule: str | None = None
+    error: ReportError | None = None
+    codes_0: list[str] = dataclasses.field(default_factory=list)
+    codes_final: list[str] = dataclasses.field(default_factory=list)
+
+
+def _error_row(ds: str, d: ManifestDoc, err: SummaryError) -> _DocRow:
+    """A document no verification ran on: escalated, the reason is its error, not a V5 rule (ADR 0008);
+    its message names the document's id, never its file (ADR 0050)."""
+    entry: ReportDoc = {"doc_id": d.doc_id, "sha256": d.sha256, "review_id": review_id(ds, d.doc_id, d.sha256),
+                        "final_decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"],
+                        "attempts": 0, "route": "write_sme_packets"}
+    message = redact_names(err["message"], d.doc_id, d.pdf_uri, d.pdf_rel, d.classification_rel, d.production_rel)
+    return _DocRow(entry, "ESCALATE_TO_SME", "error",
+                   {"doc_id": d.doc_id, "stage": err["stage"], "error": err["error"], "message": message})
+
+
+def _verified_row(ds: str, d: ManifestDoc, s: DocSummary, went_retry: bool) -> _DocRow:
+    """A verified document: its final decision, rule and codes (attempt 0's and the final ones)."""
+    final = s["final_decision"]
+    route = "auto_fix_retry" if went_retry else ("accept" if final == "AUTO_ACCEPT" else "write_sme_packets")
+    entry: ReportDoc = {"doc_id": d.doc_id, "sha256": d.sha256, "final_decision": final, "rule": s["rule"],
+                        "attempts": s["attempts"], "stop_reason": s["stop_reason"], "route": route,
+                        "issue_codes": s["issue_codes"], "quality_score": s["quality_score"], "fixes": s["fixes"]}
+    if final == "ESCALATE_TO_SME":
+        entry["review_id"] = review_id(ds, d.doc_id, d.sha256)
+    entry["v5_audit"] = s["v5_audit"]
+    if s.get("jury"):
+        entry["jury"] = s["jury"]
+    stop = f" ({s['stop_reason']})" if s["stop_reason"] != "arbiter" else ""
+    return _DocRow(entry, f"AUTO_RETRY→{final}" if went_retry else final, f"rule {s['rule']}{stop}",
+                   codes_0=s["issue_codes_attempt_0"], codes_final=s["issue_codes_final"])
+
+
+def _unverified_row(d: ManifestDoc) -> _DocRow:
+    """A document with neither a result nor an error: a task failed for it."""
+    return _DocRow({"doc_id": d.doc_id, "sha256": d.sha256, "final_decision": "UNKNOWN", "error": "NOT_VERIFIED"},
+                   "UNKNOWN", error={"doc_id": d.doc_id, "stage": "verify", "error": "NOT_VERIFIED",
+                                     "message": "no verification result: a task failed for this document "
+                                                "(see its log)"})
+
+
+def _doc_row(batch: Batch, night: _Night, d: ManifestDoc) -> _DocRow:
+    """A document's row: an error record first (the routes' or its summary's), else its result."""
+    s = night.summaries.get(d.doc_id)
+    record = night.routes.errors.get(d.doc_id) if night.routes else None
+    err: SummaryError | None = None if record is None else {
+        "stage": record.stage, "error": record.error, "message": record.message}
+    if err is None and s is not None and s.get("error"):
+        err = s["error"]
+    if err is not None:
+        row = _error_row(batch.ds, d, err)
+    elif s is not None and s.get("final_decision"):
+        row = _verified_row(batch.ds, d, s, d.doc_id in night.retried)
+    else:
+        row = _unverified_row(d)
+    row.entry["outputs"] = _outputs(batch, night.stages, d)
+    return row
+
+
+def _outputs(batch: Batch, stages: NightStages, d: ManifestDoc) -> DocOutputs:
+    """What the night wrote for a document (URIs): accepted, its packet, its audit packet, its run folder."""
+    rs, doc_id = batch.rs, d.doc_id
+    packets = set(stages.packets.written) | set(stages.packets.kept_reviewed) if stages.packets else set()
+    out: DocOutputs = {}
+    if stages.accept and doc_id in stages.accept.documents:
+        out["accepted"] = rs.uri(rs.accepted_rel(doc_id))
+    if doc_id in packets:
+        out["sme_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, d.sha256)))
+    if stages.audit and doc_id in stages.audit.sample:
+        out["audit_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, d.sha256) + "_audit"))
+    out["run_dir"] = rs.uri(rs.run_dir(doc_id))
+    return out
+
+
+@dataclass
+class _Usage:
+    """The stage records' LLM usage summed: the night's, each document's (online and batch), per
+    price model (ADR 0034), and each stage's timing."""
+
+    llm: Counter[str] = dataclasses.field(default_factory=Counter)
+    per_doc: dict[str, Counter[str]] = dataclasses.field(default_factory=dict)
+    per_doc_batch: dict[str, Counter[str]] = dataclasses.field(default_factory=dict)
+    by_model: dict[str, Counter[str]] = dataclasses.field(default_factory=dict)
+    price_models: set[str] = dataclasses.field(default_factory=set)
+    timings: dict[str, StageTiming] = dataclasses.field(default_factory=dict)
+
+    @property
+    def price_model(self) -> str | None:
+        return sorted(self.price_models)[0] if len(self.price_models) == 1 else None
+
+    def add(self, st: StageRead) -> None:
+        for doc_id, u in st.llm_per_document.items():
+            self.per_doc.setdefault(doc_id, Counter()).update(u)
+        for doc_id, u in st.llm_batch_per_document.items():
+            self.per_doc_batch.setdefault(doc_id, Counter()).update(u)
+        if st.llm_by_model:
+            for m, u in st.llm_by_model.items():
+                self.by_model.setdefault(m, Counter()).update(u)
+                self.price_models.add(m)
+        elif st.price_model:
+            self.price_models.add(st.price_model)
+            if st.llm:
+                self.by_model.setdefault(st.price_model, Counter()).update(st.llm)
+        t = self.timings.setdefault(st.stage, {"seconds": 0.0, "tasks": 0, "docs": 0})
+        t["seconds"] = round(t["seconds"] + st.seconds, 3)
         t["tasks"] += 1
-        t["docs"] += st["docs"]
-        for k, v in st.get("llm", {}).items():
-            llm[k] += v
-        if st.get("parser"):
-            implementations.add(st["parser"])
-    n = len(docs)
-    price_model = sorted(price_models)[0] if len(price_models) == 1 else None
-    batch_records = [s["llm_batch"] for s in stages if s.get("llm_batch")]
-    per_doc_batch: dict[str, Counter[str]] = {}
-    for st in stages:
-        for doc_id, u in (st.get("llm_batch_per_document") or {}).items():
-            per_doc_batch.setdefault(doc_id, Counter()).update(u)
-    for entry in docs:
-        u = per_doc_llm.get(entry["doc_id"], Counter())
-        doc_llm: DocLLM = {"calls": u.get("calls", 0), "cache_hits": u.get("cache_hits", 0),  # USAGE_KEYS' order
-                           "input_tokens": u.get("input_tokens", 0), "output_tokens": u.get("output_tokens", 0),
-                           "cached_tokens": u.get("cached_tokens", 0), "cost_usd": _cost(price_model, u).usd}
-        entry["llm"] = doc_llm
-        b = per_doc_batch.get(entry["doc_id"])
-        if b:  # requests served by a batch job, at the batch price (ADR 0016)
-            bc = _cost(price_model, b, batch=True).usd
-            online = doc_llm["cost_usd"]
-            doc_llm["batch_requests"] = b.get("requests", 0)
-            doc_llm["cost_usd"] = None if bc is None or online is None else round(online + bc, 6)
-    cost = _cost(price_model, llm)
-    if len(price_models) > 1:
-        cost = _cost_per_model(by_model, llm, cost, sorted(price_models))
-    batch_section = _batch_section(batch_records, price_model if len(price_models) <= 1 else None)
-    extra: Report = {}
-    jury_docs = [d for d in docs if d.get("jury")]
+        t["docs"] += st.docs
+        self.llm.update(st.llm)
+
+
+def _usage(stages: NightStages) -> _Usage:
+    use = _Usage()
+    for st in stages.records:
+        use.add(st)
+    return use
+
+
+def _doc_llm(u: Counter[str], b: Counter[str] | None, price_model: str | None) -> DocLLM:
+    """A document's usage and cost; with the requests a batch job served, at the batch price (ADR 0016)."""
+    doc_llm: DocLLM = {"calls": u["calls"], "cache_hits": u["cache_hits"],  # USAGE_KEYS' order
+                       "input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"],
+                       "cached_tokens": u["cached_tokens"], "cost_usd": _cost(price_model, u).usd}
+    if b:
+        bc = _cost(price_model, b, batch=True).usd
+        online = doc_llm["cost_usd"]
+        doc_llm["batch_requests"] = b["requests"]
+        doc_llm["cost_usd"] = None if bc is None or online is None else round(online + bc, 6)
+    return doc_llm
+
+
+def _llm_section(use: _Usage, docs: list[ReportDoc], stages: NightStages) -> ReportLLM:
+    """The night's calls, tokens and estimated cost (online, and batch mode's rounds at the batch price)."""
+    llm, n = use.llm, len(docs)
+    cost = _cost(use.price_model, llm)
+    if len(use.price_models) > 1:
+        cost = _cost_per_model(use.by_model, llm, cost, sorted(use.price_models))
+    section = _batch_section([s.llm_batch for s in stages.records if s.llm_batch], use.price_model)
+    batch_cost = section["cost_usd"] if section else None
+    return {"calls": llm["calls"], "cache_hits": llm["cache_hits"], "input_tokens": llm["input_tokens"],
+            "output_tokens": llm["output_tokens"], "cached_tokens": llm["cached_tokens"],
+            "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0,
+            "max_calls_per_document": max((d["llm"]["calls"] for d in docs), default=0),
+            "cost_usd": cost.usd if not section else (
+                None if cost.usd is None or batch_cost is None else round(cost.usd + batch_cost, 6)),
+            "price_model": cost.model, "price_source": cost.source, "cost_note": cost.note,
+            "mode": "batch" if section else "online",
+            **({"online_cost_usd": cost.usd, "batch": section} if section else {})}
+
+
+def _inputs(manifest: Manifest) -> dict[str, list[str]]:
+    """What the night's folder held besides its documents, and what left it (ADR 0024): ignored files
+    and orphan companions as opaque tokens, in the manifest's order (ADR 0050); an empty night names
+    the folder it read (ADR 0036)."""
+    extra = manifest.model_extra or {}
+    inputs: dict[str, list[str]] = {k: extra[k] for k in ("orphan_companions", "removed", "ignored_files")
+                                    if extra.get(k)}
+    for k in ("orphan_companions", "ignored_files"):
+        if k in inputs:
+            inputs[k] = [file_token(n) for n in inputs[k]]
+    if not manifest.documents and manifest.incoming:
+        inputs["folder_read"] = [manifest.incoming]
+    return inputs
+
+
+def _sections(batch: Batch, night: _Night, docs: list[ReportDoc], feedback: FeedbackJSON) -> Report:
+    """The report's optional sections, in the report's order: the jury, the audit, the V5 second
+    opinion, the local layout's OCR work (ADR 0052), the folder's other files."""
+    out: Report = {}
+    jury_docs = [d for d in docs if "jury" in d]
     if jury_docs:
-        extra["jury"] = jury_counts(jury_docs)
-    feedback = feedback_section(batch.store)
-    if audit_stage:
-        extra["audit"] = audit_section(batch.ds, audit_stage, feedback)
-    so = [st["second_opinion"] for st in stages if st.get("second_opinion") is not None]
+        out["jury"] = jury_counts(jury_docs)
+    if night.stages.audit:
+        out["audit"] = audit_section(batch.ds, night.stages.audit, feedback)
+    so = [st.second_opinion for st in night.stages.records if st.second_opinion is not None]
     if so:
         total: Counter[str] = Counter()
         for c in so:
             total.update(c)
-        extra["second_opinion"] = dict(sorted(total.items()))
-    layout = by_stage.get("layout") or {}
-    if layout.get("ocr_pages"):  # the local layout's OCR work, per document in its record (ADR 0052)
-        extra["ocr"] = {"documents": len(layout.get("ocr") or {}), "pages": int(layout["ocr_pages"]),
-                        "seconds": float(layout.get("ocr_seconds") or 0.0)}
-    inputs = {k: got for k in ("orphan_companions", "removed", "ignored_files")
-              if (got := (manifest.model_extra or {}).get(k))}
-    for k in ("orphan_companions", "ignored_files"):  # opaque tokens, in the manifest's order (ADR 0050)
-        if k in inputs:
-            inputs[k] = [file_token(n) for n in inputs[k]]
-    if not manifest.documents and manifest.incoming:  # an empty night names the folder it read (ADR 0036)
-        inputs["folder_read"] = [manifest.incoming]
-    if inputs:  # what the night's folder held besides its documents, and what left it (ADR 0024)
-        extra["inputs"] = inputs
-    batch_cost = batch_section.get("cost_usd")
-    rep: Report = extra  # the optional sections first (the report's key order as written)
+        out["second_opinion"] = dict(sorted(total.items()))
+    layout = night.stages.layout
+    if layout and layout.ocr_pages:
+        out["ocr"] = {"documents": len(layout.ocr), "pages": layout.ocr_pages, "seconds": layout.ocr_seconds}
+    if inputs := _inputs(night.manifest):
+        out["inputs"] = inputs
+    return out
+
+
+def build(batch: Batch) -> Report:
+    """The report from the manifest, the routes (every verified document's summary and the error
+    records), the stage records (timings, LLM usage, outputs written) and, for the documents that
+    went to the retry, their result — no other per-document read."""
+    night = _read_night(batch)
+    rows = [_doc_row(batch, night, d) for d in night.manifest.documents]
+    use = _usage(night.stages)
+    docs = [r.entry for r in rows]
+    for entry in docs:
+        entry["llm"] = _doc_llm(use.per_doc.get(entry["doc_id"], Counter()), use.per_doc_batch.get(entry["doc_id"]),
+                                use.price_model)
+    implementations = {i for d in night.manifest.documents if (s := night.summaries.get(d.doc_id)) is not None
+                       for i in s.get("implementations", [])}
+    feedback = feedback_section(batch.store)
+    rep = _sections(batch, night, docs, feedback)  # the optional sections first (the report's key order)
     rep.update({
-        "ds": batch.ds, "run_id": batch.run_id, "documents": n,
-        "routes_attempt_0": {k: len(v) for k, v in routes0.items()},
-        "final_routes": _sorted(final_routes),
-        "rules": _sorted(rules),
-        "issues_by_code_attempt_0": _sorted(codes),
-        "issues_by_code_final": _sorted(codes_final),
-        "errors": errors,
-        "llm": {"calls": llm["calls"], "cache_hits": llm["cache_hits"], "input_tokens": llm["input_tokens"],
-                "output_tokens": llm["output_tokens"], "cached_tokens": llm["cached_tokens"],
-                "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0,
-                "max_calls_per_document": max((d["llm"]["calls"] for d in docs), default=0),
-                "cost_usd": cost.usd if not batch_section else (
-                    None if cost.usd is None or batch_cost is None else round(cost.usd + batch_cost, 6)),
-                "price_model": cost.model, "price_source": cost.source, "cost_note": cost.note,
-                "mode": "batch" if batch_section else "online",
-                **({"online_cost_usd": cost.usd, "batch": batch_section} if batch_section else {})},
-        "implementations": sorted(implementations),
-        **({"models": models} if (models := _models_section(stages)) else {}),
-        "stage_timings": timings,
+        "ds": batch.ds, "run_id": batch.run_id, "documents": len(docs),
+        "routes_attempt_0": {k: len(v) for k, v in night.attempt_0.items()},
+        "final_routes": _sorted(Counter(r.route for r in rows)),
+        "rules": _sorted(Counter(r.rule for r in rows if r.rule)),
+        "issues_by_code_attempt_0": _sorted(Counter(c for r in rows for c in r.codes_0)),
+        "issues_by_code_final": _sorted(Counter(c for r in rows for c in r.codes_final)),
+        "errors": [r.error for r in rows if r.error is not None],
+        "llm": _llm_section(use, docs, night.stages),
+        "implementations": sorted(implementations | {st.parser for st in night.stages.records if st.parser}),
+        **({"models": models} if (models := _models_section(night.stages.records)) else {}),
+        "stage_timings": use.timings,
         "per_document": docs,
         "feedback": feedback,
     })
     return rep
 
 
-def audit_section(ds: str, stage: StageRecord, feedback: FeedbackJSON) -> AuditSection:
+def audit_section(ds: str, stage: AuditRead, feedback: FeedbackJSON) -> AuditSection:
     """The night's audit of accepted documents (ADR 0023): the rate, how many accepts, the sample
     with each document's inclusion probability, and the false-accept figures of this night and
     over all nights so far (from the feedback figures; absent until an audit is answered)."""
-    out: AuditSection = {"rate": stage.get("rate"), "accepted": stage.get("accepted", 0),
-                         "sample": stage.get("sample") or {}, "written": stage.get("written") or [],
-                         "kept": stage.get("kept") or [], "weighted_up": stage.get("weighted_up") or []}
+    out: AuditSection = {"rate": stage.rate, "accepted": stage.accepted, "sample": stage.sample,
+                         "written": stage.written, "kept": stage.kept, "weighted_up": stage.weighted_up}
     if isinstance(feedback, dict) and "error" not in feedback:
         out["false_accept_night"] = (feedback.get("false_accept_by_night") or {}).get(ds)
         out["false_accept_overall"] = feedback.get("false_accept")

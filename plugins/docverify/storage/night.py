@@ -15,6 +15,7 @@ from typing import Any
 
 from docverify.storage.paths import safe_ds, safe_prefix
 from docverify.storage.runstore import RunStore, StageRecord
+from docverify.storage.stage_records import NightStages
 from docverify.storage.store import ArtifactStore
 
 lineage_log = logging.getLogger("docverify.lineage")
@@ -90,3 +91,8 @@ def load_stage_stats(batch: Batch) -> list[StageRecord]:
     """Every stage's record of the night: discover's (in the manifest), then ``_stages/``."""
     manifest = batch.rs.get_json(batch.rs.manifest_rel) or {}
     return ([manifest["stats"]] if manifest.get("stats") else []) + batch.rs.stages()
+
+
+def load_stage_records(batch: Batch) -> NightStages:
+    """:func:`load_stage_stats` validated once into each stage's model (ADR 0056)."""
+    return NightStages.of(load_stage_stats(batch))
