@@ -107,11 +107,14 @@ _HISTORICAL = {
          "llm_faults.py", "llm_prompts.py", "llm_schemas.py"},
         "the flat modules this ADR split into the sme/ and llm/ packages (its table of moves)"),
     "docs/adr/0039-layered-core.md": (
-        {"arbiters/decision.py", "llm/batch.py"},
-        "the old names in this ADR's table of moves (arbiters/fraud_decision.py, stages/batch_mode.py now)"),
+        {"arbiters/decision.py", "llm/batch.py", "config.py"},
+        "the old names in this ADR's table of moves (arbiters/fraud_decision.py, stages/batch_mode.py now) and "
+        "the configuration module of its figures (the config/ package since ADR 0055)"),
     "docs/adr/0053-short-functions-one-hash-support-out-of-the-product.md": (
         {"domain/examples.py", "domain/labelled_corpus.py", "llm/batch.py", "pipeline.py"},
         "the modules this ADR moved out of the product, and the removed ones the docs named"),
+    "docs/adr/0055-configuration-in-one-place.md": (
+        {"plugins/docverify_airflow/config.py"}, "the module this ADR split into the config/ package"),
 }
 
 
