@@ -21,7 +21,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
+
+from pydantic import BaseModel, ConfigDict
 
 from docverify.reporting.contract import FalseAcceptJSON, FeedbackJSON, Report, TrendRow
 from docverify.storage.store import ArtifactStore
@@ -54,39 +55,64 @@ class NightCounts:
         return round(self.escalated / self.documents, 4) if self.documents else None
 
 
-def night_counts(rep: Report) -> NightCounts:
-    """The counts of a report (the one being written or a stored one: every key read with a default)."""
-    routes = rep.get("final_routes") or {}
+class _AuditRead(BaseModel):
+    sample: dict[str, float] = {}
+
+
+class _LLMRead(BaseModel):
+    cost_usd: float | int | None = None
+
+
+class _TimingRead(BaseModel):
+    seconds: float | int = 0.0
+
+
+class StoredReport(BaseModel):
+    """A batch report read back (a stored one, or the one being written): the keys the trend and the
+    reports index read, validated once where the report is read (ADR 0056). An older night's report
+    may lack a section: each key has its empty default."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ds: str | None = None
+    documents: int | None = 0
+    final_routes: dict[str, int] = {}
+    errors: list[dict[str, str | None]] = []
+    audit: _AuditRead | None = None
+    llm: _LLMRead = _LLMRead()
+    stage_timings: dict[str, _TimingRead] = {}
+
+    @classmethod
+    def of(cls, rep: Report | Mapping[str, object] | StoredReport) -> StoredReport:
+        return rep if isinstance(rep, StoredReport) else cls.model_validate(rep)
+
+
+def night_counts(rep: Report | Mapping[str, object] | StoredReport) -> NightCounts:
+    """The counts of a report (the one being written or a stored one, read as :class:`StoredReport`)."""
+    r = StoredReport.of(rep)
 
     def ending(final: str) -> int:
-        return sum(int(v) for k, v in routes.items() if k.split("→")[-1] == final)
-    return NightCounts(documents=int(rep.get("documents") or 0), accepted=ending("AUTO_ACCEPT"),
-                       retried_accepted=int(routes.get("AUTO_RETRY→AUTO_ACCEPT", 0)),
-                       escalated=ending("ESCALATE_TO_SME"), unknown=int(routes.get("UNKNOWN", 0)),
-                       errors=len(rep.get("errors") or []))
+        return sum(v for k, v in r.final_routes.items() if k.split("→")[-1] == final)
+    return NightCounts(documents=r.documents or 0, accepted=ending("AUTO_ACCEPT"),
+                       retried_accepted=r.final_routes.get("AUTO_RETRY→AUTO_ACCEPT", 0),
+                       escalated=ending("ESCALATE_TO_SME"), unknown=r.final_routes.get("UNKNOWN", 0),
+                       errors=len(r.errors))
 
 
-def _row(rep: Report, false_accept: FalseAcceptJSON | None) -> TrendRow:
+def _row(rep: StoredReport, fa: FalseAcceptJSON | None) -> TrendRow:
     c = night_counts(rep)
-    fa = false_accept
     return {
-        "night": rep.get("ds"), "documents": c.documents,
+        "night": rep.ds, "documents": c.documents,
         "accepted": c.accepted, "retried_accepted": c.retried_accepted,
         "escalated": c.escalated, "unknown": c.unknown,
         "escalation_rate": c.escalation_rate,
-        "audited": len((rep.get("audit") or {}).get("sample") or {}),
-        "false_accept_rate": fa.get("rate") if fa else None,
-        "false_accept_ci95_low": fa.get("ci95_low") if fa else None,
-        "false_accept_ci95_high": fa.get("ci95_high") if fa else None, "false_accept_n": fa.get("n", 0) if fa else 0,
-        "cost_usd": (rep.get("llm") or {}).get("cost_usd"),
-        "task_seconds": round(sum(t.get("seconds", 0.0) for t in (rep.get("stage_timings") or {}).values()), 3),
+        "audited": len(rep.audit.sample) if rep.audit else 0,
+        "false_accept_rate": fa["rate"] if fa else None,
+        "false_accept_ci95_low": fa["ci95_low"] if fa else None,
+        "false_accept_ci95_high": fa["ci95_high"] if fa else None, "false_accept_n": fa["n"] if fa else 0,
+        "cost_usd": rep.llm.cost_usd,
+        "task_seconds": round(sum(t.seconds for t in rep.stage_timings.values()), 3),
     }
-
-
-def _is_object(value: object) -> TypeGuard[Report]:
-    """A stored report read back: any JSON object (an older night's may lack sections; :func:`_row`
-    reads every key with a default)."""
-    return isinstance(value, dict)
 
 
 def build(store: ArtifactStore, current: Report | None = None, nights: int = TREND_NIGHTS, *,
@@ -101,18 +127,18 @@ def night_rows(store: ArtifactStore, current: Report | None = None, nights: int 
     being written) in place of its night's stored one. A report that cannot be read is skipped.
     The false-accept figures come from ``feedback`` (the feedback figures as a dict), else from
     ``current``'s."""
-    reports: dict[str, Report] = {}
+    reports: dict[str, StoredReport] = {}
     for name, kind, _ in store.entries("reports"):
         if kind != "other" or not _NIGHT.fullmatch(name):
             continue
-        try:
-            rep = store.read_json_if_exists(f"reports/{name}/batch_report.json")
+        try:  # a pydantic ValidationError is a ValueError: a report that is not one is skipped
+            raw = store.read_json_if_exists(f"reports/{name}/batch_report.json")
+            if isinstance(raw, dict):
+                reports[name] = StoredReport.model_validate(raw)
         except (OSError, ValueError):
             continue
-        if _is_object(rep):
-            reports[name] = rep
     if current is not None:
-        reports[current["ds"]] = current
+        reports[current["ds"]] = StoredReport.of(current)
     fb = feedback if feedback is not None else (current or {}).get("feedback") or {}
     by_night: dict[str, FalseAcceptJSON] = fb.get("false_accept_by_night") or {} if "error" not in fb else {}
     return [_row(reports[d], by_night.get(d)) for d in sorted(reports)[-nights:]]
