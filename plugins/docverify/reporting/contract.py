@@ -4,18 +4,18 @@ rows, the night's facts, what ``report.write`` returns). Apart from both modules
 each other's figures: types only, no code.
 
 ``batch_report.json`` is a plain JSON object (the trend, the tests and the benchmarks read it as
-one); these TypedDicts are its contract. ``total=False``: keys present in some cases only."""
+one); these TypedDicts are its contract. ``NotRequired``: keys present in some cases only (ADR 0056)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
 from docverify.storage.runstore import JuryVote
 
 # ``batch_report.json`` is a plain JSON object (the trend, the tests and the benchmarks read it as
-# one); these TypedDicts are its contract. ``total=False``: keys present in some cases only.
+# one); these TypedDicts are its contract. ``NotRequired``: keys present in some cases only (ADR 0056).
 
 
 class ReportError(TypedDict):
@@ -27,7 +27,7 @@ class ReportError(TypedDict):
     message: str
 
 
-class DocLLM(TypedDict, total=False):
+class DocLLM(TypedDict):
     """A document's LLM usage over the night's stages (``docverify.stages.common.USAGE_KEYS``) and its
     estimated cost; ``batch_requests`` when batch jobs served some of its requests."""
 
@@ -37,36 +37,48 @@ class DocLLM(TypedDict, total=False):
     output_tokens: int
     cached_tokens: int
     cost_usd: float | None
-    batch_requests: int
+    batch_requests: NotRequired[int]
 
 
-class DocOutputs(TypedDict, total=False):
-    """What the night wrote for a document (URIs)."""
+class PacketOutputs(TypedDict):
+    """What the night wrote for a document besides its run folder (URIs; each when written)."""
 
-    accepted: str
-    sme_packet: str
-    audit_packet: str
+    accepted: NotRequired[str]
+    sme_packet: NotRequired[str]
+    audit_packet: NotRequired[str]
+
+
+class DocOutputs(PacketOutputs):
+    """What the night wrote for a document (URIs): its run folder always."""
+
     run_dir: str
 
 
-class ReportDoc(TypedDict, total=False):
-    """One row of ``per_document``."""
+class DocDecision(TypedDict):
+    """What ``per_document`` says of a document's decision: an error (escalated, ``reason`` "error",
+    ``attempts`` 0), a verified result (rule, codes, ``v5_audit``, the jury's votes), or no result
+    (``UNKNOWN`` with the error ``NOT_VERIFIED``)."""
 
     doc_id: str
     sha256: str
-    review_id: str
     final_decision: str
-    rule: int | None
-    reason: str
-    error: str
-    attempts: int
-    route: str
-    stop_reason: str
-    issue_codes: list[str]
-    quality_score: float
-    fixes: list[str]
-    v5_audit: str
-    jury: list[JuryVote]
+    review_id: NotRequired[str]
+    rule: NotRequired[int | None]
+    reason: NotRequired[str]
+    error: NotRequired[str]
+    attempts: NotRequired[int]
+    route: NotRequired[str]
+    stop_reason: NotRequired[str]
+    issue_codes: NotRequired[list[str]]
+    quality_score: NotRequired[float]
+    fixes: NotRequired[list[str]]
+    v5_audit: NotRequired[str]
+    jury: NotRequired[list[JuryVote]]
+
+
+class ReportDoc(DocDecision):
+    """One row of ``per_document``: the decision, the outputs and the LLM usage."""
+
     outputs: DocOutputs
     llm: DocLLM
 
@@ -109,7 +121,7 @@ class BatchSection(TypedDict):
     cost_note: str
 
 
-class ReportLLM(TypedDict, total=False):
+class ReportLLM(TypedDict):
     calls: int
     cache_hits: int
     input_tokens: int
@@ -123,8 +135,8 @@ class ReportLLM(TypedDict, total=False):
     cost_note: str
     mode: str
     #: batch mode only
-    online_cost_usd: float | None
-    batch: BatchSection
+    online_cost_usd: NotRequired[float | None]
+    batch: NotRequired[BatchSection]
 
 
 class JurySection(TypedDict):
@@ -152,7 +164,7 @@ class FalseAcceptJSON(TypedDict):
     n_effective: float
 
 
-class AuditSection(TypedDict, total=False):
+class AuditSection(TypedDict):
     rate: float | None
     accepted: int
     sample: dict[str, float]
@@ -161,8 +173,8 @@ class AuditSection(TypedDict, total=False):
     #: accepted documents weighted up in the draw: the independent reading abstained on them
     weighted_up: list[str]
     #: ``FalseAcceptFigures`` as JSON, once an audit was answered
-    false_accept_night: FalseAcceptJSON | None
-    false_accept_overall: FalseAcceptJSON | None
+    false_accept_night: NotRequired[FalseAcceptJSON | None]
+    false_accept_overall: NotRequired[FalseAcceptJSON | None]
 
 
 class ModelsSection(TypedDict):
@@ -182,15 +194,25 @@ class OCRTotals(TypedDict):
     seconds: float
 
 
-class Report(TypedDict, total=False):
-    """``reports/<ds>/batch_report.json`` (the optional sections first, as written)."""
+class ReportSections(TypedDict):
+    """The report's sections present in some nights only (the first five first in the report, as
+    written; ``models`` after ``implementations``; ``trend`` last, added by ``report.write``)."""
 
-    jury: JurySection
-    audit: AuditSection
-    second_opinion: dict[str, int]
+    jury: NotRequired[JurySection]
+    audit: NotRequired[AuditSection]
+    second_opinion: NotRequired[dict[str, int]]
     #: the local layout's OCR totals, when it OCR'd a page (ADR 0052)
-    ocr: OCRTotals
-    inputs: dict[str, list[str]]
+    ocr: NotRequired[OCRTotals]
+    inputs: NotRequired[dict[str, list[str]]]
+    #: what classified and what judged, and the warning when one model did both (ADR 0034)
+    models: NotRequired[ModelsSection]
+    #: ``docverify.reporting.trend.night_rows``' rows (added by ``report.write``)
+    trend: NotRequired[list[TrendRow]]
+
+
+class Report(ReportSections):
+    """``reports/<ds>/batch_report.json``: :class:`ReportSections` and the keys every report has."""
+
     ds: str
     run_id: str
     documents: int
@@ -205,10 +227,6 @@ class Report(TypedDict, total=False):
     stage_timings: dict[str, StageTiming]
     per_document: list[ReportDoc]
     feedback: FeedbackJSON
-    #: ``docverify.reporting.trend.night_rows``' rows (added by ``report.write``)
-    trend: list[TrendRow]
-    #: what classified and what judged, and the warning when one model did both (ADR 0034)
-    models: ModelsSection
 
 
 class TrendRow(TypedDict):

@@ -26,6 +26,7 @@ from docverify.reporting.contract import (
     BatchJob,
     BatchKey,
     BatchSection,
+    DocDecision,
     DocLLM,
     DocOutputs,
     FalseAcceptJSON,
@@ -34,10 +35,12 @@ from docverify.reporting.contract import (
     ModelsSection,
     NightFacts,
     OCRTotals,
+    PacketOutputs,
     Report,
     ReportDoc,
     ReportError,
     ReportLLM,
+    ReportSections,
     ReportWritten,
     StageTiming,
 )
@@ -181,7 +184,7 @@ def _read_night(batch: Batch) -> _Night:
 class _DocRow:
     """One document's row of ``per_document`` and what it adds to the night's counts."""
 
-    entry: ReportDoc
+    decision: DocDecision
     route: str
     rule: str | None = None
     error: ReportError | None = None
@@ -192,7 +195,7 @@ class _DocRow:
 def _error_row(ds: str, d: ManifestDoc, err: SummaryError) -> _DocRow:
     """A document no verification ran on: escalated, the reason is its error, not a V5 rule (ADR 0008);
     its message names the document's id, never its file (ADR 0050)."""
-    entry: ReportDoc = {"doc_id": d.doc_id, "sha256": d.sha256, "review_id": review_id(ds, d.doc_id, d.sha256),
+    entry: DocDecision = {"doc_id": d.doc_id, "sha256": d.sha256, "review_id": review_id(ds, d.doc_id, d.sha256),
                         "final_decision": "ESCALATE_TO_SME", "rule": None, "reason": "error", "error": err["error"],
                         "attempts": 0, "route": "write_sme_packets"}
     message = redact_names(err["message"], d.doc_id, d.pdf_uri, d.pdf_rel, d.classification_rel, d.production_rel)
@@ -204,7 +207,7 @@ def _verified_row(ds: str, d: ManifestDoc, s: DocSummary, went_retry: bool) -> _
     """A verified document: its final decision, rule and codes (attempt 0's and the final ones)."""
     final = s["final_decision"]
     route = "auto_fix_retry" if went_retry else ("accept" if final == "AUTO_ACCEPT" else "write_sme_packets")
-    entry: ReportDoc = {"doc_id": d.doc_id, "sha256": d.sha256, "final_decision": final, "rule": s["rule"],
+    entry: DocDecision = {"doc_id": d.doc_id, "sha256": d.sha256, "final_decision": final, "rule": s["rule"],
                         "attempts": s["attempts"], "stop_reason": s["stop_reason"], "route": route,
                         "issue_codes": s["issue_codes"], "quality_score": s["quality_score"], "fixes": s["fixes"]}
     if final == "ESCALATE_TO_SME":
@@ -239,7 +242,6 @@ def _doc_row(batch: Batch, night: _Night, d: ManifestDoc) -> _DocRow:
         row = _verified_row(batch.ds, d, s, d.doc_id in night.retried)
     else:
         row = _unverified_row(d)
-    row.entry["outputs"] = _outputs(batch, night.stages, d)
     return row
 
 
@@ -247,15 +249,14 @@ def _outputs(batch: Batch, stages: NightStages, d: ManifestDoc) -> DocOutputs:
     """What the night wrote for a document (URIs): accepted, its packet, its audit packet, its run folder."""
     rs, doc_id = batch.rs, d.doc_id
     packets = set(stages.packets.written) | set(stages.packets.kept_reviewed) if stages.packets else set()
-    out: DocOutputs = {}
+    out: PacketOutputs = {}
     if stages.accept and doc_id in stages.accept.documents:
         out["accepted"] = rs.uri(rs.accepted_rel(doc_id))
     if doc_id in packets:
         out["sme_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, d.sha256)))
     if stages.audit and doc_id in stages.audit.sample:
         out["audit_packet"] = rs.uri(rs.packet_rel(review_id(batch.ds, doc_id, d.sha256) + "_audit"))
-    out["run_dir"] = rs.uri(rs.run_dir(doc_id))
-    return out
+    return {**out, "run_dir": rs.uri(rs.run_dir(doc_id))}
 
 
 @dataclass
@@ -322,15 +323,18 @@ def _llm_section(use: _Usage, docs: list[ReportDoc], stages: NightStages) -> Rep
         cost = _cost_per_model(use.by_model, llm, cost, sorted(use.price_models))
     section = _batch_section([s.llm_batch for s in stages.records if s.llm_batch], use.price_model)
     batch_cost = section["cost_usd"] if section else None
-    return {"calls": llm["calls"], "cache_hits": llm["cache_hits"], "input_tokens": llm["input_tokens"],
+    out: ReportLLM = {"calls": llm["calls"], "cache_hits": llm["cache_hits"], "input_tokens": llm["input_tokens"],
             "output_tokens": llm["output_tokens"], "cached_tokens": llm["cached_tokens"],
             "calls_per_document": round(llm["calls"] / n, 3) if n else 0.0,
             "max_calls_per_document": max((d["llm"]["calls"] for d in docs), default=0),
             "cost_usd": cost.usd if not section else (
                 None if cost.usd is None or batch_cost is None else round(cost.usd + batch_cost, 6)),
             "price_model": cost.model, "price_source": cost.source, "cost_note": cost.note,
-            "mode": "batch" if section else "online",
-            **({"online_cost_usd": cost.usd, "batch": section} if section else {})}
+            "mode": "batch" if section else "online"}
+    if section:
+        out["online_cost_usd"] = cost.usd
+        out["batch"] = section
+    return out
 
 
 def _inputs(manifest: Manifest) -> dict[str, list[str]]:
@@ -348,10 +352,10 @@ def _inputs(manifest: Manifest) -> dict[str, list[str]]:
     return inputs
 
 
-def _sections(batch: Batch, night: _Night, docs: list[ReportDoc], feedback: FeedbackJSON) -> Report:
+def _sections(batch: Batch, night: _Night, docs: list[ReportDoc], feedback: FeedbackJSON) -> ReportSections:
     """The report's optional sections, in the report's order: the jury, the audit, the V5 second
     opinion, the local layout's OCR work (ADR 0052), the folder's other files."""
-    out: Report = {}
+    out: ReportSections = {}
     jury_docs = [d for d in docs if "jury" in d]
     if jury_docs:
         out["jury"] = jury_counts(jury_docs)
@@ -376,17 +380,19 @@ def build(batch: Batch) -> Report:
     records), the stage records (timings, LLM usage, outputs written) and, for the documents that
     went to the retry, their result — no other per-document read."""
     night = _read_night(batch)
-    rows = [_doc_row(batch, night, d) for d in night.manifest.documents]
     use = _usage(night.stages)
-    docs = [r.entry for r in rows]
-    for entry in docs:
-        entry["llm"] = _doc_llm(use.per_doc.get(entry["doc_id"], Counter()), use.per_doc_batch.get(entry["doc_id"]),
-                                use.price_model)
+    rows = [_doc_row(batch, night, d) for d in night.manifest.documents]
+    docs: list[ReportDoc] = [
+        {**r.decision, "outputs": _outputs(batch, night.stages, d), "llm": _doc_llm(
+            use.per_doc.get(d.doc_id, Counter()), use.per_doc_batch.get(d.doc_id), use.price_model)}
+        for r, d in zip(rows, night.manifest.documents, strict=True)]
     implementations = {i for d in night.manifest.documents if (s := night.summaries.get(d.doc_id)) is not None
                        for i in s.get("implementations", [])}
     feedback = feedback_section(batch.store)
-    rep = _sections(batch, night, docs, feedback)  # the optional sections first (the report's key order)
-    rep.update({
+    models = _models_section(night.stages.records)
+    with_models: ReportSections = {"models": models} if models else {}
+    rep: Report = {
+        **_sections(batch, night, docs, feedback),  # the optional sections first (the report's key order)
         "ds": batch.ds, "run_id": batch.run_id, "documents": len(docs),
         "routes_attempt_0": {k: len(v) for k, v in night.attempt_0.items()},
         "final_routes": _sorted(Counter(r.route for r in rows)),
@@ -396,11 +402,11 @@ def build(batch: Batch) -> Report:
         "errors": [r.error for r in rows if r.error is not None],
         "llm": _llm_section(use, docs, night.stages),
         "implementations": sorted(implementations | {st.parser for st in night.stages.records if st.parser}),
-        **({"models": models} if (models := _models_section(night.stages.records)) else {}),
+        **with_models,
         "stage_timings": use.timings,
         "per_document": docs,
         "feedback": feedback,
-    })
+    }
     return rep
 
 
@@ -428,7 +434,7 @@ def audit_markdown(rep: Report) -> list[str]:
     lines = ["## Audit of accepted documents", "",
              f"{len(a['sample'])} of {a['accepted']} accepted document(s) drawn for an SME audit "
              f"(rate {a['rate']}; lower classifier confidence drawn more).", ""]
-    if a.get("weighted_up"):
+    if a["weighted_up"]:
         lines += [f"{len(a['weighted_up'])} accepted document(s) drawn with the largest weight because the "
                   "independent reading abstained on them (a text unlike its training material): "
                   + ", ".join(md(d) for d in a["weighted_up"]), ""]
@@ -515,13 +521,13 @@ def feedback_html(rep: Report) -> str:
 
 
 def llm_line(llm: ReportLLM) -> str:
-    cost = _money(llm.get("cost_usd"))
-    if llm.get("price_model"):
+    cost = _money(llm["cost_usd"])
+    if llm["price_model"]:
         cost += f" ({llm['price_model']}, {llm['price_source']} list prices)"
-    elif llm.get("cost_note"):
+    elif llm["cost_note"]:
         cost += f" ({llm['cost_note']})"
     line = (f"calls {llm['calls']} ({llm['calls_per_document']} per document, at most "
-            f"{llm.get('max_calls_per_document', 0)}), cache hits {llm['cache_hits']}, input tokens "
+            f"{llm['max_calls_per_document']}), cache hits {llm['cache_hits']}, input tokens "
             f"{llm['input_tokens']}, output tokens {llm['output_tokens']}, cached tokens {llm['cached_tokens']}; "
             f"estimated cost {cost}")
     b = llm.get("batch")
@@ -578,7 +584,7 @@ def to_markdown(rep: Report) -> str:
               for e in rep["errors"]] or ["none"]
     llm = rep["llm"]
     lines += ["", "## LLM usage", "", llm_line(llm), ""]
-    used = [d for d in rep["per_document"] if d.get("llm", {}).get("calls") or d.get("llm", {}).get("cache_hits")]
+    used = [d for d in rep["per_document"] if d["llm"]["calls"] or d["llm"]["cache_hits"]]
     if used:
         lines += ["| document | calls | cache hits | input tokens | output tokens | cached tokens | est. cost |",
                   "|---|---|---|---|---|---|---|"]
@@ -652,8 +658,8 @@ def review_link(d: ReportDoc, ds: str) -> str:
     rid = d.get("review_id")
     if rid:
         return f"<a class='review' href='/docverify/reviews/{html.escape(quote(rid, safe=''))}'>review</a>"
-    if (d.get("outputs") or {}).get("audit_packet"):
-        key = review_id(ds, d["doc_id"], d.get("sha256")) + "_audit"
+    if "audit_packet" in d["outputs"]:
+        key = review_id(ds, d["doc_id"], d["sha256"]) + "_audit"
         return f"<a class='audit' href='/docverify/reviews/{html.escape(quote(key, safe=''))}'>audit review</a>"
     return ""
 
@@ -720,7 +726,7 @@ def to_html(rep: Report) -> str:
     stages = "".join(f"<tr><td>{esc(k)}</td><td>{v['tasks']}</td><td>{v['docs']}</td><td>{v['seconds']}</td></tr>"
                      for k, v in rep["stage_timings"].items())
     llm = rep["llm"]
-    used = [d for d in rep["per_document"] if d.get("llm", {}).get("calls") or d.get("llm", {}).get("cache_hits")]
+    used = [d for d in rep["per_document"] if d["llm"]["calls"] or d["llm"]["cache_hits"]]
     llm_table = ("<table><tr><th>document</th><th>calls</th><th>cache hits</th><th>input tokens</th>"
                  "<th>output tokens</th><th>cached tokens</th><th>est. cost</th></tr>"
                  + "".join(f"<tr><td>{esc(d['doc_id'])}</td>" + "".join(f"<td>{c}</td>" for c in _llm_cells(d["llm"]))
@@ -839,22 +845,22 @@ def write(batch: Batch) -> ReportWritten:
         "summary": summary_line(rep), "json": rs.uri(rs.report_rel("json")),
         "markdown": rs.uri(rs.report_rel("md")), "html": rs.uri(rs.report_rel("html")),
         "final_routes": rep["final_routes"], "errors": len(rep["errors"]), "trend": trend_uris,
-        "false_accept_night": (rep.get("audit") or {}).get("false_accept_night"), "night": night_facts(rep)}
+        "false_accept_night": rep["audit"].get("false_accept_night") if "audit" in rep else None, "night": night_facts(rep)}
     return written
 
 
 def night_facts(rep: Report) -> NightFacts:
     """The night in counts, codes and implementation ids (the OpenLineage night facet): no
     document id, no file name, no message."""
-    llm: ReportLLM = rep.get("llm") or {}
+    llm = rep["llm"]
     models = rep.get("models")  # an empty night classified nothing
     return {"night": rep["ds"], "documents": rep["documents"], "final_routes": dict(rep["final_routes"]),
-            "rules": dict(rep.get("rules") or {}), "issue_codes": dict(rep.get("issues_by_code_final") or {}),
-            "error_codes": dict(Counter(str(e.get("error")) for e in rep.get("errors") or [])),
-            "implementations": list(rep.get("implementations") or []),
-            "models": {"classifier": models.get("classifier") if models else None,
-                       "judge": models.get("judge") if models else None,
-                       "self_verifying": models.get("self_verifying") if models else None},
-            "llm": {"mode": llm.get("mode"), "calls": llm.get("calls"), "cache_hits": llm.get("cache_hits"),
-                    "input_tokens": llm.get("input_tokens"), "output_tokens": llm.get("output_tokens"),
-                    "cost_usd": llm.get("cost_usd"), "price_model": llm.get("price_model")}}
+            "rules": dict(rep["rules"]), "issue_codes": dict(rep["issues_by_code_final"]),
+            "error_codes": dict(Counter(e["error"] for e in rep["errors"])),
+            "implementations": list(rep["implementations"]),
+            "models": {"classifier": models["classifier"] if models else None,
+                       "judge": models["judge"] if models else None,
+                       "self_verifying": models["self_verifying"] if models else None},
+            "llm": {"mode": llm["mode"], "calls": llm["calls"], "cache_hits": llm["cache_hits"],
+                    "input_tokens": llm["input_tokens"], "output_tokens": llm["output_tokens"],
+                    "cost_usd": llm["cost_usd"], "price_model": llm["price_model"]}}

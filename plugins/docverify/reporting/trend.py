@@ -139,7 +139,7 @@ def night_rows(store: ArtifactStore, current: Report | None = None, nights: int 
             continue
     if current is not None:
         reports[current["ds"]] = StoredReport.of(current)
-    fb = feedback if feedback is not None else (current or {}).get("feedback") or {}
+    fb = feedback if feedback is not None else current["feedback"] if current is not None else {}
     by_night: dict[str, FalseAcceptJSON] = fb.get("false_accept_by_night") or {} if "error" not in fb else {}
     return [_row(reports[d], by_night.get(d)) for d in sorted(reports)[-nights:]]
 
