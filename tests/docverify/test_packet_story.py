@@ -15,8 +15,9 @@ from tests.sample_ids import sid
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import OfflineJudge
 from docverify.reporting import report
+from docverify.sme.facts import decided_by
 from docverify.sme.packets import build_packet
-from docverify.sme.render import decided_by, packet_html, packet_markdown
+from docverify.sme.render import packet_html, packet_markdown
 
 
 def _repaired_then_escalated():
