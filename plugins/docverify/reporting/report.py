@@ -471,7 +471,7 @@ def jury_markdown(rep: Report) -> list[str]:
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for d in rep["per_document"]:
             for v in d.get("jury", []):
-                rc = v.get("reason_codes", {})
+                rc = v["reason_codes"]
                 cell = [f"{v['votes'][a]}" + (f" ({rc[a]})" if rc.get(a) else "") for a in ("A", "B", "C")]
                 lines.append(f"| {d['doc_id']} | {v['attempt']} | {v['agent']} | {v['code']} | " + " | ".join(cell)
                              + f" | {v['final_action']} | {v['flag_reason'] or ''} | {v['rule']} |")

@@ -36,7 +36,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, NotRequired, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -80,18 +80,19 @@ Stored = Annotated[_T, SkipValidation, PlainSerializer(_as_stored)]
 # =========================================================================== the JSON contracts
 # The objects the stages hand each other through their records stay plain JSON objects (the
 # tasks' XCom, the stored records, ``sme.packets.build_packet``'s ``error``); these TypedDicts are
-# their contracts. ``total=False``: keys some records do not carry (older nights, error cases).
+# their contracts. ``NotRequired`` (``total=False`` for ``StageRecord``, the writers' keyword contract): keys
+# some records do not carry (older nights, error cases). Read back: ``docverify.storage.stage_records`` (ADR 0056).
 
 
 @with_config(ConfigDict(extra="allow"))
-class V5Decision(TypedDict, total=False):
+class V5Decision(TypedDict):
     """Attempt 0's V5 decision as the routes and summaries carry it: ``decision`` and ``rule``; a
     document that ends in an error: ``rule`` None, ``reason`` "error" and its ``error`` code."""
 
     decision: str
     rule: int | None
-    reason: str
-    error: str | None
+    reason: NotRequired[str]
+    error: NotRequired[str | None]
 
 
 class SummaryError(TypedDict):
@@ -103,7 +104,7 @@ class SummaryError(TypedDict):
 
 
 @with_config(ConfigDict(extra="allow"))
-class JuryVote(TypedDict, total=False):
+class JuryVote(TypedDict):
     """One CR_V2 jury vote of a document's attempts (codes only: ADR 0012)."""
 
     attempt: int
@@ -118,25 +119,26 @@ class JuryVote(TypedDict, total=False):
 
 
 @with_config(ConfigDict(extra="allow"))
-class DocSummary(TypedDict, total=False):
+class DocSummary(TypedDict):
     """What a shard's summary keeps of one document (:func:`docverify.storage.summaries.doc_summary`):
-    route and attempt 0's decision always; the final result's codes and rules once it has one."""
+    route and attempt 0's decision always; its error when it has one; the final result's codes and rules
+    once it has one (``final_decision`` to ``v5_audit`` together); the jury's votes when the jury ran."""
 
     route: str
     decision: V5Decision
-    error: SummaryError
-    implementations: list[str]
-    final_decision: str
-    rule: int
-    attempts: int
-    stop_reason: str
-    issue_codes: list[str]
-    issue_codes_final: list[str]
-    issue_codes_attempt_0: list[str]
-    quality_score: float
-    fixes: list[str]
-    v5_audit: str
-    jury: list[JuryVote]
+    error: NotRequired[SummaryError]
+    implementations: NotRequired[list[str]]
+    final_decision: NotRequired[str]
+    rule: NotRequired[int]
+    attempts: NotRequired[int]
+    stop_reason: NotRequired[str]
+    issue_codes: NotRequired[list[str]]
+    issue_codes_final: NotRequired[list[str]]
+    issue_codes_attempt_0: NotRequired[list[str]]
+    quality_score: NotRequired[float]
+    fixes: NotRequired[list[str]]
+    v5_audit: NotRequired[str]
+    jury: NotRequired[list[JuryVote]]
 
 
 @with_config(ConfigDict(extra="allow"))
