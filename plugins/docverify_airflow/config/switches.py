@@ -72,7 +72,6 @@ def _storage_root(raw: str) -> str:
 
 OnOff = Annotated[bool, BeforeValidator(_switch_word),
                   Accepts("a switch", f"on or off (also {'/'.join(SWITCH_ON[1:])} or {'/'.join(SWITCH_OFF[1:])})")]
-Switch = OnOff  # the on/off type's earlier name
 StorageRoot = Annotated[str, AfterValidator(_storage_root),
                         Accepts("a storage root", "gs://bucket/prefix, file:///absolute/path or a path (a relative "
                                               "one is relative to the repository)")]
