@@ -381,42 +381,73 @@ def _verify_steps(n: _Night, rec: dict[str, Any], result: dict[str, Any] | None,
     return steps
 
 
-def _packet_step(n: _Night | None, ds: str, key: str, packet: dict[str, Any], rel: str) -> Step:
-    audit = packet.get("review_kind") == "audit"
-    run = packet.get("run_id") or None
+class _ErrorRead(BaseModel):
+    error: str | None = None
+
+
+class _PacketRead(BaseModel):
+    """A stored SME packet as the trail reads it, validated once where it is read (ADR 0056): each
+    key with the default an older packet reads as, of the type its :class:`Step` field has."""
+
+    review_kind: str | None = "escalation"
+    run_id: str | None = None
+    review_status: str | None = "pending"
+    created_at: str | None = None
+    audit_inclusion_probability: float | int | None = None
+    v5_rule: int | None = None
+    escalation_reason: str | None = None
+    ground_truth_version: int | None = None
+    error: _ErrorRead | None = None
+
+
+class _AnswerRead(BaseModel):
+    """A stored ground-truth version as the trail reads it (validated once where it is read)."""
+
+    channel: str | None = None
+    review_kind: str | None = "escalation"
+    reviewed_at: str | None = None
+    reviewer: str | None = None
+    ground_truth_source: str | None = None
+    version: int | None = None
+    unclassifiable_reason: str | None = None
+    corrected_dominant_type: str | None = None
+    correction_notes: str | None = None
+
+
+def _packet_step(n: _Night | None, ds: str, key: str, raw: dict[str, Any], rel: str) -> Step:
+    p = _PacketRead.model_validate(raw)
+    audit = p.review_kind == "audit"
+    run = p.run_id or None
     task_id = "audit_sample" if audit else "write_sme_packets"
     task = _task(n, task_id, run_id=run, source="SME packet") if n is not None else \
         TaskRef(dag_id=NIGHTLY_DAG, task_id=task_id, run_id=run, night=ds, run_id_from="SME packet" if run else "")
-    status = packet.get("review_status", "pending")
-    why = (f"audit of an accepted document (drawn with probability {packet.get('audit_inclusion_probability')})"
-           if audit else f"V5 rule {packet.get('v5_rule')} ({packet.get('escalation_reason')})"
-           if packet.get("v5_rule") is not None else f"not processed ({(packet.get('error') or {}).get('error')})")
-    return Step(kind="audit_packet" if audit else "sme_packet", night=ds, at=packet.get("created_at"), task=task,
-                review_id=key, review_kind=packet.get("review_kind", "escalation"), review_status=status,
-                rule=packet.get("v5_rule"), stop_reason=packet.get("escalation_reason"),
-                inclusion_probability=packet.get("audit_inclusion_probability"),
-                ground_truth_version=packet.get("ground_truth_version"),
-                error=(packet.get("error") or {}).get("error"),
-                title=f"{'Audit packet' if audit else 'SME packet'} {key}: {why}; {status}"
-                      + (f" (ground truth v{packet.get('ground_truth_version')})" if packet.get("ground_truth_version")
-                         else ""), record=rel)
+    error = p.error.error if p.error else None
+    why = (f"audit of an accepted document (drawn with probability {p.audit_inclusion_probability})"
+           if audit else f"V5 rule {p.v5_rule} ({p.escalation_reason})"
+           if p.v5_rule is not None else f"not processed ({error})")
+    return Step(kind="audit_packet" if audit else "sme_packet", night=ds, at=p.created_at, task=task,
+                review_id=key, review_kind=p.review_kind, review_status=p.review_status,
+                rule=p.v5_rule, stop_reason=p.escalation_reason, inclusion_probability=p.audit_inclusion_probability,
+                ground_truth_version=p.ground_truth_version, error=error,
+                title=f"{'Audit packet' if audit else 'SME packet'} {key}: {why}; {p.review_status}"
+                      + (f" (ground truth v{p.ground_truth_version})" if p.ground_truth_version else ""), record=rel)
 
 
-def _answer_step(ds: str, key: str, gt: dict[str, Any], rel: str) -> Step:
-    channel = str(gt.get("channel") or "")
+def _answer_step(ds: str, key: str, raw: dict[str, Any], rel: str) -> Step:
+    gt = _AnswerRead.model_validate(raw)
+    channel = gt.channel or ""
     m = _CHANNEL.fullmatch(channel)
     task = TaskRef(dag_id=m["dag"], task_id=m["task"], map_index=int(m["map"]), run_id=m["run"], night=ds,
                    run_id_from="ground truth (channel)") if m else None
-    source = gt.get("ground_truth_source")
-    audit = gt.get("review_kind") == "audit"
-    return Step(kind="answer", night=ds, at=gt.get("reviewed_at"), task=task, review_id=key,
-                review_kind=gt.get("review_kind", "escalation"), reviewer=gt.get("reviewer"),
-                ground_truth_source=source, ground_truth_version=gt.get("version"),
-                unclassifiable_reason=gt.get("unclassifiable_reason"), channel=channel or None,
-                decision=gt.get("corrected_dominant_type"), notes=gt.get("correction_notes") or None,
-                title=f"{'Audit answered' if audit else 'Answered'} by {gt.get('reviewer')}: "
-                      f"{source} → ground truth version {gt.get('version')}"
-                      + (f" ({gt.get('unclassifiable_reason')})" if gt.get("unclassifiable_reason") else "")
+    audit = gt.review_kind == "audit"
+    return Step(kind="answer", night=ds, at=gt.reviewed_at, task=task, review_id=key,
+                review_kind=gt.review_kind, reviewer=gt.reviewer,
+                ground_truth_source=gt.ground_truth_source, ground_truth_version=gt.version,
+                unclassifiable_reason=gt.unclassifiable_reason, channel=channel or None,
+                decision=gt.corrected_dominant_type, notes=gt.correction_notes or None,
+                title=f"{'Audit answered' if audit else 'Answered'} by {gt.reviewer}: "
+                      f"{gt.ground_truth_source} → ground truth version {gt.version}"
+                      + (f" ({gt.unclassifiable_reason})" if gt.unclassifiable_reason else "")
                       + ("" if m else f" (answered through {channel or 'an unnamed channel'}: no Airflow task)"),
                 record=rel)
 
