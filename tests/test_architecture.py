@@ -207,11 +207,19 @@ def test_the_domain_core_imports_no_airflow():
     assert offenders == []
 
 
+#: the one package init that re-exports, and why: ADR 0055 split config.py into config/ while the importers
+#: were being moved (ADR 0054), so config/__init__.py keeps their names; it empties when they import each
+#: name from its module (the ADR's next step). No other package may join this list.
+_RE_EXPORTING_INITS = {"docverify_airflow/config/__init__.py"}
+
+
 def test_a_package_init_re_exports_nothing():
     """ADR 0032: a package's ``__init__`` imports nothing (its docstring, at most a ``__version__``);
     every name has one address, the module that defines it."""
     offenders = []
     for f in PLUGINS.rglob("__init__.py"):
+        if f.relative_to(PLUGINS).as_posix() in _RE_EXPORTING_INITS:
+            continue
         offenders += [f"{f.relative_to(PLUGINS)}:{node.lineno}" for node in ast.parse(f.read_text()).body
                       if isinstance(node, (ast.Import, ast.ImportFrom)) and getattr(node, "module", "") != "__future__"]
     assert offenders == []
