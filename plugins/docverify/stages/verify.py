@@ -51,6 +51,7 @@ from docverify.storage.runstore import (
     Routes,
     V5Decision,
 )
+from docverify.storage.stage_records import VerifyRead, stage_read
 from docverify.storage.summaries import doc_summary
 
 log = logging.getLogger("docverify.stages")
@@ -314,12 +315,12 @@ def arbiter(batch: Batch, shards: int | None = None) -> Arbitrated:
     index = night_index(batch)
     summaries: dict[str, DocSummary] = {}
     for i in range(shards or 0):
-        record = rs.stage(f"verify_{i}")
-        summaries.update((record.get("documents") if record else None) or {})
+        if (record := rs.stage(f"verify_{i}")) is not None:
+            summaries.update(VerifyRead.model_validate(record).documents)
     if shards is None:  # the shard keys are unknown: every verify record of the night
-        for s in rs.stages():
-            if s.get("stage") == "verify":
-                summaries.update(s.get("documents") or {})
+        for s in map(stage_read, rs.stages()):
+            if isinstance(s, VerifyRead) and s.stage == "verify":
+                summaries.update(s.documents)
     routes: dict[str, list[str]] = {r: [] for r in ROUTES}
     decisions: dict[str, V5Decision] = {}
     errors: dict[str, ErrorRecord] = {}

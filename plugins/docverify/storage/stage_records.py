@@ -16,6 +16,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from docverify.storage.runstore import DocSummary, Stored
+
 #: LLM usage counts by ``USAGE_KEYS`` (and batch mode's ``requests``)
 Usage = dict[str, int]
 
@@ -95,6 +97,12 @@ class AuditRead(StageRead):
     weighted_up: list[str] = []
 
 
+class VerifyRead(StageRead):
+    """A verify or auto_fix_retry shard's record: its documents' summaries (kept as written)."""
+
+    documents: Stored[dict[str, DocSummary]] = {}
+
+
 class LayoutRead(StageRead):
     """layout's record: each OCR'd document's OCR work and the totals (ADR 0052)."""
 
@@ -104,7 +112,8 @@ class LayoutRead(StageRead):
 
 
 _MODELS: dict[str, type[StageRead]] = {"accept": AcceptRead, "write_sme_packets": PacketsRead,
-                                       "audit_sample": AuditRead, "layout": LayoutRead}
+                                       "audit_sample": AuditRead, "layout": LayoutRead, "verify": VerifyRead,
+                                       "auto_fix_retry": VerifyRead}
 
 
 def stage_read(raw: Mapping[str, object]) -> StageRead:
