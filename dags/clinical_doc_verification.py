@@ -8,6 +8,7 @@ task bodies, never at parse time.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -101,25 +102,25 @@ def clinical_doc_verification():
     from docverify_airflow.tasks import nightly as T
 
     @task
-    def discover() -> dict:
+    def discover() -> Mapping[str, object]:
         return T.discover(get_current_context())
 
     @task(multiple_outputs=True)
-    def plan_document_ai() -> dict:
+    def plan_document_ai() -> Mapping[str, object]:
         return T.plan_document_ai(get_current_context())
 
     @task(trigger_rule="none_failed")  # runs after document_ai whether it ran or skipped itself
-    def layout_plan() -> list[dict]:
+    def layout_plan() -> Sequence[Mapping[str, object]]:
         return T.layout_plan(get_current_context())
 
     # mapped over the plan's parts (none with Document AI: skipped); at most LAYOUT_TASKS at once,
     # each with parse_workers parser processes
     @task(max_active_tis_per_dagrun=LAYOUT_TASKS)
-    def layout_parse(part: dict) -> dict:
+    def layout_parse(part: dict) -> Mapping[str, object]:
         return T.layout_parse(get_current_context(), part)
 
     @task(trigger_rule="none_failed")  # after the parts (skipped when there is nothing to parse)
-    def layout() -> dict:
+    def layout() -> Mapping[str, object]:
         return T.layout(get_current_context())
 
     @task(trigger_rule="none_failed")  # after layout and batch mode's last ingest (skipped online)
@@ -127,7 +128,7 @@ def clinical_doc_verification():
         return T.plan_shards(get_current_context())
 
     @task(**LLM)
-    def verify(shard: list[str]) -> dict:
+    def verify(shard: list[str]) -> Mapping[str, object]:
         return T.verify(get_current_context(), shard)
 
     @task.branch(trigger_rule="none_failed")
@@ -139,23 +140,23 @@ def clinical_doc_verification():
         return T.plan_retry_shards(get_current_context())
 
     @task(**LLM)
-    def auto_fix_retry(shard: list[str]) -> dict:
+    def auto_fix_retry(shard: list[str]) -> Mapping[str, object]:
         return T.auto_fix_retry(get_current_context(), shard)
 
     @task(trigger_rule="none_failed_min_one_success", outlets=[ACCEPTED])
-    def accept() -> dict:
+    def accept() -> Mapping[str, object]:
         return T.accept(get_current_context())
 
     @task(trigger_rule="none_failed_min_one_success", outlets=[SME_PACKETS])
-    def write_sme_packets() -> dict:
+    def write_sme_packets() -> Mapping[str, object]:
         return T.write_sme_packets(get_current_context())
 
     @task(trigger_rule="none_failed_min_one_success", outlets=[SME_PACKETS])
-    def audit_sample() -> dict:
+    def audit_sample() -> Mapping[str, object]:
         return T.audit_sample(get_current_context())
 
     @task(trigger_rule="all_done", retries=0)
-    def batch_report() -> dict:
+    def batch_report() -> Mapping[str, object]:
         return T.batch_report(get_current_context())
 
     @task(trigger_rule="one_failed", retries=0)

@@ -9,8 +9,10 @@ from airflow.plugins_manager import AirflowPlugin
 class DocverifyPlugin(AirflowPlugin):
     name = "docverify"
 
+    # a property where AirflowPlugin declares a list: the app is imported when the api-server loads
+    # plugins, not in every task process
     @property
-    def fastapi_apps(self):  # imported when the api-server loads plugins, not in every task process
+    def fastapi_apps(self) -> list[dict[str, object]]:  # type: ignore[override]
         from docverify_airflow.web.packets import app
 
         return [{"app": app, "url_prefix": "/docverify", "name": "docverify SME packets"}]

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+#: the running task's context as the task bodies read it: Airflow's ``Context`` (a TypedDict), or
+#: the dict a test builds; read, never written
+TaskContext = Mapping[str, Any]
 
-def night_of(context: Mapping[str, Any]) -> str:
+
+def night_of(context: TaskContext) -> str:
     """The night (YYYY-MM-DD) a run verifies: its logical date; a run triggered without one (the
     REST API's default in Airflow 3: ``logical_date: null``) has no ``ds``, and verifies the date
     it was triggered for (``run_after``, UTC)."""

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from airflow.sdk import BaseNotifier
+
+from docverify_airflow.night import TaskContext
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -53,7 +54,7 @@ def _setting(key: str, default: str = "") -> str:
         return ""
 
 
-def _night(context: Mapping[str, Any]) -> str:
+def _night(context: TaskContext) -> str:
     try:
         from docverify_airflow.night import night_of
 
@@ -62,7 +63,7 @@ def _night(context: Mapping[str, Any]) -> str:
         return ""
 
 
-def _run_facts(context: Mapping[str, Any]) -> dict[str, str]:
+def _run_facts(context: TaskContext) -> dict[str, str]:
     dag = context.get("dag")
     run = context.get("dag_run")
     ti = context.get("ti") or context.get("task_instance")
@@ -72,7 +73,7 @@ def _run_facts(context: Mapping[str, Any]) -> dict[str, str]:
             "task_id": str(getattr(ti, "task_id", "") or "")}
 
 
-def message(event: str, context: Mapping[str, Any], **facts: Any) -> tuple[str, str]:
+def message(event: str, context: TaskContext, **facts: Any) -> tuple[str, str]:
     """(subject, text) of one event: ids, counts and URIs only."""
     if event not in EVENTS:
         raise ValueError(f"unknown notification event {event!r}; one of {', '.join(EVENTS)}")
@@ -111,7 +112,7 @@ def message(event: str, context: Mapping[str, Any], **facts: Any) -> tuple[str, 
     return subject, text
 
 
-def send(event: str, context: Mapping[str, Any], **facts: Any) -> list[str]:
+def send(event: str, context: TaskContext, **facts: Any) -> list[str]:
     """Send one event through every configured channel; the names of the channels that took it."""
     subject, text = message(event, context, **facts)
     sent = []
@@ -160,7 +161,7 @@ class DocverifyNotifier(BaseNotifier):
         send(self.event, context, report=report)
 
 
-async def deadline_missed(context: dict[str, Any] | None = None, **kwargs: Any) -> None:
+async def deadline_missed(context: TaskContext | None = None, **kwargs: Any) -> None:
     """The DeadlineAlert callback (runs in the triggerer)."""
     import asyncio
 

@@ -30,11 +30,12 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from docverify.stages.common import OL_RUN_ID_ENV
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
+from docverify_airflow.night import TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def uris_for(roles: Sequence[str], store: ArtifactStore, night: RunStore | None 
     return [store.uri(rel(r)) for r in roles]
 
 
-def ol_run_id(context: Mapping[str, Any]) -> str | None:
+def ol_run_id(context: TaskContext) -> str | None:
     """The OpenLineage run id the provider gives this task instance (its ``lineage_run_id``
     macro); None when the provider is not installed or the context has no task instance."""
     ti = context.get("ti")
@@ -152,7 +153,7 @@ def ol_run_id(context: Mapping[str, Any]) -> str | None:
         return None
 
 
-def declare(context: Mapping[str, Any], *, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
+def declare(context: TaskContext, *, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
             counts: Mapping[str, Any] | None = None, night: Mapping[str, Any] | None = None) -> None:
     """Record what this task instance read and wrote (URIs) and its facets' data. A night without
     every field of the night facet is refused (KeyError), never declared half."""
@@ -171,6 +172,8 @@ def declare(context: Mapping[str, Any], *, inputs: Sequence[str] = (), outputs: 
 
 
 Uris = Callable[[Mapping[str, Any], Sequence[str]], list[str]]
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass
@@ -181,7 +184,7 @@ class Traced:
 
 
 @contextmanager
-def traced(context: Mapping[str, Any], uris: Uris) -> Iterator[Traced]:
+def traced(context: TaskContext, uris: Uris) -> Iterator[Traced]:
     """A task body's block: the task's OpenLineage run id exported for the core's ``lineage``
     lines while it runs; when it ends (also by an exception or a skip) the task's datasets
     (:data:`DATASETS`, resolved by ``uris(context, roles)``) and the counts of ``result`` declared
@@ -201,22 +204,23 @@ def traced(context: Mapping[str, Any], uris: Uris) -> Iterator[Traced]:
         declare_task(context, uris, out.result)
 
 
-def task(uris: Uris) -> Callable:
-    """:func:`traced` as the decorator of a task body ``fn(context, …)``."""
+def task(uris: Uris) -> Callable[[Callable[Concatenate[Any, P], R]], Callable[Concatenate[Any, P], R]]:
+    """:func:`traced` as the decorator of a task body ``fn(context, …)``: the same signature."""
 
-    def wrap(fn: Callable) -> Callable:
+    def wrap(fn: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
         @functools.wraps(fn)
-        def wrapper(context: Any, *args: Any, **kwargs: Any) -> Any:
+        def wrapper(context: TaskContext, /, *args: P.args, **kwargs: P.kwargs) -> R:
             with traced(context, uris) as t:
-                t.result = fn(context, *args, **kwargs)
-                return t.result
+                result = fn(context, *args, **kwargs)
+                t.result = result
+                return result
 
         return wrapper
 
     return wrap
 
 
-def declare_task(context: Mapping[str, Any], uris: Uris, result: Any) -> None:
+def declare_task(context: TaskContext, uris: Uris, result: Any) -> None:
     """Declare the task's datasets (by its id in :data:`DATASETS`) and its facets' data."""
     try:
         ins, outs = DATASETS.get(context["ti"].task_id, ((), ()))

@@ -29,10 +29,15 @@ re-attaches to it (pending, running or finished) instead of creating another."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+
+if TYPE_CHECKING:
+    from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
+
+    from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
 
 
 class NightlyGeminiBatchOperator(BaseOperator):
@@ -55,14 +60,14 @@ class NightlyGeminiBatchOperator(BaseOperator):
     def round_key(self) -> str:
         return self.task_id.removeprefix("llm_batch_job_")
 
-    def _hook(self, context: Any):
+    def _hook(self, context: Any) -> GenAIGeminiAPIHook:
         """The provider's Gemini API hook on this round's key (:func:`docverify_airflow.tasks.llm_batch.hook`)."""
         from docverify_airflow import config
         from docverify_airflow.tasks import llm_batch
 
         return llm_batch.hook(config.settings(context), self.round_key)
 
-    def _trigger(self, context: Any, job_name: str):
+    def _trigger(self, context: Any, job_name: str) -> GeminiBatchJobTrigger:
         from docverify_airflow import config
         from docverify_airflow.tasks import llm_batch
         from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
@@ -87,6 +92,8 @@ class NightlyGeminiBatchOperator(BaseOperator):
             job = hook.create_batch_job(
                 model=self.model, source=self.input_source,
                 create_batch_job_config={"display_name": f"docverify-{context.get('ds') or ''}-{self.task_id}"})
+            if not job.name:  # the SDK types it optional; the API always names a job it created
+                raise AirflowException("the Gemini API created a batch job without a name")
             name = job.name
             llm_batch.record_job(batch, self.round_key, name, source=self.input_source, model=self.model)
             self.log.info("batch job %s created and recorded in the store", name)
@@ -109,4 +116,5 @@ class NightlyGeminiBatchOperator(BaseOperator):
         if event.get("results") is False:
             self.log.warning("batch job %s is SUCCEEDED without results after the bounded re-polls: its requests "
                              "are counted missing and go online", event.get("job_name"))
-        return self._hook(context).get_batch_job(event["job_name"]).model_dump(mode="json")
+        job: dict[str, Any] = self._hook(context).get_batch_job(event["job_name"]).model_dump(mode="json")
+        return job

@@ -24,10 +24,12 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from docverify.llm.judge import LLMJudge
 from docverify.stages import batch_mode as llm_batch
 from docverify.stages.common import Batch
 from docverify.stages.results import Collected
 from docverify_airflow import config
+from docverify_airflow.night import TaskContext
 
 if TYPE_CHECKING:
     from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
@@ -61,7 +63,7 @@ def gemini_api_key(s: config.Settings, round_key: str = "classify") -> str:
     return key
 
 
-def hook(s: config.Settings, round_key: str = "classify"):
+def hook(s: config.Settings, round_key: str = "classify") -> GenAIGeminiAPIHook:
     from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
 
     return GenAIGeminiAPIHook(gemini_api_key=gemini_api_key(s, round_key), gcp_conn_id=GCP_CONN_ID)
@@ -87,7 +89,7 @@ def upload_requests(batch: Batch, out: Collected, api_hook: GenAIGeminiAPIHook) 
     return f.name
 
 
-def results_of(job: dict[str, Any] | None, api_hook) -> dict[str, dict[str, Any]] | None:
+def results_of(job: dict[str, Any] | None, api_hook: GenAIGeminiAPIHook) -> dict[str, dict[str, Any]] | None:
     """The answers of a finished job (``job.model_dump(mode="json")``): its results file downloaded
     through the hook, or its inline responses; None when the job did not succeed."""
     if not job or not str(job.get("state", "")).endswith("SUCCEEDED"):
@@ -98,7 +100,7 @@ def results_of(job: dict[str, Any] | None, api_hook) -> dict[str, dict[str, Any]
     return llm_batch.results_from_inline(job)
 
 
-def record_job(batch, round_key: str, name: str, *, source: str, model: str) -> None:
+def record_job(batch: Batch, round_key: str, name: str, *, source: str, model: str) -> None:
     """The round's batch job in the store (before the job task waits), with the sha256 of the
     requests it was created for: :func:`reattachable_job` finds it again on a retry or re-run."""
     rel = llm_batch.requests_rel(batch, round_key)
@@ -107,7 +109,7 @@ def record_job(batch, round_key: str, name: str, *, source: str, model: str) -> 
                            {"name": name, "input_source": source, "model": model, "requests_sha256": sha})
 
 
-def recorded_job(batch, round_key: str) -> dict[str, Any] | None:
+def recorded_job(batch: Batch, round_key: str) -> dict[str, Any] | None:
     """The round's recorded job if it was created for the round's current requests file, else None."""
     rec = batch.rs.read_json_if_exists(llm_batch.job_rel(batch, round_key))
     rel = llm_batch.requests_rel(batch, round_key)
@@ -116,7 +118,7 @@ def recorded_job(batch, round_key: str) -> dict[str, Any] | None:
     return rec if rec.get("requests_sha256") == batch.rs.sha256(rel) else None
 
 
-def reattachable_job(batch, round_key: str, api_hook) -> str | None:
+def reattachable_job(batch: Batch, round_key: str, api_hook: GenAIGeminiAPIHook) -> str | None:
     """The name of the round's recorded job when it is still worth waiting for (pending, running
     or succeeded), else None (none recorded, recorded for other requests, gone, or ended badly:
     a new job is created). Any other error looking it up fails the task (retryably), never
@@ -135,10 +137,10 @@ def reattachable_job(batch, round_key: str, api_hook) -> str | None:
     if state in ("JOB_STATE_FAILED", "JOB_STATE_EXPIRED", "JOB_STATE_CANCELLED"):
         log.warning("batch %s: the recorded job %s ended %s: a new job is created", round_key, rec["name"], state)
         return None
-    return rec["name"]
+    return str(rec["name"])
 
 
-def _recorded_succeeded_job(batch, round_key: str, s: config.Settings) -> dict[str, Any] | None:
+def _recorded_succeeded_job(batch: Batch, round_key: str, s: config.Settings) -> dict[str, Any] | None:
     """The round's recorded job (``model_dump``) when the job task failed but the job SUCCEEDED."""
     rec = recorded_job(batch, round_key)
     if rec is None:
@@ -152,19 +154,18 @@ def _recorded_succeeded_job(batch, round_key: str, s: config.Settings) -> dict[s
         return None
     log.info("batch %s: the job task failed but the recorded job %s SUCCEEDED: its answers are ingested",
              round_key, rec["name"])
-    return job.model_dump(mode="json")
+    dumped: dict[str, Any] = job.model_dump(mode="json")
+    return dumped
 
 
-def _llm_judge(s: config.Settings):
-    from docverify.llm.judge import LLMJudge
-
+def _llm_judge(s: config.Settings) -> LLMJudge | None:
     if s.judge != "llm":
         return None
     judge = config.judge(s)  # the classifier's model, and the judge's when it is another (ADR 0034)
     return judge if isinstance(judge, LLMJudge) else None
 
 
-def _batching(context):
+def _batching(context: TaskContext) -> tuple[config.Settings, LLMJudge]:
     """The settings and the LLM judge of a night in batch mode; a skip (AirflowSkipException) in
     online mode or with the offline judge."""
     from airflow.sdk.exceptions import AirflowSkipException
@@ -178,7 +179,7 @@ def _batching(context):
     return s, judge
 
 
-def collect(context, round_key: str) -> dict[str, Any]:
+def collect(context: TaskContext, round_key: str) -> dict[str, Any]:
     """``llm_batch_collect_<round>``: what the job sends (XCom: the uploaded file's name, the model,
     counts) — or a skip."""
     from airflow.sdk.exceptions import AirflowSkipException
@@ -194,7 +195,7 @@ def collect(context, round_key: str) -> dict[str, Any]:
             "file_name": upload_requests(batch, out, hook(s, round_key))}
 
 
-def ingest(context, round_key: str) -> dict[str, Any]:
+def ingest(context: TaskContext, round_key: str) -> dict[str, Any]:
     """``llm_batch_ingest_<round>`` (``all_done_min_one_success``: also after a failed job): the job's answers into
     the verdict cache."""
     from docverify_airflow.tasks.nightly import make_batch

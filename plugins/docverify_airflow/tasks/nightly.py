@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from docverify.reporting.contract import FalseAcceptJSON
 from docverify.stages.audit import audit_sample as audit_sample_stage
@@ -30,13 +31,17 @@ from docverify.storage.store import ArtifactStore
 from docverify_airflow import config
 from docverify_airflow.config.params import NightParams
 from docverify_airflow.lineage import declared as lineage
-from docverify_airflow.night import night_of
+from docverify_airflow.night import TaskContext, night_of
 from docverify_airflow.tasks import wiring
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+#: a stage that cuts the night's documents into shards: (batch, shard_size, max_shards, map limit) → shards
+ShardPlanner = Callable[[Batch, int, int, int], list[list[str]]]
 
 
-def retry_rule(fn):
+def retry_rule(fn: Callable[P, R]) -> Callable[P, R]:
     """The one retry rule of the nightly tasks: a deterministic failure — a configuration value
     or an input that is wrong (``ValueError``: an unknown judge, an unsafe ``batch_prefix``, a
     malformed processor name, an invalid stored record) — fails the task **at once**
@@ -51,7 +56,7 @@ def retry_rule(fn):
     changed under the night is never the task's failure: it is that document's error."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from docverify.llm.faults import ConfigurationFault, DailyQuotaExhausted
         from docverify.storage.store import OutsideRootError
 
@@ -70,7 +75,7 @@ def batch_prefix(params: dict[str, Any], ds: str) -> str:
     return NightParams.model_validate(params).prefix(ds)
 
 
-def make_batch(context: dict[str, Any]) -> Batch:
+def make_batch(context: TaskContext) -> Batch:
     p = NightParams.of(context)
     store = ArtifactStore(config.settings(context).root)
     ds = night_of(context)
@@ -78,7 +83,7 @@ def make_batch(context: dict[str, Any]) -> Batch:
                    prefix=p.prefix(ds), reuse=p.reuse_cached, concurrency=p.concurrency)
 
 
-def lineage_uris(context, roles) -> list[str]:
+def lineage_uris(context: TaskContext, roles: Sequence[str]) -> list[str]:
     """The night's datasets of these roles (``docverify_airflow.lineage.declared.DATASETS``) as URIs."""
     batch = make_batch(context)
     return lineage.uris_for(roles, batch.store, batch.rs, batch.incoming)
@@ -90,7 +95,7 @@ traced = lineage.task(lineage_uris)
 
 @retry_rule
 @traced
-def discover(context) -> DiscoveredXCom:
+def discover(context: TaskContext) -> DiscoveredXCom:
     batch = make_batch(context)
     out = discover_stage(batch, NightParams.of(context).max_documents)
     log.info("discovered %d PDF(s) under %s", out.documents, batch.rs.uri(batch.incoming))
@@ -103,7 +108,7 @@ def discover(context) -> DiscoveredXCom:
 
 @retry_rule
 @traced
-def plan_document_ai(context) -> dict:
+def plan_document_ai(context: TaskContext) -> dict[str, object]:
     """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.tasks.document_ai.plan`."""
     from docverify_airflow.tasks import document_ai
 
@@ -112,7 +117,7 @@ def plan_document_ai(context) -> dict:
 
 @retry_rule
 @traced
-def layout_plan(context) -> list[LayoutPartXCom]:
+def layout_plan(context: TaskContext) -> list[LayoutPartXCom]:
     """The local layout's parts (one mapped ``layout_parse`` each), after settling what needs no
     parsing (refused at discovery, unchanged bundles); none with Document AI (``layout`` does it
     all) — the mapped task is then skipped. A bad ``layout_shard_size``/``max_shards`` fails at once."""
@@ -128,7 +133,7 @@ def layout_plan(context) -> list[LayoutPartXCom]:
 
 @retry_rule
 @traced
-def layout_parse(context, part: dict[str, object]) -> StageXCom:
+def layout_parse(context: TaskContext, part: dict[str, object]) -> StageXCom:
     """One part of the local layout: its PDFs through the parser's bounded child processes (the DAG
     param ``parse_timeout_s`` to open a PDF, the Variables ``docverify_parse_page_timeout_s`` per page
     and ``docverify_parse_file_ceiling_s`` per PDF, ADR 0047; a long scan's pages across the parse workers from
@@ -142,7 +147,7 @@ def layout_parse(context, part: dict[str, object]) -> StageXCom:
 
 @retry_rule
 @traced
-def layout(context) -> StageXCom:
+def layout(context: TaskContext) -> StageXCom:
     """The Variable ``docverify_layout`` picks the parser: ``local`` (pypdfium2 in bounded child
     processes, mapped: this task merges the ``layout_parse`` parts' records into the night's index)
     or ``document_ai``: on a gs:// root, the bundles come from the outputs of the ``document_ai``
@@ -171,7 +176,7 @@ def map_limit() -> int:
     return conf.getint("core", "max_map_length", fallback=AIRFLOW_MAP_LIMIT)
 
 
-def _shards(context, ids_of) -> list[list[str]]:
+def _shards(context: TaskContext, ids_of: ShardPlanner) -> list[list[str]]:
     """With the LLM judge the night's shards are at most ``docverify_llm_shards`` (the llm pool's
     slots): they all run at once and keep the quota busy to the end; more shards than slots run in
     waves, and the quota idles while a wave's tasks start (ADR 0015: a 1,000-document night at
@@ -189,19 +194,19 @@ def _shards(context, ids_of) -> list[list[str]]:
 
 @retry_rule
 @traced
-def plan_shards(context) -> list[list[str]]:
+def plan_shards(context: TaskContext) -> list[list[str]]:
     """At most ``max_shards`` shards (``shard_size`` is their minimum size); a bad value or one over
     Airflow's map limit is a ValueError → fails at once (``retry_rule``), never retried."""
     return _shards(context, plan_shards_stage)
 
 
-def _key(context) -> str:
+def _key(context: TaskContext) -> str:
     return str(context["ti"].map_index)
 
 
 @retry_rule
 @traced
-def verify(context, shard: list[str]) -> StageXCom:
+def verify(context: TaskContext, shard: list[str]) -> StageXCom:
     """One shard: classify, V1–V4 and V5 on attempt 0 per document (``docverify.stages.verify.verify_shard``)."""
     _, deps = wiring.task_deps(context)
     return verify_shard(make_batch(context), shard, deps, _key(context)).xcom_with_routes()
@@ -209,7 +214,7 @@ def verify(context, shard: list[str]) -> StageXCom:
 
 @retry_rule
 @traced
-def route(context, shards: list[list[str]]) -> list[str]:
+def route(context: TaskContext, shards: list[list[str]]) -> list[str]:
     """The branch: the task ids of the routes that have documents (from the verify shards' summaries;
     the second opinion, when on, was asked in ``verify`` — its VerifyDeps carry it)."""
     return arbiter(make_batch(context), shards=len(shards)).routes
@@ -217,20 +222,20 @@ def route(context, shards: list[list[str]]) -> list[str]:
 
 @retry_rule
 @traced
-def plan_retry_shards(context) -> list[list[str]]:
+def plan_retry_shards(context: TaskContext) -> list[list[str]]:
     return _shards(context, retry_shards)
 
 
 @retry_rule
 @traced
-def auto_fix_retry(context, shard: list[str]) -> StageXCom:
+def auto_fix_retry(context: TaskContext, shard: list[str]) -> StageXCom:
     _, deps = wiring.task_deps(context)
     return auto_fix_retry_shard(make_batch(context), shard, deps, _key(context)).xcom_with_routes()
 
 
 @retry_rule
 @traced
-def accept(context) -> WrittenXCom:
+def accept(context: TaskContext) -> WrittenXCom:
     out = accept_stage(make_batch(context))
     if not out.accepted:
         from airflow.sdk.exceptions import AirflowSkipException
@@ -241,7 +246,7 @@ def accept(context) -> WrittenXCom:
 
 @retry_rule
 @traced
-def audit_sample(context) -> WrittenXCom:
+def audit_sample(context: TaskContext) -> WrittenXCom:
     """The night's audit of accepted documents (Variable ``docverify_audit_rate``; 0 = off): audit
     packets for the sample, reviewed in the ``sme_review`` DAG like escalations."""
     rate = config.settings(context).audit_rate
@@ -261,7 +266,7 @@ def audit_sample(context) -> WrittenXCom:
 
 @retry_rule
 @traced
-def write_sme_packets(context) -> WrittenXCom:
+def write_sme_packets(context: TaskContext) -> WrittenXCom:
     out = write_sme_packets_stage(make_batch(context))
     if out.packets:
         from docverify_airflow import notify
@@ -278,7 +283,7 @@ def write_sme_packets(context) -> WrittenXCom:
 
 @retry_rule
 @traced
-def batch_report(context) -> dict[str, object]:
+def batch_report(context: TaskContext) -> dict[str, object]:
     """The night's report; the XCom: what :func:`docverify.reporting.report.write` returns, the night's
     facts with the verification policy (the OpenLineage night facet), without the false-accept figures
     (they only decide the alert)."""
@@ -293,7 +298,7 @@ def batch_report(context) -> dict[str, object]:
             "night": {**written["night"], "policy": policy}}
 
 
-def _false_accept_alert(context, fa: FalseAcceptJSON | None, report_uri: str) -> None:
+def _false_accept_alert(context: TaskContext, fa: FalseAcceptJSON | None, report_uri: str) -> None:
     """Notify when the night's false-accept interval lies above ``docverify_audit_alert_rate``
     (its lower bound exceeds the threshold). Never fails the report."""
     rate = fa["rate"] if fa else None
@@ -309,7 +314,7 @@ def _false_accept_alert(context, fa: FalseAcceptJSON | None, report_uri: str) ->
                     high=f"{100 * fa['ci95_high']:.1f}%", n=fa["n"], threshold=threshold, report=report_uri)
 
 
-def fail_run(context) -> None:
+def fail_run(context: TaskContext) -> None:
     from airflow.sdk.exceptions import AirflowFailException
 
     raise AirflowFailException(

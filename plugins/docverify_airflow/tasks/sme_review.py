@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from docverify_airflow import config
 from docverify_airflow.config.params import ReviewParams
 from docverify_airflow.lineage import declared as lineage
+from docverify_airflow.night import TaskContext
 from docverify_airflow.web.urls import packet_url, review_url
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 VAR_SME_ASSIGNEES = config.VAR_SME_ASSIGNEES
 
 
-def _assignees(p: ReviewParams, context: Mapping[str, Any] | None = None) -> str:
+def _assignees(p: ReviewParams, context: TaskContext | None = None) -> str:
     """The ``assignees`` param (its names, comma separated), else the Variable ``docverify_sme_assignees``
     (empty = anyone). A Variable that cannot be read fails the task (never "anyone may answer")."""
     if p.assignees:
@@ -29,18 +30,18 @@ def _assignees(p: ReviewParams, context: Mapping[str, Any] | None = None) -> str
     return config.settings(context).sme_assignees
 
 
-def _owner(context: Mapping[str, Any]) -> str:
+def _owner(context: TaskContext) -> str:
     return f"{context['dag'].dag_id if context.get('dag') else 'sme_review'}/{context.get('run_id', '')}"
 
 
-def lineage_uris(context: Mapping[str, Any], roles: Sequence[str]) -> list[str]:
+def lineage_uris(context: TaskContext, roles: Sequence[str]) -> list[str]:
     """The review Dag's datasets of these roles (``docverify_airflow.lineage.declared.DATASETS``): the
     packets and the ground truth, whatever the night."""
     return lineage.uris_for(roles, config.artifact_store(context))
 
 
 @lineage.task(lineage_uris)
-def review_kwargs(context: Mapping[str, Any]) -> list[dict[str, Any]]:
+def review_kwargs(context: TaskContext) -> list[dict[str, Any]]:
     """One ``SMEReviewOperator`` kwargs dict per pending packet this run claims, most severe
     first, at most ``max_reviews``. A packet open in another active run (claimed, see
     :mod:`docverify.sme.claims`) is left to that run, so runs never block or duplicate each
@@ -88,7 +89,7 @@ def review_subject(row: dict[str, Any]) -> str:
             + f", {row.get('total_issues', 0)} issue(s)")
 
 
-def record_refusal(context: dict[str, Any], doc_id: str, reason: str, answer: dict[str, Any]) -> None:
+def record_refusal(context: TaskContext, doc_id: str, reason: str, answer: dict[str, Any]) -> None:
     """An answer the rules refused: kept beside the packet (the workspace shows it on the review)
     and logged. The reason names pages and types only, never document text."""
     from docverify.sme.packets import refusal_rel
@@ -101,13 +102,13 @@ def record_refusal(context: dict[str, Any], doc_id: str, reason: str, answer: di
                 reason)
 
 
-def clear_refusal(context: dict[str, Any], doc_id: str) -> None:
+def clear_refusal(context: TaskContext, doc_id: str) -> None:
     from docverify.sme.packets import refusal_rel
 
     config.artifact_store(context).delete(refusal_rel(doc_id))
 
 
-def release_claim(context: dict[str, Any], doc_id: str, reason: str) -> None:
+def release_claim(context: TaskContext, doc_id: str, reason: str) -> None:
     """The review of ``doc_id`` in this run has ended: another run may open the packet again."""
     from docverify.sme.claims import release
 
@@ -165,14 +166,14 @@ def page_types(doc_id: str) -> list[str | None]:
     return types_of(load_packet(config.artifact_store(), doc_id))
 
 
-def parse_segments(raw: Any) -> list[dict] | None:
+def parse_segments(raw: Any) -> list[dict[str, object]] | None:
     """The corrected segments from the form (:func:`docverify.sme.answer.parse_segments`)."""
     from docverify.sme.answer import parse_segments as parse
 
     return parse(raw)
 
 
-def segments_from_pages(types: list[str | None]) -> list[dict]:
+def segments_from_pages(types: list[str | None]) -> list[dict[str, object]]:
     """Consecutive pages of one type → one segment (:func:`docverify.sme.answer.segments_from_pages`)."""
     from docverify.sme.answer import segments_from_pages as segments
 
@@ -181,12 +182,12 @@ def segments_from_pages(types: list[str | None]) -> list[dict]:
 
 def _utc(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
-        value = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return aware.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return str(value) if value else None
 
 
-def record_answer(context: dict[str, Any], doc_id: str, answer: dict[str, Any], *,
+def record_answer(context: TaskContext, doc_id: str, answer: dict[str, Any], *,
                   preset_pages: list[str | None] | None = None) -> dict[str, Any]:
     """Save the SME's answer (HITL ``execute_complete`` payload) as ground truth through
     :mod:`docverify.sme.answer` (the rules every channel shares): *Agree* → SME_VALIDATED;

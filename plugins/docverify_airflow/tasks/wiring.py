@@ -6,10 +6,9 @@ with ``getattr``; the core never reads a Variable."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from docverify.pipeline.document import VerifyDeps
 from docverify_airflow import config
+from docverify_airflow.night import TaskContext
 
 
 def verify_deps(s: config.Settings) -> VerifyDeps:
@@ -20,7 +19,7 @@ def verify_deps(s: config.Settings) -> VerifyDeps:
                       second_opinion=config.second_opinion(s))
 
 
-def task_deps(context: Any) -> tuple[config.Settings, VerifyDeps]:
+def task_deps(context: TaskContext) -> tuple[config.Settings, VerifyDeps]:
     """The settings of the running task (read once) and its :func:`verify_deps`."""
     s = config.settings(context)
     return s, verify_deps(s)

@@ -51,7 +51,7 @@ class GeminiBatchJobTrigger(BaseTrigger):
 
     def __init__(self, job_name: str, gemini_api_key: str, polling_interval: float = 60.0,
                  max_poll_failures: int = 10, results_polls: int = 3) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # BaseTrigger.__init__ has no annotations
         self.job_name = job_name
         self.gemini_api_key = gemini_api_key
         self.polling_interval = polling_interval

@@ -14,6 +14,19 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from docverify_airflow.airflow_internals import (
+    DagModel,
+    DagRun,
+    DagRunState,
+    DagRunTriggeredByType,
+    HITLDetail,
+    TaskInstanceState,
+    UpdateHITLDetailPayload,
+    trigger_dag,
+    update_hitl_detail,
+)
+from docverify_airflow.airflow_internals import TaskInstance as TI
+
 DAG_ID = "sme_review"
 TASK_ID = "review"
 
@@ -32,13 +45,8 @@ class OpenReview:
 
 def open_reviews(session: Session) -> dict[str, OpenReview]:
     """Review key → its waiting task (the newest when several runs have one)."""
-    from docverify_airflow.airflow_internals import HITLDetail, TaskInstanceState
-    from docverify_airflow.airflow_internals import TaskInstance as TI
-
-    # TaskInstance.rendered_map_index is a hybrid property whose expression Airflow redefines under
-    # `# type: ignore[no-redef]`: its stub is a plain method, which no overload of select() takes
     rows = session.execute(
-        select(TI.rendered_map_index, TI.run_id, TI.map_index, HITLDetail.options,  # type: ignore[call-overload]
+        select(TI.rendered_map_index, TI.run_id, TI.map_index, HITLDetail.options,
                HITLDetail.params, HITLDetail.assignees, HITLDetail.responded_at)
         .join(HITLDetail, HITLDetail.ti_id == TI.id)
         .where(TI.dag_id == DAG_ID, TI.task_id == TASK_ID,
@@ -65,8 +73,6 @@ def submit(session: Session, user: Any, review: OpenReview, chosen: str, params_
     response only, assignees, allowed options), the audit columns and the task's resumption are
     exactly those of the Required Actions form. Raises FastAPI's HTTPException (409 answered
     meanwhile, 403 not an assignee, 400 not an option)."""
-    from docverify_airflow.airflow_internals import UpdateHITLDetailPayload, update_hitl_detail
-
     fields = form_defaults(review)
     unknown = set(params_input) - set(fields)
     if unknown:
@@ -80,8 +86,6 @@ def submit(session: Session, user: Any, review: OpenReview, chosen: str, params_
 
 def review_dag_state(session: Session) -> dict[str, Any]:
     """Whether the review Dag is known and paused, and its runs still going."""
-    from docverify_airflow.airflow_internals import DagModel, DagRun, DagRunState
-
     paused = session.scalar(select(DagModel.is_paused).where(DagModel.dag_id == DAG_ID))
     active = session.scalar(select(DagRun.run_id).where(
         DagRun.dag_id == DAG_ID, DagRun.state.in_([DagRunState.QUEUED, DagRunState.RUNNING])).limit(1))
@@ -90,8 +94,6 @@ def review_dag_state(session: Session) -> dict[str, Any]:
 
 def start_review_run(session: Session, user_name: str) -> str:
     """A manual ``sme_review`` run: it opens a review for every pending packet nobody has open."""
-    from docverify_airflow.airflow_internals import DagRunTriggeredByType, trigger_dag
-
     run = trigger_dag(DAG_ID, triggered_by=DagRunTriggeredByType.REST_API, triggering_user_name=user_name,
                       note="opened from the review workspace", session=session)
     return run.run_id if run is not None else ""

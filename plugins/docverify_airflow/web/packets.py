@@ -31,14 +31,24 @@ from __future__ import annotations
 import html
 import re
 from typing import cast
+from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from docverify.reporting import trend
+from docverify.reporting.contract import Report
+from docverify.reporting.report import feedback_section
+from docverify.reporting.trend import COLUMNS, night_counts, to_csv
+from docverify.sme.packets import PacketNotFoundError, html_rel, list_pending_reviews, load_packet, packet_key
+from docverify.storage.paths import safe_ds
 from docverify_airflow import config
-from docverify_airflow.airflow_internals import DagAccessEntity, requires_access_dag
+from docverify_airflow.airflow_internals import DagAccessEntity, get_auth_manager, requires_access_dag
 from docverify_airflow.web.common import HEADERS, STYLE, check_id, wants_html
+from docverify_airflow.web.review import review_document_html
+from docverify_airflow.web.review import router as _review_router
+from docverify_airflow.web.trail import router as _trace_router
 
 app = FastAPI(title="docverify SME packets", description="SME review packets of the nightly verification")
 #: Packets hold PHI: readable by those who may answer the reviews (the ``sme_review`` Dag's
@@ -54,10 +64,6 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     if not wants_html(request):
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
     if exc.status_code == 401:
-        from urllib.parse import urlencode
-
-        from docverify_airflow.airflow_internals import get_auth_manager
-
         target = str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
         try:
             login = get_auth_manager().get_url_login(next_url=target)
@@ -89,8 +95,6 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
 
 @app.get("/packets/", response_class=HTMLResponse, dependencies=AUTH)
 def pending() -> HTMLResponse:
-    from docverify.sme.packets import list_pending_reviews
-
     rows = list_pending_reviews(config.artifact_store())
     items = "".join(
         f'<tr><td><a href="{html.escape(r["review_id"])}">{html.escape(r["doc_id"])}</a></td>'
@@ -113,9 +117,6 @@ def packet(doc_id: str) -> HTMLResponse:
     folded at the bottom; the review's answer is in the workspace. A packet whose JSON is gone but
     whose rendering the night wrote is served as written."""
     check_id(doc_id)
-    from docverify.sme.packets import PacketNotFoundError, html_rel, load_packet, packet_key
-    from docverify_airflow.web.review import review_document_html
-
     store = config.artifact_store()
     try:
         pkt = load_packet(store, doc_id)
@@ -145,10 +146,6 @@ def reports_index() -> HTMLResponse:
     """One row per night that has a batch report, newest first: documents, accepted, escalated,
     documents in error — the report's own counts (:func:`docverify.reporting.trend.night_counts`) —
     an EMPTY NIGHT flagged, with links to the report and to the night's reviews (counts only)."""
-    from docverify.reporting.contract import Report
-    from docverify.reporting.trend import night_counts
-    from docverify.storage.paths import safe_ds
-
     store = config.artifact_store()
     rows = []
     for name, kind, _ in reversed(store.entries("reports")):
@@ -185,8 +182,6 @@ def reports_index() -> HTMLResponse:
 def batch_report(ds: str) -> HTMLResponse:
     """A night's batch report (counts, routes, rules, issue codes; each escalated document linked
     to its review), as the nightly run wrote it."""
-    from docverify.storage.paths import safe_ds
-
     try:
         safe_ds(ds)
     except ValueError:
@@ -198,28 +193,23 @@ def batch_report(ds: str) -> HTMLResponse:
     return HTMLResponse(data.decode("utf-8", errors="replace"), headers=HEADERS)
 
 
-def _trend_rows() -> list[dict]:
+def _trend_rows() -> list[dict[str, object]]:
     """The trend rows, with the false-accept figures of the answers given so far (an audit is
     answered after its night's report was written)."""
-    from docverify.reporting import trend
-    from docverify.reporting.report import feedback_section
-
     store = config.artifact_store()
     return trend.build(store, feedback=feedback_section(store))
 
 
 @app.get("/trend/", response_class=HTMLResponse, dependencies=TREND_AUTH)
 def trend_page() -> HTMLResponse:
-    from docverify.reporting.trend import COLUMNS
-
     rows = _trend_rows()
 
-    def cell(r: dict, k: str) -> str:
+    def cell(r: dict[str, object], k: str) -> str:
         v = r.get(k)
         if v is None:
             return "n/a"
         if k in ("escalation_rate", "false_accept_rate", "false_accept_ci95_low", "false_accept_ci95_high"):
-            return f"{100 * v:.1f} %"
+            return f"{100 * v:.1f} %" if isinstance(v, int | float) else str(v)
         return str(v)
     head = "".join(f"<th>{html.escape(k.replace('_', ' '))}</th>" for k in COLUMNS)
     body_rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell(r, k))}</td>" for k in COLUMNS) + "</tr>"
@@ -236,23 +226,14 @@ def trend_page() -> HTMLResponse:
 
 @app.get("/trend/trend.csv", dependencies=TREND_AUTH)
 def trend_csv() -> Response:
-    from docverify.reporting.trend import to_csv
-
     return Response(to_csv(_trend_rows()), media_type="text/csv",
                     headers={**HEADERS, "Content-Disposition": 'attachment; filename="docverify_trend.csv"'})
 
 
 @app.get("/trend/trend.json", dependencies=TREND_AUTH)
 def trend_json() -> JSONResponse:
-    from docverify.reporting.trend import COLUMNS
-
     return JSONResponse({"columns": list(COLUMNS), "nights": _trend_rows()}, headers=HEADERS)
 
 
-from docverify_airflow.web.review import router as _review_router  # noqa: E402 - the workspace shares the app
-
-app.include_router(_review_router)
-
-from docverify_airflow.web.trail import router as _trace_router  # noqa: E402 - one document's trail
-
-app.include_router(_trace_router)
+app.include_router(_review_router)  # the workspace shares the app
+app.include_router(_trace_router)  # one document's trail

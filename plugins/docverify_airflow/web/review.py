@@ -25,14 +25,43 @@ import hmac
 import html
 import logging
 import secrets
+import time
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
+from docverify.domain.models import DOC_TYPES
+from docverify.sme.answer import (
+    AGREE,
+    CANNOT_CLASSIFY,
+    CORRECT,
+    UNCLASSIFIABLE_REASONS,
+    AnswerRefused,
+    answer_from_form,
+    check_answer,
+    page_types,
+)
+from docverify.sme.claims import claim, current_claim, is_free, release
+from docverify.sme.context import load_bundle, load_pdf
+from docverify.sme.document_view import code_headline, document_html
+from docverify.sme.facts import IMAGE_ONLY_ERRORS
+from docverify.sme.packets import PacketNotFoundError, list_pending_reviews, load_packet, refusal_rel
+from docverify.storage.store import ArtifactStore
 from docverify_airflow import config
-from docverify_airflow.airflow_internals import DagAccessEntity, GetUserDep, SessionDep, requires_access_dag
+from docverify_airflow.airflow_internals import (
+    DagAccessEntity,
+    GetUserDep,
+    SessionDep,
+    conf,
+    requires_access_dag,
+)
+from docverify_airflow.web import hitl
+from docverify_airflow.web.common import HEADERS, SAFE_ID, STYLE, check_id
+from docverify_airflow.web.sme_form import MAX_PAGE_FIELDS, page_field
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +69,9 @@ log = logging.getLogger(__name__)
 #: of the Dag gets 403), the same permission Airflow's own answer endpoint checks
 ANSWER = [Depends(requires_access_dag("PUT", access_entity=DagAccessEntity.HITL_DETAIL, param_dag_id="sme_review"))]
 READ = ANSWER
+#: a row of the review queue: a pending packet's row (docverify.sme.packets.list_pending_reviews) with
+#: its waiting task and the holder of its lease
+Row = dict[str, Any]
 LEASE = dt.timedelta(minutes=20)
 SEVERITIES = ("BLOCKER", "MAJOR", "MINOR", "ERROR")
 
@@ -54,8 +86,6 @@ def _user_name(user: Any) -> str:
 def _token(review_id: str, user: str) -> str:
     """The form's anti-forgery token: bound to the review and the user, keyed by the api-server's
     secret (a page of another site cannot know it)."""
-    from docverify_airflow.airflow_internals import conf
-
     key = (conf.get("api", "secret_key", fallback="") or "docverify").encode()
     return hmac.new(key, f"{review_id}\x00{user}".encode(), hashlib.sha256).hexdigest()
 
@@ -64,43 +94,32 @@ def _lease_key(review_id: str) -> str:
     return f"workspace/{review_id}"
 
 
-def _lease(store, review_id: str) -> dict | None:
-    from docverify.sme.claims import current_claim, is_free
-
+def _lease(store: ArtifactStore, review_id: str) -> dict[str, object] | None:
     held = current_claim(store, _lease_key(review_id))
     return None if is_free(held, dt.datetime.now(dt.UTC)) else held
 
 
-def _lease_holder(store, review_id: str) -> str:
+def _lease_holder(store: ArtifactStore, review_id: str) -> str:
     held = _lease(store, review_id)
     return str(held.get("owner", "")).removeprefix("user:") if held else ""
 
 
-def _take_lease(store, review_id: str, user: str) -> bool:
-    from docverify.sme.claims import claim
-
+def _take_lease(store: ArtifactStore, review_id: str, user: str) -> bool:
     return claim(store, _lease_key(review_id), f"user:{user}", LEASE, margin=dt.timedelta(0))
 
 
-def _release_lease(store, review_id: str, user: str, reason: str) -> bool:
-    from docverify.sme.claims import release
-
+def _release_lease(store: ArtifactStore, review_id: str, user: str, reason: str) -> bool:
     return release(store, _lease_key(review_id), f"user:{user}", reason)
 
 
-def _refusal(store, review_id: str) -> dict | None:
+def _refusal(store: ArtifactStore, review_id: str) -> Row | None:
     """The reason the review task refused the last answer given in the Required Actions form."""
-    from docverify.sme.packets import refusal_rel
-
     value = store.read_json_if_exists(refusal_rel(review_id))
     return value if isinstance(value, dict) else None
 
 
-def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "", reviewer: str = "") -> list[dict]:
-    from docverify.sme.packets import list_pending_reviews
-    from docverify_airflow.web.hitl import open_reviews
-
-    tasks = open_reviews(session)
+def _queue(store: ArtifactStore, session: Session, *, night: str = "", severity: str = "", kind: str = "", reviewer: str = "") -> list[Row]:
+    tasks = hitl.open_reviews(session)
     rows = []
     for r in list_pending_reviews(store):
         r = {**r, "task": tasks.get(r["review_id"]), "holder": _lease_holder(store, r["review_id"])}
@@ -116,11 +135,11 @@ def _queue(store, session, *, night: str = "", severity: str = "", kind: str = "
     return rows
 
 
-def _queue_parts(rows: list[dict], me: str, skipped: set[str]) -> dict[str, list[dict]]:
+def _queue_parts(rows: list[Row], me: str, skipped: set[str]) -> dict[str, list[Row]]:
     """Every row of the queue in exactly one part: the one count behind the heading, the Start
     button and the line between them (issue 42: the heading counted every pending packet, 22, the
     button only the reviews you can open, 21, and nothing said what the other one was)."""
-    parts: dict[str, list[dict]] = {"mine": [], "free": [], "held": [], "skipped": [], "not_open": []}
+    parts: dict[str, list[Row]] = {"mine": [], "free": [], "held": [], "skipped": [], "not_open": []}
     for r in rows:
         part = ("skipped" if r["review_id"] in skipped else "not_open" if not r["task"] else
                 "mine" if r["holder"] == me else "free" if not r["holder"] else "held")
@@ -128,7 +147,7 @@ def _queue_parts(rows: list[dict], me: str, skipped: set[str]) -> dict[str, list
     return parts
 
 
-def _counts_line(total: int, parts: dict[str, list[dict]]) -> str:
+def _counts_line(total: int, parts: dict[str, list[Row]]) -> str:
     """What the heading's count holds besides the reviews you can open ("" when nothing)."""
     n_open = len(parts["mine"]) + len(parts["free"])
     if n_open == total:
@@ -141,7 +160,7 @@ def _counts_line(total: int, parts: dict[str, list[dict]]) -> str:
             + ", ".join(x for x in rest if x) + ".</p>")
 
 
-def _unreadable_table(rows: list[dict], filters: dict[str, str], me: str, skipped: set[str]) -> str:
+def _unreadable_table(rows: list[Row], filters: dict[str, str], me: str, skipped: set[str]) -> str:
     """The files with no page to look at, after the others, marked as an operator's work (ADR 0051)."""
     if not rows:
         return ""
@@ -151,16 +170,13 @@ def _unreadable_table(rows: list[dict], filters: dict[str, str], me: str, skippe
             + _queue_table(rows, filters, me, skipped))
 
 
-def _reviewable_first(rows: list[dict]) -> list[dict]:
+def _reviewable_first(rows: list[Row]) -> list[Row]:
     """``rows`` with the documents that have a page to look at first, order kept otherwise (ADR 0051)."""
     return [r for r in rows if r.get("has_pages", True)] + [r for r in rows if not r.get("has_pages", True)]
 
 
-def _doc_name(store, review_id: str) -> str:
+def _doc_name(store: ArtifactStore, review_id: str) -> str:
     """The document's name of a review (its file's doc id), else the review id as given."""
-    from docverify.sme.packets import PacketNotFoundError, load_packet
-    from docverify_airflow.web.common import SAFE_ID
-
     if not SAFE_ID.fullmatch(review_id) or ".." in review_id:
         return ""
     try:
@@ -175,8 +191,6 @@ SKIPPED_COOKIE = "docverify_skipped"
 def _skipped(request: Request) -> list[str]:
     """The reviews this browser session skipped (ADR 0036): a session cookie of review ids, each
     checked like any id; they are not offered again until the reviewer brings them back."""
-    from docverify_airflow.web.common import SAFE_ID
-
     raw = request.cookies.get(SKIPPED_COOKIE, "")
     return [i for i in raw.split(",") if i and SAFE_ID.fullmatch(i) and ".." not in i][:500]
 
@@ -192,8 +206,6 @@ def _filters(request: Request) -> dict[str, str]:
 
 
 def _page(title: str, body: str, *, nonce: str = "", script: str = "", status: int = 200) -> HTMLResponse:
-    from docverify_airflow.web.common import HEADERS, STYLE
-
     script_src = f"; script-src 'nonce-{nonce}'" if nonce else ""
     csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; "
            f"frame-ancestors 'self'; base-uri 'none'{script_src}")
@@ -208,9 +220,7 @@ def _e(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- the queue
-def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skipped: set[str] | None = None) -> str:
-    from docverify.sme.document_view import code_headline  # why: the most severe finding's words (ADR 0051)
-
+def _queue_table(rows: list[Row], filters: dict[str, str], me: str = "", skipped: set[str] | None = None) -> str:
     if not rows:
         return "<p class='muted'>Nothing here.</p>"
     q = f"?{urlencode(filters)}" if filters else ""
@@ -235,8 +245,6 @@ def _queue_table(rows: list[dict], filters: dict[str, str], me: str = "", skippe
 
 @router.get("/", response_class=HTMLResponse, dependencies=READ)
 def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str = "", saved: str = "") -> HTMLResponse:
-    from docverify_airflow.web.hitl import review_dag_state
-
     store = config.artifact_store()
     filters = _filters(request)
     rows = _queue(store, session, **filters)
@@ -246,7 +254,7 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
     unreadable = [r for r in rows if not r.get("has_pages", True)]
     waiting = [r for r in rows if r["task"] is None]
     nights = sorted({r["night"] for r in _queue(store, session) if r["night"]}, reverse=True)
-    state = review_dag_state(session)
+    state = hitl.review_dag_state(session)
 
     def select(name: str, values: list[str], label: str) -> str:
         opts = "".join(f"<option value='{_e(v)}'{' selected' if filters.get(name) == v else ''}>{_e(v)}</option>"
@@ -298,12 +306,10 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
 
 @router.post("/open", dependencies=ANSWER)
 def open_waiting(session: SessionDep, user: GetUserDep, token: Annotated[str, Form()] = "") -> RedirectResponse:
-    from docverify_airflow.web.hitl import start_review_run
-
     name = _user_name(user)
     if not hmac.compare_digest(token, _token("open", name)):
         raise HTTPException(status_code=400, detail="the form is stale: reload the page")
-    run_id = start_review_run(session, name)
+    run_id = hitl.start_review_run(session, name)
     log.info("review run %s started from the workspace by %s", run_id, name)
     return RedirectResponse(f"./?{urlencode({'opened': run_id})}", status_code=303)
 
@@ -314,8 +320,6 @@ def next_review(request: Request, session: SessionDep, user: GetUserDep, after: 
     name = _user_name(user)
     skipped = _skipped(request)
     if request.query_params.get("skip") and after:
-        from docverify_airflow.web.common import check_id
-
         check_id(after)
         skipped.append(after)  # a skip holds for the session (ADR 0036)
     rows = [r for r in _queue(config.artifact_store(), session, **filters) if r["task"] and r["holder"] in ("", name)]
@@ -367,23 +371,18 @@ document.addEventListener('keydown',e=>{
 """
 
 
-def page_controls(task: Any, preset: list, values: dict[str, Any]) -> dict[int, dict[str, Any]]:
+def page_controls(task: Any, preset: list[str | None], values: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """The answer form's type choice of each page, drawn beside its page (page → name, current value,
     the empty choice of a page the classifier left without a type); {} when the form takes page
     ranges instead (long documents, unknown page count)."""
-    from docverify_airflow.web.sme_form import MAX_PAGE_FIELDS, page_field
-
     if not (preset and len(preset) <= MAX_PAGE_FIELDS and page_field(1) in task.params):
         return {}
     return {i: {"name": page_field(i), "current": values.get(page_field(i), kind),
                 "blank": None if kind else "— choose a type —"} for i, kind in enumerate(preset, start=1)}
 
 
-def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list, values: dict[str, Any],
+def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list[str | None], values: dict[str, Any],
                  choice: str, refused: str, q: str) -> str:
-    from docverify.domain.models import DOC_TYPES
-    from docverify.sme.answer import AGREE, CANNOT_CLASSIFY, CORRECT, UNCLASSIFIABLE_REASONS
-
     options = [o for o in (AGREE, CORRECT, CANNOT_CLASSIFY) if o in task.options]
     hint = {AGREE: "the classification is right", CORRECT: "change the type of the pages that are wrong",
             CANNOT_CLASSIFY: "unreadable, wrong file, needs a re-scan"}
@@ -429,14 +428,10 @@ DOCUMENT_FIRST = (".review{height:auto;align-items:flex-start}.left{overflow:vis
                   ".crumbs{margin:0}.right{position:sticky;top:0;max-height:100vh;overflow:auto;align-self:flex-start}")
 
 
-def review_document_html(store, packet: Any, controls: dict[int, dict[str, Any]] | None = None) -> str:
+def review_document_html(store: ArtifactStore, packet: Any, controls: dict[int, dict[str, Any]] | None = None) -> str:
     """The document pane (:func:`docverify.sme.document_view.document_html`): the bundle and the
     PDF of the packet; the PDF of a document that could not be parsed only when it opened without
     text (a scan), never the input of another error (it may be a FIFO, a link, a huge file)."""
-    from docverify.sme.context import load_bundle, load_pdf
-    from docverify.sme.document_view import document_html
-    from docverify.sme.facts import IMAGE_ONLY_ERRORS
-
     try:
         bundle = load_bundle(store, packet)
     except FileNotFoundError:
@@ -446,18 +441,14 @@ def review_document_html(store, packet: Any, controls: dict[int, dict[str, Any]]
                          page_controls=controls)
 
 
-def _review_page(store, session, review_id: str, user: str, request: Request, *, values: dict[str, Any] | None = None,
+def _review_page(store: ArtifactStore, session: Session, review_id: str, user: str, request: Request, *, values: dict[str, Any] | None = None,
                  choice: str = "", refused: str = "", status: int = 200) -> HTMLResponse:
-    from docverify.sme.answer import page_types
-    from docverify.sme.packets import PacketNotFoundError, load_packet
-    from docverify_airflow.web.hitl import open_reviews
-
     q = f"?{urlencode(_filters(request))}" if _filters(request) else ""
     try:
         packet = load_packet(store, review_id)
     except (PacketNotFoundError, ValueError):
         raise HTTPException(status_code=404, detail=f"no review {review_id}") from None
-    task = open_reviews(session).get(review_id)
+    task = hitl.open_reviews(session).get(review_id)
     head = (f"<p class='muted crumbs'><a href='./{q}'>← Queue</a> · {_e(packet.review_id[:10] if packet.review_id else '')}"
             f" · {_e(packet.total_pages or '?')} page(s)</p>"
             f"<h1>{'AUDIT — ' if packet.review_kind == 'audit' else ''}{_e(packet.doc_id)}</h1>"
@@ -496,21 +487,15 @@ def _review_page(store, session, review_id: str, user: str, request: Request, *,
     return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)
 
 
-def _submit_retrying_a_busy_database(session, user, review_id: str, choice: str, fields: dict[str, Any]) -> bool:
+def _submit_retrying_a_busy_database(session: Session, user: Any, review_id: str, choice: str, fields: dict[str, Any]) -> bool:
     """Send the answer; a metadata database that is busy (SQLite's "database is locked" while the
     scheduler writes) rolls the attempt back and tries again, at most 5 times. False: nothing sent."""
-    import time
-
-    from sqlalchemy.exc import OperationalError
-
-    from docverify_airflow.web.hitl import open_reviews, submit
-
     for attempt in range(5):
-        task = open_reviews(session).get(review_id)
+        task = hitl.open_reviews(session).get(review_id)
         if task is None:
             return True  # answered meanwhile (this request's earlier attempt committed, or another)
         try:
-            submit(session, user, task, choice, fields)
+            hitl.submit(session, user, task, choice, fields)
             session.commit()
             return True
         except OperationalError as exc:
@@ -523,8 +508,6 @@ def _submit_retrying_a_busy_database(session, user, review_id: str, choice: str,
 
 @router.get("/{review_id}", response_class=HTMLResponse, dependencies=READ)
 def review(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> HTMLResponse:
-    from docverify_airflow.web.common import check_id
-
     check_id(review_id)
     return _review_page(config.artifact_store(), session, review_id, _user_name(user), request)
 
@@ -532,8 +515,6 @@ def review(review_id: str, request: Request, session: SessionDep, user: GetUserD
 @router.post("/{review_id}/release", dependencies=ANSWER)
 def release_review(review_id: str, request: Request, user: GetUserDep,
                    token: Annotated[str, Form()] = "") -> RedirectResponse:
-    from docverify_airflow.web.common import check_id
-
     check_id(review_id)
     name = _user_name(user)
     if not hmac.compare_digest(token, _token(review_id, name)):
@@ -545,11 +526,6 @@ def release_review(review_id: str, request: Request, user: GetUserDep,
 
 @router.post("/{review_id}", response_class=HTMLResponse, dependencies=ANSWER)
 async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Any:
-    from docverify.sme.answer import AnswerRefused, answer_from_form, check_answer, page_types
-    from docverify.sme.packets import load_packet
-    from docverify_airflow.web.common import check_id
-    from docverify_airflow.web.hitl import open_reviews
-
     check_id(review_id)
     name = _user_name(user)
     form = await request.form()
@@ -558,7 +534,7 @@ async def answer(review_id: str, request: Request, session: SessionDep, user: Ge
         raise HTTPException(status_code=400, detail="the form is stale: reload the review page")
     choice = values.pop("choice", "")
     store = config.artifact_store()
-    task = open_reviews(session).get(review_id)
+    task = hitl.open_reviews(session).get(review_id)
     holder = _lease_holder(store, review_id)
     if task is None or (holder and holder != name):
         return _review_page(store, session, review_id, name, request)  # answered, closed or taken meanwhile

@@ -21,8 +21,11 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
+from docverify.reporting.trace import UnknownDocument, document_trace
+from docverify.storage.limits import InputError
 from docverify_airflow import config
 from docverify_airflow.airflow_internals import DagAccessEntity, GetUserDep, requires_access_dag
+from docverify_airflow.web.common import HEADERS, STYLE, check_id
 
 #: the batch reports' permission: whoever may read the nightly Dag
 READ = [Depends(requires_access_dag("GET", param_dag_id="clinical_doc_verification"))]
@@ -142,10 +145,6 @@ def trace_html(trace: Any, reader: bool) -> str:
 
 @router.get("/{doc_id}", response_class=HTMLResponse, dependencies=READ)
 def trace_page(doc_id: str, reader: Annotated[bool, Depends(may_read_packets)]) -> HTMLResponse:
-    from docverify.reporting.trace import UnknownDocument, document_trace
-    from docverify.storage.limits import InputError
-    from docverify_airflow.web.common import HEADERS, STYLE, check_id
-
     check_id(doc_id)
     try:
         trace = document_trace(config.artifact_store(), doc_id)

@@ -242,7 +242,7 @@ class DocumentAIHook(GoogleBaseHook):
         operation = client.batch_process_documents(
             request=request, retry=retry or default_retry(), timeout=timeout, metadata=metadata
         )
-        return operation.operation.name
+        return str(operation.operation.name)
 
     def get_operation(
         self,

@@ -43,6 +43,10 @@ from docverify_documentai.utils.document_ai import (
 )
 
 if TYPE_CHECKING:
+    import pathlib
+
+    from airflow.sdk import ObjectStoragePath
+
     from docverify_documentai.hooks.document_ai import DocumentAIHook
 
 __all__ = [
@@ -365,7 +369,7 @@ class DocumentAIProcessDocumentOperator(_DocumentAIOperator):
         self.api_endpoint = api_endpoint
         self.transport = transport
 
-    def _path(self, location: str):
+    def _path(self, location: str) -> ObjectStoragePath | pathlib.Path:
         if "://" in location and not location.startswith("file://"):
             from airflow.sdk import ObjectStoragePath
 

@@ -39,7 +39,7 @@ class DocumentAIBatchOperationTrigger(BaseTrigger):
         poll_interval: float = 30.0,
         max_poll_failures: int = 5,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # BaseTrigger.__init__ has no annotations
         if not operation_names:
             raise ValueError("DocumentAIBatchOperationTrigger needs at least one operation name")
         self.operation_names = list(operation_names)
