@@ -21,7 +21,7 @@ RUN_DATE = $(if $(filter $(DS),$(TODAY)),$(shell date -u +%FT%T+00:00),$(DS))
 DATA := $(CURDIR)/data
 AIRFLOW_STAMP := $(AIRFLOW_HOME)/.initialised
 
-.PHONY: independent-reader not-up venv browser celery-deps test test-fast test-e2e screenshots lint typecheck bench hostile schemas samples examples lock clean airflow-init incoming run up
+.PHONY: independent-reader not-up venv browser celery-deps ocr-deps test test-fast test-e2e screenshots lint typecheck bench hostile schemas samples examples lock clean airflow-init incoming run up
 
 venv: $(STAMP)
 
@@ -38,6 +38,15 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	fi
 
+# Debian's Tesseract, the local OCR engine selectable besides the default (DOCVERIFY_OCR_ENGINE=tesseract,
+# ADR 0057); its English model ships in Debian's package. The default engine (rapidocr-openvino) and its
+# models come with the pinned requirements alone
+ocr-deps:
+	@if command -v tesseract >/dev/null; then :; else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq tesseract-ocr >/dev/null; \
+	fi
+
 # Debian's Redis and PostgreSQL for the distributed-executor test (tests/e2e/test_celery_night.py,
 # scripts/celery_stack.py); it starts its own instances on loopback, never the packages' services
 celery-deps:
@@ -46,7 +55,7 @@ celery-deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server postgresql >/dev/null; \
 	fi
 
-test: $(STAMP) browser celery-deps  ## lint, then the whole suite: everything but the real-stack tests on both cores, then the real Airflow stacks and browsers one at a time (pytest exits non-zero when it collects nothing)
+test: $(STAMP) browser celery-deps ocr-deps  ## lint, then the whole suite: everything but the real-stack tests on both cores, then the real Airflow stacks and browsers one at a time (pytest exits non-zero when it collects nothing)
 	$(VENV)/bin/ruff check plugins dags tests scripts
 	$(PY) scripts/check_layers.py
 	$(VENV)/bin/mypy

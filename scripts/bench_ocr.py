@@ -1,4 +1,4 @@
-"""Measure the local OCR (rapidocr-onnxruntime) on the corpus scans that carry a reference text
+"""Measure the local OCR engines (:data:`docverify.layout.ocr.ENGINES`) on the corpus scans that carry a reference text
 layer: the TCGA pathology reports (``pdfs/clinical_tcga_*.pdf``, scanned pages with an OCR text
 layer made upstream).
 
@@ -14,12 +14,14 @@ Each page is rendered with pypdfium2 exactly as the parser does for a page witho
 * **V4 tolerance**: every reference line of ≥ 25 characters is a snippet an LLM could quote from
   the real text; the share found in the OCR'd page by V4's ``contains`` at fuzzy thresholds 80–95,
   and, as the false-match check, the share of lines of *other* TCGA documents found there.
-* **pages/s** of render + OCR, one process, one ONNX Runtime thread (as in a parse worker), and
-  each variant's peak RSS (a child process OCRing a few pages with it alone).
+* **pages/s** of render + OCR, one process, one inference thread (as in a parse worker; Tesseract:
+  one OpenMP thread, its subprocess's CPU time counted), and each variant's peak RSS (a child
+  process OCRing a few pages with it alone).
 
-Every figure is given for each engine setting of :data:`VARIANTS` side by side, measured in the same
-run (the variants take turns page by page): the orientation classifier on/off, detection on the
-rendered image or on a ≤ 960 px copy (ADR 0047).
+Every figure is given for each engine and setting of :data:`VARIANTS` side by side, measured in the
+same run (the variants take turns page by page): the engine before ADR 0047 (ONNX Runtime, 1700 px,
+orientation classifier on), the ADR 0047 settings on ONNX Runtime and on OpenVINO, and Debian's
+Tesseract (ADR 0057). A variant whose engine is not installed is named as not measured.
 
     python scripts/bench_ocr.py [--corpora DIR] [--no-write]
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import pathlib
 import re
 import resource
@@ -128,13 +131,20 @@ def measure_v4(pages: list[tuple[str, str, str]]) -> dict:
             "mutations": {k: tuple(v) for k, v in sorted(mutations.items())}}
 
 
-#: the engine settings compared side by side: (name, description, read_page keyword arguments)
+#: the engines and settings compared side by side: (name, description, read_page keyword arguments)
 VARIANTS: tuple[tuple[str, str, dict[str, object]], ...] = (
-    ("1700 px, cls on", "the engine's own pipeline on the 1700 px page: detection on the full image, orientation "
-     "classifier on (the default until ADR 0047)", {"det_px": 0, "use_cls": True}),
-    ("1700 px, cls off", "the same, orientation classifier off", {"det_px": 0, "use_cls": False}),
-    ("det ≤ 960 px, cls off", "detection on a ≤ 960 px copy, recognition on the 1700 px page's crops, orientation "
-     "classifier off", {"det_px": 960, "use_cls": False}),
+    ("ONNX Runtime, 1700 px, cls on", "rapidocr-onnxruntime's own pipeline on the 1700 px page: detection on the "
+     "full image, orientation classifier on (the default until ADR 0047)",
+     {"engine": "rapidocr-onnxruntime", "det_px": 0, "use_cls": True}),
+    ("ONNX Runtime, det ≤ 960 px", "rapidocr-onnxruntime, detection on a ≤ 960 px copy, recognition on the 1700 px "
+     "page's crops, orientation classifier off (ADR 0047)",
+     {"engine": "rapidocr-onnxruntime", "det_px": 960, "use_cls": False}),
+    ("OpenVINO f32, det ≤ 960 px", "the same models and settings on the OpenVINO runtime (rapidocr-openvino, "
+     "openvino 2026), inference precision f32", {"engine": "rapidocr-openvino:f32", "det_px": 960, "use_cls": False}),
+    ("OpenVINO bf16, det ≤ 960 px", "the same on OpenVINO in bf16 (OpenVINO's own default on a CPU with bf16 "
+     "instructions, f32 elsewhere)", {"engine": "rapidocr-openvino:bf16", "det_px": 960, "use_cls": False}),
+    ("Tesseract (Debian)", "Debian's tesseract-ocr 5.3 (LSTM, eng, page segmentation 3) on the 1700 px page, "
+     "one OpenMP thread, its TSV lines", {"engine": "tesseract", "det_px": 0, "use_cls": False}),
 )
 #: pages OCR'd by the child that measures a variant's peak memory alone
 RSS_PAGES = 4
@@ -144,8 +154,24 @@ def _variant_kw(name: str) -> dict[str, object]:
     return next(kw for n, _d, kw in VARIANTS if n == name)
 
 
+def _full(engine: str) -> str:
+    return engine if ":" in engine or engine != "rapidocr-openvino" else f"{engine}:{ocr.OPENVINO_PRECISION}"
+
+
 def _is_default(kw: dict[str, object]) -> bool:
-    return (kw["det_px"] or None) == ocr.DET_PX and kw["use_cls"] == ocr.USE_CLS
+    if _full(str(kw["engine"])) != _full(ocr.engine_name()):
+        return False
+    return kw["engine"] == "tesseract" or ((kw["det_px"] or None) == ocr.DET_PX and kw["use_cls"] == ocr.USE_CLS)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (Tesseract's subprocesses)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _children_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def _rss_mb() -> float:
@@ -163,7 +189,7 @@ def _rss_mb() -> float:
 def _rss_probe(pdfs: list[pathlib.Path], name: str) -> int:
     """Child mode: OCR the first :data:`RSS_PAGES` pages with one variant only; print the peak RSS."""
     kw = _variant_kw(name)
-    ocr.get_engine()
+    ocr.get_engine(str(kw["engine"]))
     done = 0
     for path in pdfs:
         doc = pdfium.PdfDocument(str(path))
@@ -177,7 +203,8 @@ def _rss_probe(pdfs: list[pathlib.Path], name: str) -> int:
                 done += 1
         finally:
             doc.close()
-    print(f"{_rss_mb():.0f}")
+    child = _children_rss_mb()
+    print(f"{_rss_mb():.0f}" + (f" (+ {child:.0f} MB per tesseract call)" if kw["engine"] == "tesseract" else ""))
     return 0
 
 
@@ -223,12 +250,19 @@ def main(argv: list[str] | None = None) -> int:
     pdfs = sorted(((args.corpora or default_corpora_dir()) / "pdfs").glob("clinical_tcga_*.pdf"))
     if args.rss_probe:
         return _rss_probe(pdfs, args.rss_probe)
-    t_load = time.perf_counter()
-    ocr.get_engine()
-    load_s = time.perf_counter() - t_load
+    load_s: dict[str, float] = {}
+    missing: dict[str, str] = {}
+    for name, _d, kw in VARIANTS:
+        t_load = time.perf_counter()
+        try:
+            ocr.get_engine(str(kw["engine"]))
+        except ocr.OCRUnavailable as exc:
+            missing[name] = str(exc)
+        load_s.setdefault(str(kw["engine"]), time.perf_counter() - t_load)
+    variants = tuple(v for v in VARIANTS if v[0] not in missing)
     pages: list[tuple[str, int, str]] = []  # (file, page, reference)
     # (text, confidence, seconds, CPU seconds)
-    hyps: dict[str, list[tuple[str, float, float, float]]] = {n: [] for n, _d, _k in VARIANTS}
+    hyps: dict[str, list[tuple[str, float, float, float]]] = {n: [] for n, _d, _k in variants}
     for path in pdfs:
         doc = pdfium.PdfDocument(str(path))
         try:
@@ -239,38 +273,39 @@ def main(argv: list[str] | None = None) -> int:
                 tp.close()
                 # the variants take turns, starting with another one on each page: a busy machine's
                 # slow spells fall on all of them alike
-                k = len(pages) % len(VARIANTS)
-                for name, _d, kw in VARIANTS[k:] + VARIANTS[:k]:
-                    t0, c0 = time.perf_counter(), time.process_time()
+                k = len(pages) % len(variants)
+                for name, _d, kw in variants[k:] + variants[:k]:
+                    t0, c0 = time.perf_counter(), _cpu()
                     read = ocr.read_page(page, **kw)  # type: ignore[arg-type]
-                    hyps[name].append((read.text, read.confidence, time.perf_counter() - t0,
-                                       time.process_time() - c0))
+                    hyps[name].append((read.text, read.confidence, time.perf_counter() - t0, _cpu() - c0))
                 page.close()
         finally:
             doc.close()
     rss_all = _rss_mb()
-    figs = {name: _figures(pages, hyps[name]) for name, _d, _k in VARIANTS}
-    rss = {name: _peak_rss(name, args.corpora) for name, _d, _k in VARIANTS}
-    base = figs[VARIANTS[0][0]]
-    import shutil
-
-    tesseract = shutil.which("tesseract")
+    load_avg = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    figs = {name: _figures(pages, hyps[name]) for name, _d, _k in variants}
+    rss = {name: _peak_rss(name, args.corpora) for name, _d, _k in variants}
+    base = figs[variants[0][0]]
     lines = [
         "# Local OCR benchmark",
         "",
         f"- date: {_dt.date.today().isoformat()}",
-        f"- engine: `{ocr.engine_id()}` (PP-OCRv4 ONNX models shipped in the wheel), pages rendered at "
-        f"{ocr.TARGET_PX} px on the longer side (≈ 155 dpi on a Letter page), {ocr.THREADS} ONNX Runtime thread; "
-        f"the parser's default: detection on {f'a ≤ {ocr.DET_PX} px copy' if ocr.DET_PX else 'the full image'}, "
-        f"orientation classifier {'on' if ocr.USE_CLS else 'off'} (ADR 0047)",
+        f"- the parser's engine: `{ocr.engine_id()}` (ADR 0057; `{ocr.ENGINE_ENV}` chooses another of "
+        f"{', '.join(f'`{e}`' for e in ocr.ENGINES)}); pages rendered at "
+        f"{ocr.TARGET_PX} px on the longer side (≈ 155 dpi on a Letter page), {ocr.THREADS} inference thread; "
+        f"rapidocr: detection on {f'a ≤ {ocr.DET_PX} px copy' if ocr.DET_PX else 'the full image'}, "
+        f"orientation classifier {'on' if ocr.USE_CLS else 'off'} (ADR 0047); the PP-OCRv4 ONNX models ship in "
+        "each rapidocr wheel, Tesseract's in Debian's package",
         f"- data: {len(pdfs)} TCGA pathology scans of the shared corpus ({len(pages)} pages) that carry a reference "
         "text layer; the rendered image is OCR'd and compared with the layer (itself an upstream OCR)",
-        f"- script: `scripts/bench_ocr.py`; engine load {load_s:.2f} s; the variants share one engine and take turns "
-        "page by page (each page starts with another one), so the machine's load falls on all of them alike",
-        "- not measured here: Tesseract (Debian's `tesseract-ocr` is "
-        + ("installed but not wired into this script" if tesseract else "not installed on this machine")
-        + ") and the OpenVINO runtime (`rapidocr-openvino`: not in the pinned requirements); issue 40 measured both "
-        "by hand",
+        "- script: `scripts/bench_ocr.py`; engine load "
+        + ", ".join(f"{e} {s:.2f} s" for e, s in load_s.items() if e not in {str(k['engine']) for n, _d, k in VARIANTS
+                                                                           if n in missing})
+        + "; the variants take turns page by page (each page starts with another one), so the machine's load "
+        f"falls on all of them alike; load average at the end of the OCR (1 / 5 / 15 min): {load_avg} on "
+        f"{os.cpu_count()} cores",
+        "- engine ids: " + ", ".join(f"`{ocr.engine_id(str(k['engine']))}`" for _n, _d, k in variants),
+        "- not measured (engine not installed): " + ("; ".join(f"{n}: {m}" for n, m in missing.items()) or "none"),
         "",
         "## The variants side by side",
         "",
@@ -280,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             t=base["v4"]["threshold_ocr"]),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, _d, kw in VARIANTS:
+    for name, _d, kw in variants:
         f = figs[name]
         v4, t = f["v4"], f["v4"]["threshold_ocr"]
         mark = " **(default)**" if _is_default(kw) else ""
@@ -290,9 +325,10 @@ def main(argv: list[str] | None = None) -> int:
             f"| {100 * f['words']:.1f} % | {100 * f['cer']:.1f} % | {100 * statistics.median(f['cers']):.1f} % "
             f"| {_pct(v4['faithful'][t], v4['n_lines'])} | {_pct(v4['false_faithful'][t], v4['n_false'])} "
             f"| {f['conf']:.3f} | {rss[name]} |")
-    lines += [""] + [f"- *{name}*: {d}." for name, d, _k in VARIANTS] + [
+    lines += [""] + [f"- *{name}*: {d}." for name, d, _k in variants] + [
         f"- pages/s: render + OCR of the {len(pages)} pages, one process, one thread, wall clock (on a shared machine "
         "it counts the other processes' turns too); pages per CPU-second: the same over this process's CPU time "
+        "and its Tesseract subprocesses' "
         "(the comparison that holds on a busy machine); reference words: the layer's "
         f"words of ≥ 4 letters ({base['words_n']}) also read, order-free; peak RSS: a child process OCRing "
         f"{RSS_PAGES} pages with that variant alone (this process, all variants: {rss_all:.0f} MB).",
@@ -306,19 +342,19 @@ def main(argv: list[str] | None = None) -> int:
         "`faithfulness` in `include/rules/evidence.json`), as V4 requires on an OCR'd page. Each cell: own lines "
         "found / found faithful / other documents' lines found (false) / false, faithful.",
         "",
-        "| threshold | " + " | ".join(n for n, _d, _k in VARIANTS) + " |",
-        "|---:|" + "---:|" * len(VARIANTS),
+        "| threshold | " + " | ".join(n for n, _d, _k in variants) + " |",
+        "|---:|" + "---:|" * len(variants),
     ]
     for t in THRESHOLDS:
         cells = []
-        for name, _d, _k in VARIANTS:
+        for name, _d, _k in variants:
             v4 = figs[name]["v4"]
             cells.append(f"{_pct(v4['found'][t], v4['n_lines'])} / {_pct(v4['faithful'][t], v4['n_lines'])} / "
                          f"{_pct(v4['false'][t], v4['n_false'])} / {_pct(v4['false_faithful'][t], v4['n_false'])}")
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
     lines += ["", f"At V4's OCR threshold ({base['v4']['threshold_ocr']}) the faithfulness check turns own lines the "
               "fuzzy match finds into not found (V4 would call them fabricated):", ""]
-    for name, _d, _k in VARIANTS:
+    for name, _d, _k in variants:
         v4 = figs[name]["v4"]
         t = v4["threshold_ocr"]
         lost = v4["found"][t] - v4["faithful"][t]
@@ -334,24 +370,24 @@ def main(argv: list[str] | None = None) -> int:
         "Realistic classifier errors made on the own lines the faithful check finds (V4's OCR threshold) and "
         "looked up again on the same OCR'd page (lines / caught, i.e. not found):",
         "",
-        "| change | " + " | ".join(n for n, _d, _k in VARIANTS) + " |",
-        "|---|" + "---:|" * len(VARIANTS),
+        "| change | " + " | ".join(n for n, _d, _k in variants) + " |",
+        "|---|" + "---:|" * len(variants),
     ]
-    kinds = sorted({k for name, _d, _k in VARIANTS for k in figs[name]["v4"]["mutations"]})
+    kinds = sorted({k for name, _d, _k in variants for k in figs[name]["v4"]["mutations"]})
     for kind in kinds:
         cells = []
-        for name, _d, _k in VARIANTS:
+        for name, _d, _k in variants:
             n, caught = figs[name]["v4"]["mutations"].get(kind, (0, 0))
             cells.append(f"{n} / {_pct(caught, n)}")
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     lines += ["", "A change not caught is mostly one whose changed form is on the page too (left and right lymph "
               "node lists, numbered blocks), or a quote that stops right after a dropped leading \"no\" (an exact "
               "substring of the page)."]
-    lines += ["", "## Per page (CER / CPU seconds)", "", "| file | page | " + " | ".join(n for n, _d, _k in VARIANTS) + " |",
-              "|---|---:|" + "---:|" * len(VARIANTS)]
+    lines += ["", "## Per page (CER / CPU seconds)", "", "| file | page | " + " | ".join(n for n, _d, _k in variants) + " |",
+              "|---|---:|" + "---:|" * len(variants)]
     for j, (fname, pno, _ref) in enumerate(pages):
         lines.append(f"| {fname} | {pno} | " + " | ".join(
-            f"{100 * figs[n]['cers'][j]:.1f} % / {hyps[n][j][3]:.2f}" for n, _d, _k in VARIANTS) + " |")
+            f"{100 * figs[n]['cers'][j]:.1f} % / {hyps[n][j][3]:.2f}" for n, _d, _k in variants) + " |")
     md = "\n".join(lines) + "\n"
     if not args.no_write:
         OUT.write_text(md, encoding="utf-8")

@@ -1,32 +1,41 @@
-"""Local OCR of page images: **rapidocr-onnxruntime** (PP-OCRv4 detection + recognition on ONNX
-Runtime, Apache-2.0).
+"""Local OCR of page images. The engine (ADR 0057, chosen by ``scripts/bench_ocr.py``):
+**rapidocr-openvino** — PP-OCRv4 detection + recognition on the OpenVINO runtime (Apache-2.0), in
+bf16 where the CPU has the instructions (f32 elsewhere; the engine id names the one run). The
+environment variable ``DOCVERIFY_OCR_ENGINE`` chooses another: ``rapidocr-onnxruntime`` (the same
+models on ONNX Runtime, the engine until ADR 0057) or ``tesseract`` (Debian's ``tesseract-ocr``,
+called as a subprocess, ``make ocr-deps``); ``rapidocr-openvino:f32`` fixes OpenVINO's precision.
 
-Why this engine: it installs from the package index alone (no system package such as Tesseract)
-and its wheel *ships its three ONNX models* (``rapidocr_onnxruntime/models/*.onnx``, ~16 MB), so
-nothing is downloaded at run time — ``rapidocr`` 3.x, its successor, fetches models from a hub
-on first use and is not used. cv2 comes from ``opencv-python-headless`` (the plain
-``opencv-python`` it declares needs the system's libGL; ``requirements-overrides.txt`` drops it).
+Why these engines: the rapidocr ones install from the package index alone and their wheels *ship
+the three ONNX models* (``rapidocr_*/models/*.onnx``, ~16 MB), so nothing is downloaded at run
+time — ``rapidocr`` 3.x, their successor, fetches models from a hub on first use and is not used;
+Tesseract's English model ships in Debian's package. rapidocr-openvino 1.4.4 imports
+``openvino.runtime``, which openvino 2026 removed: :func:`_openvino_runtime_shim` provides it. cv2
+comes from ``opencv-python-headless`` (the plain ``opencv-python`` the rapidocr wheels declare needs
+the system's libGL; ``requirements-overrides.txt`` drops it).
 
 Used by the local PDF parser (:mod:`docverify.layout.local_pdf`) inside its time-bounded worker
 processes, for pages without a text layer that are mostly images. One engine per process (the
-models load in ~0.3 s), one ONNX Runtime thread per worker (the workers are the parallelism).
+models load in ~1–2 s), one inference thread per worker (the workers are the parallelism).
 
 A page image is rendered with pypdfium2 so that its longer side is :data:`TARGET_PX` pixels
-(whatever the page's nominal size: some scans declare a 4-point page); text lines are *detected*
-on a copy at most :data:`DET_PX` pixels long and *recognised* on crops of the full image, without
-the engine's orientation classifier (ADR 0047: on the corpus's TCGA scans this reads 94 % of the
-reference words instead of 84 %, with half the CER and ~1.5× the speed, ``scripts/bench_ocr.py``);
-its lines
-(in reading order: top to bottom, then left to right) are normalised (NFKC: the recogniser's
-full-width punctuation becomes ASCII) and grouped into paragraphs at vertical gaps larger than
-:data:`PARA_GAP` line heights. The page's confidence is the recogniser's per-line score
-averaged with the lines' lengths as weights.
+(whatever the page's nominal size: some scans declare a 4-point page); with rapidocr, text lines
+are *detected* on a copy at most :data:`DET_PX` pixels long and *recognised* on crops of the full
+image, without the engine's orientation classifier (ADR 0047: on the corpus's TCGA scans this reads
+94 % of the reference words instead of 84 %, with half the CER and ~1.5× the speed); Tesseract
+gives its own lines. The lines (in reading order: top to bottom, then left to right) are normalised
+(NFKC: the recogniser's full-width punctuation becomes ASCII) and grouped into paragraphs at
+vertical gaps larger than :data:`PARA_GAP` line heights. The page's confidence is the recogniser's
+per-line score averaged with the lines' lengths as weights (Tesseract: its words' mean confidence).
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from importlib import metadata as _metadata
@@ -41,7 +50,14 @@ if TYPE_CHECKING:
     #: a page image: height × width × 3 channels
     Image = npt.NDArray[np.uint8]
 
-ENGINE = "rapidocr-onnxruntime"
+#: the engines this module can drive (ADR 0057): the PP-OCRv4 models on the OpenVINO runtime (the
+#: default) or on ONNX Runtime (the engine until ADR 0057; the same models, shipped in each wheel),
+#: and Debian's Tesseract (``tesseract-ocr``, called as a subprocess)
+ENGINES = ("rapidocr-openvino", "rapidocr-onnxruntime", "tesseract")
+#: the engine used when the environment names none
+DEFAULT_ENGINE = "rapidocr-openvino"
+#: environment variable choosing the engine (a parse worker inherits its parent's environment)
+ENGINE_ENV = "DOCVERIFY_OCR_ENGINE"
 #: the longer side of the rendered page image, in pixels (≈ 155 dpi on a Letter page's 11-inch side,
 #: ≈ 145 dpi on A4's); recognition reads its line crops at this resolution
 TARGET_PX = 1700
@@ -59,18 +75,64 @@ MIN_LINE_SCORE = 0.5
 THREADS = 1
 
 
-def engine_version() -> str:
+#: OpenVINO's inference precision asked for (``INFERENCE_PRECISION_HINT``; ADR 0057): bf16 reads the
+#: corpus scans as faithfully as f32 at 1.7× its speed; a CPU without bf16 instructions runs f32 (the
+#: engine id names the precision run)
+OPENVINO_PRECISION = "bf16"
+#: Tesseract's language and page segmentation mode (3: automatic, no orientation detection)
+TESSERACT_ARGS = ("-l", "eng", "--psm", "3")
+
+
+def engine_name(engine: str | None = None) -> str:
+    """``engine``, else the environment's :data:`ENGINE_ENV`, else :data:`DEFAULT_ENGINE`."""
+    return engine or os.environ.get(ENGINE_ENV, "").strip() or DEFAULT_ENGINE
+
+
+def engine_version(engine: str | None = None) -> str:
+    name = engine_name(engine).partition(":")[0]
+    if name == "tesseract":
+        return _tesseract_version() or "unavailable"
+    if name not in ENGINES:
+        return "unavailable"
     try:
-        return _metadata.version(ENGINE)
+        return _metadata.version(name)
     except _metadata.PackageNotFoundError:
         return "unavailable"
 
 
-def engine_id() -> str:
+def engine_id(engine: str | None = None) -> str:
     """The engine, its version and the settings that change what it reads (``-det960``: detection on
-    a ≤ 960 px copy; ``-cls``: the orientation classifier on), e.g. ``rapidocr-onnxruntime-1.4.4-det960``:
-    part of an OCR'd bundle's ``parser``, so a bundle read with other settings is not reused."""
-    return f"{ENGINE}-{engine_version()}" + (f"-det{DET_PX}" if DET_PX else "") + ("-cls" if USE_CLS else "")
+    a ≤ 960 px copy; ``-cls``: the orientation classifier on; Tesseract: its language), e.g.
+    ``rapidocr-openvino-1.4.4-det960``: part of an OCR'd bundle's ``parser`` (and of the intake OCR
+    cache's key), so a bundle read by another engine or with other settings is not reused."""
+    full = engine_name(engine)
+    name, _sep, precision = full.partition(":")
+    if name not in ENGINES:
+        return f"{full}-unavailable"
+    if name == "tesseract":
+        return f"tesseract-{engine_version(name)}-{TESSERACT_ARGS[1]}"
+    out = f"{name}-{engine_version(name)}" + (f"-det{DET_PX}" if DET_PX else "") + ("-cls" if USE_CLS else "")
+    if name == "rapidocr-openvino":  # the precision the CPU plugin runs (loads the engine once)
+        asked = precision or OPENVINO_PRECISION
+        try:
+            get_engine(full)
+        except OCRUnavailable:
+            return out + f"-{asked}"
+        out += f"-{_OV_EFFECTIVE.get(asked, asked)}"
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _tesseract_version() -> str:
+    exe = shutil.which("tesseract")
+    if not exe:
+        return ""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    first = (out.stdout or out.stderr).split("\n", 1)[0].split()
+    return first[1] if len(first) > 1 and first[0] == "tesseract" else ""
 
 
 class OCRUnavailable(RuntimeError):
@@ -92,13 +154,76 @@ class OCRPage:
         return "\n\n".join(self.paragraphs)
 
 
-@functools.lru_cache(maxsize=1)
-def get_engine() -> RapidOCR:
-    """The process's OCR engine (loaded once; models from the installed wheel)."""
+@dataclass(frozen=True)
+class Tesseract:
+    """Debian's ``tesseract`` binary (one OpenMP thread per call: the workers are the parallelism)."""
+
+    exe: str
+    version: str
+
+
+#: OpenVINO's inference precision per engine load: what was asked → what the CPU plugin runs
+_OV_PRECISION: dict[str, str] = {"asked": OPENVINO_PRECISION}
+_OV_EFFECTIVE: dict[str, str] = {}
+
+
+def _openvino_runtime_shim() -> None:
+    """rapidocr-openvino 1.4.4 imports ``Core`` from ``openvino.runtime``, a module openvino 2026 removed
+    (``Core`` is at the package's top level since 2023.1): that module is made here, its ``Core`` the
+    package's with the inference precision of :data:`OPENVINO_PRECISION` set (OpenVINO's own default
+    depends on the CPU: the same engine id would read differently) and the precision it runs recorded
+    for :func:`engine_id` (f32 when the CPU refuses the one asked)."""
+    if "openvino.runtime" in sys.modules and hasattr(sys.modules["openvino.runtime"], "_docverify"):
+        return
+    import types
+
+    import openvino
+
+    class Core(openvino.Core):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            asked = _OV_PRECISION["asked"]
+            try:
+                self.set_property("CPU", {"INFERENCE_PRECISION_HINT": asked})
+            except Exception:  # a precision this CPU has no instructions for
+                self.set_property("CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+            got = str(self.get_property("CPU", "INFERENCE_PRECISION_HINT"))
+            _OV_EFFECTIVE[asked] = {"bfloat16": "bf16", "float32": "f32", "float16": "f16"}.get(
+                got.split("'")[1] if "'" in got else got, got)
+
+    shim = types.ModuleType("openvino.runtime")
+    shim.Core = Core  # type: ignore[attr-defined]
+    shim._docverify = True  # type: ignore[attr-defined]
+    sys.modules["openvino.runtime"] = shim
+
+
+def get_engine(engine: str | None = None) -> RapidOCR | Tesseract:
+    """The process's OCR engine for ``engine`` (default: :func:`engine_name`; ``rapidocr-openvino:bf16``
+    names OpenVINO's precision too), loaded once; the rapidocr models come from the installed wheel,
+    Tesseract's from Debian's package."""
+    return _load_engine(engine_name(engine))
+
+
+@functools.lru_cache(maxsize=6)
+def _load_engine(full: str) -> RapidOCR | Tesseract:
+    name, _sep, precision = full.partition(":")
+    if name not in ENGINES or (precision and name != "rapidocr-openvino"):
+        raise OCRUnavailable(f"unknown OCR engine {full!r} ({ENGINE_ENV}); one of {', '.join(ENGINES)}")
+    if name == "tesseract":
+        version = _tesseract_version()
+        if not version:
+            raise OCRUnavailable("tesseract is not installed (Debian's tesseract-ocr: make ocr-deps)")
+        return Tesseract(exe=shutil.which("tesseract") or "tesseract", version=version)
     try:
+        if name == "rapidocr-openvino":
+            _openvino_runtime_shim()
+            from rapidocr_openvino import RapidOCR as OpenVINOOCR
+
+            _OV_PRECISION["asked"] = precision or OPENVINO_PRECISION
+            return OpenVINOOCR(inference_num_threads=THREADS, print_verbose=False)
         from rapidocr_onnxruntime import RapidOCR
-    except Exception as exc:  # ImportError, or cv2/onnxruntime failing to load their libraries
-        raise OCRUnavailable(f"{ENGINE} cannot be imported ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:  # ImportError, or cv2/onnxruntime/openvino failing to load their libraries
+        raise OCRUnavailable(f"{name} cannot be imported ({type(exc).__name__}: {exc})") from exc
     return RapidOCR(intra_op_num_threads=THREADS, inter_op_num_threads=1, print_verbose=False)
 
 
@@ -114,41 +239,74 @@ def _norm(s: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", s).split())
 
 
-def _recognise(image: Image, det_px: int | None, use_cls: bool) -> list[tuple[object, object, object]]:
+def _tesseract_lines(image: Image, tess: Tesseract) -> list[tuple[object, object, object]]:
+    """Tesseract's lines of ``image`` as ``(box, text, score)``: its TSV words grouped by (block,
+    paragraph, line), the box the words' union, the score their mean confidence / 100."""
+    import cv2
+
+    ok, png = cv2.imencode(".png", image)
+    if not ok:
+        return []
+    env = {"OMP_THREAD_LIMIT": "1", "PATH": os.environ.get("PATH", "/usr/bin")}
+    out = subprocess.run([tess.exe, "stdin", "stdout", *TESSERACT_ARGS, "tsv"], input=png.tobytes(),
+                         capture_output=True, env=env, timeout=600, check=True)
+    lines: dict[tuple[str, str, str, str], list[tuple[int, int, int, int, float, str]]] = {}
+    for row in out.stdout.decode("utf-8", "replace").splitlines()[1:]:
+        f = row.split("\t")
+        if len(f) < 12 or f[0] != "5" or not f[11].strip():
+            continue
+        x, y, w, h, conf = int(f[6]), int(f[7]), int(f[8]), int(f[9]), float(f[10])
+        lines.setdefault((f[1], f[2], f[3], f[4]), []).append((x, y, x + w, y + h, conf, f[11]))
+    result: list[tuple[object, object, object]] = []
+    for words in lines.values():
+        x0, y0 = min(w[0] for w in words), min(w[1] for w in words)
+        x1, y1 = max(w[2] for w in words), max(w[3] for w in words)
+        box = [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+        result.append((box, " ".join(w[5] for w in words), max(0.0, sum(w[4] for w in words) / len(words) / 100)))
+    return result
+
+
+def _recognise(image: Image, det_px: int | None, use_cls: bool,
+               engine: str | None = None) -> list[tuple[object, object, object]]:
     """The engine's ``(box, text, score)`` lines of ``image``. With ``det_px``, text detection runs on
     a copy whose longer side is at most ``det_px`` pixels and the boxes it finds are scaled back and
     cropped from the full image for recognition (what ``RapidOCR.__call__`` does, minus its
     rescaling; its own ``det_limit_side_len`` cannot shrink a page: with ``limit_type max`` the
-    detector picks 960/1500/2000 px by itself)."""
-    engine = get_engine()
+    detector picks 960/1500/2000 px by itself). Tesseract has its own layout analysis (``det_px``
+    and ``use_cls`` do not apply)."""
+    eng = get_engine(engine)
+    if isinstance(eng, Tesseract):
+        return _tesseract_lines(image, eng)
     if det_px is None:
-        result, _elapse = engine(image, use_cls=use_cls)
+        result, _elapse = eng(image, use_cls=use_cls)
         return list(result or [])
     import cv2
     import numpy as np
 
-    img = engine.load_img(image)
+    img = eng.load_img(image)
     h, w = img.shape[:2]
     scale = min(1.0, det_px / max(1, h, w))
     small = img if scale >= 1.0 else cv2.resize(
         img, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
-    boxes, _elapse = engine.text_det(small)
+    boxes, _elapse = eng.text_det(small)
     if boxes is None or len(boxes) == 0:
         return []
     full = [np.clip(np.asarray(b, dtype=np.float32) / scale, 0, [w, h]).astype(np.float32)
-            for b in engine.sorted_boxes(boxes)]
-    crops = engine.get_crop_img_list(img, full)
+            for b in eng.sorted_boxes(boxes)]
+    crops = eng.get_crop_img_list(img, full)
     if use_cls:
-        crops, _cls, _elapse = engine.text_cls(crops)
-    rec, _elapse = engine.text_rec(crops, False)
+        crops, _cls, _elapse = eng.text_cls(crops)
+    rec, _elapse = eng.text_rec(crops, False)
     return [(box, r[0], r[1]) for box, r in zip(full, rec, strict=True)]
 
 
-def read_image(image: Image, *, det_px: int | None = None, use_cls: bool | None = None) -> OCRPage:
+def read_image(image: Image, *, det_px: int | None = None, use_cls: bool | None = None,
+               engine: str | None = None) -> OCRPage:
     """OCR one image (numpy array, RGB or BGR) → :class:`OCRPage`; ``det_px`` / ``use_cls``
-    default to :data:`DET_PX` / :data:`USE_CLS` (the bench compares others)."""
+    default to :data:`DET_PX` / :data:`USE_CLS`, ``engine`` to :func:`engine_name` (the bench
+    compares others)."""
     result = _recognise(image, DET_PX if det_px is None else (det_px or None),
-                        USE_CLS if use_cls is None else use_cls)
+                        USE_CLS if use_cls is None else use_cls, engine)
     rows: list[tuple[float, float, float, str, float]] = []
     for box, text, score in result:
         text = _norm(str(text))
@@ -191,7 +349,7 @@ def read_image(image: Image, *, det_px: int | None = None, use_cls: bool | None 
 
 
 def read_page(page: PdfPage, target_px: int = TARGET_PX, *, det_px: int | None = None,
-              use_cls: bool | None = None) -> OCRPage:
-    """Render a pypdfium2 page and OCR it (``det_px``/``use_cls``: see :func:`read_image`; 0 for
-    ``det_px`` = detection on the rendered image)."""
-    return read_image(render(page, target_px), det_px=det_px, use_cls=use_cls)
+              use_cls: bool | None = None, engine: str | None = None) -> OCRPage:
+    """Render a pypdfium2 page and OCR it (``det_px``/``use_cls``/``engine``: see :func:`read_image`;
+    0 for ``det_px`` = detection on the rendered image)."""
+    return read_image(render(page, target_px), det_px=det_px, use_cls=use_cls, engine=engine)
