@@ -28,15 +28,16 @@ or a refused request is a short HTML page naming what to do."""
 
 from __future__ import annotations
 
-import html
 import re
 from typing import cast
 from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from docverify.domain.templating import render
 from docverify.reporting import trend
 from docverify.reporting.contract import Report
 from docverify.reporting.report import feedback_section
@@ -85,29 +86,15 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
                  "the sme_review Dag's reviews). Ask an Airflow admin for that access.",
             404: missing,
             400: "This address is not valid."}.get(exc.status_code, "The request could not be served.")
-    links = ("<a href='/docverify/reports/'>Nightly reports</a>" if "/reports/" in path or "/trace/" in path
-             else "<a href='/docverify/reviews/'>The review queue</a>")
-    body = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{exc.status_code}</title><style>"
-            f"{STYLE}</style></head><body><h1>{html.escape(what)}</h1><p class='muted'>{html.escape(str(exc.detail))}"
-            f"</p><p>{links} · <a href='/'>Airflow</a></p></body></html>")
+    body = render("web/error.html.j2", status=exc.status_code, style=Markup(STYLE), what=what, detail=str(exc.detail),
+                  to_reports="/reports/" in path or "/trace/" in path)
     return HTMLResponse(body, status_code=exc.status_code, headers=HEADERS)
 
 
 @app.get("/packets/", response_class=HTMLResponse, dependencies=AUTH)
 def pending() -> HTMLResponse:
     rows = list_pending_reviews(config.artifact_store())
-    items = "".join(
-        f'<tr><td><a href="{html.escape(r["review_id"])}">{html.escape(r["doc_id"])}</a></td>'
-        f'<td>{html.escape(r["review_id"])}</td>'
-        f'<td>{html.escape(str(r.get("v5_rule") if r.get("v5_rule") is not None else "error"))}</td>'
-        f'<td>{html.escape(str(r.get("top_severity") or ""))}</td><td>{html.escape(str(r.get("total_issues")))}</td>'
-        f'<td>{html.escape(str(r.get("created_at") or ""))}</td></tr>' for r in rows)
-    body = ("<!doctype html><html><head><meta charset='utf-8'><title>SME packets</title><style>"
-            "body{font-family:sans-serif;margin:2em}td,th{padding:.3em .8em;text-align:left}</style></head><body>"
-            f"<h1>SME packets waiting for review ({len(rows)})</h1><p>Answer them in the <a href='../reviews/'>review "
-            "workspace</a> (or Airflow's Browse → Required Actions).</p><table><tr><th>document</th><th>review (night, file, content)</th><th>V5 rule</th><th>top severity</th><th>issues</th>"
-            f"<th>created</th></tr>{items}</table></body></html>")
-    return HTMLResponse(body, headers=HEADERS)
+    return HTMLResponse(render("web/pending.html.j2", rows=rows), headers=HEADERS)
 
 
 @app.get("/packets/{doc_id}", response_class=HTMLResponse, dependencies=AUTH)
@@ -123,16 +110,8 @@ def packet(doc_id: str) -> HTMLResponse:
     except (PacketNotFoundError, FileNotFoundError, ValueError):
         pkt = None
     if pkt is not None:
-        key = packet_key(pkt)
-        title = f"SME packet — {pkt.doc_id}"
-        status = (f"<a href='/docverify/reviews/{html.escape(key)}'>Answer this review in the workspace</a>"
-                  if pkt.review_status == "pending" else f"Answered by {html.escape(str(pkt.reviewer or ''))} at "
-                  f"{html.escape(str(pkt.reviewed_at or ''))} (ground truth {html.escape(str(pkt.ground_truth_path))})")
-        body = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                f"<style>{STYLE}body{{max-width:1100px}}</style></head><body><h1>{html.escape(title)}"
-                f"{' (audit)' if pkt.review_kind == 'audit' else ''}</h1><p class='muted'>{status} · "
-                f"{pkt.total_issues} finding(s). Contains clinical text: handle as PHI.</p>"
-                f"{review_document_html(store, pkt)}</body></html>")
+        body = render("web/packet.html.j2", title=f"SME packet — {pkt.doc_id}", style=Markup(STYLE), pkt=pkt,
+                      key=packet_key(pkt), document=Markup(review_document_html(store, pkt)))
         return HTMLResponse(body, headers=HEADERS)
     try:
         data = store.read_bytes(html_rel(doc_id))
@@ -159,22 +138,8 @@ def reports_index() -> HTMLResponse:
         if not isinstance(rep, dict):
             continue
         c = night_counts(cast(Report, rep))  # a stored report: night_counts reads every key with a default
-        empty = " <b class='warn empty'>EMPTY NIGHT: no PDF found</b>" if c.empty else ""
-        rows.append(
-            f"<tr{' class=empty' if c.empty else ''}><td><a href='{html.escape(name)}'>{html.escape(name)}</a>"
-            f"{empty}</td>"
-            f"<td>{c.documents}</td><td>{c.accepted}</td><td>{c.escalated}</td><td>{c.errors}</td>"
-            f"<td>{html.escape(str(rep.get('run_id') or ''))}</td>"
-            f"<td><a href='../reviews/?night={html.escape(name)}'>reviews of the night</a></td></tr>")
-    table = ("<table><tr><th>night</th><th>documents</th><th>accepted</th><th>escalated</th><th>errors</th>"
-             "<th>run</th><th></th></tr>" + "".join(rows) + "</table>"
-             "<p class='muted'>Accepted: directly or after the automatic fix and retry; escalated: to an SME, "
-             "unreadable files included — the counts of each night's report.</p>") if rows else \
-        "<p class='muted'>No night has a batch report yet: the nightly Dag writes one at the end of each run.</p>"
-    body = ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Nightly reports</title><style>"
-            f"{STYLE}</style></head><body><h1>Nightly reports ({len(rows)})</h1><p class='muted'>Counts and ids only. "
-            "The last nights side by side: <a href='../trend/'>verification trend</a>.</p>"
-            f"{table}</body></html>")
+        rows.append({"name": name, "counts": c, "run_id": str(rep.get("run_id") or "")})
+    body = render("web/reports_index.html.j2", rows=rows, style=Markup(STYLE))
     return HTMLResponse(body, headers=HEADERS)
 
 
@@ -211,17 +176,8 @@ def trend_page() -> HTMLResponse:
         if k in ("escalation_rate", "false_accept_rate", "false_accept_ci95_low", "false_accept_ci95_high"):
             return f"{100 * v:.1f} %" if isinstance(v, int | float) else str(v)
         return str(v)
-    head = "".join(f"<th>{html.escape(k.replace('_', ' '))}</th>" for k in COLUMNS)
-    body_rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell(r, k))}</td>" for k in COLUMNS) + "</tr>"
-                        for r in reversed(rows))
-    body = ("<!doctype html><html><head><meta charset='utf-8'><title>Verification trend</title><style>"
-            "body{font-family:sans-serif;margin:2em}td,th{padding:.3em .6em;text-align:right}"
-            "th{font-size:.85em}tr:nth-child(even){background:#f4f4f4}</style></head><body>"
-            f"<h1>The last {len(rows)} night(s)</h1><p>The false-accept rate is the weighted share of audited "
-            "accepts an SME corrected, with its 95 % Wilson interval and n (answers so far); read the upper bound "
-            "while n is small. Export: <a href='trend.csv'>trend.csv</a> · <a href='trend.json'>trend.json</a></p>"
-            f"<table><tr>{head}</tr>{body_rows}</table></body></html>")
-    return HTMLResponse(body, headers=HEADERS)
+    cells = [[cell(r, k) for k in COLUMNS] for r in reversed(rows)]
+    return HTMLResponse(render("web/trend.html.j2", columns=COLUMNS, rows=cells), headers=HEADERS)
 
 
 @app.get("/trend/trend.csv", dependencies=TREND_AUTH)

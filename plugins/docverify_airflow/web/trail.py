@@ -56,13 +56,13 @@ def may_read_packets(request: Request, user: GetUserDep) -> bool:
 
 def trace_html(trace: Trace, reader: bool) -> str:
     """The page (``trace`` is already redacted for a reader who may not read packets), rendered from
-    ``include/templates/trail.html.j2`` with autoescape: every id, code and PHI field is escaped there."""
+    ``include/templates/web/trail.html.j2`` with autoescape: every id, code and PHI field is escaped there."""
     nights: dict[str, list[Step]] = {}
     for s in trace.steps:
         nights.setdefault(s.night, []).append(s)
     style = ("ol.trail{padding-left:1.4em}li.step{margin:.5em 0}.attempt{margin:.2em 0 .2em 1em}"
              ".attempt ul{margin:.1em 0}.phi{color:#444;font-size:.9em}")
-    return render("trail.html.j2", doc_id=trace.doc_id, trace=trace, reader=reader, nights=nights, kinds=_KIND,
+    return render("web/trail.html.j2", doc_id=trace.doc_id, trace=trace, reader=reader, nights=nights, kinds=_KIND,
                   hidden=[_NAMES.get(h, h) for h in trace.hidden], quote=quote, style=Markup(STYLE + style))
 
 
