@@ -35,6 +35,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from docverify.domain.models import DOC_TYPES
+from docverify.domain.templating import render
 from docverify.sme.answer import (
     AGREE,
     CANNOT_CLASSIFY,
@@ -164,10 +165,7 @@ def _unreadable_table(rows: list[Row], filters: dict[str, str], me: str, skipped
     """The files with no page to look at, after the others, marked as an operator's work (ADR 0051)."""
     if not rows:
         return ""
-    return (f"<h2 id='unreadable'>Files with no page to look at ({len(rows)})</h2><p class='muted'>Empty, damaged, "
-            "locked or not a PDF: an operator's work (the night's report lists them with what to do). Reviewing "
-            "offers them only when no document with pages waits; answer <b>Cannot classify</b> to close one.</p>"
-            + _queue_table(rows, filters, me, skipped))
+    return _queue_table(rows, filters, me, skipped, heading=True)
 
 
 def _reviewable_first(rows: list[Row]) -> list[Row]:
@@ -220,27 +218,13 @@ def _e(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- the queue
-def _queue_table(rows: list[Row], filters: dict[str, str], me: str = "", skipped: set[str] | None = None) -> str:
-    if not rows:
-        return "<p class='muted'>Nothing here.</p>"
+def _queue_table(rows: list[Row], filters: dict[str, str], me: str = "", skipped: set[str] | None = None, *,
+                 heading: bool = False) -> str:
+    """The queue's table (``include/templates/web/queue_table.html.j2``, autoescaped): each row's night,
+    document, severity, why it waits and its state for ``me``; ``heading``: the unreadable files' part."""
     q = f"?{urlencode(filters)}" if filters else ""
-    lines = []
-    for r in rows:
-        task, holder = r["task"], r["holder"]
-        state = ("<span class='muted'>waiting for a review run</span>" if not task else
-                 "<span class='muted'>skipped (this session)</span>" if r["review_id"] in (skipped or ()) else
-                 "<span class='ok'>yours: resume</span>" if holder and holder == me else
-                 "<span class='ok'>open</span>" if not holder else f"being reviewed by {_e(holder)}")
-        link = (f"<a href='{_e(r['review_id'])}{_e(q)}'>{_e(r['doc_id'])}</a>" if task else _e(r["doc_id"]))
-        why = (f"{_e(code_headline(r['first_code']))} <span class='muted'>(rule {_e(r['v5_rule'])})</span>"
-               if r.get("v5_rule") is not None and r.get("first_code") else
-               f"V5 rule {_e(r['v5_rule'])}" if r.get("v5_rule") is not None else
-               f"no page to look at ({_e(r.get('error'))})" if not r.get("has_pages", True) else
-               f"not processed ({_e(r.get('error'))})")
-        lines.append(f"<tr><td>{_e(r['night'])}</td><td>{link}</td><td class='sev {_e(r['top_severity'])}'>"
-                     f"{_e(r['top_severity'])}</td><td>{why}</td><td>{_e(r['total_issues'])}</td><td>{state}</td></tr>")
-    return ("<table><tr><th>night</th><th>document</th><th>severity</th><th>why</th><th>issues</th><th>review</th></tr>"
-            + "".join(lines) + "</table>")
+    return render("web/queue_table.html.j2", rows=rows, q=q, me=me, skipped=skipped or set(), heading=heading,
+                  headline=code_headline)
 
 
 @router.get("/", response_class=HTMLResponse, dependencies=READ)
