@@ -31,6 +31,7 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
@@ -365,46 +366,22 @@ def page_controls(task: Any, preset: list[str | None], values: dict[str, Any]) -
                 "blank": None if kind else "— choose a type —"} for i, kind in enumerate(preset, start=1)}
 
 
+#: what each choice of the answer form means, beside it
+HINTS = {AGREE: "the classification is right", CORRECT: "change the type of the pages that are wrong",
+         CANNOT_CLASSIFY: "unreadable, wrong file, needs a re-scan"}
+
+
 def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list[str | None], values: dict[str, Any],
                  choice: str, refused: str, q: str) -> str:
+    """The answer form (``include/templates/web/answer_form.html.j2``, autoescaped) of the options the
+    review task offers; the types are chosen beside the pages when :func:`page_controls` draws them."""
     options = [o for o in (AGREE, CORRECT, CANNOT_CLASSIFY) if o in task.options]
-    hint = {AGREE: "the classification is right", CORRECT: "change the type of the pages that are wrong",
-            CANNOT_CLASSIFY: "unreadable, wrong file, needs a re-scan"}
-    radios = "".join(
-        f"<label class='choice'><input type='radio' name='choice' value='{_e(o)}'{' checked' if o == choice else ''}>"
-        f" <b>{_e(o)}</b> <span class='muted'>({hint[o]}; key {o[0].lower() if o != CANNOT_CLASSIFY else 'x'})</span></label>"
-        for o in options)
-
-    def type_select(name: str, current: Any, *, blank: str | None) -> str:
-        opts = (f"<option value=''>{_e(blank)}</option>" if blank is not None else "") + "".join(
-            f"<option{' selected' if t == current else ''}>{_e(t)}</option>" for t in DOC_TYPES)
-        return f"<select name='{name}' id='{name}'>{opts}</select>"
-    if page_controls(task, preset, values):
-        # the type of each page is chosen beside the page, on the left (ADR 0036)
-        pages = ("<p class='muted'>Change the type of a wrong page <b>beside that page</b>, on the left (changing "
-                 "one chooses Correct).</p>")
-    else:
-        pages = ("<label>Page ranges <input name='corrected_segments' size='34' placeholder='1-2 Genomic Report; "
-                 f"3 Clinical Note' value='{_e(values.get('corrected_segments') or '')}'></label>")
-    reasons = "".join(f"<option{' selected' if r == values.get('unclassifiable_reason') else ''}>{_e(r)}</option>"
-                      for r in UNCLASSIFIABLE_REASONS)
-    refused_html = (f"<div class='refused' role='alert'><b>Not sent:</b> {_e(refused)}</div>" if refused else "")
-    return (
-        f"<form id='answer' method='post' action='{_e(review_id)}{q}'>{refused_html}"
-        f"<input type='hidden' name='token' value='{_token(review_id, user)}'>"
-        f"<fieldset><legend>Your answer</legend>{radios}</fieldset>"
-        f"<div id='correct-fields'>{pages}<label>Whole document <span class='muted'>(optional)</span> "
-        f"{type_select('corrected_dominant_type', values.get('corrected_dominant_type'), blank='— from the pages —')}"
-        f"</label></div>"
-        f"<div id='cannot-fields'><label>Why <select name='unclassifiable_reason'><option value=''>— choose —</option>"
-        f"{reasons}</select></label></div>"
-        f"<label>Notes <span class='muted'>(no patient details: Airflow keeps them with the task)</span> "
-        f"<textarea name='notes' rows='2' cols='34'>{_e(values.get('notes') or '')}</textarea></label>"
-        f"<p><button type='submit' id='send'>Send answer</button> <span class='muted'>Ctrl+Enter</span></p></form>"
-        f"<p><a id='next' href='next?{_e(urlencode({'after': review_id, 'skip': '1'}))}{_e(('&' + q[1:]) if q else '')}'>"
-        f"Skip to the next review (n)</a> · <form class='inline' method='post' action='{_e(review_id)}/release{q}'>"
-        f"<input type='hidden' name='token' value='{_token(review_id, user)}'>"
-        f"<button id='release' type='submit' class='link'>Release (r)</button></form> · <a href='./{q}'>Queue</a></p>")
+    return render("web/answer_form.html.j2", review_id=review_id, q=Markup(q), token=_token(review_id, user),
+                  refused=refused, options=options, choice=choice, hints=HINTS,
+                  keys={o: "x" if o == CANNOT_CLASSIFY else o[0].lower() for o in options},
+                  beside_pages=bool(page_controls(task, preset, values)), values=values, doc_types=DOC_TYPES,
+                  reasons=UNCLASSIFIABLE_REASONS, next_query=urlencode({"after": review_id, "skip": "1"}),
+                  next_tail=("&" + q[1:]) if q else "")
 
 
 #: the review page scrolls as one (no nested frame); the answer panel stays beside the pages
