@@ -241,51 +241,24 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
     nights = sorted({r["night"] for r in _queue(store, session) if r["night"]}, reverse=True)
     state = hitl.review_dag_state(session)
 
-    def select(name: str, values: list[str], label: str) -> str:
-        opts = "".join(f"<option value='{_e(v)}'{' selected' if filters.get(name) == v else ''}>{_e(v)}</option>"
-                       for v in values)
-        return f"<label>{label} <select name='{name}'><option value=''>all</option>{opts}</select></label> "
-    notice = ""
-    if saved:
-        notice = f"<p class='ok saved' role='status'>Saved: your answer for {_e(_doc_name(store, saved))} was sent. " \
-                 "No other review is waiting for you here.</p>"
-    if opened:
-        notice += f"<p class='ok'>Review run {_e(opened)} started: the reviews open in a few seconds (reload).</p>"
-    if state["known"] and state["paused"]:
-        notice += ("<p class='warn'>The review Dag <b>sme_review</b> is paused: no review opens until an operator "
-                   "unpauses it (Dags → sme_review → the pause switch).</p>")
-    open_button = ""
-    if waiting and not state["run_active"] and not (state["known"] and state["paused"]):
-        open_button = (f"<form method='post' action='open'><input type='hidden' name='token' value="
-                       f"'{_token('open', _user_name(user))}'><button type='submit'>Open the {len(waiting)} waiting "
-                       f"review(s)</button></form>")
     me, skipped = _user_name(user), set(_skipped(request))
     # yours first (resume where you were), then the open ones; skipped ones wait until brought back;
     # a document with a page to look at before any file without one (ADR 0051)
     parts = _queue_parts(rows, me, skipped)  # one count: the heading's parts (issue 42)
     mine, free = parts["mine"], parts["free"]
-    first = next(iter(_reviewable_first(mine + free)), None)
-    q = f"?{urlencode(filters)}" if filters else ""
-    start = (f"<p><a class='button' id='start' href='{_e(first['review_id'])}{_e(q)}'>"
-             f"{'Resume reviewing' if mine else 'Start reviewing'} ({len(mine) + len(free)} open)</a></p>"
-             if first else "")
-    held_skipped = parts["skipped"]
-    if held_skipped:
-        start += (f"<p class='muted'>{len(held_skipped)} review(s) skipped in this session. "
-                  f"<a id='unskip' href='unskip{_e(q)}'>Offer them again</a></p>")
-    body = (f"<h1>Reviews waiting ({len(rows)})</h1>{notice}{start}{_counts_line(len(rows), parts)}"
-            "<form method='get' class='filters'>"
-            + select("night", nights, "Night") + select("severity", list(SEVERITIES), "Severity")
-            + select("kind", ["escalation", "audit"], "Kind")
-            + "<button type='submit'>Filter</button></form>"
-            + open_button
-            + f"<h2>Escalations ({len(escalations)})</h2>" + _queue_table(escalations, filters, me, skipped)
-            + (f"<h2>Audits of accepted documents ({len(audits)})</h2><p class='muted'>The pipeline accepted these; "
-               "a random sample is checked by an SME to measure how often an accept is wrong.</p>"
-               + _queue_table(audits, filters, me, skipped) if audits else "")
-            + _unreadable_table(unreadable, filters, me, skipped)
-            + "<p class='muted'>Also: <a href='../packets/'>all packets</a> · <a href='../trend/'>verification "
-            "trend</a> · Airflow's Browse → Required Actions shows the same reviews as forms.</p>")
+    paused = bool(state["known"] and state["paused"])
+    body = render(
+        "web/queue.html.j2", total=len(rows), saved_name=_doc_name(store, saved) if saved else None, opened=opened,
+        paused=paused, first=next(iter(_reviewable_first(mine + free)), None), n_mine=len(mine),
+        n_open=len(mine) + len(free), n_skipped=len(parts["skipped"]),
+        q=f"?{urlencode(filters)}" if filters else "", counts_line=Markup(_counts_line(len(rows), parts)),
+        filters=filters, selects=[("night", nights, "Night"), ("severity", list(SEVERITIES), "Severity"),
+                                  ("kind", ["escalation", "audit"], "Kind")],
+        open_token=_token("open", me) if waiting and not state["run_active"] and not paused else "",
+        n_waiting=len(waiting), n_escalations=len(escalations),
+        escalations=Markup(_queue_table(escalations, filters, me, skipped)), n_audits=len(audits),
+        audits=Markup(_queue_table(audits, filters, me, skipped)) if audits else "",
+        unreadable=Markup(_unreadable_table(unreadable, filters, me, skipped)))
     return _page("Reviews waiting", body)
 
 
