@@ -20,6 +20,7 @@ input-derived text is escaped. Logs name review ids and users, never document te
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import hmac
 import html
@@ -149,17 +150,13 @@ def _queue_parts(rows: list[Row], me: str, skipped: set[str]) -> dict[str, list[
     return parts
 
 
-def _counts_line(total: int, parts: dict[str, list[Row]]) -> str:
-    """What the heading's count holds besides the reviews you can open ("" when nothing)."""
-    n_open = len(parts["mine"]) + len(parts["free"])
-    if n_open == total:
-        return ""
+def _counts_rest(parts: dict[str, list[Row]]) -> list[str]:
+    """What the heading's count holds besides the reviews you can open, one phrase per kind (issue 42)."""
     rest = [f"{len(parts['held'])} being reviewed by someone else" if parts["held"] else "",
             f"{len(parts['skipped'])} skipped in this session" if parts["skipped"] else "",
             f"{len(parts['not_open'])} with no review task open yet (a review run opens it; an answer just sent "
             "is being saved)" if parts["not_open"] else ""]
-    return (f"<p class='muted' id='counts'>{total} waiting: {n_open} open to you, "
-            + ", ".join(x for x in rest if x) + ".</p>")
+    return [x for x in rest if x]
 
 
 def _unreadable_table(rows: list[Row], filters: dict[str, str], me: str, skipped: set[str]) -> str:
@@ -205,13 +202,14 @@ def _filters(request: Request) -> dict[str, str]:
 
 
 def _page(title: str, body: str, *, nonce: str = "", script: str = "", status: int = 200) -> HTMLResponse:
+    """A workspace page (``include/templates/web/page.html.j2``): ``body`` is the page's markup; with a
+    nonce, ``script`` runs (the only script the Content-Security-Policy allows)."""
     script_src = f"; script-src 'nonce-{nonce}'" if nonce else ""
     csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'; "
            f"frame-ancestors 'self'; base-uri 'none'{script_src}")
-    js = f"<script nonce='{nonce}'>{script}</script>" if nonce and script else ""
-    return HTMLResponse(f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                        f"<style>{STYLE}</style></head><body>{body}{js}</body></html>", status_code=status,
-                        headers={**HEADERS, "Content-Security-Policy": csp})
+    page = render("web/page.html.j2", title=title, style=Markup(STYLE), body=Markup(body), nonce=nonce,
+                  script=Markup(script))
+    return HTMLResponse(page, status_code=status, headers={**HEADERS, "Content-Security-Policy": csp})
 
 
 def _e(value: Any) -> str:
@@ -251,7 +249,7 @@ def queue(request: Request, session: SessionDep, user: GetUserDep, opened: str =
         "web/queue.html.j2", total=len(rows), saved_name=_doc_name(store, saved) if saved else None, opened=opened,
         paused=paused, first=next(iter(_reviewable_first(mine + free)), None), n_mine=len(mine),
         n_open=len(mine) + len(free), n_skipped=len(parts["skipped"]),
-        q=f"?{urlencode(filters)}" if filters else "", counts_line=Markup(_counts_line(len(rows), parts)),
+        q=f"?{urlencode(filters)}" if filters else "", counts_rest=_counts_rest(parts),
         filters=filters, selects=[("night", nights, "Night"), ("severity", list(SEVERITIES), "Severity"),
                                   ("kind", ["escalation", "audit"], "Kind")],
         open_token=_token("open", me) if waiting and not state["run_active"] and not paused else "",
@@ -383,25 +381,19 @@ def _review_page(store: ArtifactStore, session: Session, review_id: str, user: s
     except (PacketNotFoundError, ValueError):
         raise HTTPException(status_code=404, detail=f"no review {review_id}") from None
     task = hitl.open_reviews(session).get(review_id)
-    head = (f"<p class='muted crumbs'><a href='./{q}'>← Queue</a> · {_e(packet.review_id[:10] if packet.review_id else '')}"
-            f" · {_e(packet.total_pages or '?')} page(s)</p>"
-            f"<h1>{'AUDIT — ' if packet.review_kind == 'audit' else ''}{_e(packet.doc_id)}</h1>"
-            f"<p class='muted crumbs'><a id='trail' href='/docverify/trace/{_e(quote(packet.doc_id, safe=''))}'>"
-            f"The document's trail</a> (every night, attempt and answer, with the task logs)</p>")
+    title = f"Review {packet.doc_id}"
+    page = functools.partial(render, "web/review.html.j2", packet=packet, q=Markup(q), quote=quote,
+                             next_query=Markup(urlencode({"after": review_id})))
     if packet.review_status != "pending":
-        return _page(f"Review {packet.doc_id}", head + f"<p class='ok'>Answered by {_e(packet.reviewer)} at "
-                     f"{_e(packet.reviewed_at)}.</p><p><a href='next?{urlencode({'after': review_id})}'>Next review</a></p>")
+        return _page(title, page(state="answered"))
     if task is None:
-        return _page(f"Review {packet.doc_id}", head + "<p class='warn'>No review task is open for this packet yet: "
-                     "go back to the queue and press <b>Open the waiting reviews</b>.</p>", status=409)
+        return _page(title, page(state="no_task"), status=409)
     holder = _lease_holder(store, review_id)
     if holder and holder != user:
-        return _page(f"Review {packet.doc_id}", head + f"<p class='warn'>{_e(holder)} is reviewing this document "
-                     f"(for up to {int(LEASE.total_seconds() // 60)} minutes after they opened it).</p><p><a href='next?"
-                     f"{urlencode({'after': review_id})}'>Next review</a></p>", status=409)
+        return _page(title, page(state="held", holder=holder, lease_minutes=int(LEASE.total_seconds() // 60)),
+                     status=409)
     if task.assignees and user not in task.assignees:
-        return _page(f"Review {packet.doc_id}", head + "<p class='warn'>This review is assigned to someone else.</p>",
-                     status=403)
+        return _page(title, page(state="assigned"), status=403)
     _take_lease(store, review_id, user)
     last = _refusal(store, review_id)
     if not refused and last:
@@ -409,16 +401,13 @@ def _review_page(store: ArtifactStore, session: Session, review_id: str, user: s
     preset = page_types(packet)
     form = _answer_form(review_id, packet, task, user, preset=preset, values=values or {}, choice=choice,
                         refused=refused, q=q)
-    nonce = secrets.token_urlsafe(16)
-    # the document first (ADR 0036): every page once, the classification drawn on it, the answer beside
+    # the document first (ADR 0036): every page once, the classification drawn on it, the answer beside;
+    # and, after an answer, which one was sent and which review this is
     saved = request.query_params.get("saved", "")
-    if saved:  # the answer just sent, and which review this is (ADR 0036)
-        head = (f"<p class='ok saved' role='status'>Saved: your answer for {_e(_doc_name(store, saved))} was sent. "
-                f"Next review: <b>{_e(packet.doc_id)}</b>.</p>") + head
-    body = (f"<style>{DOCUMENT_FIRST}</style><div class='review'><div class='left'>{head}"
-            f"{review_document_html(store, packet, page_controls(task, preset, values or {}))}</div>"
-            f"<div class='right'>{form}</div></div>")
-    return _page(f"Review {packet.doc_id}", body, nonce=nonce, script=SCRIPT, status=status)
+    body = page(state="open", document_first=Markup(DOCUMENT_FIRST), form=Markup(form),
+                saved_name=_doc_name(store, saved) if saved else None,
+                document=Markup(review_document_html(store, packet, page_controls(task, preset, values or {}))))
+    return _page(title, body, nonce=secrets.token_urlsafe(16), script=SCRIPT, status=status)
 
 
 def _submit_retrying_a_busy_database(session: Session, user: Any, review_id: str, choice: str, fields: dict[str, Any]) -> bool:
