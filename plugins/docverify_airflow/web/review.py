@@ -23,7 +23,6 @@ import datetime as dt
 import functools
 import hashlib
 import hmac
-import html
 import logging
 import secrets
 import time
@@ -210,10 +209,6 @@ def _page(title: str, body: str, *, nonce: str = "", script: str = "", status: i
     page = render("web/page.html.j2", title=title, style=Markup(STYLE), body=Markup(body), nonce=nonce,
                   script=Markup(script))
     return HTMLResponse(page, status_code=status, headers={**HEADERS, "Content-Security-Policy": csp})
-
-
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
 
 
 # --------------------------------------------------------------------------- the queue
