@@ -153,9 +153,9 @@ def test_nightly_dag_on_gcs_document_ai_and_gemini(google_env, gcs_emulator, air
     assert sum(calls > 4 for calls, _ in per_doc.values()) <= 1, per_doc
     assert llm["cost_usd"] > 0 and llm["price_model"] == "gemini-2.5-flash"
     names = set(gcs_emulator.object_names(PREFIX))
-    assert any(re.fullmatch(rf"{PREFIX}/sme_packets/sme_packet_{DS}_quest_cbc_panel_[0-9a-f]{{10}}\.json", n)
+    assert any(re.fullmatch(rf"{PREFIX}/sme_packets/sme_packet_{DS}_{sid('quest_cbc_panel')}_[0-9a-f]{{10}}\.json", n)
                for n in names)
-    assert f"{PREFIX}/accepted/{DS}/genomic_brca_ngs.json" in names
+    assert f"{PREFIX}/accepted/{DS}/{sid('genomic_brca_ngs')}.json" in names
     assert any(n.startswith(f"{PREFIX}/cache/llm/") for n in names)
 
     # a second run of the same batch: no Document AI request, no LLM call, same decisions

@@ -145,8 +145,10 @@ def test_a_route_without_documents_is_skipped(airflow_db, tmp_path):
     """A batch of one clean document: no retry, no escalation → those routes are skipped, not failed."""
     incoming = tmp_path / "incoming" / DS
     incoming.mkdir(parents=True)
-    ok = [d for d, r in expected_routes().items() if r == "AUTO_ACCEPT"][0]
-    shutil.copy(SAMPLES / f"{ok}.pdf", incoming / f"{ok}.pdf")
+    stems = json.loads((SAMPLES / "expected_routes.json").read_text())["routes"]
+    stem = next(s for s, r in stems.items() if r == "AUTO_ACCEPT")
+    ok = sid(stem)
+    shutil.copy(SAMPLES / f"{stem}.pdf", incoming / f"{stem}.pdf")
     run_dag(tmp_path)
     states = _latest_run_states()
     assert states["plan_retry_shards"] == "skipped"

@@ -79,7 +79,7 @@ def test_transient_status_is_sent_again(batch, tmp_path):
 
 def test_unreadable_output_is_the_documents_error(batch, tmp_path):
     results = _outputs(batch, tmp_path, {sid("corrupt_truncated"): 3})
-    (tmp_path / "docai_out" / sid("note_mts_19") / "note_mts_19-0.json").write_text("{not json")
+    (tmp_path / "docai_out" / sid("note_mts_19") / f"{sid('note_mts_19')}-0.json").write_text("{not json")
     out = layout_docai_outputs(batch, results, lambda uri: __import__("pathlib").Path(uri))
     err = json.loads((tmp_path / "runs" / DS / sid("note_mts_19") / "error.json").read_text())
     assert err["error"] == "DOCAI_INVALID_JSON" and out.errors == 2

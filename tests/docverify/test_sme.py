@@ -383,7 +383,9 @@ def test_helper_walks_the_spec_workflow(store):
     pending = helper.list_pending_reviews()
     assert {r["doc_id"] for r in pending} == {sid("quest_cbc_panel"), sid("fabricated_evidence"), sid("lab_requisition_form"),
                                               sid("corrupt_truncated")}
-    assert pending[0]["top_severity"] == "ERROR" and pending[0]["doc_id"] == sid("corrupt_truncated")
+    # documents with pages to look at first, the unreadable file (ERROR) after them (ADR 0051)
+    assert pending[0]["has_pages"] and pending[0]["top_severity"] == "BLOCKER"
+    assert pending[-1]["top_severity"] == "ERROR" and pending[-1]["doc_id"] == sid("corrupt_truncated")
     assert set(pending[1]) >= {"doc_id", "pdf_filename", "v5_rule", "total_issues", "top_severity", "created_at"}
     packet = helper.load_packet(sid("quest_cbc_panel"))
     ctx = helper.get_issue_context(sid("quest_cbc_panel"), packet.issues_summary[0].issue_id)

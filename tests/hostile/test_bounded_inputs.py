@@ -112,7 +112,9 @@ def test_report_escapes_names_in_markdown_and_html():
                                                    "price_source": None, "cost_note": None, "calls_per_document": 0,
                                                    "max_calls_per_document": 0},
            "per_document": [{"doc_id": "x", "route": "write_sme_packets", "final_decision": "ESCALATE_TO_SME",
-                             "error": "NOT_A_PDF", "outputs": {}, "llm": {}}],
+                             "error": "NOT_A_PDF", "outputs": {},
+                                 "llm": {"calls": 0, "cache_hits": 0, "input_tokens": 0, "output_tokens": 0,
+                                         "cached_tokens": 0, "cost_usd": None}}],
            "errors": [{"doc_id": "x", "stage": "layout", "error": "NOT_A_PDF",
                        "message": "gs://b/<img src=x onerror=alert(1)>|[link](http://evil)*.pdf is not a PDF"}],
            "implementations": [], "stage_timings": {}}
