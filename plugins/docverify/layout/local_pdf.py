@@ -64,6 +64,7 @@ from __future__ import annotations
 import datetime as _dt
 import errno
 import hashlib
+import logging
 import os
 import pathlib
 import stat
@@ -94,6 +95,8 @@ from docverify.layout.split import ocr_note as _note
 from docverify.layout.structure import PageLayout, clip, normalise_line, page_layout
 from docverify.storage.inputs import opened_inside
 from docverify.storage.limits import MAX_PAGES, MAX_PDF_BYTES
+
+_log = logging.getLogger(__name__)
 
 
 def _pypdfium2_version() -> str:
@@ -548,6 +551,8 @@ class _OCRState:
     tried: int = 0
     read: int = 0
     unavailable: str = ""
+    #: pages the engine raised on (logged by exception type; such a page keeps ``ocr_confidence`` None)
+    failed: int = 0
 
 
 def OCR_PARSER_ID() -> str:  # noqa: N802 - a constant computed on first use (the OCR package is optional)
@@ -570,8 +575,12 @@ def _ocr_page(page: pdfium.PdfPage, result: PageLayout, state: _OCRState) -> tup
     t0 = time.perf_counter()
     try:
         read = ocr.read_page(page)
-    except Exception:  # the engine failed on this image: the page stays unread (confidence 0)
-        return result, 0.0
+    except Exception as exc:  # the engine failed on this image: not a blank page, an unread one
+        state.failed += 1
+        # the type only: an engine's message may quote what it read
+        _log.warning("OCR failed on an image page (%s); %d page(s) of this document so far",
+                     type(exc).__name__, state.failed)
+        return result, None
     finally:
         progress.ocr_page(time.perf_counter() - t0)  # the document's OCR time, in its stage record (ADR 0052)
     if not read.paragraphs:
@@ -589,7 +598,8 @@ def _ocr_page(page: pdfium.PdfPage, result: PageLayout, state: _OCRState) -> tup
 def _ocr_note(state: _OCRState | None) -> str:
     if state is None:
         return ""
-    return _note(unavailable=clip(state.unavailable) if state.unavailable else "", tried=state.tried)
+    return _note(unavailable=clip(state.unavailable) if state.unavailable else "", tried=state.tried,
+                 failed=state.failed)
 
 
 def _image_coverage(page: pdfium.PdfPage) -> float:

@@ -1,9 +1,10 @@
-"""Local OCR of page images. The engine (ADR 0057, chosen by ``scripts/bench_ocr.py``):
-**rapidocr-openvino** — PP-OCRv4 detection + recognition on the OpenVINO runtime (Apache-2.0), in
-bf16 where the CPU has the instructions (f32 elsewhere; the engine id names the one run). The
-environment variable ``DOCVERIFY_OCR_ENGINE`` chooses another: ``rapidocr-onnxruntime`` (the same
-models on ONNX Runtime, the engine until ADR 0057) or ``tesseract`` (Debian's ``tesseract-ocr``,
-called as a subprocess, ``make ocr-deps``); ``rapidocr-openvino:f32`` fixes OpenVINO's precision.
+"""Local OCR of page images. The engine: **rapidocr-onnxruntime** — PP-OCRv4 detection + recognition
+on ONNX Runtime. ADR 0057 chose ``rapidocr-openvino`` (the same models on the OpenVINO runtime, bf16
+where the CPU has the instructions; ~3x faster) but its address space grows with every new input
+shape past the parse worker's 2 GiB cap (see :data:`DEFAULT_ENGINE`), so it is opt-in until that is
+bounded. The environment variable ``DOCVERIFY_OCR_ENGINE`` chooses another: ``rapidocr-openvino``
+(``rapidocr-openvino:f32`` fixes OpenVINO's precision) or ``tesseract`` (Debian's ``tesseract-ocr``,
+called as a subprocess, ``make ocr-deps``).
 
 Why these engines: the rapidocr ones install from the package index alone and their wheels *ship
 the three ONNX models* (``rapidocr_*/models/*.onnx``, ~16 MB), so nothing is downloaded at run
@@ -54,8 +55,12 @@ if TYPE_CHECKING:
 #: default) or on ONNX Runtime (the engine until ADR 0057; the same models, shipped in each wheel),
 #: and Debian's Tesseract (``tesseract-ocr``, called as a subprocess)
 ENGINES = ("rapidocr-openvino", "rapidocr-onnxruntime", "tesseract")
-#: the engine used when the environment names none
-DEFAULT_ENGINE = "rapidocr-openvino"
+#: the engine used when the environment names none. Not rapidocr-openvino (ADR 0057, amended): its
+#: CPU plugin reserves address space for every new input shape it meets (~1.7 GB after one page,
+#: +~125 MB a page with bf16, ~+50 MB with f32, never given back, not even by reloading the engine),
+#: so under the parse worker's 2 GiB ``RLIMIT_AS`` its inference fails with MemoryError from the 3rd
+#: page of a scan on; ONNX Runtime stays at ~1 GB whatever it reads
+DEFAULT_ENGINE = "rapidocr-onnxruntime"
 #: environment variable choosing the engine (a parse worker inherits its parent's environment)
 ENGINE_ENV = "DOCVERIFY_OCR_ENGINE"
 #: the longer side of the rendered page image, in pixels (≈ 155 dpi on a Letter page's 11-inch side,

@@ -78,10 +78,13 @@ def text_verdict(name: str, file_ref: str, *, pages: int, chars: Sequence[int], 
         )
 
 
-def ocr_note(*, unavailable: str, tried: int) -> str:
-    """What OCR did on a document without usable text, for :func:`text_verdict`'s message."""
+def ocr_note(*, unavailable: str, tried: int, failed: int = 0) -> str:
+    """What OCR did on a document without usable text, for :func:`text_verdict`'s message
+    (``failed``: image pages the engine raised on, not pages it found blank)."""
     if unavailable:
         return f"and OCR is unavailable here ({unavailable})"
+    if failed:
+        return f"and the OCR engine failed on {failed} of its {tried} image page(s) (see the worker's log)"
     if tried:
         return f"and OCR read no usable text on its {tried} image page(s)"
     return ""

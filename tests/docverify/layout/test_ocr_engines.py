@@ -112,3 +112,24 @@ def test_ocr_models_ship_in_the_wheel(package):
     models = pathlib.Path(spec.origin).parent / "models"
     assert sorted(p.name for p in models.glob("*.onnx")) == [
         "ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx"]
+
+
+def test_a_page_the_engine_fails_on_is_not_a_blank_page(monkeypatch, caplog):
+    """An engine that raises (e.g. OpenVINO past the worker's address-space cap, ADR 0057's amendment)
+    leaves the page unread (confidence None, not the 0.0 of a page read blank), counted and logged
+    by the exception's type only (its text may quote the page)."""
+    from docverify.layout import local_pdf
+    from docverify.layout.structure import PageLayout
+
+    def boom(page):
+        raise MemoryError("SECRET page words")
+
+    monkeypatch.setattr(ocr, "read_page", boom)
+    state = local_pdf._OCRState()
+    before = PageLayout(text="", paragraphs=[], block_types=[], has_tables=False)
+    with caplog.at_level("WARNING", logger="docverify.layout.local_pdf"):
+        result, conf = local_pdf._ocr_page(object(), before, state)  # type: ignore[arg-type]
+    assert result is before and conf is None
+    assert (state.tried, state.read, state.failed) == (1, 0, 1)
+    assert "MemoryError" in caplog.text and "SECRET" not in caplog.text
+    assert "failed on 1 of its 1 image page(s)" in local_pdf._ocr_note(state)
