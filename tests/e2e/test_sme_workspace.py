@@ -151,7 +151,9 @@ def follow_the_trail(ui: Workspace, stack: AirflowStack, root, doc: str) -> list
 def test_an_sme_answers_a_night_in_the_workspace(driver, tmp_path_factory):
     work = tmp_path_factory.mktemp("workspace")
     root, home = work / "store", work / "airflow_home"
-    today = dt.datetime.now(dt.UTC).date()
+    # the night the scheduler starts on unpausing: the latest 02:00 UTC (catchup=False), yesterday's before 02:00
+    now = dt.datetime.now(dt.UTC)
+    today = now.date() if now.hour >= 2 else now.date() - dt.timedelta(days=1)
     _copy_samples(root, today)
     # files named after patients that take no review (ADR 0050): ignored, and a companion without its PDF
     incoming = root / "incoming" / today.isoformat()
