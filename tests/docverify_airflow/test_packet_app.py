@@ -221,6 +221,9 @@ def test_the_reports_index_counts_are_the_reports_and_an_empty_night_is_flagged(
                                                     "ESCALATE_TO_SME": 2, "AUTO_RETRY→ESCALATE_TO_SME": 1},
                                    "errors": [{"doc_id": "doc-0", "stage": "layout", "error": "CORRUPT",
                                                "message": "-"}]}))
+    broken = root / "reports" / "2026-11-17" / "batch_report.json"  # not a report: skipped, as the trend skips it
+    broken.parent.mkdir(parents=True)
+    broken.write_text(json.dumps({"ds": "2026-11-17", "documents": "many", "final_routes": ["AUTO_ACCEPT"]}))
     empty = Batch(store=ArtifactStore(root), ds="2026-11-18", run_id="scheduled__2026-11-18")
     run_stages(empty, OfflineJudge())
     report.write(empty.fresh())

@@ -75,6 +75,7 @@ class StoredReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     ds: str | None = None
+    run_id: str | None = None
     documents: int | None = 0
     final_routes: dict[str, int] = {}
     errors: list[dict[str, str | None]] = []
@@ -131,17 +132,24 @@ def night_rows(store: ArtifactStore, current: Report | None = None, nights: int 
     for name, kind, _ in store.entries("reports"):
         if kind != "other" or not _NIGHT.fullmatch(name):
             continue
-        try:  # a pydantic ValidationError is a ValueError: a report that is not one is skipped
-            raw = store.read_json_if_exists(f"reports/{name}/batch_report.json")
-            if isinstance(raw, dict):
-                reports[name] = StoredReport.model_validate(raw)
-        except (OSError, ValueError):
-            continue
+        stored = read_stored_report(store, name)
+        if stored is not None:
+            reports[name] = stored
     if current is not None:
         reports[current["ds"]] = StoredReport.of(current)
     fb = feedback if feedback is not None else current["feedback"] if current is not None else {}
     by_night: dict[str, FalseAcceptJSON] = fb.get("false_accept_by_night") or {} if "error" not in fb else {}
     return [_row(reports[d], by_night.get(d)) for d in sorted(reports)[-nights:]]
+
+
+def read_stored_report(store: ArtifactStore, night: str) -> StoredReport | None:
+    """A night's stored batch report, validated once; ``None`` when there is none or it cannot be read
+    or is not a report (a pydantic ValidationError is a ValueError): the trend and the reports index skip it."""
+    try:
+        raw = store.read_json_if_exists(f"reports/{night}/batch_report.json")
+        return StoredReport.model_validate(raw) if isinstance(raw, dict) else None
+    except (OSError, ValueError):
+        return None
 
 
 def to_csv(rows: Sequence[Mapping[str, object]]) -> str:

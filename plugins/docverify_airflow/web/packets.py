@@ -29,7 +29,6 @@ or a refused request is a short HTML page naming what to do."""
 from __future__ import annotations
 
 import re
-from typing import cast
 from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -39,9 +38,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from docverify.domain.templating import render
 from docverify.reporting import trend
-from docverify.reporting.contract import Report
 from docverify.reporting.report import feedback_section
-from docverify.reporting.trend import COLUMNS, night_counts, to_csv
+from docverify.reporting.trend import COLUMNS, night_counts, read_stored_report, to_csv
 from docverify.sme.packets import PacketNotFoundError, html_rel, list_pending_reviews, load_packet, packet_key
 from docverify.storage.paths import safe_ds
 from docverify_airflow import config
@@ -134,11 +132,10 @@ def reports_index() -> HTMLResponse:
             safe_ds(name)
         except ValueError:
             continue
-        rep = store.read_json_if_exists(f"reports/{name}/batch_report.json")
-        if not isinstance(rep, dict):
+        rep = read_stored_report(store, name)  # as the trend reads it: one that is not a report is skipped
+        if rep is None:
             continue
-        c = night_counts(cast(Report, rep))  # a stored report: night_counts reads every key with a default
-        rows.append({"name": name, "counts": c, "run_id": str(rep.get("run_id") or "")})
+        rows.append({"name": name, "counts": night_counts(rep), "run_id": rep.run_id or ""})
     body = render("web/reports_index.html.j2", rows=rows, style=Markup(STYLE))
     return HTMLResponse(body, headers=HEADERS)
 
