@@ -46,7 +46,14 @@ from docverify.domain.models import (
 )
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
 from docverify.judging.judges import Judge, JudgeThrottled, JudgmentResult, Usage, judgment_call
-from docverify.pipeline.retry import MAX_RETRIES, AttemptDecider, attempt_record, fingerprint, run_loop
+from docverify.pipeline.retry import (
+    MAX_RETRIES,
+    AttemptDecider,
+    RawClassification,
+    attempt_record,
+    fingerprint,
+    run_loop,
+)
 from docverify.verify import v1_schema, v2_consistency, v4_evidence
 from docverify.verify.registry import REGISTRY, Registry
 
@@ -105,7 +112,7 @@ class AgentOutcome:
     usage: Usage = field(default_factory=Usage)
 
 
-def run_v1(bundle: DocumentBundle, raw: object) -> tuple[ClassificationOutput | None, AgentOutcome]:
+def run_v1(bundle: DocumentBundle, raw: RawClassification) -> tuple[ClassificationOutput | None, AgentOutcome]:
     cls, issues = v1_schema.parse(raw)
     if cls is not None:
         issues = v1_schema.check(bundle, cls)
@@ -183,7 +190,7 @@ def label_text_guard(bundle: DocumentBundle, cls: ClassificationOutput, findings
             for i in v2_consistency.offline_judgment(bundle, cls) if (i.code, i.location.strip()) not in seen]
 
 
-def assemble(doc_id: str, attempt: int, cls: object,
+def assemble(doc_id: str, attempt: int, cls: RawClassification,
              outcomes: list[AgentOutcome], registry: Registry = REGISTRY) -> VerificationReport:
     """One attempt's report from the agents' outcomes (V1 first, then V2, V3, V4). Every issue's agent
     must be a verifier of ``registry`` (the models check only the id's form)."""
@@ -211,7 +218,7 @@ async def _contained(agent: str, run: Awaitable[AgentOutcome]) -> AgentOutcome:
                                         agent=agent)], [])
 
 
-async def verify_attempt(bundle: DocumentBundle, classification: object, deps: VerifyDeps | Judge, attempt: int = 0,
+async def verify_attempt(bundle: DocumentBundle, classification: RawClassification, deps: VerifyDeps | Judge, attempt: int = 0,
                          usage: Usage | None = None, *, contain_faults: bool = False,
                          policy: VerifyPolicy | None = None) -> VerificationReport:
     """One attempt: V1, then the other verifiers of the registry (V2–V4) concurrently on rule phases
@@ -236,7 +243,7 @@ async def verify_attempt(bundle: DocumentBundle, classification: object, deps: V
     return assemble(bundle.doc_id, attempt, cls, [v1, *outcomes], registry)
 
 
-async def verify_document(bundle: DocumentBundle, classification: object, deps: VerifyDeps | Judge, *,
+async def verify_document(bundle: DocumentBundle, classification: RawClassification, deps: VerifyDeps | Judge, *,
                           max_retries: int = MAX_RETRIES, first_report: VerificationReport | None = None,
                           usage: Usage | None = None, contain_faults: bool = False,
                           policy: VerifyPolicy | None = None) -> VerificationResult:
@@ -250,7 +257,7 @@ async def verify_document(bundle: DocumentBundle, classification: object, deps: 
     a bare judge."""
     deps = as_deps(deps, policy)
 
-    async def attempt_fn(cls: object, n: int) -> VerificationReport:
+    async def attempt_fn(cls: RawClassification, n: int) -> VerificationReport:
         return await verify_attempt(bundle, cls, deps, n, usage, contain_faults=contain_faults)
 
     # the V5 second opinion decides each attempt (only with deps.second_opinion)

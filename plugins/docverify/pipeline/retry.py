@@ -18,6 +18,8 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
+from pydantic import JsonValue
+
 from docverify.arbiters.v5 import decide
 from docverify.domain.models import (
     AttemptRecord,
@@ -36,7 +38,7 @@ from docverify.verify.v1_schema import parse
 MAX_RETRIES = 2
 
 
-def fingerprint(cls: object) -> str:
+def fingerprint(cls: RawClassification) -> str:
     """MD5 over segment boundaries, dominant types, all shares and every field a fixer can
     change (number_of_segments, segment_page_count, the set of type entries, evidence pages).
     Free text (reasoning, notes) is left out: a fixer never writes it. Anything else (a raw
@@ -65,8 +67,11 @@ def fingerprint(cls: object) -> str:
     return hashlib.md5(json.dumps(view, sort_keys=True).encode()).hexdigest()
 
 
-# attempt 0 gets the raw classification when it does not parse (V1 reports why): any JSON value
-AttemptFn = Callable[[object, int], Awaitable[VerificationReport]]
+#: a classification as it comes: the companion file's JSON, not yet validated (V1 parses it and
+#: reports why it does not parse), or the parsed model
+RawClassification = ClassificationOutput | JsonValue
+# attempt 0 gets the raw classification when it does not parse (V1 reports why)
+AttemptFn = Callable[[RawClassification, int], Awaitable[VerificationReport]]
 #: The record of an attempt in place of the V5 table's (the V5 second opinion): (report, the
 #: attempt's classification or None, the earlier attempts' records) → the record
 AttemptDecider = Callable[[VerificationReport, ClassificationOutput | None, list[AttemptRecord]],
@@ -96,7 +101,7 @@ def attempt_record(report: VerificationReport, earlier: Sequence[AttemptRecord] 
 
 async def run_loop(
     doc_id: str,
-    classification: object,
+    classification: RawClassification,
     verify_attempt: AttemptFn,
     *,
     first_report: VerificationReport | None = None,
@@ -143,7 +148,7 @@ async def run_loop(
 
 
 def make_result(doc_id: str, attempts: list[AttemptRecord], fixes: list[FixApplied], cls: ClassificationOutput | None,
-                raw: object, stop: StopReason, why: str) -> VerificationResult:
+                raw: RawClassification, stop: StopReason, why: str) -> VerificationResult:
     last = attempts[-1].decision
     final = "AUTO_ACCEPT" if (stop == "arbiter" and last.decision == Decision.AUTO_ACCEPT.value) else "ESCALATE_TO_SME"
     if final == "ESCALATE_TO_SME" and not why:
