@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
+from pydantic import JsonValue
+
 AGENTS: tuple[str, ...] = ("A", "B", "C")
 VOTE_ACTIONS = frozenset({"KEEP", "DROP", "FLIP", "FLAG", "MERGE"})
 FINAL_ACTIONS = frozenset({"KEEP", "DROP", "FLIP", "FLAG"})
@@ -189,13 +191,18 @@ RULES: dict[str, tuple[VoteRule, ...]] = {
 }
 
 
-def _as_vote(agent: str, raw: object) -> Vote:
+#: a vote as it comes: a :class:`Vote` (the jury), or the CLI's JSON before it is checked here (an
+#: action string or ``{"action", "reason_code"}``; anything else is refused)
+VoteInput = Vote | JsonValue
+
+
+def _as_vote(agent: str, raw: VoteInput) -> Vote:
     if isinstance(raw, Vote):
         vote = raw
     elif isinstance(raw, str):
         vote = Vote(raw)
-    elif isinstance(raw, Mapping) and isinstance(raw.get("action"), str):
-        vote = Vote(raw["action"], str(raw.get("reason_code") or ""))
+    elif isinstance(raw, Mapping) and isinstance(action := raw.get("action"), str):
+        vote = Vote(action, str(raw.get("reason_code") or ""))
     else:
         raise VoteInputError(f"agent {agent}: a vote is an action string or {{\"action\", \"reason_code\"}}, "
                              f"not {type(raw).__name__}")
@@ -206,7 +213,7 @@ def _as_vote(agent: str, raw: object) -> Vote:
     return Vote(action, vote.reason_code.strip())
 
 
-def arbiter_vote(votes: Mapping[str, object], conflict_type: str | None = None, *,
+def arbiter_vote(votes: Mapping[str, VoteInput], conflict_type: str | None = None, *,
                  version: Version | str = "v2") -> VoteResult:
     """One item: the votes of A, B and C (``Vote``, an action string, or a dict with ``action``
     and ``reason_code``) and the item's conflict_type → :class:`VoteResult`."""
@@ -224,7 +231,7 @@ def arbiter_vote(votes: Mapping[str, object], conflict_type: str | None = None, 
                       {a: v.reason_code for a, v in adopted.items() if v.reason_code}, merged)
 
 
-def arbiter_vote_all(actions_by_tuple: Mapping[str, Mapping[str, object]],
+def arbiter_vote_all(actions_by_tuple: Mapping[str, Mapping[str, VoteInput]],
                      conflict_flags: Mapping[str, str] | None = None, *,
                      version: Version | str = "v2") -> dict[str, VoteResult]:
     """The document's interface: ``actions_by_tuple`` (tuple_id → {A, B, C} actions) and

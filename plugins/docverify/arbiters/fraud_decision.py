@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -165,7 +165,7 @@ def _clamp(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-def parse_decision_response(text: object) -> ParsedDecision | None:
+def parse_decision_response(text: str | None) -> ParsedDecision | None:
     """Two-stage parsing: (1) a JSON object (bare, fenced or inside prose) with a valid
     ``decision``; (2) a regex for a decision word (and ``confidence``/``confianza`` with a
     number). Confidence is clamped to [0, 1]. None when neither finds a decision."""
@@ -253,7 +253,7 @@ def generate_audit_explanation(decision: str, confidence: float, evidence: Aggre
             f"Señales detectadas ({len(signals)}): {', '.join(signals[:TOP_SIGNALS])}")
 
 
-def extract_agent_trace(trace: object) -> list[str]:
+def extract_agent_trace(trace: JsonValue) -> list[str]:
     """Names of the agents that ran (strings, or dicts with ``agent``/``agent_name``/``name``),
     in order, each once. A trace that is not iterable raises TypeError."""
     names: list[str] = []
@@ -277,7 +277,7 @@ def create_minimal_debate(evidence: AggregatedEvidence | None = None) -> DebateA
     )
 
 
-def build_error_decision(transaction_id: str, error: BaseException | None, trace: object = None) -> FraudDecision:
+def build_error_decision(transaction_id: str, error: BaseException | None, trace: JsonValue = None) -> FraudDecision:
     err = type(error).__name__ if error is not None else "UnknownError"
     return FraudDecision(
         transaction_id=transaction_id or "unknown", decision="ESCALATE_TO_HUMAN", confidence=0.0,
@@ -288,7 +288,7 @@ def build_error_decision(transaction_id: str, error: BaseException | None, trace
     )
 
 
-def _safe_trace(trace: object) -> list[str]:
+def _safe_trace(trace: JsonValue) -> list[str]:
     try:
         return extract_agent_trace(trace)
     except Exception:  # noqa: BLE001
@@ -358,7 +358,7 @@ class DecisionRun:
         return {"path": self.path, "overrides": list(self.overrides), "llm_error": self.llm_error}
 
 
-async def decision_arbiter_agent(state: Mapping[str, object], *, model: Model | str | None = None,
+async def decision_arbiter_agent(state: Mapping[str, JsonValue], *, model: Model | str | None = None,
                                  timeout_s: float = LLM_TIMEOUT_S) -> ArbiterOutput:
     """``state`` {transaction, evidence, debate, trace} → ``{"decision": FraudDecision,
     "decision_arbiter": DecisionRun-dict}``. Never raises."""
@@ -416,7 +416,7 @@ async def decision_arbiter_agent(state: Mapping[str, object], *, model: Model | 
                 "decision_arbiter": DecisionRun("error", (), type(exc).__name__).to_dict()}
 
 
-def validate_state(raw: object) -> None:
+def validate_state(raw: JsonValue) -> None:
     """For the CLI: the input must at least be an object with ``transaction`` and ``evidence``
     (a missing ``debate`` is allowed: the minimal debate replaces it)."""
     if not isinstance(raw, Mapping):
