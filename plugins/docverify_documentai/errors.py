@@ -7,7 +7,7 @@ exceptions an operator raises are Airflow exceptions, as in the provider."""
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TypedDict
 
 from airflow.sdk.exceptions import AirflowException
 
@@ -20,6 +20,14 @@ class DocumentAIErrorCode(enum.StrEnum):
     NOT_A_PDF = "NOT_A_PDF"  # a ``.pdf`` whose pages could not be counted (not a PDF, damaged, encrypted)
 
 
+class RejectedInput(TypedDict):
+    """:meth:`DocumentAIInputError.to_dict`: an input refused before it was sent."""
+
+    error: str  # a DocumentAIErrorCode value
+    message: str
+    file: str
+
+
 class DocumentAIInputError(Exception):
     """One input that must not be sent: ``code`` (:class:`DocumentAIErrorCode`), ``message`` (names
     the input and says what to do) and ``file`` (the input's URI or path)."""
@@ -30,7 +38,7 @@ class DocumentAIInputError(Exception):
         self.message = message
         self.file = file
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RejectedInput:
         return {"error": self.code.value, "message": self.message, "file": self.file}
 
     def __str__(self) -> str:

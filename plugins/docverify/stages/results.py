@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from pydantic import JsonValue
+
 from docverify.storage.runstore import DocSummary, StageRecord
 
 
@@ -117,7 +119,7 @@ class LayoutPart:
         return {"token": self.token, "part": self.part, "doc_ids": list(self.doc_ids)}
 
     @classmethod
-    def from_xcom(cls, value: Mapping[str, object]) -> LayoutPart:
+    def from_xcom(cls, value: Mapping[str, JsonValue]) -> LayoutPart:
         """The part as Airflow hands it to the mapped task (the plan's XCom), checked."""
         token, part, doc_ids = value.get("token"), value.get("part"), value.get("doc_ids")
         if not isinstance(token, str) or not isinstance(part, int) or not isinstance(doc_ids, list) \

@@ -7,11 +7,16 @@ reach the ``layout`` task through XCom."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowSkipException
 
 from docverify_documentai.operators.document_ai import DocumentAIBatchProcessOperator
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from docverify_documentai.utils.document_ai import InputResult
 
 
 class NightlyDocumentAIOperator(DocumentAIBatchProcessOperator):
@@ -20,11 +25,12 @@ class NightlyDocumentAIOperator(DocumentAIBatchProcessOperator):
 
     template_fields: Sequence[str] = (*DocumentAIBatchProcessOperator.template_fields, "skip_reason", "poll_interval")
 
-    def __init__(self, *, skip_reason: Any = "", **kwargs: Any) -> None:
+    def __init__(self, *, skip_reason: str = "", **kwargs: Any) -> None:
+        # skip_reason: templated (the plan's XCom: why no document goes to Document AI, or empty)
         super().__init__(**kwargs)
         self.skip_reason = skip_reason
 
-    def execute(self, context: Any) -> Any:
+    def execute(self, context: Context) -> list[InputResult] | None:
         if self.skip_reason:
             raise AirflowSkipException(str(self.skip_reason))
         return super().execute(context)

@@ -10,11 +10,16 @@ module is the only place the two meet."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from docverify.layout import errors as E
 from docverify.stages.layout import DocAIResult
 from docverify_documentai.errors import DocumentAIErrorCode
+
+if TYPE_CHECKING:
+    from docverify.stages.common import Batch
+    from docverify_airflow.config import Settings
+    from docverify_documentai.utils.document_ai import InputResult
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +31,21 @@ ERROR_CODES: dict[DocumentAIErrorCode, str] = {
 }
 
 
-def plan(batch: Any, settings: Any) -> dict[str, Any]:
+class DocAIRequest(TypedDict):
+    """The ``document_ai`` task's templated fields (:func:`plan`): ``skip`` a reason, or "" to run."""
+
+    skip: str
+    project_id: str | None
+    location: str | None
+    processor_id: str | None
+    processor_version: str | None
+    gcs_input_uris: list[str]
+    gcs_output_uri: str
+    gcp_conn_id: str
+    poll_interval: float
+
+
+def plan(batch: Batch, settings: Settings) -> DocAIRequest:
     """The ``document_ai`` task's request, one XCom key each (``multiple_outputs``): ``skip`` (a
     reason, or "" to run), ``project_id``, ``location``, ``processor_id``, ``processor_version``,
     ``gcs_input_uris``, ``gcs_output_uri``, ``gcp_conn_id``, ``poll_interval``. Skipped when
@@ -36,7 +55,7 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
     from docverify.stages.layout import docs_to_layout
     from docverify_airflow import config
 
-    request: dict[str, Any] = {"skip": "", "project_id": None, "location": "us", "processor_id": "",
+    request: DocAIRequest = {"skip": "", "project_id": None, "location": "us", "processor_id": "",
                                "processor_version": None, "gcs_input_uris": [], "gcs_output_uri": "",
                                "gcp_conn_id": settings.docai_conn_id, "poll_interval": settings.docai_poll_s}
     if settings.layout != "document_ai":
@@ -57,7 +76,7 @@ def plan(batch: Any, settings: Any) -> dict[str, Any]:
             "gcs_input_uris": [d.pdf_uri for d in docs], "gcs_output_uri": out}
 
 
-def results_for_layout(results: list[dict[str, Any]] | None) -> list[DocAIResult]:
+def results_for_layout(results: list[InputResult] | None) -> list[DocAIResult]:
     """The operator's results (None when it skipped) with each ``error_code`` in the core's terms."""
     out: list[DocAIResult] = []
     for r in results or []:

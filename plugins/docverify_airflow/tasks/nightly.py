@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from pydantic import JsonValue
 
 from docverify.reporting.contract import FalseAcceptJSON
 from docverify.stages.audit import audit_sample as audit_sample_stage
@@ -33,6 +35,9 @@ from docverify_airflow.config.params import NightParams
 from docverify_airflow.lineage import declared as lineage
 from docverify_airflow.night import TaskContext, night_of
 from docverify_airflow.tasks import wiring
+
+if TYPE_CHECKING:
+    from docverify_airflow.tasks.document_ai import DocAIRequest
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -108,7 +113,7 @@ def discover(context: TaskContext) -> DiscoveredXCom:
 
 @retry_rule
 @traced
-def plan_document_ai(context: TaskContext) -> dict[str, object]:
+def plan_document_ai(context: TaskContext) -> DocAIRequest:
     """The ``document_ai`` task's request (or why it skips): see :func:`docverify_airflow.tasks.document_ai.plan`."""
     from docverify_airflow.tasks import document_ai
 
@@ -133,7 +138,7 @@ def layout_plan(context: TaskContext) -> list[LayoutPartXCom]:
 
 @retry_rule
 @traced
-def layout_parse(context: TaskContext, part: dict[str, object]) -> StageXCom:
+def layout_parse(context: TaskContext, part: Mapping[str, JsonValue]) -> StageXCom:
     """One part of the local layout: its PDFs through the parser's bounded child processes (the DAG
     param ``parse_timeout_s`` to open a PDF, the Variables ``docverify_parse_page_timeout_s`` per page
     and ``docverify_parse_file_ceiling_s`` per PDF, ADR 0047; a long scan's pages across the parse workers from

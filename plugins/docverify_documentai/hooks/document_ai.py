@@ -30,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.google.common.consts import CLIENT_INFO
 from airflow.providers.google.common.hooks.base_google import GoogleBaseAsyncHook, GoogleBaseHook
+from pydantic import JsonValue
 
-from docverify_documentai.utils.document_ai import MIME_TYPES, OperationWatch, mime_type_for
+from docverify_documentai.utils.document_ai import MIME_TYPES, OperationsEvent, OperationWatch, mime_type_for
 
 if TYPE_CHECKING:
     from google.api_core.retry import Retry
     from google.cloud.documentai import DocumentProcessorServiceAsyncClient, DocumentProcessorServiceClient
+    from google.protobuf.message import Message
 
 DEFAULT_LOCATION = "us"
 TRANSPORTS = ("rest", "grpc")
@@ -172,7 +174,7 @@ class DocumentAIHook(GoogleBaseHook):
         retry: Retry | None = None,
         timeout: float | None = 300.0,
         metadata: Sequence[tuple[str, str]] = (),
-    ) -> dict[str, Any]:
+    ) -> dict[str, JsonValue]:
         """Process one document online and return the Document as a proto3-JSON dict (camelCase keys,
         int64 as strings, zero values omitted — exactly what a batch job writes to GCS).
 
@@ -251,7 +253,7 @@ class DocumentAIHook(GoogleBaseHook):
         retry: Retry | None = None,
         timeout: float | None = 60.0,
         metadata: Sequence[tuple[str, str]] = (),
-    ) -> dict[str, Any]:
+    ) -> dict[str, JsonValue]:
         """The long-running operation ``name`` as a proto3-JSON dict: ``name``, ``done`` (always
         present, False when proto3 omitted it), ``error`` ({code, message}) when it failed, and
         ``metadata`` (BatchProcessMetadata: ``state``, ``individualProcessStatuses`` [{inputGcsSource,
@@ -274,7 +276,7 @@ class DocumentAIHook(GoogleBaseHook):
         poll_interval: float = 30.0,
         max_poll_failures: int = 5,
         timeout: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> OperationsEvent:
         """Poll the batch operations ``names`` every ``poll_interval`` seconds until all are done
         and return the final event (the trigger's shape, see :class:`OperationWatch`): a
         transient poll failure is retried at the next interval up to ``max_poll_failures`` in a
@@ -307,7 +309,7 @@ class DocumentAIHook(GoogleBaseHook):
 def get_operation_rest(
     client: DocumentProcessorServiceClient, name: str, *, timeout: float | None = 60.0,
     metadata: Sequence[tuple[str, str]] = (),
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """``GET /v1/<name>`` on the REST client's own authorized session and host, parsed into a
     ``google.longrunning.Operation`` with ``ignore_unknown_fields=True`` (also inside the
     BatchProcessMetadata it carries), then :func:`operation_to_dict`. An HTTP error raises the
@@ -329,12 +331,12 @@ def get_operation_rest(
     return operation_to_dict(operation)
 
 
-def operation_to_dict(operation: Any) -> dict[str, Any]:
+def operation_to_dict(operation: Message) -> dict[str, JsonValue]:
     """A ``google.longrunning.Operation`` message → proto3-JSON dict with ``done`` always set."""
     import google.cloud.documentai_v1  # noqa: F401 - registers BatchProcessMetadata for the Any field
     from google.protobuf.json_format import MessageToDict
 
-    data = MessageToDict(operation)
+    data: dict[str, JsonValue] = MessageToDict(operation)
     data["done"] = bool(data.get("done", False))
     return data
 
@@ -379,7 +381,7 @@ class DocumentAIAsyncHook(GoogleBaseAsyncHook):
             )
         return self._async_clients[location]
 
-    async def get_operation(self, name: str, *, timeout: float | None = 60.0) -> dict[str, Any]:
+    async def get_operation(self, name: str, *, timeout: float | None = 60.0) -> dict[str, JsonValue]:
         """One poll of the operation ``name`` (one attempt: the trigger owns the retry policy)."""
         sync_hook: DocumentAIHook = await self.get_sync_hook()
         if sync_hook.transport == "grpc":

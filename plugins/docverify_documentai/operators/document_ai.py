@@ -29,11 +29,15 @@ from docverify_documentai.errors import (
     DocumentAIBatchOperationFailed,
     DocumentAIInputError,
     DocumentAIPageLimitError,
+    RejectedInput,
 )
 from docverify_documentai.utils.document_ai import (
     LAYOUT_PARSER_MAX_FILES_PER_BATCH,
     LAYOUT_PARSER_MAX_ONLINE_PAGES,
     LAYOUT_PARSER_MAX_PAGES_PER_DOCUMENT,
+    InputResult,
+    OperationsEvent,
+    OperationSummary,
     RequestPlan,
     check_page_limit,
     map_results,
@@ -45,7 +49,8 @@ from docverify_documentai.utils.document_ai import (
 if TYPE_CHECKING:
     import pathlib
 
-    from airflow.sdk import ObjectStoragePath
+    from airflow.sdk import Context, ObjectStoragePath
+    from pydantic import JsonValue
 
     from docverify_documentai.hooks.document_ai import DocumentAIHook
 
@@ -71,9 +76,9 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
     return [str(v) for v in value]
 
 
-def _document_codes(op: Mapping[str, Any]) -> str:
+def _document_codes(op: OperationSummary) -> str:
     """The per-document statuses of a failed operation, counted by code and message (or that it had none)."""
-    statuses = op.get("statuses") or []
+    statuses = op["statuses"]
     if not statuses:
         return ", no per-document status"
     counts: dict[str, int] = {}
@@ -230,7 +235,7 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
 
     # -- execution -----------------------------------------------------------------------------
 
-    def execute(self, context: Any) -> list[dict[str, Any]] | None:
+    def execute(self, context: Context) -> list[InputResult] | None:
         if not self.gcs_output_uri.startswith("gs://"):
             raise AirflowException(f"{self.task_id}: gcs_output_uri {self.gcs_output_uri!r} must be a gs:// folder")
         uris = self.input_uris()
@@ -269,12 +274,12 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
         return self.execute_complete(context, event, rejected=rejected)
 
     def execute_complete(
-        self, context: Any, event: dict[str, Any], rejected: list[dict[str, Any]] | None = None
-    ) -> list[dict[str, Any]]:
+        self, context: Context, event: OperationsEvent, rejected: list[RejectedInput] | None = None
+    ) -> list[InputResult]:
         """Turn the trigger's event into one result per input; raise if an operation failed as a whole."""
         operations = event.get("operations") or []
         if event.get("status") != "success":
-            failed = [op for op in operations if op.get("failed")]
+            failed = [op for op in operations if op["failed"]]
             if failed:
                 lines = "; ".join(
                     f"{op['name']} (state {op['state']}, error {op['error']}{_document_codes(op)})" for op in failed
@@ -293,7 +298,7 @@ class DocumentAIBatchProcessOperator(_DocumentAIOperator):
             )
         submitted = _as_list(self.gcs_input_uris) or None  # rendered again on resume: lists every input
         if submitted is not None:
-            refused = {r.get("file") for r in rejected or []}
+            refused = {r["file"] for r in rejected or []}
             submitted = [u for u in submitted if u not in refused]
         results = map_results(operations, submitted, rejected or [])
         bad = [r for r in results if not r["ok"]]
@@ -378,7 +383,7 @@ class DocumentAIProcessDocumentOperator(_DocumentAIOperator):
 
         return pathlib.Path(location.removeprefix("file://"))
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    def execute(self, context: Context) -> dict[str, JsonValue]:
         mime = self.mime_type or mime_type_for(self.input_path)
         if not mime:
             raise AirflowException(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
@@ -50,7 +49,7 @@ class DocumentAIBatchOperationTrigger(BaseTrigger):
         self.poll_interval = poll_interval
         self.max_poll_failures = max_poll_failures
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
+    def serialize(self) -> tuple[str, dict[str, str | float | Sequence[str] | None]]:
         return (
             CLASSPATH,
             {

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
-from docverify_documentai.errors import DocumentAIErrorCode, DocumentAIInputError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from docverify_documentai.errors import DocumentAIErrorCode, DocumentAIInputError, RejectedInput
 
 # Layout Parser limits (Document AI quotas page): online requests take at most 15 pages, a batch
 # request at most 5,000 files, and no document may have more than 500 pages.
@@ -135,7 +137,88 @@ def check_page_limit(uri: str, pages: int, limit: int, *, online: bool) -> None:
     raise DocumentAIInputError(DocumentAIErrorCode.TOO_MANY_PAGES, f"{uri} has {pages} pages, over the {kind} limit of {limit}: {fix}", uri)
 
 
-def summarize_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
+# --- a batch operation as Document AI describes it (proto3 JSON: omitted defaults, camelCase), read once
+# by summarize_operation; unknown fields are ignored
+
+class _RpcStatusJSON(BaseModel):
+    """A ``google.rpc.Status``: ``code`` None when proto3 omitted it."""
+
+    model_config = ConfigDict(extra="allow")
+    code: int | None = None
+    message: str = ""
+
+    def __bool__(self) -> bool:  # an empty status ({}) says nothing, as the JSON object did
+        return bool(self.model_fields_set or self.model_extra)
+
+
+class _ProcessStatusJSON(BaseModel):
+    """One document's ``individualProcessStatuses`` entry."""
+
+    input_uri: str = Field("", alias="inputGcsSource")
+    output_uri: str | None = Field(None, alias="outputGcsDestination")
+    status: _RpcStatusJSON | None = None
+
+
+class _BatchMetadataJSON(BaseModel):
+    state: str | None = None
+    statuses: list[_ProcessStatusJSON] | None = Field(None, alias="individualProcessStatuses")
+
+
+class _OperationJSON(BaseModel):
+    name: str = ""
+    done: bool = False
+    error: _RpcStatusJSON | None = None
+    metadata: _BatchMetadataJSON | None = None
+
+
+class RpcError(TypedDict):
+    code: int
+    message: str
+
+
+class StatusSummary(TypedDict):
+    """One document's status in a finished operation."""
+
+    input_uri: str
+    output_uri: str | None
+    status_code: int  # google.rpc.Code, 0 = OK
+    status_message: str
+
+
+class OperationSummary(TypedDict):
+    """:func:`summarize_operation`'s digest of one batch operation."""
+
+    name: str
+    done: bool
+    state: str | None
+    failed: bool
+    partial: bool
+    error: RpcError | None
+    statuses: list[StatusSummary]
+
+
+class InputResult(TypedDict):
+    """One input's result (:func:`map_results`; the batch operator's XCom)."""
+
+    input_uri: str
+    output_uri: str | None
+    operation: str | None
+    status_code: int
+    status_message: str
+    ok: bool
+    error_code: str | None  # a DocumentAIErrorCode value for an input never sent
+
+
+class OperationsEvent(TypedDict):
+    """The end of a wait (:class:`OperationWatch`): the trigger's event and the hook's answer."""
+
+    status: Literal["success", "error"]
+    message: str
+    operations: list[OperationSummary]
+    operation: NotRequired[str]  # an error about one poll: the operation it was about
+
+
+def summarize_operation(operation: Mapping[str, JsonValue]) -> OperationSummary:
     """The parts of a batch operation (the proto3-JSON dict of ``DocumentAIHook.get_operation``) that
     the operator needs, in snake_case, with proto3's omitted defaults filled in::
 
@@ -155,21 +238,22 @@ def summarize_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
     the output bucket), never one document's own. ``partial`` is also set on an operation that
     reports SUCCEEDED with some failed documents.
     """
-    metadata = operation.get("metadata") or {}
-    error = operation.get("error")
-    state = metadata.get("state")
-    statuses = []
-    for item in metadata.get("individualProcessStatuses") or []:
-        status = item.get("status") or {}
+    op = _OperationJSON.model_validate(operation)
+    metadata = op.metadata or _BatchMetadataJSON()
+    error = op.error
+    state = metadata.state
+    statuses: list[StatusSummary] = []
+    for item in metadata.statuses or []:
+        status = item.status or _RpcStatusJSON()
         statuses.append(
             {
-                "input_uri": item.get("inputGcsSource", ""),
-                "output_uri": item.get("outputGcsDestination") or None,
-                "status_code": int(status.get("code", CODE_OK)),  # proto3 omits code 0 (OK)
-                "status_message": status.get("message", ""),
+                "input_uri": item.input_uri,
+                "output_uri": item.output_uri or None,
+                "status_code": CODE_OK if status.code is None else status.code,  # proto3 omits code 0 (OK)
+                "status_message": status.message,
             }
         )
-    done = bool(operation.get("done", False))
+    done = op.done
     ended_badly = bool(error) or (done and state in ("FAILED", "CANCELLED"))
     usable = bool(statuses) and all(st["input_uri"] for st in statuses)
     ok = [st for st in statuses if st["status_code"] == CODE_OK and st["output_uri"]]
@@ -177,21 +261,21 @@ def summarize_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
                               for st in statuses if st not in ok)
     failed = ended_badly and (not usable or (not ok and not_documents_fault))
     return {
-        "name": operation.get("name", ""),
+        "name": op.name,
         "done": done,
         "state": state,
         "failed": failed,
         "partial": done and not failed and usable and len(ok) < len(statuses),
-        "error": {"code": int(error.get("code", CODE_UNKNOWN)), "message": error.get("message", "")} if error else None,
+        "error": {"code": CODE_UNKNOWN if error.code is None else error.code, "message": error.message} if error else None,
         "statuses": statuses,
     }
 
 
 def map_results(
-    operations: Sequence[Mapping[str, Any]],
+    operations: Sequence[OperationSummary],
     submitted: Sequence[str] | None = None,
-    rejected: Sequence[Mapping[str, Any]] = (),
-) -> list[dict[str, Any]]:
+    rejected: Sequence[RejectedInput] = (),
+) -> list[InputResult]:
     """One result per input, in this shape (the operator's XCom)::
 
         {"input_uri", "output_uri" (the input's output folder, or None), "operation" (name or None),
@@ -203,7 +287,7 @@ def map_results(
     ``DocumentAIInputError.to_dict()`` of the inputs the plan refused. Results follow ``submitted``'s order
     when given, else the operations' order; rejected inputs come last.
     """
-    by_input: dict[str, dict[str, Any]] = {}
+    by_input: dict[str, InputResult] = {}
     for op in operations:
         for status in op["statuses"]:
             ok = status["status_code"] == CODE_OK and bool(status["output_uri"])
@@ -216,10 +300,10 @@ def map_results(
                 "ok": ok,
                 "error_code": None,
             }
-    results: list[dict[str, Any]] = []
+    results: list[InputResult] = []
     if submitted is not None:
         for uri in dict.fromkeys(submitted):
-            found: dict[str, Any] | None = by_input.pop(uri, None)
+            found = by_input.pop(uri, None)
             results.append(
                 found
                 or {
@@ -236,13 +320,13 @@ def map_results(
     for err in rejected:
         results.append(
             {
-                "input_uri": err.get("file", ""),
+                "input_uri": err["file"],
                 "output_uri": None,
                 "operation": None,
                 "status_code": CODE_INVALID_ARGUMENT,
-                "status_message": err.get("message", ""),
+                "status_message": err["message"],
                 "ok": False,
-                "error_code": err.get("error"),
+                "error_code": err["error"],
             }
         )
     return results
@@ -286,7 +370,7 @@ class OperationWatch:
             raise ValueError("at least one operation name is needed")
         self.names = list(dict.fromkeys(names))
         self.max_poll_failures = max_poll_failures
-        self.finished: dict[str, dict[str, Any]] = {}
+        self.finished: dict[str, OperationSummary] = {}
         self.failures: dict[str, int] = dict.fromkeys(self.names, 0)
 
     @property
@@ -297,7 +381,7 @@ class OperationWatch:
     def done(self) -> bool:
         return not self.pending
 
-    def polled(self, name: str, operation: Mapping[str, Any]) -> dict[str, Any]:
+    def polled(self, name: str, operation: Mapping[str, JsonValue]) -> OperationSummary:
         """Record one successful poll (the proto3-JSON operation); its digest."""
         summary = summarize_operation(operation)
         self.failures[name] = 0
@@ -305,7 +389,7 @@ class OperationWatch:
             self.finished[name] = summary
         return summary
 
-    def poll_failed(self, name: str, exc: BaseException, transient: bool) -> dict[str, Any] | None:
+    def poll_failed(self, name: str, exc: BaseException, transient: bool) -> OperationsEvent | None:
         """Record one failed poll: the error event that ends the wait, or None to poll again."""
         self.failures[name] += 1
         if not transient:
@@ -316,12 +400,12 @@ class OperationWatch:
         return None
 
     @staticmethod
-    def error(name: str, reason: str) -> dict[str, Any]:
+    def error(name: str, reason: str) -> OperationsEvent:
         """An error event about operation ``name`` whose state is unknown (the poll itself failed)."""
         return {"status": "error", "message": f"could not follow Document AI operation {name}: {reason}",
                 "operations": [], "operation": name}
 
-    def event(self) -> dict[str, Any]:
+    def event(self) -> OperationsEvent:
         """The final event, once :attr:`done`."""
         operations = [self.finished[n] for n in self.names]
         failed = [op["name"] for op in operations if op["failed"]]
@@ -330,7 +414,7 @@ class OperationWatch:
                     "message": f"Document AI operation(s) failed as a whole: {', '.join(failed)}"}
         docs = sum(len(op["statuses"]) for op in operations)
         bad = sum(1 for op in operations for s in op["statuses"] if s["status_code"] != CODE_OK)
-        partial = [op["name"] for op in operations if op.get("partial")]
+        partial = [op["name"] for op in operations if op["partial"]]
         note = f" (partial failure kept per document: {', '.join(partial)})" if partial else ""
         return {"status": "success", "operations": operations,
                 "message": f"{len(operations)} operation(s) done: {docs} document(s), {bad} failed{note}"}
