@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from pydantic import JsonValue
 
 if TYPE_CHECKING:
     from airflow.providers.google.cloud.hooks.gen_ai import GenAIGeminiAPIHook
+    from airflow.sdk import Context
 
-    from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
+    from docverify_airflow.triggers.gemini_batch import GeminiBatchEvent, GeminiBatchJobTrigger
 
 
 class NightlyGeminiBatchOperator(BaseOperator):
@@ -50,7 +52,8 @@ class NightlyGeminiBatchOperator(BaseOperator):
     #: times a transient error event re-attaches within one try before the task fails (retryably)
     max_reattach = 3
 
-    def __init__(self, *, model: Any, input_source: Any, polling_interval: int | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, model: str, input_source: str, polling_interval: int | None = None, **kwargs: Any) -> None:
+        # model, input_source: templated (the collect task's XCom: the model and the uploaded file's name)
         super().__init__(**kwargs)
         self.model = model
         self.input_source = input_source
@@ -60,14 +63,14 @@ class NightlyGeminiBatchOperator(BaseOperator):
     def round_key(self) -> str:
         return self.task_id.removeprefix("llm_batch_job_")
 
-    def _hook(self, context: Any) -> GenAIGeminiAPIHook:
+    def _hook(self, context: Context) -> GenAIGeminiAPIHook:
         """The provider's Gemini API hook on this round's key (:func:`docverify_airflow.tasks.llm_batch.hook`)."""
         from docverify_airflow import config
         from docverify_airflow.tasks import llm_batch
 
         return llm_batch.hook(config.settings(context), self.round_key)
 
-    def _trigger(self, context: Any, job_name: str) -> GeminiBatchJobTrigger:
+    def _trigger(self, context: Context, job_name: str) -> GeminiBatchJobTrigger:
         from docverify_airflow import config
         from docverify_airflow.tasks import llm_batch
         from docverify_airflow.triggers.gemini_batch import GeminiBatchJobTrigger
@@ -77,7 +80,7 @@ class NightlyGeminiBatchOperator(BaseOperator):
             job_name=job_name, gemini_api_key=llm_batch.gemini_api_key(s, self.round_key),
             polling_interval=s.llm_batch_poll_s if self.polling_interval is None else self.polling_interval)
 
-    def execute(self, context: Any) -> Any:
+    def execute(self, context: Context) -> None:
         from docverify_airflow.tasks import llm_batch
         from docverify_airflow.tasks.nightly import make_batch
 
@@ -100,7 +103,8 @@ class NightlyGeminiBatchOperator(BaseOperator):
         context["ti"].xcom_push(key="job_name", value=name)
         self.defer(trigger=self._trigger(context, name), method_name="execute_complete", kwargs={"reattached": 0})
 
-    def execute_complete(self, context: Any, event: dict[str, Any], reattached: int = 0) -> dict[str, Any]:
+    def execute_complete(self, context: Context, event: GeminiBatchEvent, reattached: int = 0) -> dict[str, JsonValue]:
+        """The job as the Gemini API describes it (``BatchJob.model_dump(mode=\"json\")``), into XCom."""
         if event.get("status") == "error":
             name = event.get("job_name")
             if event.get("transient") and name:
@@ -116,5 +120,5 @@ class NightlyGeminiBatchOperator(BaseOperator):
         if event.get("results") is False:
             self.log.warning("batch job %s is SUCCEEDED without results after the bounded re-polls: its requests "
                              "are counted missing and go online", event.get("job_name"))
-        job: dict[str, Any] = self._hook(context).get_batch_job(event["job_name"]).model_dump(mode="json")
+        job: dict[str, JsonValue] = self._hook(context).get_batch_job(event["job_name"]).model_dump(mode="json")
         return job

@@ -13,7 +13,7 @@ writer as the notebook helper), with the responding user as the reviewer.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.operators.hitl import HITLOperator
 
@@ -25,6 +25,12 @@ from docverify_airflow.web.sme_form import (
     assigned_users,
     review_form_params,
 )
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 
 class SMEReviewOperator(HITLOperator):
@@ -54,7 +60,7 @@ class SMEReviewOperator(HITLOperator):
                          **kwargs)
         self.doc_id = doc_id
 
-    def execute(self, context: Any) -> Any:
+    def execute(self, context: Context) -> Any:
         from docverify_airflow.tasks import sme_review as sme_tasks
 
         try:
@@ -68,7 +74,7 @@ class SMEReviewOperator(HITLOperator):
         self.params = ParamsDict(review_form_params(sme_tasks.page_types(self.doc_id)))
         return super().execute(context)
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
         """The SME answered (or the wait timed out): save the answer as ground truth."""
         from docverify_airflow.tasks import sme_review as sme_tasks
 
@@ -96,7 +102,7 @@ class SMEReviewOperator(HITLOperator):
                              "ground_truth_source": saved["ground_truth_source"], "version": saved["version"]}
         return saved
 
-    def _reopen(self, context: Any) -> None:
+    def _reopen(self, context: Context) -> None:
         """Clear the refused response and wait for a new one (the same task try, no retry spent)."""
         from airflow.providers.standard.version_compat import AIRFLOW_V_3_3_PLUS
 

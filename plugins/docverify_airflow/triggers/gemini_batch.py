@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+if TYPE_CHECKING:
+    from google.genai.types import BatchJob
 
 CLASSPATH = "docverify_airflow.triggers.gemini_batch.GeminiBatchJobTrigger"
 SUCCEEDED = "JOB_STATE_SUCCEEDED"
@@ -39,7 +42,18 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TimeoutError | ConnectionError | httpx.TransportError)
 
 
-def has_results(job: Any) -> bool:
+class GeminiBatchEvent(TypedDict):
+    """The trigger's event (see the module docstring), as the operator's ``execute_complete`` reads it."""
+
+    status: Literal["success", "error"]
+    message: str
+    job_name: str
+    transient: NotRequired[bool]  # an error event: whether re-attaching may help
+    state: NotRequired[str]  # a job that ended badly: its state
+    results: NotRequired[bool]  # a SUCCEEDED job: whether it said where its answers are
+
+
+def has_results(job: BatchJob) -> bool:
     """Whether a finished job (a google-genai ``BatchJob``) says where its answers are."""
     dest = getattr(job, "dest", None)
     return bool(dest is not None and (dest.file_name or dest.inlined_responses))
@@ -58,7 +72,7 @@ class GeminiBatchJobTrigger(BaseTrigger):
         self.max_poll_failures = max_poll_failures
         self.results_polls = results_polls
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
+    def serialize(self) -> tuple[str, dict[str, str | float]]:
         return CLASSPATH, {"job_name": self.job_name, "gemini_api_key": self.gemini_api_key,
                            "polling_interval": self.polling_interval, "max_poll_failures": self.max_poll_failures,
                            "results_polls": self.results_polls}
@@ -75,9 +89,11 @@ class GeminiBatchJobTrigger(BaseTrigger):
                 failures += 1
                 transient = is_transient(exc)
                 if not transient or failures >= self.max_poll_failures:
-                    yield TriggerEvent({"status": "error", "transient": transient, "job_name": self.job_name,
-                                        "message": f"polling {self.job_name} failed ({failures} in a row), the "
-                                                   f"last with {type(exc).__name__}: {exc}"})
+                    failed: GeminiBatchEvent = {
+                        "status": "error", "transient": transient, "job_name": self.job_name,
+                        "message": f"polling {self.job_name} failed ({failures} in a row), the last with "
+                                   f"{type(exc).__name__}: {exc}"}
+                    yield TriggerEvent(failed)
                     return
                 self.log.warning("transient error polling %s (%d/%d): %s: %s", self.job_name, failures,
                                  self.max_poll_failures, type(exc).__name__, exc)
@@ -87,15 +103,17 @@ class GeminiBatchJobTrigger(BaseTrigger):
             state = job.state.name if job.state is not None else "JOB_STATE_UNSPECIFIED"
             if state == SUCCEEDED:
                 if has_results(job) or empty >= self.results_polls:
-                    yield TriggerEvent({"status": "success", "message": "Job completed", "job_name": self.job_name,
-                                        "results": has_results(job)})
+                    done: GeminiBatchEvent = {"status": "success", "message": "Job completed",
+                                              "job_name": self.job_name, "results": has_results(job)}
+                    yield TriggerEvent(done)
                     return
                 empty += 1
                 self.log.warning("%s is SUCCEEDED but its results are not set yet: polling again (%d/%d)",
                                  self.job_name, empty, self.results_polls)
             elif state in ENDED_BADLY:
-                yield TriggerEvent({"status": "error", "transient": False, "job_name": self.job_name, "state": state,
-                                    "message": f"Job {self.job_name} ended {state}"})
+                ended: GeminiBatchEvent = {"status": "error", "transient": False, "job_name": self.job_name,
+                                           "state": state, "message": f"Job {self.job_name} ended {state}"}
+                yield TriggerEvent(ended)
                 return
             else:
                 self.log.info("waiting for %s (state %s), next poll in %s s", self.job_name, state,
