@@ -26,7 +26,7 @@ import pathlib
 import threading
 import time
 from collections.abc import Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -40,7 +40,8 @@ from docverify_airflow.config.switches import (
 )
 
 if TYPE_CHECKING:
-    from docverify.storage.store import ArtifactStore
+    from docverify.storage.store import ArtifactStore, StoragePath
+    from docverify_airflow.night import TaskContext
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 ROOT_BASE = REPO  # the one base of a relative storage root (airflow_settings.yaml says so)
@@ -75,7 +76,7 @@ class Settings(Switches):
     # --- derived values ---
 
     @functools.cached_property
-    def root(self) -> Any:
+    def root(self) -> StoragePath:
         """The artifact store root, resolved once: ``gs://`` → ObjectStoragePath on
         ``storage_conn_id``; ``file://`` or a plain path → an absolute pathlib.Path (relative to
         :data:`ROOT_BASE`)."""
@@ -119,7 +120,7 @@ class Settings(Switches):
         return conns
 
 
-def resolve_root(raw: str, conn_id: str = "google_cloud_default") -> Any:
+def resolve_root(raw: str, conn_id: str = "google_cloud_default") -> StoragePath:
     """The one place a storage root string becomes a path object (see the module docstring)."""
     raw = raw.strip() or DEFAULT_STORAGE_ROOT
     if raw.startswith("file://"):
@@ -166,7 +167,7 @@ class _Recent:
 _recent = _Recent()
 
 
-def settings(context: Any = None) -> Settings:
+def settings(context: TaskContext | None = None) -> Settings:
     """The settings of the running task: read once per task (kept in its context under
     :data:`CONTEXT_KEY`, so every step of the task that is handed the same context sees the same
     values, and nothing outlives the task). Without a context (the api-server's pages), the
@@ -186,17 +187,17 @@ def forget_settings() -> None:
     _recent.forget()
 
 
-def artifact_store(context: Any = None) -> ArtifactStore:
+def artifact_store(context: TaskContext | None = None) -> ArtifactStore:
     """The artifact store on the settings' root: the one the tasks and the plugin's pages read."""
     from docverify.storage.store import ArtifactStore
 
     return ArtifactStore(settings(context).root)
 
 
-def storage_root(s: Settings) -> Any:
+def storage_root(s: Settings) -> StoragePath:
     """The artifact store root of the settings (see :meth:`Settings.root`)."""
     return s.root
 
 
-def is_remote(root: object) -> bool:
+def is_remote(root: StoragePath | str) -> bool:
     return str(root).startswith("gs://")
