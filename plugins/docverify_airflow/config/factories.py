@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from docverify.domain import policy as P
 from docverify.judging.judges import Judge, OfflineJudge
@@ -19,7 +19,9 @@ from docverify_airflow.config.variables import ConfigUnavailable
 if TYPE_CHECKING:
     from docverify.arbiters.jury import Jury
     from docverify.arbiters.second_opinion import SecondOpinion
+    from docverify.llm.faults import ThrottlePolicy
     from docverify.llm.judge import LLMJudge
+    from docverify.llm.ratelimit import RateLimiter
 
 log = logging.getLogger("docverify_airflow.config")  # the name the task logs and tests have known it by
 JUDGE_CONN = Settings.variable("judge_conn_id")
@@ -146,7 +148,14 @@ def llm_judge(conn_id: str, s: Settings, *, classifier: LLMJudge | None = None) 
     )
 
 
-def llm_quota(key: str, s: Settings) -> dict[str, Any]:
+class LLMQuota(TypedDict):
+    """An LLMJudge's quota arguments (:func:`llm_quota`)."""
+
+    limiter: RateLimiter | None
+    throttle: ThrottlePolicy
+
+
+def llm_quota(key: str, s: Settings) -> LLMQuota:
     """The ``limiter`` and ``throttle`` of an LLMJudge: requests/tokens per minute of the model
     (Variables ``docverify_llm_rpm`` / ``docverify_llm_tpm``, 0 = unlimited), shared by every task
     process of this machine through a state file under ``$AIRFLOW_HOME/docverify-llm-limiter``,

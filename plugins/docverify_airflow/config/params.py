@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Mapping
-from typing import Annotated, Any, Self
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.fields import FieldInfo
@@ -17,10 +17,15 @@ from pydantic.fields import FieldInfo
 from docverify.stages.common import MAX_SHARDS
 from docverify.stages.layout import LAYOUT_SHARD_SIZE
 
-_JSON_TYPES: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
+if TYPE_CHECKING:
+    from airflow.sdk import Param
+
+    from docverify_airflow.night import TaskContext
+
+_JSON_TYPES: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
-def comma_list(raw: object) -> object:
+def comma_list(raw: str | Sequence[str] | None) -> Sequence[str]:
     """A comma-separated text as its non-empty, stripped items (``None`` or blank: none)."""
     if raw is None:
         return ()
@@ -39,7 +44,9 @@ def _schema_type(f: FieldInfo) -> str | list[str]:
     ann = f.annotation
     if typing.get_origin(ann) in (typing.Union, types.UnionType) or typing.get_origin(ann) is tuple:
         return ["null", "string"]
-    return _JSON_TYPES[ann]
+    if isinstance(ann, type) and ann in _JSON_TYPES:
+        return _JSON_TYPES[ann]
+    raise TypeError(f"a param's type is bool, int, float, str, a nullable text or a comma list, not {ann!r}")
 
 
 class DagParams(BaseModel):
@@ -48,18 +55,18 @@ class DagParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", validate_default=True)
 
     @classmethod
-    def of(cls, context: Mapping[str, Any]) -> Self:
+    def of(cls, context: TaskContext) -> Self:
         """The run's params (``context["params"]``), validated: a missing one takes its default; a value
         outside its bounds raises ``ValueError`` naming it (a deterministic failure: not retried)."""
         return cls.model_validate(dict(context.get("params") or {}))
 
     @classmethod
-    def dag_params(cls) -> dict[str, Any]:
+    def dag_params(cls) -> dict[str, Param]:
         """The DAG's ``params``: one ``airflow.sdk.Param`` per field, in declaration order, with the field's
         default, JSON-schema type, bounds and description."""
         from airflow.sdk import Param
 
-        out: dict[str, Any] = {}
+        out: dict[str, Param] = {}
         for name, f in cls.model_fields.items():
             bounds = {key: value for m in f.metadata for key, attr in (("minimum", "ge"), ("maximum", "le"))
                       if (value := getattr(m, attr, None)) is not None}

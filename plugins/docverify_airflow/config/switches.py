@@ -49,11 +49,11 @@ class Accepts:
     hint: str = ""
 
 
-def _word(raw: object) -> object:
+def _word(raw: str | bool) -> str | bool:
     return raw.strip().lower() if isinstance(raw, str) else raw
 
 
-def _switch_word(raw: object) -> object:
+def _switch_word(raw: str | bool) -> bool:
     """The one vocabulary of every on/off Variable: on/true/1/yes, off/false/0/no (any case)."""
     if isinstance(raw, bool):
         return raw
@@ -238,7 +238,7 @@ class Switches(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _blank_is_missing(cls, data: Any) -> Any:
+    def _blank_is_missing(cls, data: JsonValue) -> JsonValue:
         """A Variable's value without its surrounding blanks; an empty one is missing (its default)."""
         if not isinstance(data, Mapping):
             return data
@@ -278,7 +278,7 @@ def _accepts(f: FieldInfo) -> Accepts:
                            else f" of at least {ge:g}" if ge is not None else ""))
 
 
-def refusal(variable: str, raw: object, f: FieldInfo) -> str:
+def refusal(variable: str, raw: str, f: FieldInfo) -> str:
     """The message of a Variable whose value its type refuses: the Variable, the value (unless the
     Variable's name says it is a secret), what it accepts and its default."""
     a = _accepts(f)
