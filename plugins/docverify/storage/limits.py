@@ -30,7 +30,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, NoReturn
+from typing import Literal, NoReturn, overload
+
+from pydantic import JsonValue
 
 MAX_PDF_BYTES = 50 * 1024 * 1024
 MAX_COMPANION_BYTES = 1024 * 1024
@@ -103,9 +105,9 @@ def _finite_float(s: str) -> float:
     return v
 
 
-def _depth_ok(obj: object, limit: int) -> bool:
+def _depth_ok(obj: JsonValue, limit: int) -> bool:
     """Nesting of a parsed JSON value ≤ ``limit``, without recursion."""
-    stack: list[tuple[object, int]] = [(obj, 1)]
+    stack: list[tuple[JsonValue, int]] = [(obj, 1)]
     while stack:
         v, d = stack.pop()
         if isinstance(v, dict | list):
@@ -118,10 +120,10 @@ def _depth_ok(obj: object, limit: int) -> bool:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def has_lone_surrogate(obj: object) -> bool:
+def has_lone_surrogate(obj: JsonValue) -> bool:
     """A string (key or value) of a parsed JSON value holds a lone UTF-16 surrogate: valid JSON
     (``"\\ud83e"``, a cut emoji) that is not Unicode text — it cannot be written as UTF-8."""
-    stack: list[object] = [obj]
+    stack: list[JsonValue] = [obj]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
@@ -157,8 +159,14 @@ def scan_depth(data: bytes, limit: int) -> bool:
     return True
 
 
+@overload
+def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = ..., max_depth: int = ...,
+                     require_object: Literal[True] = ...) -> dict[str, JsonValue]: ...
+@overload
+def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = ..., max_depth: int = ...,
+                     require_object: bool) -> JsonValue: ...
 def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = MAX_COMPANION_BYTES,
-                     max_depth: int = MAX_JSON_DEPTH, require_object: bool = True) -> Any:
+                     max_depth: int = MAX_JSON_DEPTH, require_object: bool = True) -> JsonValue:
     """Parse ``data`` as one JSON object within the limits: bytes, UTF-8, nesting, finite numbers
     (no NaN/Infinity/overflow, integers of at most 4300 digits), a top-level object (any JSON
     value with ``require_object=False``)."""
@@ -167,7 +175,7 @@ def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = MAX_
         raise InputError(INPUT_TOO_DEEP, f"{file}: the {what} nests deeper than {max_depth} levels "
                          f"(docverify.storage.limits); it is not a classification, regenerate it", file)
     try:
-        obj = json.loads(data.decode("utf-8"), parse_constant=_bad_constant, parse_float=_finite_float)
+        obj: JsonValue = json.loads(data.decode("utf-8"), parse_constant=_bad_constant, parse_float=_finite_float)
     except _BadNumber:
         raise InputError(INPUT_BAD_NUMBER, f"{file}: the {what} holds NaN, Infinity or an overflowing number; "
                          f"JSON numbers must be finite — regenerate it", file) from None
@@ -189,8 +197,8 @@ def load_json_object(data: bytes, file: str, what: str, *, max_bytes: int = MAX_
     return obj
 
 
-def _ints_in_range(obj: object) -> bool:
-    stack: list[object] = [obj]
+def _ints_in_range(obj: JsonValue) -> bool:
+    stack: list[JsonValue] = [obj]
     while stack:
         v = stack.pop()
         if isinstance(v, bool):
@@ -204,13 +212,13 @@ def _ints_in_range(obj: object) -> bool:
     return True
 
 
-def _at_most(items: object, limit: int, file: str, what: str) -> None:
+def _at_most(items: JsonValue, limit: int, file: str, what: str) -> None:
     if isinstance(items, list) and len(items) > limit:
         raise InputError(INPUT_TOO_MANY_ITEMS, f"{file}: {len(items)} {what}, over the limit of {limit} "
                          f"(docverify.storage.limits); regenerate it", file)
 
 
-def check_classification_shape(obj: dict[str, Any], file: str) -> dict[str, Any]:
+def check_classification_shape(obj: dict[str, JsonValue], file: str) -> dict[str, JsonValue]:
     """Count limits of a classification (before pydantic sees it): segments, types per segment,
     evidence per type, integers within ±``MAX_ABS_INT``. Wrong types of fields are left to the
     schema check (V1 ``SCHEMA_INVALID``), which reports field paths only."""
@@ -229,6 +237,6 @@ def check_classification_shape(obj: dict[str, Any], file: str) -> dict[str, Any]
     return obj
 
 
-def load_classification(data: bytes, file: str) -> dict[str, Any]:
+def load_classification(data: bytes, file: str) -> dict[str, JsonValue]:
     """A companion classification's bytes → a dict within every limit, or :class:`InputError`."""
     return check_classification_shape(load_json_object(data, file, "classification"), file)

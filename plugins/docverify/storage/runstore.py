@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, NotRequired, TypeVar
 
 from pydantic import (
@@ -250,13 +250,11 @@ class ErrorRecord(_Open):
     retryable: bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
-    def of(cls, doc: ManifestDoc | Mapping[str, object], code: str, message: str, stage: str,
-           **extra: object) -> ErrorRecord:
-        """The error record of a manifest document (its id and file), given as the model or as the
-        stored entry (the layout stage's documents)."""
-        if isinstance(doc, ManifestDoc):
-            return cls(doc_id=doc.doc_id, stage=stage, error=code, message=message, file=doc.pdf_uri, **extra)
-        return cls(doc_id=doc["doc_id"], stage=stage, error=code, message=message, file=doc["pdf_uri"], **extra)
+    def of(cls, doc: ManifestDoc, code: str, message: str, stage: str, *, sha256: str | None = None,
+           parser: str | None = None, retryable: bool | None = None) -> ErrorRecord:
+        """The error record of a manifest document (its id and file)."""
+        return cls(doc_id=doc.doc_id, stage=stage, error=code, message=message, file=doc.pdf_uri, sha256=sha256,
+                   parser=parser, retryable=retryable)
 
 
 class ClassificationMeta(_Open):

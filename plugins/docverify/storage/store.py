@@ -48,7 +48,7 @@ import re
 import stat as stat_mod
 import uuid
 from collections.abc import Callable, Iterator
-from typing import IO, Any, Protocol
+from typing import IO, Any, NotRequired, Protocol, TypedDict
 
 from pydantic import BaseModel
 
@@ -97,15 +97,27 @@ class StoragePath(Protocol):
     def unlink(self) -> None: ...
 
 
+class ObjectInfo(TypedDict):
+    """A remote object's metadata as fsspec gives it (``info``, each entry of a detailed ``ls``): the
+    keys the store reads (gcsfs gives more of the service's JSON)."""
+
+    name: str
+    size: int
+    #: "file" or "directory"
+    type: str
+    #: GCS: the object's live generation (what a compare-and-swap conditions on)
+    generation: NotRequired[str | int]
+
+
 class RemoteFS(Protocol):
     """The fsspec filesystem behind a remote path (gcsfs in production): the requests the store
     sends. ``info`` and ``ls`` give the service's own JSON (its object metadata)."""
 
     def invalidate_cache(self, path: str | None = None) -> None: ...
 
-    def info(self, path: str) -> dict[str, Any]: ...
+    def info(self, path: str) -> ObjectInfo: ...
 
-    def ls(self, path: str, detail: bool = ..., *, refresh: bool = ...) -> list[dict[str, Any]]: ...
+    def ls(self, path: str, detail: bool = ..., *, refresh: bool = ...) -> list[ObjectInfo]: ...
 
     def cat_file(self, path: str) -> bytes: ...
 
@@ -132,7 +144,7 @@ def as_root(root: str | StoragePath) -> StoragePath:
     return UPath(root)
 
 
-def local_path(path: object) -> pathlib.Path | None:
+def local_path(path: StoragePath) -> pathlib.Path | None:
     """The local filesystem path behind ``path``, or None when it is remote."""
     if isinstance(path, pathlib.Path) and type(path).__module__.startswith("pathlib"):
         return path
@@ -142,7 +154,7 @@ def local_path(path: object) -> pathlib.Path | None:
     return None
 
 
-def remote_target(path: object) -> tuple[RemoteFS, str] | None:
+def remote_target(path: StoragePath) -> tuple[RemoteFS, str] | None:
     """``(fsspec filesystem, key)`` behind a remote path, or None for a local path (or an object
     that has no fsspec filesystem, which is then used through its own pathlib methods)."""
     if local_path(path) is not None:
@@ -153,7 +165,7 @@ def remote_target(path: object) -> tuple[RemoteFS, str] | None:
     return fs, key
 
 
-def uri_of(path: object) -> str:
+def uri_of(path: StoragePath) -> str:
     """``file:///abs/path`` for a local path; ``<protocol>://<bucket>/<key>`` for a remote one
     (without the ``conn_id@`` that ``str(ObjectStoragePath)`` carries: the connection is
     configuration, not part of the object's name)."""
@@ -554,7 +566,7 @@ class ArtifactStore:
             return _delete_if_generation(remote[0], remote[1], version)
         return self._local_if_version(target, version, pathlib.Path.unlink)
 
-    def _local_if_version(self, target: StoragePath, version: str, act: Callable[[pathlib.Path], object]) -> bool:
+    def _local_if_version(self, target: StoragePath, version: str, act: Callable[[pathlib.Path], None]) -> bool:
         """The local half of :meth:`replace_if` / :meth:`delete_if`: under the object's lock, ``act``
         on it only when its bytes still hash to ``version``; False when it changed or is gone."""
         local = local_path(target)
