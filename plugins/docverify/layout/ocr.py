@@ -1,10 +1,15 @@
-"""Local OCR of page images. The engine: **rapidocr-onnxruntime** — PP-OCRv4 detection + recognition
-on ONNX Runtime. ADR 0057 chose ``rapidocr-openvino`` (the same models on the OpenVINO runtime, bf16
-where the CPU has the instructions; ~3x faster) but its address space grows with every new input
-shape past the parse worker's 2 GiB cap (see :data:`DEFAULT_ENGINE`), so it is opt-in until that is
-bounded. The environment variable ``DOCVERIFY_OCR_ENGINE`` chooses another: ``rapidocr-openvino``
-(``rapidocr-openvino:f32`` fixes OpenVINO's precision) or ``tesseract`` (Debian's ``tesseract-ocr``,
-called as a subprocess, ``make ocr-deps``).
+"""Local OCR of page images. The default engine: **Tesseract** (Debian's ``tesseract-ocr`` 5.3, its
+English LSTM model in the package, one subprocess per page with one OpenMP thread; ``make ocr-deps``,
+which ``make run`` and ``make test`` run). ADR 0058 chose it by ``scripts/bench_ocr.py``'s figures:
+5.9x the pages per CPU-second of the engine before ADR 0047, the most reference words read and the
+lowest CER, ~84 MB a call. Where the ``tesseract`` binary is missing the default falls back to
+**rapidocr-onnxruntime** (PP-OCRv4 detection + recognition on ONNX Runtime, the default until ADR
+0058, 1.65x) with one warning per process naming the fix; the engine id a bundle records says
+which one read it. The environment variable ``DOCVERIFY_OCR_ENGINE`` chooses an engine explicitly
+(no fallback: a chosen engine that is missing is :class:`OCRUnavailable`): ``tesseract``,
+``rapidocr-onnxruntime``, or ``rapidocr-openvino`` (the same PP-OCRv4 models on the OpenVINO runtime,
+``rapidocr-openvino:f32`` fixes its precision; ADR 0057: its address space grows past the parse
+worker's 2 GiB cap within a few pages, so it is for in-process use such as the bench).
 
 Why these engines: the rapidocr ones install from the package index alone and their wheels *ship
 the three ONNX models* (``rapidocr_*/models/*.onnx``, ~16 MB), so nothing is downloaded at run
@@ -16,7 +21,9 @@ the system's libGL; ``requirements-overrides.txt`` drops it).
 
 Used by the local PDF parser (:mod:`docverify.layout.local_pdf`) inside its time-bounded worker
 processes, for pages without a text layer that are mostly images. One engine per process (the
-models load in ~1–2 s), one inference thread per worker (the workers are the parallelism).
+rapidocr models load in ~1–2 s; Tesseract loads its model in each call, ~0.02 s), one inference
+thread per worker (the workers are the parallelism). A Tesseract call that outlives
+:func:`tesseract_timeout_s` (below the pool's per-page limit) is killed and the page stays unread.
 
 A page image is rendered with pypdfium2 so that its longer side is :data:`TARGET_PX` pixels
 (whatever the page's nominal size: some scans declare a 4-point page); with rapidocr, text lines
@@ -32,6 +39,7 @@ per-line score averaged with the lines' lengths as weights (Tesseract: its words
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import statistics
@@ -51,16 +59,17 @@ if TYPE_CHECKING:
     #: a page image: height × width × 3 channels
     Image = npt.NDArray[np.uint8]
 
-#: the engines this module can drive (ADR 0057): the PP-OCRv4 models on the OpenVINO runtime (the
-#: default) or on ONNX Runtime (the engine until ADR 0057; the same models, shipped in each wheel),
-#: and Debian's Tesseract (``tesseract-ocr``, called as a subprocess)
-ENGINES = ("rapidocr-openvino", "rapidocr-onnxruntime", "tesseract")
-#: the engine used when the environment names none. Not rapidocr-openvino (ADR 0057, amended): its
-#: CPU plugin reserves address space for every new input shape it meets (~1.7 GB after one page,
-#: +~125 MB a page with bf16, ~+50 MB with f32, never given back, not even by reloading the engine),
-#: so under the parse worker's 2 GiB ``RLIMIT_AS`` its inference fails with MemoryError from the 3rd
-#: page of a scan on; ONNX Runtime stays at ~1 GB whatever it reads
-DEFAULT_ENGINE = "rapidocr-onnxruntime"
+#: the engines this module can drive: Debian's Tesseract (``tesseract-ocr``, called as a subprocess;
+#: the default, ADR 0058), the PP-OCRv4 models on ONNX Runtime (the default until ADR 0058, the
+#: fallback) or on the OpenVINO runtime (ADR 0057; opt-in, see below)
+ENGINES = ("tesseract", "rapidocr-onnxruntime", "rapidocr-openvino")
+#: the engine used when the environment names none (ADR 0058), when its binary is installed
+DEFAULT_ENGINE = "tesseract"
+#: the default's stand-in where ``tesseract`` is not installed (its models ship in the pinned wheel).
+#: Not rapidocr-openvino (ADR 0057, amended): its CPU plugin reserves address space for every new
+#: input shape it meets (~1.7 GB after one page, +~125 MB a page with bf16, never given back), so
+#: under the parse worker's 2 GiB ``RLIMIT_AS`` its inference fails from the 3rd page of a scan on
+FALLBACK_ENGINE = "rapidocr-onnxruntime"
 #: environment variable choosing the engine (a parse worker inherits its parent's environment)
 ENGINE_ENV = "DOCVERIFY_OCR_ENGINE"
 #: the longer side of the rendered page image, in pixels (≈ 155 dpi on a Letter page's 11-inch side,
@@ -86,11 +95,34 @@ THREADS = 1
 OPENVINO_PRECISION = "bf16"
 #: Tesseract's language and page segmentation mode (3: automatic, no orientation detection)
 TESSERACT_ARGS = ("-l", "eng", "--psm", "3")
+#: environment variable with the parse pool's per-page limit in seconds (the pool sets it for its
+#: workers): a Tesseract call is killed before it, so a stuck call leaves its page unread rather
+#: than the whole file stopped
+PAGE_TIMEOUT_ENV = "DOCVERIFY_PARSE_PAGE_TIMEOUT_S"
+#: a Tesseract call's limit without a pool (in process: the bench, a test), in seconds
+TESSERACT_TIMEOUT_S = 600.0
+
+_log = logging.getLogger(__name__)
 
 
 def engine_name(engine: str | None = None) -> str:
-    """``engine``, else the environment's :data:`ENGINE_ENV`, else :data:`DEFAULT_ENGINE`."""
-    return engine or os.environ.get(ENGINE_ENV, "").strip() or DEFAULT_ENGINE
+    """``engine``, else the environment's :data:`ENGINE_ENV`, else :data:`DEFAULT_ENGINE` — or
+    :data:`FALLBACK_ENGINE` when the default's binary is missing (:func:`default_engine`)."""
+    return engine or os.environ.get(ENGINE_ENV, "").strip() or default_engine()
+
+
+@functools.lru_cache(maxsize=1)
+def default_engine() -> str:
+    """:data:`DEFAULT_ENGINE` when ``tesseract`` runs here, else :data:`FALLBACK_ENGINE`, said once
+    per process (each parse worker) with the fix: the engine id a bundle records names the one that
+    read it, so a night read by the fallback says so in its stage records and report."""
+    if _tesseract_version():
+        return DEFAULT_ENGINE
+    _log.warning(
+        "Tesseract, the default local OCR engine (ADR 0058), is not installed: scanned pages are read with "
+        "%s instead (about a third of its speed). Install it: make ocr-deps (or apt-get install tesseract-ocr), "
+        "or set %s to choose an engine", FALLBACK_ENGINE, ENGINE_ENV)
+    return FALLBACK_ENGINE
 
 
 def engine_version(engine: str | None = None) -> str:
@@ -108,8 +140,9 @@ def engine_version(engine: str | None = None) -> str:
 def engine_id(engine: str | None = None) -> str:
     """The engine, its version and the settings that change what it reads (``-det960``: detection on
     a ≤ 960 px copy; ``-cls``: the orientation classifier on; Tesseract: its language), e.g.
-    ``rapidocr-openvino-1.4.4-det960``: part of an OCR'd bundle's ``parser`` (and of the intake OCR
-    cache's key), so a bundle read by another engine or with other settings is not reused."""
+    ``tesseract-5.3.0-eng`` or ``rapidocr-onnxruntime-1.4.4-det960``: part of an OCR'd bundle's
+    ``parser`` (and of the intake OCR cache's key), so a bundle read by another engine or with other
+    settings is not reused."""
     full = engine_name(engine)
     name, _sep, precision = full.partition(":")
     if name not in ENGINES:
@@ -244,6 +277,18 @@ def _norm(s: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", s).split())
 
 
+def tesseract_timeout_s() -> float:
+    """Seconds a Tesseract call may take: 80 % of the parse pool's per-page limit when it runs in a
+    parse worker (:data:`PAGE_TIMEOUT_ENV`; the rest is the page's rendering), else
+    :data:`TESSERACT_TIMEOUT_S`. ``subprocess.run`` kills the call when it runs out: the page's OCR
+    raises ``TimeoutExpired`` and the parser counts the page unread."""
+    try:
+        page_s = float(os.environ.get(PAGE_TIMEOUT_ENV, ""))
+    except ValueError:
+        return TESSERACT_TIMEOUT_S
+    return max(1.0, 0.8 * page_s) if page_s > 0 else TESSERACT_TIMEOUT_S
+
+
 def _tesseract_lines(image: Image, tess: Tesseract) -> list[tuple[object, object, object]]:
     """Tesseract's lines of ``image`` as ``(box, text, score)``: its TSV words grouped by (block,
     paragraph, line), the box the words' union, the score their mean confidence / 100."""
@@ -254,7 +299,7 @@ def _tesseract_lines(image: Image, tess: Tesseract) -> list[tuple[object, object
         return []
     env = {"OMP_THREAD_LIMIT": "1", "PATH": os.environ.get("PATH", "/usr/bin")}
     out = subprocess.run([tess.exe, "stdin", "stdout", *TESSERACT_ARGS, "tsv"], input=png.tobytes(),
-                         capture_output=True, env=env, timeout=600, check=True)
+                         capture_output=True, env=env, timeout=tesseract_timeout_s(), check=True)
     lines: dict[tuple[str, str, str, str], list[tuple[int, int, int, int, float, str]]] = {}
     for row in out.stdout.decode("utf-8", "replace").splitlines()[1:]:
         f = row.split("\t")

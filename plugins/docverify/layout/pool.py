@@ -63,6 +63,7 @@ from typing import TypedDict
 from docverify.domain.models import DocumentBundle
 from docverify.layout import progress
 from docverify.layout.errors import CORRUPT, TIMEOUT, TOO_LARGE, ParseError, ParseErrorDict
+from docverify.layout.ocr import PAGE_TIMEOUT_ENV
 from docverify.layout.split import (
     DEFAULT_SPLIT_SCAN_PAGES,
     SCAN_MAX_CHARS_PER_PAGE,
@@ -291,7 +292,7 @@ class _Pool:
             if w.job is None and w.ready and self.pending:
                 self._send(w, self.pending.popleft())
         while len(self.workers) < self.n_workers and self.pending:
-            w = _Worker(self.spec, self.startup_timeout_s)
+            w = _Worker(self.spec, self.startup_timeout_s, page_s=self.limits.page_s)
             w.job = self.pending.popleft()
             self.workers.append(w)
 
@@ -587,6 +588,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _children(pid: int) -> list[int]:
+    """The pids of ``pid``'s child processes (Linux's ``/proc/PID/task/*/children``; none elsewhere)."""
+    out: list[int] = []
+    for f in pathlib.Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            out += [int(c) for c in f.read_text().split()]
+    return out
+
+
 class _PipeConn:
     """One JSON message per line over the worker's stdin/stdout. The output is read in chunks into
     our own buffer (never through the file object's, which ``select`` cannot see): a worker may
@@ -653,7 +663,13 @@ class _ProcHandle:
         return self._p.poll()
 
     def kill(self) -> None:
+        """Kill the worker, then the processes it had started (a Tesseract call running the page the
+        worker is stopped on would otherwise outlive it; looked up first, while they are its)."""
+        children = _children(self._p.pid)
         self._p.kill()
+        for child in children:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
 
     def close(self) -> None:
         if self._pidfd is not None:
@@ -675,6 +691,9 @@ class _Worker:
 
     spec: str
     startup_timeout_s: float
+    #: the per-page limit, given to the worker's environment (``DOCVERIFY_PARSE_PAGE_TIMEOUT_S``): the
+    #: OCR's Tesseract calls end before it (:func:`docverify.layout.ocr.tesseract_timeout_s`)
+    page_s: float = DEFAULT_PAGE_TIMEOUT_S
     job: _Job | None = None
     ready: bool = False
     deadline: float = 0.0
@@ -692,7 +711,8 @@ class _Worker:
     conn: _PipeConn = field(init=False)
 
     def __post_init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+               PAGE_TIMEOUT_ENV: f"{self.page_s:g}"}
         popen = subprocess.Popen(
             [sys.executable, "-m", "docverify.layout.worker", self.spec],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from docverify.domain.models import DocumentBundle
-from docverify.layout import local_pdf
+from docverify.layout import local_pdf, ocr
 from docverify.layout.errors import PARSE_ERROR_CODES, ParseError
 from docverify.layout.local_pdf import PARSER_ID, normalise_line, parse_pdf
 from docverify.layout.pool import live_worker_pids, parse_many_bounded, parse_pdf_bounded
@@ -605,10 +605,19 @@ def test_parse_error_api():
 
 # --------------------------------------------------------------------------- local OCR (issue 13)
 
-#: With OCR on, the two scans whose images hold real text become bundles; the scans of blank
+#: With OCR on, the English fax scan whose images hold real text becomes a bundle; the scans of blank
 #: or bar-code-like images stay NO_TEXT_LAYER (OCR reads nothing usable), every other file keeps
-#: its outcome.
-EXPECTED_OCR = {**EXPECTED, "scan_fax_decode_parms_10p.pdf": OK, "corrupt_malformed_pdfplumber932.pdf": OK}
+#: its outcome. The one-page scan of Chinese print (corrupt_malformed_pdfplumber932.pdf, a signature
+#: page) is read by the PP-OCRv4 models (Chinese and Latin) and not by Tesseract's English model,
+#: the default's (ADR 0058): NO_TEXT_LAYER there.
+CJK_SCAN = "corrupt_malformed_pdfplumber932.pdf"
+
+
+def _expected_ocr() -> dict[str, str]:
+    reads_cjk = ocr.engine_name().startswith("rapidocr")
+    return {**EXPECTED, "scan_fax_decode_parms_10p.pdf": OK, CJK_SCAN: OK if reads_cjk else "NO_TEXT_LAYER"}
+
+
 #: OCR takes 1–5 s a page on one core (more on a loaded machine: the 10-page fax scan took
 #: 9 s alone and over 30 s during the full suite on 2 shared cores), so its time bound is larger.
 OCR_TIMEOUT_S = 120.0
@@ -618,14 +627,14 @@ OCR_TIMEOUT_S = 120.0
 def test_parse_many_bounded_over_the_corpus_with_ocr(corpora_dir):
     paths = sorted(_pdfs(corpora_dir).glob("*.pdf"))
     seen = dict(parse_many_bounded(paths, workers=2, timeout_s=OCR_TIMEOUT_S, ocr=True))
-    assert {pathlib.Path(p).name: _outcome(r) for p, r in seen.items()} == EXPECTED_OCR
+    assert {pathlib.Path(p).name: _outcome(r) for p, r in seen.items()} == _expected_ocr()
     for p, r in seen.items():
         name = pathlib.Path(p).name
         if isinstance(r, ParseError):
             assert r.code in ("NO_TEXT_LAYER", "CORRUPT", "ENCRYPTED", "EMPTY_FILE", "ZERO_PAGES"), name
             continue
         ocr_pages = [pg for pg in r.pages if pg.ocr_confidence is not None]
-        if name in ("scan_fax_decode_parms_10p.pdf", "corrupt_malformed_pdfplumber932.pdf"):
+        if name in ("scan_fax_decode_parms_10p.pdf", CJK_SCAN):
             assert ocr_pages and r.parser == local_pdf.OCR_PARSER_ID() != PARSER_ID
             assert any(pg.text and 0.5 <= pg.ocr_confidence <= 1 for pg in ocr_pages)
         else:  # a page with a text layer is never OCR'd

@@ -1,7 +1,8 @@
-"""The local OCR's engines (ADR 0057): which one runs, its id (part of an OCR'd bundle's parser and of
-the intake OCR cache's key), and each engine reading a rendered page. An engine's test is skipped only
-when the engine is not installed; the default engine is in the pinned requirements (`make venv`), and
-`make test` installs Debian's tesseract-ocr (`make ocr-deps`)."""
+"""The local OCR's engines (ADR 0057, 0058): which one runs (Tesseract by default, rapidocr-onnxruntime
+where its binary is missing), its id (part of an OCR'd bundle's parser and of the intake OCR cache's
+key), and each engine reading a rendered page. An engine's test is skipped only when the engine is
+not installed; the fallback engine is in the pinned requirements (`make venv`), and `make test` and
+`make run` install Debian's tesseract-ocr (`make ocr-deps`)."""
 
 from __future__ import annotations
 
@@ -69,21 +70,71 @@ def test_each_engine_reads_a_rendered_page(page_pdf, engine):
 
 
 def test_the_default_engine_is_installed_and_named():
-    """The default runs wherever `make venv` ran: its package is pinned, so `make test` reads with it."""
-    assert ocr.DEFAULT_ENGINE in ocr.ENGINES
-    assert _installed(ocr.DEFAULT_ENGINE)
+    """The default runs wherever `make test` ran (its ocr-deps installs tesseract-ocr); its fallback
+    wherever `make venv` ran (its package is pinned)."""
+    assert (ocr.DEFAULT_ENGINE, ocr.FALLBACK_ENGINE) == ("tesseract", "rapidocr-onnxruntime")
+    assert ocr.DEFAULT_ENGINE in ocr.ENGINES and ocr.FALLBACK_ENGINE in ocr.ENGINES
+    assert _installed(ocr.DEFAULT_ENGINE), "make ocr-deps (Debian's tesseract-ocr)"
+    assert _installed(ocr.FALLBACK_ENGINE)
     ocr.get_engine(ocr.DEFAULT_ENGINE)
+    ocr.get_engine(ocr.FALLBACK_ENGINE)
 
 
-def test_the_environment_chooses_the_engine_and_the_id_follows(monkeypatch):
+@pytest.fixture
+def no_cached_default():
+    """default_engine() and the Tesseract version are looked up once per process: forget them around
+    a test that changes what is installed."""
+    ocr.default_engine.cache_clear()
+    ocr._tesseract_version.cache_clear()
+    yield
+    ocr.default_engine.cache_clear()
+    ocr._tesseract_version.cache_clear()
+
+
+def test_the_environment_chooses_the_engine_and_the_id_follows(monkeypatch, no_cached_default):
     monkeypatch.delenv(ocr.ENGINE_ENV, raising=False)
-    assert ocr.engine_name() == ocr.DEFAULT_ENGINE
+    assert ocr.engine_name() == ocr.default_engine()
+    if _installed("tesseract"):
+        assert ocr.engine_name() == "tesseract"
+        assert re.fullmatch(r"tesseract-\d+\.\d+\.\d+-eng", ocr.engine_id())
     monkeypatch.setenv(ocr.ENGINE_ENV, "rapidocr-onnxruntime")
     assert ocr.engine_name() == "rapidocr-onnxruntime"
     assert ocr.engine_id().startswith("rapidocr-onnxruntime-1.4.4-")
     ids = {ocr.engine_id(e) for e in ("rapidocr-openvino", "rapidocr-onnxruntime", "tesseract")}
     assert len(ids) == 3  # a bundle OCR'd by one engine is never reused as another's
     assert ocr.engine_id("rapidocr-onnxruntime") == f"rapidocr-onnxruntime-1.4.4-det{ocr.DET_PX}"
+
+
+def test_without_tesseract_the_default_falls_back_with_one_warning(monkeypatch, caplog, tmp_path,
+                                                                   no_cached_default):
+    """No tesseract on the PATH: the default is rapidocr-onnxruntime, said once per process with the
+    fix, and the engine id names the engine that reads (what a night's stage records and report
+    show); an engine chosen explicitly is not replaced: it is unavailable."""
+    monkeypatch.delenv(ocr.ENGINE_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no tesseract
+    with caplog.at_level("WARNING", logger="docverify.layout.ocr"):
+        assert ocr.engine_name() == ocr.FALLBACK_ENGINE
+        assert ocr.engine_id() == f"rapidocr-onnxruntime-1.4.4-det{ocr.DET_PX}"
+        assert ocr.engine_name() == ocr.FALLBACK_ENGINE
+    warnings = [r.getMessage() for r in caplog.records if r.name == "docverify.layout.ocr"]
+    assert len(warnings) == 1, warnings
+    assert "Tesseract" in warnings[0] and "make ocr-deps" in warnings[0]
+    assert "apt-get install tesseract-ocr" in warnings[0] and ocr.FALLBACK_ENGINE in warnings[0]
+    monkeypatch.setenv(ocr.ENGINE_ENV, "tesseract")
+    with pytest.raises(ocr.OCRUnavailable, match="make ocr-deps"):
+        ocr._load_engine.__wrapped__("tesseract")  # not the process's cached engine
+    assert ocr.engine_id() == "tesseract-unavailable-eng"
+
+
+def test_a_tesseract_call_ends_before_the_pools_page_limit(monkeypatch):
+    monkeypatch.delenv(ocr.PAGE_TIMEOUT_ENV, raising=False)
+    assert ocr.tesseract_timeout_s() == ocr.TESSERACT_TIMEOUT_S  # in process: no pool's limit
+    monkeypatch.setenv(ocr.PAGE_TIMEOUT_ENV, "60")
+    assert ocr.tesseract_timeout_s() == 48
+    monkeypatch.setenv(ocr.PAGE_TIMEOUT_ENV, "0.5")
+    assert ocr.tesseract_timeout_s() == 1
+    monkeypatch.setenv(ocr.PAGE_TIMEOUT_ENV, "soon")
+    assert ocr.tesseract_timeout_s() == ocr.TESSERACT_TIMEOUT_S
 
 
 def test_an_unknown_engine_is_unavailable_not_a_crash(monkeypatch):

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from docverify.domain.models import DocumentBundle
-from docverify.layout import progress
+from docverify.layout import ocr, progress
 from docverify.layout.errors import ParseError
 from docverify.layout.local_pdf import parse_pdf
 from docverify.layout.pool import _Limits, live_worker_pids, parse_many_bounded, timeout_message
@@ -126,7 +126,7 @@ def test_a_scan_read_by_two_workers_gives_the_pages_of_one_worker_in_order(scan,
     assert [p.page_num for p in two.pages] == [1, 2, 3, 4, 5, 6] and two.total_pages == 6
     assert [p.text for p in two.pages] == [p.text for p in one.pages]
     assert [p.ocr_confidence for p in two.pages] == [p.ocr_confidence for p in one.pages]
-    assert (two.parser, two.sha256) == (one.parser, one.sha256) and "rapidocr" in two.parser
+    assert (two.parser, two.sha256) == (one.parser, one.sha256) and two.parser.endswith("+" + ocr.engine_id())
     for k, page in enumerate(two.pages):  # each page's own word, on its own page
         assert WORDS[k] in page.text.upper(), (k, page.text)
     jobs = [json.loads(line) for line in log.read_text().splitlines()]
