@@ -30,8 +30,11 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeGuard, TypeVar
 
+from pydantic import JsonValue
+
+from docverify.reporting.contract import NightFacts
 from docverify.stages.common import OL_RUN_ID_ENV
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
@@ -67,6 +70,18 @@ DATASETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+#: a value of the ``docverify_task`` facet: a number, a flag, a short code, or a ``{name: number}`` map
+FacetValue = bool | int | float | str | dict[str, int | float]
+Counts = dict[str, FacetValue]
+
+
+class NightFacet(NightFacts):
+    """The ``docverify_night`` facet's data: ``batch_report``'s ``night`` (``report.night_facts`` and
+    the verification policy, ``VerifyPolicy.model_dump(mode="json")``)."""
+
+    policy: dict[str, JsonValue]
+
+
 @dataclass
 class Declared:
     """What one task instance declared: dataset URIs, its counts (the ``docverify_task`` facet) and,
@@ -75,8 +90,8 @@ class Declared:
 
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
-    counts: dict[str, Any] | None = None
-    night: dict[str, Any] | None = None
+    counts: Counts | None = None
+    night: NightFacet | None = None
 
 
 #: The fields of the night facet (``ol_extractor.DocverifyNightRunFacet``; a test keeps them equal).
@@ -98,13 +113,13 @@ def declared(dag_id: str, task_id: str, map_index: int | None) -> Declared | Non
     return _DECLARED.get(_key(dag_id, task_id, map_index))
 
 
-def counts_of(result: Any) -> dict[str, Any]:
+def counts_of(result: object) -> Counts:
     """The facet-safe part of a task's result: numbers, booleans and short code-like strings of
     its top level (and one level of ``{name: number}`` maps, e.g. routes); lists (document ids),
     URIs and free text are left out."""
     if not isinstance(result, Mapping):
         return {"items": len(result)} if isinstance(result, list | tuple) else {}
-    out: dict[str, Any] = {}
+    out: Counts = {}
     for k, v in result.items():
         if isinstance(v, bool | int | float) or isinstance(v, str) and _code_like(v):
             out[str(k)] = v
@@ -154,7 +169,7 @@ def ol_run_id(context: TaskContext) -> str | None:
 
 
 def declare(context: TaskContext, *, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
-            counts: Mapping[str, Any] | None = None, night: Mapping[str, Any] | None = None) -> None:
+            counts: Counts | None = None, night: NightFacet | None = None) -> None:
     """Record what this task instance read and wrote (URIs) and its facets' data. A night without
     every field of the night facet is refused (KeyError), never declared half."""
     if night is not None:
@@ -168,10 +183,10 @@ def declare(context: TaskContext, *, inputs: Sequence[str] = (), outputs: Sequen
     if counts is not None:
         entry.counts = dict(counts)
     if night is not None:
-        entry.night = {f: night[f] for f in NIGHT_FIELDS}
+        entry.night = night.copy()
 
 
-Uris = Callable[[Mapping[str, Any], Sequence[str]], list[str]]
+Uris = Callable[[TaskContext, Sequence[str]], list[str]]
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -180,7 +195,7 @@ R = TypeVar("R")
 class Traced:
     """What :func:`traced` declares when its block ends: set :attr:`result` to the task's result."""
 
-    result: Any = None
+    result: object = None  # the task's result, whatever it returns
 
 
 @contextmanager
@@ -204,10 +219,10 @@ def traced(context: TaskContext, uris: Uris) -> Iterator[Traced]:
         declare_task(context, uris, out.result)
 
 
-def task(uris: Uris) -> Callable[[Callable[Concatenate[Any, P], R]], Callable[Concatenate[Any, P], R]]:
+def task(uris: Uris) -> Callable[[Callable[Concatenate[TaskContext, P], R]], Callable[Concatenate[TaskContext, P], R]]:
     """:func:`traced` as the decorator of a task body ``fn(context, …)``: the same signature."""
 
-    def wrap(fn: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
+    def wrap(fn: Callable[Concatenate[TaskContext, P], R]) -> Callable[Concatenate[TaskContext, P], R]:
         @functools.wraps(fn)
         def wrapper(context: TaskContext, /, *args: P.args, **kwargs: P.kwargs) -> R:
             with traced(context, uris) as t:
@@ -220,7 +235,18 @@ def task(uris: Uris) -> Callable[[Callable[Concatenate[Any, P], R]], Callable[Co
     return wrap
 
 
-def declare_task(context: TaskContext, uris: Uris, result: Any) -> None:
+def _is_night(value: object) -> TypeGuard[NightFacet]:
+    """Whether a task's ``night`` is the night facet's data (``batch_report``'s, a mapping): one without
+    every field of the facet raises KeyError naming those it lacks (never declared half)."""
+    if not isinstance(value, Mapping):
+        return False
+    missing = [f for f in NIGHT_FIELDS if f not in value]
+    if missing:
+        raise KeyError(f"the night facet lacks {', '.join(missing)}")
+    return True
+
+
+def declare_task(context: TaskContext, uris: Uris, result: object) -> None:
     """Declare the task's datasets (by its id in :data:`DATASETS`) and its facets' data."""
     try:
         ins, outs = DATASETS.get(context["ti"].task_id, ((), ()))
@@ -229,6 +255,6 @@ def declare_task(context: TaskContext, uris: Uris, result: Any) -> None:
             night = result.get("night")
             result = {k: v for k, v in result.items() if k != "night"}
         declare(context, inputs=uris(context, ins), outputs=uris(context, outs), counts=counts_of(result),
-                night=night if isinstance(night, Mapping) else None)
+                night=night if _is_night(night) else None)
     except Exception as exc:
         log.warning("OpenLineage datasets not declared for this task: %s", type(exc).__name__)

@@ -4,15 +4,19 @@ Imported by the provider's listener (and by a task ending), never at Dag parse t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attr
 from airflow.providers.openlineage.extractors.base import BaseExtractor, OperatorLineage
 from openlineage.client.event_v2 import Dataset
 from openlineage.client.facet_v2 import RunFacet
+from pydantic import JsonValue
 
-from docverify_airflow.lineage.declared import DAGS, Declared, declared
+from docverify.reporting.contract import NightLLM, NightModels
+from docverify_airflow.lineage.declared import DAGS, Counts, Declared, NightFacet, declared
+
+if TYPE_CHECKING:
+    from airflow.sdk.types import RuntimeTaskInstanceProtocol
 
 #: The schemas of the custom facets ship in the repository (include/openlineage/); the URL names
 #: them where a reader of an event can find them.
@@ -26,7 +30,7 @@ class DocverifyTaskRunFacet(RunFacet):
     dag_id: str
     task_id: str
     map_index: int
-    counts: dict[str, Any]
+    counts: Counts
 
     @staticmethod
     def _get_schema() -> str:
@@ -45,9 +49,9 @@ class DocverifyNightRunFacet(RunFacet):
     issue_codes: dict[str, int]
     error_codes: dict[str, int]
     implementations: list[str]
-    models: dict[str, Any]
-    llm: dict[str, Any]
-    policy: dict[str, Any]
+    models: NightModels
+    llm: NightLLM
+    policy: dict[str, JsonValue]
 
     @staticmethod
     def _get_schema() -> str:
@@ -65,12 +69,14 @@ def facets(found: Declared, dag_id: str, task_id: str, map_index: int) -> dict[s
     return out
 
 
-def night_facet(night: Mapping[str, Any]) -> DocverifyNightRunFacet:
-    return DocverifyNightRunFacet(**{f.name: night[f.name] for f in attr.fields(DocverifyNightRunFacet)
-                                     if not f.name.startswith("_")})
+def night_facet(night: NightFacet) -> DocverifyNightRunFacet:
+    return DocverifyNightRunFacet(
+        night=night["night"], documents=night["documents"], final_routes=night["final_routes"], rules=night["rules"],
+        issue_codes=night["issue_codes"], error_codes=night["error_codes"], implementations=night["implementations"],
+        models=night["models"], llm=night["llm"], policy=night["policy"])
 
 
-def dataset(uri: str) -> Any:
+def dataset(uri: str) -> Dataset:
     """An OpenLineage dataset for a storage URI, named as Airflow's asset translations name it
     (``file`` + absolute path; ``gs://<bucket>`` + key)."""
     from urllib.parse import urlsplit
@@ -90,10 +96,10 @@ class DocverifyExtractor(BaseExtractor):
     def get_operator_classnames(cls) -> list[str]:
         return ["_PythonDecoratedOperator", "_BranchPythonDecoratedOperator", "SMEReviewOperator"]
 
-    def _execute_extraction(self) -> Any:
+    def _execute_extraction(self) -> OperatorLineage[Dataset, RunFacet] | None:
         return None  # START: the body has not run; its datasets are known when it ends
 
-    def extract_on_complete(self, task_instance: Any) -> Any:
+    def extract_on_complete(self, task_instance: RuntimeTaskInstanceProtocol) -> OperatorLineage[Dataset, RunFacet] | None:
         op = self.operator
         if getattr(op, "dag_id", None) not in DAGS:
             return None
@@ -105,5 +111,5 @@ class DocverifyExtractor(BaseExtractor):
                                outputs=[dataset(u) for u in found.outputs],
                                run_facets=facets(found, op.dag_id, op.task_id, -1 if map_index is None else map_index))
 
-    def extract_on_failure(self, task_instance: Any) -> Any:
+    def extract_on_failure(self, task_instance: RuntimeTaskInstanceProtocol) -> OperatorLineage[Dataset, RunFacet] | None:
         return self.extract_on_complete(task_instance)
