@@ -183,3 +183,24 @@ def test_a_30_page_scan_parses_on_the_default_settings(corpora_dir, tmp_path):
     assert not [r for r in read if r[1] is None or r[2] < 5], read
     assert sum(r[2] for r in read) >= 0.75 * sum(ref_words), read
     print(f"dense30.pdf: 30 OCR'd pages in {seconds:.1f} s ({seconds / 30:.2f} s a page)")
+
+
+@pytest.mark.slow
+def test_a_100_page_scan_parses_on_the_nights_settings(corpora_dir, tmp_path):
+    """The night's layout defaults (2 parse workers, a scan of 8 image pages or more in page ranges
+    across them, ADR 0052; the default OCR engine): a 100-page scan is read whole, every page."""
+    sources = sorted((corpora_dir / "pdfs").glob("clinical_tcga_*.pdf"))
+    path, ref_words = _scan_of(sources, tmp_path / "scan100.pdf", 100)
+    stats: dict = {}
+    t0 = time.monotonic()
+    [(_, bundle)] = list(parse_many_bounded([path], ocr=True, ocr_stats=stats))
+    seconds = time.monotonic() - t0
+    assert isinstance(bundle, DocumentBundle), bundle
+    assert bundle.total_pages == len(bundle.pages) == 100
+    assert [p.page_num for p in bundle.pages] == list(range(1, 101))
+    read = [(p.page_num, p.ocr_confidence, len(p.text.split()), ref) for p, ref in zip(bundle.pages, ref_words, strict=True)]
+    assert not [r for r in read if r[1] is None or r[2] < 5], read
+    assert sum(r[2] for r in read) >= 0.75 * sum(ref_words), read
+    assert stats[str(path)]["pages"] == 100
+    assert not live_worker_pids()
+    print(f"scan100.pdf: 100 OCR'd pages in {seconds:.1f} s ({seconds / 100:.2f} s a page, 2 workers)")
