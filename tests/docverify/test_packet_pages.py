@@ -69,12 +69,12 @@ def test_an_unread_scan_shows_its_page_images_and_an_unopenable_pdf_says_so_once
 
 def test_an_empty_file_is_0_bytes_and_nothing_to_look_at():
     from docverify.sme.document_view import document_html
-    from docverify.sme.facts import file_facts, has_pages
+    from docverify.sme.facts import file_facts, packet_has_pages
     from docverify.sme.packets import build_packet
 
     packet = build_packet(doc_id="d", pdf_path="/in/empty.pdf", total_pages=0, bundle_path="", result=None,
                           error={"error": "EMPTY_FILE", "message": "empty.pdf is empty (0 bytes): re-send it"})
-    assert dict(file_facts(packet))["Size"] == "0 bytes" and not has_pages(packet.model_dump(mode="json"))
+    assert dict(file_facts(packet))["Size"] == "0 bytes" and not packet_has_pages(packet)
     html = document_html(packet, bundle=None, pdf_bytes=None)
     assert "Nothing to look at: the file is empty (0 bytes)" in html and "unknown" not in html
     assert html.count("re-send it") == 1

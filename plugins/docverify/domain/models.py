@@ -14,9 +14,10 @@ members ("pathology report" is not "Pathology Report").
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StringConstraints, with_config
+from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
 
 class DocType(StrEnum):
@@ -332,6 +333,24 @@ class VerificationResult(_Model):
 # --------------------------------------------------------------------------- SME and ground truth
 
 
+@with_config(ConfigDict(extra="allow"))
+class StoredContext(TypedDict):
+    """The page text around an issue as a packet keeps it (:func:`docverify.sme.context.stored_context`):
+    the page (None: ``why`` there is none), the paragraphs before, the match, the paragraphs after, whether
+    and how the issue's text was found."""
+
+    page: int | None
+    before: list[str]
+    match: str
+    after: list[str]
+    found: bool
+    #: "exact" | "fuzzy" | "not_found" | "no_text" | "no_bundle"
+    how: NotRequired[str]
+    score: NotRequired[float]
+    why: NotRequired[str]
+    paragraph_index: NotRequired[int | None]
+
+
 class SMEIssueSummary(_Model):
     issue_id: str
     severity: Severity
@@ -344,11 +363,55 @@ class SMEIssueSummary(_Model):
     details: dict[str, Any] = Field(
         default_factory=dict, description="The issue's machine-readable facts (as in Issue.details)."
     )
-    context: dict[str, Any] | None = Field(
+    context: StoredContext | None = Field(
         default=None,
         description="The page text around the issue's location (docverify.sme.context.get_issue_context "
         "without the page image): page, before (2 paragraphs), match, after (3 paragraphs), found, how.",
     )
+
+
+class DominantAgreement(TypedDict):
+    primary: str | None
+    production: str | None
+    agree: bool
+
+
+#: a segment as the comparison sees it: (page_start, page_end, dominant_type) as stored, None when unreadable
+SegmentShape = tuple[int | float | None, int | float | None, str | None]
+
+
+class SegmentsAgreement(TypedDict):
+    primary: list[SegmentShape]
+    production: list[SegmentShape]
+    agree: bool
+
+
+class ProductionComparison(TypedDict):
+    """``SMEPacket.production_comparison`` (:func:`docverify.sme.packets.compare_production`)."""
+
+    dominant_type: DominantAgreement
+    segments: SegmentsAgreement
+    presence_differences: dict[str, dict[str, str]]
+    production_classifier: str | None
+    agrees: bool
+
+
+@with_config(ConfigDict(extra="allow"))
+class PacketError(TypedDict):
+    """``SMEPacket.error``: the error record of a document that could not be parsed or classified
+    (:class:`docverify.storage.runstore.ErrorRecord`'s JSON) with what is known of its file
+    (:func:`docverify.sme.packets.with_file_facts`)."""
+
+    doc_id: NotRequired[str]
+    stage: NotRequired[str]
+    error: str
+    message: NotRequired[str]
+    file: NotRequired[str]
+    sha256: NotRequired[str]
+    parser: NotRequired[str]
+    retryable: NotRequired[bool]
+    file_name: NotRequired[str]
+    size_bytes: NotRequired[int]
 
 
 class SMEPacket(_Model):
@@ -395,10 +458,10 @@ class SMEPacket(_Model):
     primary_classification: dict[str, Any] | None
     production_classification: dict[str, Any] | None = None
     production_differs: bool | None = None
-    error: dict[str, Any] | None = Field(
+    error: PacketError | None = Field(
         default=None, description="Set when the document could not be parsed or classified."
     )
-    production_comparison: dict[str, Any] | None = Field(
+    production_comparison: ProductionComparison | None = Field(
         default=None,
         description="Set when a production classification was supplied: whether the dominant type, "
         "the segments (page ranges and types) and each type's strongest presence level agree.",

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
+from pydantic import BaseModel, JsonValue
 from typing_extensions import TypedDict
 
 from docverify.domain.models import DocumentBundle, VerificationResult
 from docverify.sme.packets import build_packet, now_iso, review_id, write_packet
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
-
-#: ``store.write_json``'s shape: a path and a JSON-able object (its result is not used)
-JsonWriter = Callable[[str, object], object]
 
 
 class BundleFacts(Protocol):
@@ -46,8 +44,26 @@ class AcceptedRecord(TypedDict):
     run_id: str
     decision: AcceptedDecision
     #: the PDF, its hash, the parser and the bundle's URI, and the caller's ``provenance``
-    provenance: dict[str, object]
-    classification: Mapping[str, object]
+    provenance: dict[str, str | None]
+    #: the accepted classification as the result holds it
+    classification: dict[str, JsonValue]
+
+
+class AttemptReport(TypedDict):
+    """``runs/<ds>/<doc>/attempt_<n>/report.json``: one attempt's issues (their JSON) and verifier runs."""
+
+    doc_id: str
+    attempt: int
+    fingerprint: str
+    quality_score: float
+    issues: list[dict[str, JsonValue]]
+    runs: list[dict[str, JsonValue]]
+
+
+class JsonWriter(Protocol):
+    """``store.write_json``'s shape for what this module writes: a path and the object (True: written)."""
+
+    def __call__(self, rel: str, obj: BaseModel | AcceptedRecord | AttemptReport, /) -> bool: ...
 
 
 def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
@@ -60,11 +76,12 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
     uris = []
     for a in result.attempts:
         base = ArtifactStore.attempt_dir(ds, result.doc_id, a.attempt)
-        write_json(f"{base}/report.json", {
+        report: AttemptReport = {
             "doc_id": result.doc_id, "attempt": a.attempt, "fingerprint": a.fingerprint,
             "quality_score": a.quality_score, "issues": [i.model_dump(mode="json") for i in a.issues],
             "runs": [r.model_dump(mode="json") for r in a.runs],
-        })
+        }
+        write_json(f"{base}/report.json", report)
         write_json(f"{base}/v5_arbiter_decision.json", a.decision)
         uris.append(store.uri(base))
     write_json(rs.doc_rel(result.doc_id, "verification.json"), result)
@@ -72,7 +89,7 @@ def write_attempts(store: ArtifactStore, ds: str, result: VerificationResult,
 
 
 def accepted_record(doc_id: str, bundle: BundleFacts, result: VerificationResult, *, bundle_uri: str,
-                    run_id: str = "", provenance: Mapping[str, object] | None = None) -> AcceptedRecord:
+                    run_id: str = "", provenance: Mapping[str, str | None] | None = None) -> AcceptedRecord:
     """``accepted/<ds>/<doc_id>.json``: the accepted classification and its provenance. ``bundle``
     is a :class:`DocumentBundle` or anything with its ``file_path``, ``sha256`` and ``parser``."""
     return {
@@ -86,7 +103,7 @@ def accepted_record(doc_id: str, bundle: BundleFacts, result: VerificationResult
 
 
 def write_outcome(store: ArtifactStore, ds: str, bundle: DocumentBundle, result: VerificationResult,
-                  *, provenance: Mapping[str, object] | None = None, run_id: str = "",
+                  *, provenance: Mapping[str, str | None] | None = None, run_id: str = "",
                   write_json: JsonWriter | None = None) -> dict[str, str]:
     """The attempts, then the accepted record or the SME packet. Returns the output URIs.
     Timestamps and run ids are volatile: with a writer that skips unchanged content, a re-run

@@ -37,15 +37,16 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING, TypedDict
 
+from pydantic import JsonValue
 from rapidfuzz import fuzz
 
-from docverify.domain.models import PRESENCE_RANK, DocumentBundle, SMEPacket
+from docverify.domain.classification_view import ClassificationView, EntryView, Number, SegmentView
+from docverify.domain.models import PRESENCE_RANK, DocumentBundle, SMEIssueSummary, SMEPacket, StoredContext
 from docverify.domain.resources import load_rule
-from docverify.sme.jsonish import as_int, mapping, objects
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore, as_root
 from docverify.verify.common import normalise
@@ -113,8 +114,6 @@ class IssueContext(IssueLocation):
     highlight: Highlight | None
 
 
-#: an SME packet, or its JSON as stored
-PacketLike = SMEPacket | Mapping[str, object]
 Store = ArtifactStore | RunStore
 
 
@@ -130,29 +129,16 @@ class Target:
     why: str = ""
 
 
-def _segments(primary: Mapping[str, object] | None) -> list[Mapping[str, object]]:
-    return objects((primary or {}).get("segments"))
+def _segments(primary: ClassificationView | None) -> list[SegmentView]:
+    return primary.segments if primary is not None else []
 
 
-def _entries(seg: Mapping[str, object]) -> list[Mapping[str, object]]:
-    return objects(seg.get("classifications"))
-
-
-def _evidence(entry: Mapping[str, object]) -> list[tuple[str, object]]:
+def _evidence(entry: EntryView) -> list[tuple[str, Number | None]]:
     """(snippet, page) of each evidence item of ``entry`` that has a snippet."""
-    return [(snippet, e.get("page")) for e in objects(entry.get("top_evidence"))
-            if isinstance(snippet := e.get("snippet"), str)]
+    return [(e.snippet, e.page) for e in entry.top_evidence if e.snippet is not None]
 
 
-def _seg_pages(seg: Mapping[str, object]) -> tuple[int, ...]:
-    try:
-        lo, hi = sorted((as_int(seg["page_start"]), as_int(seg["page_end"])))
-    except (KeyError, TypeError, ValueError):
-        return ()
-    return tuple(range(max(lo, 1), min(hi, lo + 500) + 1))
-
-
-def _ints(*values: object) -> tuple[int, ...]:
+def _ints(*values: JsonValue) -> tuple[int, ...]:
     out: list[int] = []
     for v in values:
         for x in v if isinstance(v, list | tuple) else [v]:
@@ -161,31 +147,31 @@ def _ints(*values: object) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _evidence_targets(entry: Mapping[str, object], seg: Mapping[str, object], k: int | None,
+def _evidence_targets(entry: EntryView, seg: SegmentView, k: int | None,
                       first_pages: tuple[int, ...], why: str) -> list[Target]:
     ev = _evidence(entry)
     chosen = [ev[k]] if k is not None and 0 <= k < len(ev) else ev
-    return [Target(snippet, _ints(*first_pages, page, *_seg_pages(seg)), why) for snippet, page in chosen]
+    return [Target(snippet, _ints(*first_pages, page, *seg.pages()), why) for snippet, page in chosen]
 
 
-def _location(issue: Mapping[str, object]) -> str:
-    location = issue.get("location")
-    return location if isinstance(location, str) else ""
+def _details(issue: SMEIssueSummary) -> dict[str, JsonValue]:
+    """The issue's details as stored (JSON): the verifiers' facts, of a shape per code."""
+    details: dict[str, JsonValue] = issue.model_dump(mode="json")["details"]
+    return details
 
 
-def issue_targets(issue: Mapping[str, object], primary: Mapping[str, object] | None) -> list[Target]:
-    """What to look for, in order, to place ``issue`` (an ``SMEIssueSummary``/``Issue`` dict) on
-    a page of the document."""
-    details = mapping(issue.get("details"))
-    location = _location(issue)
+def issue_targets(issue: SMEIssueSummary, primary: ClassificationView | None) -> list[Target]:
+    """What to look for, in order, to place ``issue`` on a page of the document."""
+    details = _details(issue)
+    location = issue.location
     segs = _segments(primary)
     out: list[Target] = []
     # 1. V4: the cited evidence entry
     pos, k = details.get("segment_pos"), details.get("evidence_index")
     if isinstance(pos, int) and 0 <= pos < len(segs):
         first = _ints(details.get("fix_page"), details.get("found_on_pages") or [], details.get("claimed_page"))
-        for entry in _entries(segs[pos]):
-            if entry.get("doc_type") == details.get("doc_type"):
+        for entry in segs[pos].classifications:
+            if entry.doc_type == details.get("doc_type"):
                 out += _evidence_targets(entry, segs[pos], k if isinstance(k, int) else None, first, "cited evidence")
     # 2. what the verifier matched
     page_hint = _ints(details.get("page"))
@@ -200,20 +186,19 @@ def issue_targets(issue: Mapping[str, object], primary: Mapping[str, object] | N
     if m:
         idx, doc_type, ev_k = int(m.group(1)), (m.group(2) or "").strip(), m.group(3)
         for seg in segs:
-            if seg.get("segment_index") != idx:
+            if seg.segment_index != idx:
                 continue
-            for entry in _entries(seg):
-                if not doc_type or entry.get("doc_type") == doc_type:
+            for entry in seg.classifications:
+                if not doc_type or entry.doc_type == doc_type:
                     out += _evidence_targets(entry, seg, int(ev_k) if ev_k else None, (), "location")
             if not doc_type:
-                dom = seg.get("dominant_type")
-                out += [t for e in _entries(seg) if e.get("doc_type") == dom
+                out += [t for e in seg.classifications if e.doc_type == seg.dominant_type
                         for t in _evidence_targets(e, seg, None, (), "segment dominant type")]
     m = _MIX_LOC.search(location)
     if m:
         doc_type = m.group(1).strip()
-        ranked = sorted(((PRESENCE_RANK.get(str(e.get("presence_level")), 0), i, seg, e)
-                         for i, seg in enumerate(segs) for e in _entries(seg) if e.get("doc_type") == doc_type),
+        ranked = sorted(((PRESENCE_RANK.get(str(e.presence_level), 0), i, seg, e)
+                         for i, seg in enumerate(segs) for e in seg.classifications if e.doc_type == doc_type),
                         key=lambda x: (-x[0], x[1]))
         for _, _, seg, entry in ranked:
             out += _evidence_targets(entry, seg, None, (), "mixture type evidence")
@@ -226,18 +211,18 @@ def issue_targets(issue: Mapping[str, object], primary: Mapping[str, object] | N
     return unique
 
 
-def fallback_page(issue: Mapping[str, object], primary: Mapping[str, object] | None) -> int:
+def fallback_page(issue: SMEIssueSummary, primary: ClassificationView | None) -> int:
     """The page shown when nothing of the issue was found: the claimed page, else the first page
     of the segment named by the location, else page 1."""
-    details = mapping(issue.get("details"))
+    details = _details(issue)
     for key in ("claimed_page", "page"):
         if isinstance(page := details.get(key), int) and page >= 1:
             return page
-    m = _SEG_LOC.search(_location(issue))
+    m = _SEG_LOC.search(issue.location)
     if m:
         for seg in _segments(primary):
-            if seg.get("segment_index") == int(m.group(1)) and _seg_pages(seg):
-                return _seg_pages(seg)[0]
+            if seg.segment_index == int(m.group(1)) and seg.pages():
+                return seg.pages()[0]
     return 1
 
 
@@ -307,8 +292,8 @@ def window(paragraphs: list[str], first: int, last: int) -> TextWindow:
             "paragraph_index": first}
 
 
-def locate_issue(bundle: DocumentBundle, issue: Mapping[str, object],
-                 primary: Mapping[str, object] | None) -> IssueLocation:
+def locate_issue(bundle: DocumentBundle, issue: SMEIssueSummary,
+                 primary: ClassificationView | None) -> IssueLocation:
     """The text window of one issue: page, before, match, after, found, how, score, needle,
     why (which rule of the module docstring placed it)."""
     all_pages = [p.page_num for p in bundle.pages]
@@ -376,7 +361,8 @@ class PdfPages:
     def __enter__(self) -> PdfPages:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()
 
     def close(self) -> None:
@@ -490,23 +476,23 @@ def read_uri(store: Store | None, uri: str) -> bytes:
     return as_root(uri).read_bytes()
 
 
-def load_bundle(store: Store | None, packet: PacketLike) -> DocumentBundle | None:
+def load_bundle(store: Store | None, packet: SMEPacket) -> DocumentBundle | None:
     """The packet's bundle, or None when the packet has no bundle (a parse error)."""
-    path = _get(packet, "bundle_path")
-    if not path or not isinstance(path, str):
+    path = packet.bundle_path
+    if not path:
         return None
     try:
         return DocumentBundle.model_validate(json.loads(read_uri(store, path)))
     except FileNotFoundError as exc:
         raise FileNotFoundError(
-            f"the bundle of packet {_get(packet, 'doc_id')!r} is missing at {path}: re-run the nightly DAG "
+            f"the bundle of packet {packet.doc_id!r} is missing at {path}: re-run the nightly DAG "
             f"for its date (the bundle is re-made from the PDF)") from exc
 
 
-def load_pdf(store: Store | None, packet: PacketLike) -> bytes | None:
+def load_pdf(store: Store | None, packet: SMEPacket) -> bytes | None:
     """The packet's PDF bytes, or None when they cannot be read (moved, or no access)."""
-    path = _get(packet, "pdf_path")
-    if not path or not isinstance(path, str):
+    path = packet.pdf_path
+    if not path:
         return None
     try:
         return read_uri(store, path)
@@ -514,29 +500,18 @@ def load_pdf(store: Store | None, packet: PacketLike) -> bytes | None:
         return None
 
 
-def _get(packet: PacketLike, key: str) -> object:
-    return packet.get(key) if isinstance(packet, Mapping) else getattr(packet, key, None)
+def _issue(packet: SMEPacket, issue_id: str) -> SMEIssueSummary:
+    for s in packet.issues_summary:
+        if s.issue_id == issue_id:
+            return s
+    known = ", ".join(sorted(s.issue_id for s in packet.issues_summary)) or "none"
+    raise KeyError(f"packet {packet.doc_id!r} has no issue {issue_id!r} (its issues: {known})")
 
 
-def _issue_dicts(packet: PacketLike) -> list[Mapping[str, object]]:
-    if isinstance(packet, SMEPacket):
-        return [i.model_dump(mode="json") for i in packet.issues_summary]
-    return objects(packet.get("issues_summary") or [])
-
-
-def _issue(packet: PacketLike, issue_id: str) -> Mapping[str, object]:
-    issues = _issue_dicts(packet)
-    for d in issues:
-        if d.get("issue_id") == issue_id:
-            return d
-    known = ", ".join(sorted(str(d["issue_id"]) for d in issues)) or "none"
-    raise KeyError(f"packet {_get(packet, 'doc_id')!r} has no issue {issue_id!r} (its issues: {known})")
-
-
-def get_issue_context(source: Store | DocumentBundle | None, packet: PacketLike, issue_id: str, *,
+def get_issue_context(source: Store | DocumentBundle | None, packet: SMEPacket, issue_id: str, *,
                       pdf_bytes: bytes | None = None, highlight: bool = True,
                       scale: float = DEFAULT_SCALE) -> IssueContext:
-    """The page text around issue ``issue_id`` of ``packet`` (an ``SMEPacket`` or its dict).
+    """The page text around issue ``issue_id`` of ``packet``.
 
     ``source`` is an :class:`~docverify.storage.store.ArtifactStore` (the bundle and the PDF are read
     from the packet's URIs) or a :class:`DocumentBundle` (then pass ``pdf_bytes`` for boxes).
@@ -558,10 +533,8 @@ def get_issue_context(source: Store | DocumentBundle | None, packet: PacketLike,
         return {"issue_id": issue_id, "page": None, "before": [], "match": "", "after": [], "found": False,
                 "how": "no_bundle", "score": 0.0, "needle": "", "why": "the document has no page text (see the error)",
                 "paragraph_index": None, "highlight": None}
-    primary = _get(packet, "primary_classification")
-    ctx: IssueContext = {"issue_id": issue_id,
-                         **locate_issue(bundle, issue, primary if isinstance(primary, dict) else None),
-                         "highlight": None}
+    primary = ClassificationView.read(packet.primary_classification)
+    ctx: IssueContext = {"issue_id": issue_id, **locate_issue(bundle, issue, primary), "highlight": None}
     if highlight and ctx["found"] and ctx["page"] is not None:  # found: on a page
         if pdf_bytes is None and store is not None:
             pdf_bytes = load_pdf(store, packet)
@@ -574,10 +547,11 @@ def get_issue_context(source: Store | DocumentBundle | None, packet: PacketLike,
     return ctx
 
 
-def stored_context(ctx: Mapping[str, object]) -> dict[str, object]:
+def stored_context(ctx: IssueLocation) -> StoredContext:
     """The part of a context kept in the packet JSON (no pixel boxes: they belong to a rendering)."""
-    return {k: ctx[k] for k in ("page", "before", "match", "after", "found", "how", "score", "why",
-                                "paragraph_index") if k in ctx}
+    return {"page": ctx["page"], "before": ctx["before"], "match": ctx["match"], "after": ctx["after"],
+            "found": ctx["found"], "how": ctx["how"], "score": ctx["score"], "why": ctx["why"],
+            "paragraph_index": ctx["paragraph_index"]}
 
 
 def png_data_uri(png: bytes) -> str:

@@ -6,28 +6,30 @@ each medium escapes it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from docverify.domain.models import SMEPacket
 
 #: parse errors of a PDF that opened and holds pages, only without readable text
 IMAGE_ONLY_ERRORS = ("NO_TEXT_LAYER",)
 
 
-def has_pages(packet: Mapping[str, object]) -> bool:
-    """Whether a packet (its JSON form) has a page to look at: a classification (the document was
-    read), a bundle with pages, or a PDF that opened without text (a scan, drawn as images). An
+def has_pages(*, classified: bool, error_code: str | None, bundle_path: str | None, total_pages: int | None) -> bool:
+    """Whether a packet has a page to look at: a classification (the document was read), a bundle
+    with pages, or a PDF that opened without text (a scan, drawn as images; its ``error_code``). An
     empty, damaged, locked or non-PDF file, or one refused before reading, has none."""
-    if isinstance(packet.get("primary_classification"), dict):
+    if classified:
         return True
-    err = packet.get("error")
-    code = err.get("error") if isinstance(err, dict) else None
-    pages = packet.get("total_pages")
-    return code in IMAGE_ONLY_ERRORS or bool(packet.get("bundle_path") and isinstance(pages, int) and pages > 0)
+    return error_code in IMAGE_ONLY_ERRORS or bool(bundle_path and total_pages is not None and total_pages > 0)
 
 
-def _size(n: object, code: object) -> str:
-    if isinstance(n, int) and not isinstance(n, bool):
+def packet_has_pages(packet: SMEPacket) -> bool:
+    """:func:`has_pages` of a packet."""
+    return has_pages(classified=isinstance(packet.primary_classification, dict),
+                     error_code=packet.error["error"] if packet.error else None, bundle_path=packet.bundle_path,
+                     total_pages=packet.total_pages)
+
+
+def _size(n: int | None, code: str | None) -> str:
+    if n is not None:
         return f"{n:,} bytes"
     return "0 bytes" if code == "EMPTY_FILE" else "unknown"
 
@@ -39,18 +41,18 @@ def file_facts(packet: SMEPacket) -> list[tuple[str, str]]:
     message is the operator's advice: each medium shows it labelled as such."""
     if isinstance(packet.primary_classification, dict):
         return []
-    err = packet.error or {}
-    return [("File name", str(err.get("file_name") or packet.pdf_filename or "unknown")),
-            ("Size", _size(err.get("size_bytes"), err.get("error"))),
+    err = packet.error
+    return [("File name", str((err and err.get("file_name")) or packet.pdf_filename or "unknown")),
+            ("Size", _size(err.get("size_bytes") if err else None, err["error"] if err else None)),
             ("Pages", str(packet.total_pages) if packet.total_pages else "none read"),
-            ("Error", str(err.get("error") or "none recorded"))]
+            ("Error", str((err and err["error"]) or "none recorded"))]
 
 
 def decided_by(packet: SMEPacket) -> str:
     """'rule 4', 'rule 5 (max_retries)', or 'not processed: CORRUPT' — a parse error is its own
     reason, never a V5 rule (ADR 0008)."""
     if packet.v5_rule is None:
-        return f"not processed: {(packet.error or {}).get('error', 'error')}"
+        return f"not processed: {packet.error['error'] if packet.error else 'error'}"
     stop = packet.escalation_reason
     return f"rule {packet.v5_rule}" + (f" ({stop})" if stop not in ("arbiter", "error") else "")
 
@@ -59,7 +61,7 @@ def reason_line(packet: SMEPacket) -> str:
     """The decision's reason as the renderings show it: a parse error's by its code only (its
     message is the operator's advice, shown once, labelled)."""
     if packet.v5_rule is None and packet.error:
-        return f"Not verified: the document could not be processed ({packet.error.get('error', 'ERROR')})"
+        return f"Not verified: the document could not be processed ({packet.error['error']})"
     return packet.v5_reason
 
 

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from docverify.domain.classification_view import ClassificationView
 from docverify.domain.models import (
     DOC_TYPES,
     DocumentBundle,
@@ -135,7 +136,8 @@ def apply_correction(primary: Mapping[str, object] | None, *, doc_id: str, total
     old_segs: list[Mapping[str, object]] = [s for s in gt.get("segments") or [] if isinstance(s, dict)]
     if segs_in is not None:
         new = segs_in
-        if segment_shape({"segments": new}) != segment_shape({"segments": old_segs}):
+        if segment_shape(ClassificationView.model_validate({"segments": new})) != \
+                segment_shape(ClassificationView.model_validate({"segments": old_segs})):
             changes.append(f"segments: {_ranges(old_segs)} → {_ranges(new)}")
     elif not has_primary:
         if corrected_dominant_type is None:
@@ -279,7 +281,7 @@ def save_review(store: ArtifactStore, doc_id: str, *, agrees: bool, corrected_do
                              "to change the classification answer agrees=False")
         if primary is None:
             raise ValueError(f"packet {doc_id!r} has no primary classification to validate "
-                             f"(error: {(packet.error or {}).get('error', 'none')}): answer agrees=False with "
+                             f"(error: {packet.error['error'] if packet.error else 'none'}): answer agrees=False with "
                              f"corrected_dominant_type (and corrected_segments)")
         classification, changes, source = copy.deepcopy(primary), [], "SME_VALIDATED"
     else:

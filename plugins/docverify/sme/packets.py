@@ -10,17 +10,21 @@ import datetime as dt
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any, TypedDict
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
 
+from docverify.domain.classification_view import ClassificationView
 from docverify.domain.models import (
     DOC_TYPES,
-    PRESENCE_RANK,
     SEVERITY_ORDER,
     DocumentBundle,
+    DominantAgreement,
     Issue,
+    PacketError,
+    ProductionComparison,
+    SegmentShape,
     Severity,
     SMEIssueSummary,
     SMEPacket,
@@ -28,7 +32,6 @@ from docverify.domain.models import (
 )
 from docverify.sme.context import locate_issue, stored_context
 from docverify.sme.facts import has_pages
-from docverify.sme.jsonish import mapping, objects
 from docverify.storage.runstore import VOLATILE, RunStore
 from docverify.storage.store import ArtifactStore, dumps
 
@@ -40,6 +43,9 @@ PACKET_CAS_ATTEMPTS = 20
 
 class PacketNotFoundError(FileNotFoundError):
     """No SME packet for the document under the storage root."""
+
+
+_PACKET_ERROR = TypeAdapter(PacketError)
 
 
 def now_iso() -> str:
@@ -63,60 +69,25 @@ def sort_issues(issues: list[Issue]) -> list[Issue]:
 # --------------------------------------------------------------------------- production comparison
 
 
-def segment_shape(cls: Mapping[str, object]) -> list[tuple[object, object, object]]:
-    return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in objects(cls.get("segments"))]
+def segment_shape(cls: ClassificationView) -> list[SegmentShape]:
+    return [(s.page_start, s.page_end, s.dominant_type) for s in cls.segments]
 
 
-def _strongest(cls: Mapping[str, object]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    entries = objects(cls.get("document_mixture") or [])
-    for s in objects(cls.get("segments") or []):
-        entries += objects(s.get("classifications") or [])
-    for e in entries:
-        t, level = e.get("doc_type"), e.get("presence_level")
-        if (isinstance(t, str) and isinstance(level, str) and t in DOC_TYPES and level in PRESENCE_RANK
-                and PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(t, "NO_EVIDENCE")]):
-            out[t] = level
-    return out
-
-
-class DominantAgreement(TypedDict):
-    primary: object
-    production: object
-    agree: bool
-
-
-class SegmentsAgreement(TypedDict):
-    primary: list[list[object]]
-    production: list[list[object]]
-    agree: bool
-
-
-class ProductionComparison(TypedDict):
-    """``SMEPacket.production_comparison``."""
-
-    dominant_type: DominantAgreement
-    segments: SegmentsAgreement
-    presence_differences: dict[str, dict[str, str]]
-    production_classifier: object
-    agrees: bool
-
-
-def compare_production(primary: Mapping[str, object], production: Mapping[str, object]) -> ProductionComparison:
-    """Whether a production classification agrees with the primary one: the dominant type, the
-    segments (page ranges and dominant types) and each type's strongest presence level."""
-    a, b = _strongest(primary), _strongest(production)
+def compare_production(primary: dict[str, JsonValue], production: dict[str, JsonValue]) -> ProductionComparison:
+    """Whether a production classification agrees with the primary one (both as stored): the dominant
+    type, the segments (page ranges and dominant types) and each type's strongest presence level."""
+    view_a, view_b = ClassificationView.model_validate(primary), ClassificationView.model_validate(production)
+    a, b = view_a.strongest(), view_b.strongest()
     presence = {t: {"primary": a.get(t, "NO_EVIDENCE"), "production": b.get(t, "NO_EVIDENCE")}
                 for t in DOC_TYPES if a.get(t, "NO_EVIDENCE") != b.get(t, "NO_EVIDENCE")}
-    seg_a, seg_b = segment_shape(primary), segment_shape(production)
-    dom_a, dom_b = primary.get("dominant_type_overall"), production.get("dominant_type_overall")
+    seg_a, seg_b = segment_shape(view_a), segment_shape(view_b)
+    dom_a, dom_b = view_a.dominant_type_overall, view_b.dominant_type_overall
     dom: DominantAgreement = {"primary": dom_a, "production": dom_b, "agree": dom_a == dom_b}
     return {
         "dominant_type": dom,
-        "segments": {"primary": [list(s) for s in seg_a], "production": [list(s) for s in seg_b],
-                     "agree": seg_a == seg_b},
+        "segments": {"primary": seg_a, "production": seg_b, "agree": seg_a == seg_b},
         "presence_differences": presence,
-        "production_classifier": production.get("classifier", ""),
+        "production_classifier": view_b.classifier,
         "agrees": dom["agree"] and seg_a == seg_b and not presence,
     }
 
@@ -125,8 +96,8 @@ def compare_production(primary: Mapping[str, object], production: Mapping[str, o
 
 
 def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: str,
-                 result: VerificationResult | None, error: Mapping[str, object] | None = None,
-                 production_classification: Mapping[str, object] | None = None, run_id: str = "",
+                 result: VerificationResult | None, error: dict[str, JsonValue] | None = None,
+                 production_classification: dict[str, JsonValue] | None = None, run_id: str = "",
                  bundle: DocumentBundle | None = None, review_id: str = "",
                  size_bytes: int | None = None) -> SMEPacket:
     """A packet for an escalated document, or for one that could not be parsed/classified
@@ -150,17 +121,16 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
         rule, reason = result.final_rule, result.escalation_reason or result.attempts[-1].decision.reason
         kind = result.stop_reason
     else:  # a parse/classification error: no verification ran, so no V5 rule decided
-        err = facts or {}
         rule, kind = None, "error"
-        reason = f"Not verified: the document could not be processed ({err.get('error', 'ERROR')}: {err.get('message', '')})"
+        reason = (f"Not verified: the document could not be processed ({facts['error'] if facts else 'ERROR'}: "
+                  f"{facts.get('message', '') if facts else ''})")
     summaries = []
     for i in issues:
         s = SMEIssueSummary(issue_id=i.issue_id, severity=i.severity, agent=i.agent, code=i.code,
                             message=i.message, location=i.location, suggested_fix=i.suggested_fix,
                             formatted=format_issue(i), details=i.details)
         if bundle is not None:
-            s.context = stored_context(locate_issue(bundle, s.model_dump(mode="json"),
-                                                    primary if isinstance(primary, dict) else None))
+            s.context = stored_context(locate_issue(bundle, s, ClassificationView.read(primary)))
         summaries.append(s)
     return SMEPacket(
         doc_id=doc_id, review_id=review_id, pdf_filename=pdf_path.rsplit("/", 1)[-1], pdf_path=pdf_path, total_pages=total_pages,
@@ -177,16 +147,16 @@ def build_packet(*, doc_id: str, pdf_path: str, total_pages: int, bundle_path: s
     )
 
 
-def with_file_facts(error: Mapping[str, object], pdf_path: str = "",
-                    size_bytes: int | None = None) -> dict[str, object]:
-    """``error`` with what is known of the input file without reading its text: ``file_name``
-    (the last part of ``pdf_path`` or of the record's ``file``), ``size_bytes`` (when known) and
-    the error's code and message as they are."""
-    out = dict(error)
-    path = pdf_path or str(out.get("file") or "")
+def with_file_facts(error: dict[str, JsonValue], pdf_path: str = "",
+                    size_bytes: int | None = None) -> PacketError:
+    """``error`` (an error record's JSON, validated here) with what is known of the input file without
+    reading its text: ``file_name`` (the last part of ``pdf_path`` or of the record's ``file``),
+    ``size_bytes`` (when known) and the error's code and message as they are."""
+    out = _PACKET_ERROR.validate_python(error)
+    path = pdf_path or out.get("file") or ""
     if path and not out.get("file_name"):
         out["file_name"] = path.rstrip("/").rsplit("/", 1)[-1]
-    size = size_bytes if size_bytes is not None else out.get("size_bytes", out.get("bytes"))
+    size = size_bytes if size_bytes is not None else error.get("size_bytes", error.get("bytes"))
     if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
         out["size_bytes"] = size
     else:
@@ -251,11 +221,9 @@ def review_id(ds: str, doc_id: str, sha256: str | None) -> str:
     return f"{ds}_{doc_id}_{digest}" if digest else f"{ds}_{doc_id}"
 
 
-def packet_key(packet: SMEPacket | Mapping[str, object]) -> str:
+def packet_key(packet: SMEPacket) -> str:
     """The key under which a packet and its ground truth are stored: its review_id, or its doc_id
     for a packet of the older layout (``sme_packet_<doc_id>.json``)."""
-    if isinstance(packet, Mapping):
-        return str(packet.get("review_id") or packet["doc_id"])
     return packet.review_id or packet.doc_id
 
 
@@ -285,7 +253,8 @@ def resolve_key(store: ArtifactStore | RunStore, key: str) -> str:
     return key
 
 
-def write_packet(store: ArtifactStore | RunStore, packet: SMEPacket, write_json: object = None) -> tuple[str, str]:
+def write_packet(store: ArtifactStore | RunStore, packet: SMEPacket,
+                 write_json: Callable[[str, SMEPacket], bool] | None = None) -> tuple[str, str]:
     """Write the packet unless an SME already reviewed it. Returns (uri, outcome) with outcome
     ``written`` | ``kept_reviewed``.
 
@@ -356,15 +325,75 @@ def load_packet(store: ArtifactStore | RunStore, doc_id: str) -> SMEPacket:
             f"'reviewed'; see include/schemas/SMEPacket.json): restore it from the nightly run") from exc
 
 
-def _top_severity(packet: Mapping[str, object]) -> str:
-    issues = objects(packet.get("issues_summary") or [])
+class _Read(BaseModel):
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
+
+
+class _IssueRead(_Read):
+    severity: str = "MINOR"
+    code: str | None = None
+
+
+class _ErrorRead(_Read):
+    error: str | None = None
+
+
+class _PendingRead(_Read):
+    """A stored packet as the list of pending reviews reads it, validated once where it is read: each key
+    with the default an older packet reads as."""
+
+    doc_id: str
+    review_id: str | None = None
+    review_status: str = "pending"
+    review_kind: str | None = "escalation"
+    pdf_filename: str | None = ""
+    v5_rule: int | None = None
+    total_issues: int | None = 0
+    created_at: str = ""
+    error: _ErrorRead | None = None
+    issues_summary: list[_IssueRead] | None = None
+    primary_classification: JsonValue = None
+    bundle_path: str | None = None
+    total_pages: int | None = None
+
+
+class PendingReview(TypedDict):
+    """A row of :func:`list_pending_reviews`."""
+
+    doc_id: str
+    review_id: str
+    night: str
+    pdf_filename: str | None
+    v5_rule: int | None
+    total_issues: int | None
+    top_severity: str
+    error: str | None
+    created_at: str
+    packet_uri: str
+    review_kind: str | None
+    has_pages: bool
+    first_code: str
+
+
+def _top_severity(packet: _PendingRead) -> str:
+    issues = packet.issues_summary or []
     if issues:
-        return str(min((i.get("severity", "MINOR") for i in issues),
-                       key=lambda s: SEVERITY_ORDER.get(Severity(str(s)), 9)))
-    return "ERROR" if packet.get("error") else ""
+        return min((i.severity for i in issues), key=lambda s: SEVERITY_ORDER.get(Severity(s), 9))
+    return "ERROR" if packet.error else ""
 
 
 _TOP_ORDER = {"ERROR": -1, "BLOCKER": 0, "MAJOR": 1, "MINOR": 2, "": 3}
+
+
+def _pending_row(store: ArtifactStore, rel: str, key: str, p: _PendingRead) -> PendingReview:
+    night = key[:10] if p.review_id and re.match(r"\d{4}-\d\d-\d\d_", key) else ""
+    error = p.error.error if p.error else None
+    return {"doc_id": p.doc_id, "review_id": key, "night": night, "pdf_filename": p.pdf_filename,
+            "v5_rule": p.v5_rule, "total_issues": p.total_issues, "top_severity": _top_severity(p), "error": error,
+            "created_at": p.created_at, "packet_uri": store.uri(rel), "review_kind": p.review_kind,
+            "has_pages": has_pages(classified=isinstance(p.primary_classification, dict), error_code=error,
+                                   bundle_path=p.bundle_path, total_pages=p.total_pages),
+            "first_code": next((str(i.code) for i in p.issues_summary or [] if i.code), "")}
 
 
 def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
@@ -375,7 +404,7 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
     Documents with a page to look at first (ADR 0051: a file nobody can look at is an operator's
     work, after them), then most severe first, then oldest first. Unreadable packets are skipped
     with a warning naming the file."""
-    rows = []
+    rows: list[PendingReview] = []
     for name in store.list(RunStore.PACKETS_DIR, ".json"):
         rel = f"{RunStore.PACKETS_DIR}/{name}"
         try:
@@ -385,18 +414,15 @@ def list_pending_reviews(store: ArtifactStore) -> list[dict[str, Any]]:
             continue
         if not isinstance(p, dict) or p.get("review_status", "pending") != "pending" or "doc_id" not in p:
             continue
-        key = _key_of_file(name)
-        night = key[:10] if p.get("review_id") and re.match(r"\d{4}-\d\d-\d\d_", key) else ""
-        rows.append({"doc_id": p["doc_id"], "review_id": key, "night": night,
-                     "pdf_filename": p.get("pdf_filename", ""), "v5_rule": p.get("v5_rule"),
-                     "total_issues": p.get("total_issues", 0), "top_severity": _top_severity(p),
-                     "error": mapping(p.get("error")).get("error"), "created_at": p.get("created_at", ""),
-                     "packet_uri": store.uri(rel), "review_kind": p.get("review_kind", "escalation"),
-                     "has_pages": has_pages(p), "first_code": next(
-                         (str(i.get("code")) for i in objects(p.get("issues_summary") or []) if i.get("code")), "")})
+        try:
+            row = _pending_row(store, rel, _key_of_file(name), _PendingRead.model_validate(p))
+        except ValidationError:
+            log.warning("skipping packet %s: not a packet's shape", store.uri(rel))
+            continue
+        rows.append(row)
     rows.sort(key=lambda r: (not r["has_pages"], _TOP_ORDER.get(r["top_severity"], 3), r["created_at"],
                              r["review_id"]))
-    return rows
+    return [dict(r) for r in rows]  # plain dicts: the Airflow side adds its own keys (the task, who holds it)
 
 
 # --------------------------------------------------------------------------- ground truth

@@ -33,17 +33,25 @@ import logging
 import re
 import urllib.parse
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import jinja2
 import markupsafe
 
-from docverify.domain.models import DOC_TYPES, DocumentBundle, SMEPacket
+from docverify.domain.classification_view import ClassificationView, EntryView, Number, SegmentView
+from docverify.domain.models import (
+    DOC_TYPES,
+    DocumentBundle,
+    SegmentShape,
+    SMEIssueSummary,
+    SMEPacket,
+    StoredContext,
+)
 from docverify.domain.templating import environment, render
-from docverify.sme.context import PdfPages, get_issue_context, load_bundle, load_pdf
+from docverify.sme.context import PdfPages, get_issue_context, load_bundle, load_pdf, stored_context
 from docverify.sme.document_view import document_html
 from docverify.sme.facts import IMAGE_ONLY_ERRORS, decided_by, file_facts, history_lines, reason_line
-from docverify.sme.jsonish import items, mapping, objects
+from docverify.sme.jsonish import mapping
 from docverify.sme.packets import html_rel, load_packet, packet_key
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
@@ -78,7 +86,7 @@ def _inert_markdown(base: jinja2.Environment) -> jinja2.Environment:
 
 def _operator_advice(packet: SMEPacket) -> list[tuple[str, str]]:
     """The error's message, labelled as the operator's (it says how to repair or re-send the file)."""
-    message = str((packet.error or {}).get("message") or "")
+    message = (packet.error.get("message") if packet.error else "") or ""
     return [("For the operator", message)] if message else []
 
 
@@ -90,12 +98,13 @@ def _file_facts_markdown(packet: SMEPacket) -> str:
     return "### What we know about this file\n\n" + "".join(f"- {k}: {md_escape(v)}\n" for k, v in rows) + "\n"
 
 
-def _segments(cls: Mapping[str, object] | None) -> list[Mapping[str, object]]:
-    return objects((cls or {}).get("segments"))
+def _segments(cls: ClassificationView | None) -> list[SegmentView]:
+    return cls.segments if cls is not None else []
 
 
-def _presence(seg: Mapping[str, object]) -> dict[object, Mapping[str, object]]:
-    return {c.get("doc_type"): c for c in items(seg.get("classifications") or []) if isinstance(c, dict)}
+def _presence(seg: SegmentView) -> dict[str | None, EntryView]:
+    """The segment's entries by type (the last of a type, as a dict keeps it)."""
+    return {c.doc_type: c for c in seg.classifications}
 
 
 _SEG_LOC = re.compile(r"segments\[(\d+)\](?:\s*→\s*([^.\[]+?))?(?:\.|$)")
@@ -105,20 +114,20 @@ _MIX_LOC = re.compile(r"document_mixture\s*→\s*(.+?)\s*$")
 class EvidenceRef(TypedDict):
     """One evidence item of the primary classification that an issue refers to (as stored)."""
 
-    segment_index: object
-    doc_type: object
-    presence_level: object
-    snippet: object
-    page: object
-    anchors: list[object]
+    segment_index: Number | None
+    doc_type: str | None
+    presence_level: str | None
+    snippet: str
+    page: Number | None
+    anchors: list[str]
 
 
-def issue_evidence(issue: Mapping[str, object], primary: Mapping[str, object] | None) -> list[EvidenceRef]:
+def issue_evidence(issue: SMEIssueSummary, primary: ClassificationView | None) -> list[EvidenceRef]:
     """The classifier's evidence the issue refers to: ``[{segment_index, doc_type, presence_level,
     snippet, page, anchors}]`` of the entry named by the location (segment and type, or the type
     in the mixture: every segment's entry of that type)."""
-    loc = str(issue.get("location") or "")
-    details = mapping(issue.get("details"))
+    loc = issue.location
+    details = issue.details
     seg_idx, doc_type = None, None
     m = _SEG_LOC.search(loc)
     if m:
@@ -133,18 +142,16 @@ def issue_evidence(issue: Mapping[str, object], primary: Mapping[str, object] | 
         return []
     out: list[EvidenceRef] = []
     for seg in _segments(primary):
-        if seg_idx is not None and seg.get("segment_index") != seg_idx:
+        if seg_idx is not None and seg.segment_index != seg_idx:
             continue
         for t, entry in _presence(seg).items():
             if doc_type is not None and t != doc_type:
                 continue
-            if doc_type is None and t != seg.get("dominant_type"):
+            if doc_type is None and t != seg.dominant_type:
                 continue
-            for ev in items(entry.get("top_evidence") or []):
-                if isinstance(ev, dict):
-                    out.append({"segment_index": seg.get("segment_index"), "doc_type": t,
-                                "presence_level": entry.get("presence_level"), "snippet": ev.get("snippet", ""),
-                                "page": ev.get("page"), "anchors": list(items(ev.get("anchors_found") or []))})
+            out += [{"segment_index": seg.segment_index, "doc_type": t, "presence_level": entry.presence_level,
+                     "snippet": ev.snippet or "", "page": ev.page, "anchors": ev.anchors_found or []}
+                    for ev in entry.top_evidence]
     return out
 
 
@@ -153,28 +160,58 @@ def issue_evidence(issue: Mapping[str, object], primary: Mapping[str, object] | 
 # sme_packet.css); the functions below prepare its context as plain text, which the template escapes.
 
 
-def _classification_view(cls: Mapping[str, object] | None) -> dict[str, object] | None:
+#: a fact of the classification as the page lists it: (label, value as stored)
+Fact = tuple[str, str | Number | None]
+
+
+class SegmentRow(TypedDict):
+    index: Number | None
+    page_start: Number | None
+    page_end: Number | None
+    dominant: str | None
+    #: per type of DOC_TYPES: "<presence> · conf <c> · share <s>", None when the segment has no entry of it
+    cells: list[str | None]
+    reasoning: str | None
+
+
+class MixtureRow(TypedDict):
+    doc_type: str | None
+    presence: str | None
+    share: Number | None
+
+
+class ClassificationPage(TypedDict):
+    """A classification as the page shows it (``_macros.html.j2``'s ``classification``)."""
+
+    facts: list[Fact]
+    segments: list[SegmentRow]
+    mixture: list[MixtureRow]
+
+
+def _shown(value: Number | str | None) -> Number | str:
+    return "" if value is None else value
+
+
+def _classification_view(cls: ClassificationView | None) -> ClassificationPage | None:
     """A classification as the page shows it: facts, one row per segment (a cell per type: the
     presence, or None), the document mixture."""
-    if not isinstance(cls, dict):
+    if cls is None:
         return None
-    facts: list[tuple[str, object]] = [
-        ("Dominant type", cls.get("dominant_type_overall")), ("Segments", cls.get("number_of_segments")),
-        ("Vendor signals", ", ".join(map(str, items(cls.get("vendor_signals") or []))) or "none"),
-        ("Classifier", cls.get("classifier", ""))]
-    se = cls.get("self_evaluation") or {}
-    if isinstance(se, dict) and (se.get("notes") or se.get("confidence")):
-        facts.append(("Self-evaluation", f"{se.get('confidence', '')} — {se.get('notes', '')}"))
-    segments = []
-    for seg in _segments(cls):
+    facts: list[Fact] = [
+        ("Dominant type", cls.dominant_type_overall), ("Segments", cls.number_of_segments),
+        ("Vendor signals", ", ".join(cls.vendor_signals or []) or "none"), ("Classifier", cls.classifier)]
+    se = cls.self_evaluation
+    if se is not None and (se.notes or se.confidence):
+        facts.append(("Self-evaluation", f"{_shown(se.confidence)} — {_shown(se.notes)}"))
+    segments: list[SegmentRow] = []
+    for seg in cls.segments:
         pres = _presence(seg)
-        cells = [f"{c.get('presence_level')} · conf {c.get('confidence')} · share {c.get('segment_share')}"
+        cells = [f"{c.presence_level} · conf {c.confidence} · share {c.segment_share}"
                  if (c := pres.get(t)) else None for t in DOC_TYPES]
-        segments.append({"index": seg.get("segment_index"), "page_start": seg.get("page_start"),
-                         "page_end": seg.get("page_end"), "dominant": seg.get("dominant_type"), "cells": cells,
-                         "reasoning": seg.get("reasoning")})
-    mixture = [{"doc_type": m.get("doc_type"), "presence": m.get("presence_level"), "share": m.get("overall_share")}
-               for m in items(cls.get("document_mixture") or []) if isinstance(m, dict)]
+        segments.append({"index": seg.segment_index, "page_start": seg.page_start, "page_end": seg.page_end,
+                         "dominant": seg.dominant_type, "cells": cells, "reasoning": seg.reasoning})
+    mixture: list[MixtureRow] = [{"doc_type": m.doc_type, "presence": m.presence_level, "share": m.overall_share}
+                                 for m in cls.document_mixture]
     return {"facts": facts, "segments": segments, "mixture": mixture}
 
 
@@ -182,25 +219,42 @@ def _production_rows(packet: SMEPacket) -> list[tuple[str, str]]:
     comp = packet.production_comparison
     if not comp:
         return []
-    dom, segs = comp.get("dominant_type", {}), comp.get("segments", {})
-    pres = comp.get("presence_differences") or {}
-    return [("Overall", "agrees" if comp.get("agrees") else "differs"),
-            ("Dominant type", f"primary {dom.get('primary')} · production {dom.get('production')}"),
-            ("Segments", f"primary {segs.get('primary')} · production {segs.get('production')}"),
+    dom, segs = comp["dominant_type"], comp["segments"]
+    pres = comp["presence_differences"]
+    return [("Overall", "agrees" if comp["agrees"] else "differs"),
+            ("Dominant type", f"primary {dom['primary']} · production {dom['production']}"),
+            ("Segments", f"primary {_shapes(segs['primary'])} · production {_shapes(segs['production'])}"),
             ("Presence differences", "; ".join(f"{t}: {v.get('primary')} vs {v.get('production')}"
                                                for t, v in pres.items()) or "none")]
 
 
-def _page_text_view(ctx: Mapping[str, object] | None) -> dict[str, object] | None:
+def _shapes(shapes: list[SegmentShape]) -> list[list[Number | str | None]]:
+    """Segment shapes as the packet's JSON holds them (lists)."""
+    return [list(x) for x in shapes]
+
+
+class PageTextView(TypedDict):
+    """An issue's page-text window as the page shows it (``page`` None: only ``why``)."""
+
+    page: int | None
+    why: NotRequired[str]
+    state: NotRequired[str]
+    how: NotRequired[str]
+    before: NotRequired[list[str]]
+    match: NotRequired[str]
+    after: NotRequired[list[str]]
+
+
+def _page_text_view(ctx: StoredContext | None) -> PageTextView | None:
     """The page-text window of an issue: page (None: ``why`` there is none), whether the issue's
     text was found and how, the paragraphs before, the match, the paragraphs after."""
     if not ctx:
         return None
-    if ctx.get("page") is None:
+    if ctx["page"] is None:
         return {"page": None, "why": ctx.get("why", "")}
-    return {"page": ctx["page"], "state": "found" if ctx.get("found") else "not found — showing the top of the page",
-            "how": f" ({ctx.get('how')}, score {ctx.get('score')})" if ctx.get("found") else "",
-            "before": ctx.get("before") or [], "match": ctx.get("match"), "after": ctx.get("after") or []}
+    return {"page": ctx["page"], "state": "found" if ctx["found"] else "not found — showing the top of the page",
+            "how": f" ({ctx.get('how')}, score {ctx.get('score')})" if ctx["found"] else "",
+            "before": ctx["before"], "match": ctx["match"], "after": ctx["after"]}
 
 
 def _pdf_page_count(pdf_bytes: bytes | None) -> int:
@@ -217,16 +271,16 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
     """The packet as one self-contained HTML page. With ``bundle`` the page-text windows are
     computed (else the ones stored in the packet are used); with ``pdf_bytes`` the document's pages
     are drawn as the clinician's screen draws them (:func:`~docverify.sme.document_view.document_html`)."""
-    contexts: dict[str, dict[str, object]] = {}
+    contexts: dict[str, StoredContext | None] = {}
     for s in packet.issues_summary:
         if bundle is not None:
-            contexts[s.issue_id] = dict(get_issue_context(bundle, packet, s.issue_id, highlight=False))
+            contexts[s.issue_id] = stored_context(get_issue_context(bundle, packet, s.issue_id, highlight=False))
         else:
-            contexts[s.issue_id] = dict(s.context or {})
+            contexts[s.issue_id] = s.context
     pdf_pages = packet.total_pages or _pdf_page_count(pdf_bytes)
-    primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
+    primary = ClassificationView.read(packet.primary_classification)
     status = packet.review_status
-    info: list[tuple[str, object]] = [
+    info: list[tuple[str, str | int | None]] = [
         ("PDF", packet.pdf_filename), ("PDF path", packet.pdf_path),
         ("Pages", packet.total_pages or (f"{pdf_pages} (from the PDF; no text was read)" if pdf_pages
                                          else "none (the file could not be opened as a PDF)")),
@@ -235,23 +289,21 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
     if status == "reviewed":
         info += [("Reviewer", packet.reviewer), ("Reviewed at", packet.reviewed_at),
                  ("Ground truth", f"{packet.ground_truth_path} (version {packet.ground_truth_version})")]
-    decision: list[tuple[str, object]] = [("Decision", packet.v5_decision), ("Rule", decided_by(packet)),
+    decision: list[tuple[str, str | list[str]]] = [("Decision", packet.v5_decision), ("Rule", decided_by(packet)),
                                        ("Reason", reason_line(packet))]
     if packet.v5_explanation:  # ADR 0013: the V5 decision's explanation for the SME (one line each)
         decision.append(("Why", packet.v5_explanation.splitlines()))
     if packet.jury_votes:
         decision.append(("Jury votes", [_jury_line(v) for v in packet.jury_votes]))
     if packet.error:
-        decision += [("Error", packet.error.get("error"))]
+        decision += [("Error", packet.error["error"])]
     issues = []
     for s in packet.issues_summary:
         ctx = contexts[s.issue_id]
-        evidence = [{**x, "anchors": ", ".join(map(str, x["anchors"]))}
-                    for x in issue_evidence(s.model_dump(mode="json"), primary)]
+        evidence = [{**x, "anchors": ", ".join(x["anchors"])} for x in issue_evidence(s, primary)]
         issues.append({"issue_id": s.issue_id, "severity": s.severity, "code": s.code, "agent": s.agent,
                        "formatted": s.formatted, "colour": _SEV_COLOUR.get(str(s.severity), "#555"),
-                       "evidence": evidence, "context": _page_text_view(ctx),
-                       "page": page if isinstance(page := ctx.get("page"), int) else None})
+                       "evidence": evidence, "context": _page_text_view(ctx), "page": ctx["page"] if ctx else None})
     original = packet.original_classification
     page = render(
         "sme_packet.html.j2", doc_id=packet.doc_id, total_issues=packet.total_issues, status=status,
@@ -259,7 +311,8 @@ def packet_html(packet: SMEPacket, *, bundle: DocumentBundle | None = None, pdf_
         document=markupsafe.Markup(document_html(packet, bundle=bundle, pdf_bytes=pdf_bytes)),
         history="\n".join(history_lines(packet)), decided_by=decided_by(packet),
         fixed=bool(packet.attempt_history[1:]), doc_types=DOC_TYPES, primary=_classification_view(primary),
-        show_original=original is not None and original != primary, original=_classification_view(original))
+        show_original=original is not None and original != packet.primary_classification,
+        original=_classification_view(ClassificationView.read(original)))
     return page
 
 
@@ -276,7 +329,7 @@ def write_packet_html(store: ArtifactStore | RunStore, doc_id: str, *, bundle: D
             bundle = None
     # a document whose PDF opened but gave no text (a scan) is shown as page images; never read the
     # input of any other error (it may be a FIFO, a link out of the folder, a huge or corrupt file)
-    if pdf_bytes is None and (bundle is not None or (packet.error or {}).get("error") in IMAGE_ONLY_ERRORS):
+    if pdf_bytes is None and (bundle is not None or (packet.error and packet.error["error"]) in IMAGE_ONLY_ERRORS):
         pdf_bytes = load_pdf(store, packet)
     data = packet_html(packet, bundle=bundle, pdf_bytes=pdf_bytes).encode()
     rel = html_rel(packet_key(packet))
@@ -315,37 +368,38 @@ def _jury_line(v: Mapping[str, object]) -> str:
 
 
 def _markdown(packet: SMEPacket, para_limit: int, html_uri: str | None, shortened: bool) -> str:
-    primary = packet.primary_classification if isinstance(packet.primary_classification, dict) else None
+    primary = ClassificationView.read(packet.primary_classification)
     comp = packet.production_comparison
     # the page served by the api-server shows every page once with the issues marked: the form
     # keeps only the matched line of each issue, so the answer fields are a short scroll away
     compact = bool(html_uri and html_uri.startswith("/"))
     issues = []
     for s in packet.issues_summary:
-        ctx = s.context or {}
-        issues.append({"formatted": s.formatted, "page": ctx.get("page"),
-                       "state": "matched" if ctx.get("found") else "not found; top of the page",
-                       "before": ctx.get("before") or [], "match": ctx.get("match"), "after": ctx.get("after") or []})
+        ctx = s.context
+        issues.append({"formatted": s.formatted, "page": ctx["page"] if ctx else None,
+                       "state": "matched" if ctx and ctx["found"] else "not found; top of the page",
+                       "before": ctx["before"] if ctx else [], "match": ctx["match"] if ctx else None,
+                       "after": ctx["after"] if ctx else []})
     table = None
     if primary is not None:
         segments = []
-        for seg in _segments(primary):
+        for seg in primary.segments:
             pres = _presence(seg)
-            segments.append({"index": seg.get("segment_index"), "page_start": seg.get("page_start"),
-                             "page_end": seg.get("page_end"), "dominant": seg.get("dominant_type"),
-                             "cells": [f"{pres[t].get('presence_level')} {pres[t].get('confidence')}" if t in pres
+            segments.append({"index": seg.segment_index, "page_start": seg.page_start, "page_end": seg.page_end,
+                             "dominant": seg.dominant_type,
+                             "cells": [f"{pres[t].presence_level} {pres[t].confidence}" if t in pres
                                        else "—" for t in DOC_TYPES]})
-        table = {"dominant": primary.get("dominant_type_overall"),
-                 "signals": ", ".join(map(str, primary.get("vendor_signals") or [])) or "none", "segments": segments}
+        table = {"dominant": primary.dominant_type_overall,
+                 "signals": ", ".join(primary.vendor_signals or []) or "none", "segments": segments}
     text = _inert_markdown(environment()).get_template("sme_packet.md.j2").render(
         doc_id=packet.doc_id,
         title=("AUDIT of an accepted classification — " if packet.review_kind == "audit" else "")
         + (f"V5 {decided_by(packet)}" if packet.v5_rule is not None else decided_by(packet)),
         pdf_filename=packet.pdf_filename, total_pages=packet.total_pages, run_id=packet.run_id,
         decision=packet.v5_decision, reason=packet.v5_reason,
-        error={"code": packet.error.get("error"), "message": packet.error.get("message", "")} if packet.error else None,
+        error={"code": packet.error["error"], "message": packet.error.get("message", "")} if packet.error else None,
         explanation=packet.v5_explanation.splitlines(), jury=[_jury_line(v) for v in packet.jury_votes],
-        production={"agrees": comp.get("agrees"), "dominant": comp.get("dominant_type", {}).get("production")}
+        production={"agrees": comp["agrees"], "dominant": comp["dominant_type"]["production"]}
         if comp else None,
         html_link=urllib.parse.quote(html_uri, safe="/?=&%#") if html_uri and html_uri.startswith("/") else None,
         html_file=urllib.parse.quote(html_uri, safe="/:?=&%#@+,;~") if html_uri else None,
