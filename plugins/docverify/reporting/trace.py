@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal, TypeVar
 from urllib.parse import quote, urlencode
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, computed_field
 
+from docverify.domain.models import AttemptRecord, FixApplied, VerificationResult
 from docverify.storage.paths import safe_id
-from docverify.storage.runstore import RunStore
+from docverify.storage.runstore import BundleMeta, DocResult, ErrorRecord, Manifest, ManifestDoc, RunStore
 from docverify.storage.store import ArtifactStore, uri_of
 
 NIGHTLY_DAG = "clinical_doc_verification"
@@ -172,39 +174,68 @@ class Trace(BaseModel):
 # =========================================================================== reading the store
 
 
-def _obj(value: object) -> dict[str, Any]:
-    """A JSON object as read, or {} for anything else (a record of another shape is not trusted)."""
-    return value if isinstance(value, dict) else {}
+_R = TypeVar("_R", bound=BaseModel)
 
 
-def _pages(details: object) -> list[int]:
+class _Read(BaseModel):
+    """A stored object as the trail reads it, validated once where it is read (ADR 0056): the keys it
+    uses, each with the default an older object reads as; the other keys are left alone."""
+
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
+
+
+class _ReportRead(_Read):
+    run_id: str | None = None
+
+
+class _AcceptedRead(_Read):
+    run_id: str | None = None
+    accepted_at: str | None = None
+
+
+class _WithdrawnRecordRead(_Read):
+    doc_id: str | None = None
+
+
+class _WithdrawnRead(_Read):
+    """``withdrawn/<night>/<kind>_<key>[.<n>].json``: the copy, why and by which run it was moved."""
+
+    doc_id: str | None = None
+    reason: str | None = None
+    run_id: str | None = None
+    withdrawn_at: str | None = None
+    record: _WithdrawnRecordRead | None = None
+
+
+def _read(model: type[_R], raw: JsonValue) -> _R | None:
+    """``raw`` as ``model`` when it is a JSON object of that shape, else None (not trusted)."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return model.model_validate(raw)
+    except ValidationError:
+        return None
+
+
+def _pages(details: Mapping[str, JsonValue]) -> list[int]:
     out: set[int] = set()
-    if isinstance(details, dict):
-        for k in _PAGE_KEYS:
-            v = details.get(k)
-            for p in v if isinstance(v, list) else [v]:
-                if isinstance(p, int) and not isinstance(p, bool) and p > 0:
-                    out.add(p)
+    for k in _PAGE_KEYS:
+        v = details.get(k)
+        for p in v if isinstance(v, list) else [v]:
+            if isinstance(p, int) and not isinstance(p, bool) and p > 0:
+                out.add(p)
     return sorted(out)
 
 
-def _attempts(result: dict[str, Any]) -> list[AttemptTrace]:
+def _attempts(attempts: list[AttemptRecord], fixes_applied: list[FixApplied]) -> list[AttemptTrace]:
     fixes: dict[int, list[str]] = {}
-    for f in result.get("fixes_applied") or []:
-        if isinstance(f, dict):
-            fixes.setdefault(int(f.get("attempt", 0)), []).append(
-                f"{f.get('fixer', '')} ({', '.join(str(c) for c in f.get('codes') or [])})")
-    out = []
-    for a in result.get("attempts") or []:
-        d = a.get("decision") or {}
-        out.append(AttemptTrace(
-            attempt=int(a.get("attempt", 0)), decision=str(d.get("decision", "")), rule=d.get("rule"),
-            issues=[IssueRef(issue_id=str(i.get("issue_id", "")), agent=str(i.get("agent", "")), code=str(i.get("code", "")),
-                             severity=str(i.get("severity", "")), pages=_pages(i.get("details")),
-                             auto_fixable=bool(i.get("auto_fixable")))
-                    for i in a.get("issues") or [] if isinstance(i, dict)],
-            fixes_after=fixes.get(int(a.get("attempt", 0)), [])))
-    return out
+    for f in fixes_applied:
+        fixes.setdefault(f.attempt, []).append(f"{f.fixer} ({', '.join(f.codes)})")
+    return [AttemptTrace(
+        attempt=a.attempt, decision=str(a.decision.decision), rule=a.decision.rule,
+        issues=[IssueRef(issue_id=i.issue_id, agent=i.agent, code=i.code, severity=str(i.severity),
+                         pages=_pages(i.details), auto_fixable=i.auto_fixable) for i in a.issues],
+        fixes_after=fixes.get(a.attempt, [])) for a in attempts]
 
 
 def _codes(a: AttemptTrace) -> str:
@@ -220,14 +251,20 @@ class _Night:
     def __init__(self, store: ArtifactStore, ds: str, doc_id: str):
         self.rs = RunStore(store, ds)
         self.ds, self.doc_id = ds, doc_id
-        self.result = self.rs.get_json(self.rs.result_rel(doc_id))
-        self.error = self.rs.get_json(self.rs.error_rel(doc_id)) if self.result is None else None
+        self.result = self.rs.result(doc_id)  # None: none, or one of another version (not trusted)
+        self.error = self._error() if self.result is None else None
         self._stages: list[str] | None = None
-        self.report: object = None  # the night's batch report as stored (read by document_trace)
+        self.report: _ReportRead | None = None  # the night's batch report as stored (read by document_trace)
+
+    def _error(self) -> ErrorRecord | None:
+        try:
+            return self.rs.error(self.doc_id)
+        except ValidationError:  # an error record of another shape is not trusted
+            return None
 
     @property
     def present(self) -> bool:
-        return isinstance(self.result, dict) or isinstance(self.error, dict)
+        return self.result is not None or self.error is not None
 
     def stage_names(self) -> list[str]:
         if self._stages is None:
@@ -262,8 +299,8 @@ class _Night:
 
 
 def _task(n: _Night, task_id: str, map_index: int = -1, run_id: str | None = None, source: str = "") -> TaskRef:
-    if run_id is None and isinstance(n.report, dict) and n.report.get("run_id"):
-        run_id, source = str(n.report["run_id"]), "batch report"
+    if run_id is None and n.report is not None and n.report.run_id:
+        run_id, source = n.report.run_id, "batch report"
     return TaskRef(dag_id=NIGHTLY_DAG, task_id=task_id, map_index=map_index, run_id=run_id or None, night=n.ds,
                    run_id_from=source if run_id else "")
 
@@ -271,124 +308,126 @@ def _task(n: _Night, task_id: str, map_index: int = -1, run_id: str | None = Non
 def _night_steps(n: _Night, first: bool) -> list[Step]:
     """A document's steps of one night: discover, layout, verify and route (and the retry), accept."""
     doc_id, rs = n.doc_id, n.rs
-    manifest = _obj(rs.get_json(rs.manifest_rel))
-    mdoc = next((d for d in manifest.get("documents") or [] if isinstance(d, dict) and d.get("doc_id") == doc_id), {})
-    rec = _obj(n.result)
-    err: dict[str, Any] | None = n.error if isinstance(n.error, dict) else \
-        rec.get("error") if isinstance(rec.get("error"), dict) else None
-    bundle = _obj(rec.get("bundle"))
+    manifest = _read(Manifest, rs.get_json(rs.manifest_rel))
+    mdoc = manifest.by_id().get(doc_id) if manifest is not None else None
+    rec = n.result
+    err = n.error or (rec.error if rec is not None else None)
+    bundle = rec.bundle if rec is not None else None
     steps = [_discover_step(n, first, mdoc, bundle, err)]
     layout = _layout_step(n, bundle, err)
     steps += [layout] if layout is not None else []
-    result = rec.get("result") if isinstance(rec.get("result"), dict) else None
+    result = rec.result if rec is not None else None
     steps += _verify_steps(n, rec, result, err)
-    accepted = rs.get_json(rs.accepted_rel(doc_id))
-    if isinstance(accepted, dict):
+    accepted = _read(_AcceptedRead, rs.get_json(rs.accepted_rel(doc_id)))
+    if accepted is not None:
         steps.append(_accept_step(n, accepted, result))
     return steps
 
 
-def _discover_step(n: _Night, first: bool, mdoc: dict[str, Any], bundle: dict[str, Any],
-                   err: dict[str, Any] | None) -> Step:
-    ds, e = n.ds, err or {}
-    sha = mdoc.get("sha256") or bundle.get("sha256") or e.get("sha256")
-    uri = mdoc.get("pdf_uri") or bundle.get("file_path") or e.get("file")
+def _discover_step(n: _Night, first: bool, mdoc: ManifestDoc | None, bundle: BundleMeta | None,
+                   err: ErrorRecord | None) -> Step:
+    ds = n.ds
+    sha = (mdoc and mdoc.sha256) or (bundle and bundle.sha256) or (err and err.sha256)
+    uri = (mdoc and mdoc.pdf_uri) or (bundle and bundle.file_path) or (err and err.file)
+    size = mdoc.bytes if mdoc is not None else None
     step = Step(kind="discover", night=ds, first_seen=first, task=_task(n, "discover"), sha256=sha or None,
-                size_bytes=mdoc.get("bytes"), input_uri=uri or None,
+                size_bytes=size, input_uri=uri or None,
                 file_name=str(uri).rstrip("/").rsplit("/", 1)[-1] if uri else None,
                 title=("First seen" if first else "Seen again") + f" on night {ds}: sha256 "
-                      f"{(sha or 'unknown')[:12]}…" + (f", {mdoc['bytes']} bytes" if mdoc.get("bytes") else ""))
-    if err is not None and e.get("stage") == "discover":
-        step.error, step.error_message = e.get("error"), e.get("message")
-        step.title += f"; refused at discovery: {e.get('error')}"
+                      f"{(sha or 'unknown')[:12]}…" + (f", {size} bytes" if size else ""))
+    if err is not None and err.stage == "discover":
+        step.error, step.error_message = err.error, err.message
+        step.title += f"; refused at discovery: {err.error}"
     return step
 
 
-def _layout_step(n: _Night, bundle: dict[str, Any], err: dict[str, Any] | None) -> Step | None:
-    ds, doc_id, rs, e = n.ds, n.doc_id, n.rs, err or {}
+def _layout_step(n: _Night, bundle: BundleMeta | None, err: ErrorRecord | None) -> Step | None:
+    ds, doc_id, rs = n.ds, n.doc_id, n.rs
     part, parsed = n.layout_part()
-    parser = bundle.get("parser") or e.get("parser")
-    if not (bundle or (err is not None and e.get("stage") == "layout")):
+    parser = (bundle and bundle.parser) or (err and err.parser)
+    layout_err = err if err is not None and err.stage == "layout" else None
+    if bundle is None and layout_err is None:
         return None
-    layout_err = err is not None and e.get("stage") == "layout"
     task = _task(n, "layout_parse", part) if part is not None else _task(n, "layout")
-    what = (f"layout failed: {e.get('error')}" if layout_err and err else
-            f"{bundle.get('total_pages')} page(s) by {parser}" + ("" if parsed or part is not None or
-                                                                  str(parser).startswith("document_ai")
-                                                                  else " (the bundle of an earlier run, unchanged)"))
-    return Step(kind="layout", night=ds, task=task, parser=parser, total_pages=bundle.get("total_pages"),
+    what = (f"layout failed: {layout_err.error}" if layout_err else
+            f"{bundle.total_pages if bundle else None} page(s) by {parser}"
+            + ("" if parsed or part is not None or str(parser).startswith("document_ai")
+               else " (the bundle of an earlier run, unchanged)"))
+    return Step(kind="layout", night=ds, task=task, parser=parser, total_pages=bundle.total_pages if bundle else None,
                 parsed_this_run=parsed if part is not None else False if bundle else None,
-                error=e.get("error") if layout_err and err else None,
-                error_message=e.get("message") if layout_err and err else None,
-                sha256=bundle.get("sha256"), title=f"Layout: {what}",
+                error=layout_err.error if layout_err else None,
+                error_message=layout_err.message if layout_err else None,
+                sha256=bundle.sha256 if bundle else None, title=f"Layout: {what}",
                 record=rs.error_rel(doc_id) if layout_err and n.error is not None else
                 rs.bundle_rel(doc_id) if bundle else None)
 
 
-def _accept_step(n: _Night, accepted: dict[str, Any], result: dict[str, Any] | None) -> Step:
+def _accept_step(n: _Night, accepted: _AcceptedRead, result: VerificationResult | None) -> Step:
     ds, doc_id, rs = n.ds, n.doc_id, n.rs
-    run = accepted.get("run_id") or None
-    return Step(kind="accept", night=ds, at=accepted.get("accepted_at"),
-                task=_task(n, "accept", run_id=run, source="accepted record"),
-                decision="AUTO_ACCEPT", rule=(result or {}).get("final_rule"),
-                title=f"Accepted (rule {(result or {}).get('final_rule')}): accepted/{ds}/{doc_id}.json",
+    rule = result.final_rule if result else None
+    return Step(kind="accept", night=ds, at=accepted.accepted_at,
+                task=_task(n, "accept", run_id=accepted.run_id or None, source="accepted record"),
+                decision="AUTO_ACCEPT", rule=rule, title=f"Accepted (rule {rule}): accepted/{ds}/{doc_id}.json",
                 record=rs.accepted_rel(doc_id))
 
 
-def _verify_steps(n: _Night, rec: dict[str, Any], result: dict[str, Any] | None,
-                  err: dict[str, Any] | None) -> list[Step]:
+def _retry_step(n: _Night, attempts: list[AttemptTrace], result: VerificationResult | None) -> Step:
+    shard = n.shard_of("auto_fix_retry")
+    last = attempts[-1] if attempts else None
+    fixes = [f for a in attempts for f in a.fixes_after]
+    return Step(kind="auto_fix_retry", night=n.ds, task=_task(n, "auto_fix_retry", shard if shard is not None else -1),
+                attempts=attempts[1:], stop_reason=result.stop_reason if result else None,
+                decision=result.final_decision if result else None, rule=result.final_rule if result else None,
+                title=f"Automatic fix and retry: {len(fixes)} fix(es) ({'; '.join(fixes) or 'none'}), "
+                      f"{max(0, len(attempts) - 1)} more attempt(s)"
+                      + (f"; attempt {last.attempt} → {last.decision} rule {last.rule} ({_codes(last)})"
+                         if last else ""))
+
+
+def _verify_steps(n: _Night, rec: DocResult | None, result: VerificationResult | None,
+                  err: ErrorRecord | None) -> list[Step]:
     """verify and route (and the retry) of a verified document; the route of one refused before."""
-    ds, doc_id, rs, e = n.ds, n.doc_id, n.rs, err or {}
+    ds, doc_id, rs = n.ds, n.doc_id, n.rs
     steps: list[Step] = []
-    meta = _obj(rec.get("classification_meta"))
-    attempts = _attempts(result) if result else []
-    if rec.get("attempt_0") and not attempts:
-        attempts = _attempts({"attempts": [rec["attempt_0"]]})
-    if rec:
+    if rec is not None:
+        meta = rec.classification_meta
+        attempts = _attempts(result.attempts, result.fixes_applied) if result else []
+        if rec.attempt_0 is not None and not attempts:
+            attempts = _attempts([rec.attempt_0], [])
         first_attempt = attempts[:1]
         shard = n.shard_of("verify", "shard")
         verify_title = ("Verified: " + (f"attempt 0 → {first_attempt[0].decision} rule {first_attempt[0].rule}; "
                                        f"{_codes(first_attempt[0])}" if first_attempt else
-                                       f"not verified ({(rec.get('error') or {}).get('error', 'no result')})"))
+                                       f"not verified ({rec.error.error if rec.error else 'no result'})"))
         steps.append(Step(kind="verify", night=ds, task=_task(n, "verify", shard if shard is not None else -1),
-                          classification_source=meta.get("source"), classifier=meta.get("implementation"),
+                          classification_source=meta.source if meta else None,
+                          classifier=meta.implementation if meta else None,
                           attempts=first_attempt, title=verify_title, record=rs.result_rel(doc_id)))
-        decision = _obj(rec.get("decision"))
-        steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route=rec.get("route"),
-                          decision=decision.get("decision"), rule=decision.get("rule"),
-                          title=f"V5 arbiter: {decision.get('decision')} by rule {decision.get('rule')} → route "
-                                f"{rec.get('route')}"))
-        if rec.get("route") == "auto_fix_retry":
-            shard = n.shard_of("auto_fix_retry")
-            last = attempts[-1] if attempts else None
-            fixes = [f for a in attempts for f in a.fixes_after]
-            steps.append(Step(kind="auto_fix_retry", night=ds, task=_task(n, "auto_fix_retry",
-                                                                          shard if shard is not None else -1),
-                              attempts=attempts[1:], stop_reason=(result or {}).get("stop_reason"),
-                              decision=(result or {}).get("final_decision"), rule=(result or {}).get("final_rule"),
-                              title=f"Automatic fix and retry: {len(fixes)} fix(es) ({'; '.join(fixes) or 'none'}), "
-                                    f"{max(0, len(attempts) - 1)} more attempt(s)"
-                                    + (f"; attempt {last.attempt} → {last.decision} rule {last.rule} ({_codes(last)})"
-                                       if last else "")))
-    elif err is not None and e.get("stage") not in ("discover", "layout"):
+        decision, rule = rec.decision.get("decision"), rec.decision.get("rule")
+        steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route=rec.route, decision=decision,
+                          rule=rule, title=f"V5 arbiter: {decision} by rule {rule} → route {rec.route}"))
+        if rec.route == "auto_fix_retry":
+            steps.append(_retry_step(n, attempts, result))
+    elif err is not None and err.stage not in ("discover", "layout"):
         steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route="write_sme_packets",
-                          error=e.get("error"), error_message=e.get("message"),
-                          title=f"Not verified ({e.get('error')}): escalated without a V5 rule"))
+                          error=err.error, error_message=err.message,
+                          title=f"Not verified ({err.error}): escalated without a V5 rule"))
     elif err is not None:  # refused at discover or layout: the route escalates it, no V5 rule
         steps.append(Step(kind="route", night=ds, task=_task(n, "route"), route="write_sme_packets",
-                          decision="ESCALATE_TO_SME", error=e.get("error"),
-                          title=f"Escalated without verification ({e.get('error')}): no V5 rule applies"))
+                          decision="ESCALATE_TO_SME", error=err.error,
+                          title=f"Escalated without verification ({err.error}): no V5 rule applies"))
     return steps
 
 
-class _ErrorRead(BaseModel):
+class _ErrorRead(_Read):
     error: str | None = None
 
 
-class _PacketRead(BaseModel):
+class _PacketRead(_Read):
     """A stored SME packet as the trail reads it, validated once where it is read (ADR 0056): each
     key with the default an older packet reads as, of the type its :class:`Step` field has."""
 
+    doc_id: str | None = None
     review_kind: str | None = "escalation"
     run_id: str | None = None
     review_status: str | None = "pending"
@@ -400,7 +439,7 @@ class _PacketRead(BaseModel):
     error: _ErrorRead | None = None
 
 
-class _AnswerRead(BaseModel):
+class _AnswerRead(_Read):
     """A stored ground-truth version as the trail reads it (validated once where it is read)."""
 
     channel: str | None = None
@@ -414,8 +453,7 @@ class _AnswerRead(BaseModel):
     correction_notes: str | None = None
 
 
-def _packet_step(n: _Night | None, ds: str, key: str, raw: dict[str, Any], rel: str) -> Step:
-    p = _PacketRead.model_validate(raw)
+def _packet_step(n: _Night | None, ds: str, key: str, p: _PacketRead, rel: str) -> Step:
     audit = p.review_kind == "audit"
     run = p.run_id or None
     task_id = "audit_sample" if audit else "write_sme_packets"
@@ -433,8 +471,7 @@ def _packet_step(n: _Night | None, ds: str, key: str, raw: dict[str, Any], rel: 
                       + (f" (ground truth v{p.ground_truth_version})" if p.ground_truth_version else ""), record=rel)
 
 
-def _answer_step(ds: str, key: str, raw: dict[str, Any], rel: str) -> Step:
-    gt = _AnswerRead.model_validate(raw)
+def _answer_step(ds: str, key: str, gt: _AnswerRead, rel: str) -> Step:
     channel = gt.channel or ""
     m = _CHANNEL.fullmatch(channel)
     task = TaskRef(dag_id=m["dag"], task_id=m["task"], map_index=int(m["map"]), run_id=m["run"], night=ds,
@@ -462,21 +499,19 @@ def _withdrawn_steps(n: _Night, keys: set[str]) -> list[Step]:
         if stem != n.doc_id and stem not in keys and not stem.startswith(f"{n.ds}_{n.doc_id}_"):
             continue
         rel = f"withdrawn/{n.ds}/{name}"
-        moved = n.rs.get_json(rel)
-        if not isinstance(moved, dict):
+        moved = _read(_WithdrawnRead, n.rs.get_json(rel))
+        if moved is None:
             continue
-        record = _obj(moved.get("record"))
-        if record.get("doc_id", n.doc_id) != n.doc_id:
+        if moved.record is not None and moved.record.doc_id is not None and moved.record.doc_id != n.doc_id:
             continue
-        reason = str(moved.get("reason") or "")
+        reason = moved.reason or ""
         task_id = ("discover" if "no longer in the incoming folder" in reason else
                    "accept" if reason.startswith("accepted by") else "write_sme_packets")
-        run = moved.get("run_id") or None
-        out.append(Step(kind="withdrawn", night=n.ds, at=moved.get("withdrawn_at"), withdrawn_reason=reason,
-                        task=_task(n, task_id, run_id=run, source="withdrawn copy"),
-                        review_id=str(moved.get("doc_id")) if kind == "sme_packet" else None,
+        out.append(Step(kind="withdrawn", night=n.ds, at=moved.withdrawn_at, withdrawn_reason=reason,
+                        task=_task(n, task_id, run_id=moved.run_id or None, source="withdrawn copy"),
+                        review_id=str(moved.doc_id) if kind == "sme_packet" else None,
                         title=f"Withdrawn {'SME packet' if kind == 'sme_packet' else 'accepted record'}"
-                              f" {moved.get('doc_id')}: {reason}", record=rel))
+                              f" {moved.doc_id}: {reason}", record=rel))
     return out
 
 
@@ -494,7 +529,7 @@ def document_trace(store: ArtifactStore, doc_id: str) -> Trace:
     truths = store.list("ground_truth", ".json")
     own = re.compile(rf"sme_packet_(?P<key>(?P<ds>.+?)_{re.escape(doc_id)}(?:_[0-9a-f]{{10}})?(?P<audit>_audit)?)\.json"
                      rf"|sme_packet_(?P<legacy>{re.escape(doc_id)})\.json")
-    found: list[tuple[str, str, dict[str, Any]]] = []  # (night, key, packet as stored)
+    found: list[tuple[str, str, _PacketRead]] = []  # (night, key, packet as stored)
     for name in packets:
         m = own.fullmatch(name)
         if not m:
@@ -505,7 +540,7 @@ def document_trace(store: ArtifactStore, doc_id: str) -> Trace:
         except (OSError, json.JSONDecodeError):
             continue
         if isinstance(packet, dict) and packet.get("doc_id") == doc_id:
-            found.append((m["ds"] or "", m["key"] or m["legacy"], packet))
+            found.append((m["ds"] or "", m["key"] or m["legacy"], _PacketRead.model_validate(packet)))
     if not nights and not found:
         raise UnknownDocument(doc_id, uri_of(store.root), len(nights_all))
     steps: list[Step] = []
@@ -515,7 +550,7 @@ def document_trace(store: ArtifactStore, doc_id: str) -> Trace:
     for i, ds in enumerate(order):
         n = by_night.get(ds)
         if n is not None:
-            n.report = n.rs.get_json(n.rs.report_rel("json"))
+            n.report = _read(_ReportRead, n.rs.get_json(n.rs.report_rel("json")))
             steps += _night_steps(n, first=i == 0)
             steps += _withdrawn_steps(n, keys)
         for pds, key, packet in sorted((f for f in found if f[0] == ds), key=lambda f: f[1]):
@@ -525,9 +560,10 @@ def document_trace(store: ArtifactStore, doc_id: str) -> Trace:
                 if m:
                     gt = store.read_json_if_exists(f"{ArtifactStore.GROUND_TRUTH_DIR}/{name}")
                     if isinstance(gt, dict):
-                        steps.append(_answer_step(pds, key, gt, f"{ArtifactStore.GROUND_TRUTH_DIR}/{name}"))
-        if n is not None and isinstance(n.report, dict):
-            latest = n.report.get("run_id") or ""
+                        steps.append(_answer_step(pds, key, _AnswerRead.model_validate(gt),
+                                                  f"{ArtifactStore.GROUND_TRUTH_DIR}/{name}"))
+        if n is not None and n.report is not None:
+            latest = n.report.run_id or ""
             earlier = sorted({s.task.run_id for s in steps if s.night == ds and s.task is not None
                               and s.task.dag_id == NIGHTLY_DAG and s.task.run_id and s.task.run_id != latest})
             steps.append(Step(kind="batch_report", night=ds, task=_task(n, "batch_report"),
