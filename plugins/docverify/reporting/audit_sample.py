@@ -32,9 +32,11 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
 
+from pydantic import JsonValue
 from typing_extensions import TypedDict
+
+from docverify.domain.classification_view import ClassificationView, Number
 
 DEFAULT_RATE = 0.02
 CONFIDENCE_OFFSET = 1.5
@@ -168,48 +170,47 @@ def false_accept_estimate(audits: Iterable[tuple[bool, float]], z: float = 1.96)
     return Estimate(rate, low, high, len(items), sum(y for y, _ in items), n_eff)
 
 
-def sampling_confidence(classification: object, codes: Iterable[str]) -> float:
+def sampling_confidence(classification: JsonValue, codes: Iterable[str]) -> float:
     """The confidence a document is drawn with: 0 when its final issues hold one of :data:`UNSURE_CODES`
     (weight 1.5, the most likely to be drawn), else :func:`classification_confidence`."""
     if UNSURE_CODES.intersection(codes):
         return 0.0
-    return classification_confidence(classification)
+    return classification_confidence(_view(classification))
 
 
-def classification_confidence(classification: object) -> float:
+def _view(classification: JsonValue) -> ClassificationView:
+    """A classification as stored (raw JSON), read once (none: an empty one)."""
+    return ClassificationView.read(classification if isinstance(classification, dict) else None) or ClassificationView()
+
+
+def classification_confidence(classification: ClassificationView) -> float:
     """The classifier's confidence in a classification: ``self_evaluation.confidence`` when
     set (> 0), else the confidence of the dominant type in the segments that carry it (their
-    mean), else 0.5."""
-    if not isinstance(classification, dict):
-        return 0.5
-    self_eval = classification.get("self_evaluation")
-    conf = self_eval.get("confidence") if isinstance(self_eval, dict) else None
-    if isinstance(conf, (int, float)) and not isinstance(conf, bool) and conf > 0:
+    mean), else 0.5 (also for a classification that is no JSON object)."""
+    conf = classification.self_evaluation.confidence if classification.self_evaluation else None
+    if conf is not None and conf > 0:
         return min(1.0, float(conf))
-    dominant = classification.get("dominant_type_overall")
-    found = [float(cast(float, c.get("confidence"))) for s in classification.get("segments") or [] if isinstance(s, dict)
-             for c in s.get("classifications") or [] if isinstance(c, dict) and c.get("doc_type") == dominant
-             and isinstance(c.get("confidence"), (int, float)) and not isinstance(c.get("confidence"), bool)]
+    dominant = classification.dominant_type_overall
+    found = [float(c.confidence) for s in classification.segments for c in s.classifications
+             if c.doc_type == dominant and c.confidence is not None]
     return min(1.0, max(0.0, sum(found) / len(found))) if found else 0.5
 
 
-def _shape(cls: dict[str, Any]) -> list[tuple[object, object]]:
-    """The page ranges of a classification's segments (JSON as read)."""
-    return [(s.get("page_start"), s.get("page_end")) for s in cls.get("segments") or [] if isinstance(s, dict)]
+def _shape(cls: ClassificationView) -> list[tuple[Number | None, Number | None]]:
+    """The page ranges of a classification's segments."""
+    return [(s.page_start, s.page_end) for s in cls.segments]
 
 
-def error_kinds(accepted: object, corrected: object) -> list[str]:
-    """What an SME's correction of an accepted classification changed: ``type`` (the dominant
-    type, or a segment's type), ``boundary`` (the segments' page ranges), ``evidence`` (neither:
-    presence levels, mixture or evidence)."""
-    a = accepted if isinstance(accepted, dict) else {}
-    c = corrected if isinstance(corrected, dict) else {}
+def error_kinds(accepted: JsonValue, corrected: JsonValue) -> list[str]:
+    """What an SME's correction of an accepted classification (both as stored) changed: ``type`` (the
+    dominant type, or a segment's type), ``boundary`` (the segments' page ranges), ``evidence``
+    (neither: presence levels, mixture or evidence)."""
+    a, c = _view(accepted), _view(corrected)
     kinds = []
-    seg_types = [s.get("dominant_type") for s in a.get("segments") or [] if isinstance(s, dict)]
-    new_types = [s.get("dominant_type") for s in c.get("segments") or [] if isinstance(s, dict)]
+    seg_types = [s.dominant_type for s in a.segments]
+    new_types = [s.dominant_type for s in c.segments]
     if _shape(a) != _shape(c):
         kinds.append("boundary")
-    if a.get("dominant_type_overall") != c.get("dominant_type_overall") or (
-            _shape(a) == _shape(c) and seg_types != new_types):
+    if a.dominant_type_overall != c.dominant_type_overall or (_shape(a) == _shape(c) and seg_types != new_types):
         kinds.append("type")
     return kinds or ["evidence"]

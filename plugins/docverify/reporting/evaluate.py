@@ -87,13 +87,13 @@ import json
 import pathlib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, StrictStr, ValidationError
 
 from docverify.classify.offline import IMPLEMENTATION, classify_offline
+from docverify.domain.classification_view import Lenient, Number, Objects
 from docverify.domain.models import GroundTruthRecord
 from docverify.reporting.audit_sample import error_kinds as kinds_of
 from docverify.reporting.audit_sample import false_accept_estimate
@@ -287,11 +287,11 @@ class Span:
     doc_type: str
 
 
-def _is_int(x: object) -> TypeGuard[int]:
+def _is_int(x: JsonValue) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def segment_spans(raw: object) -> tuple[list[Span], int]:
+def segment_spans(raw: JsonValue) -> tuple[list[Span], int]:
     """The readable segments of a classification's ``segments`` value, in page order, and how
     many entries were malformed (not a dict, pages not integers or reversed, no type)."""
     if not isinstance(raw, list):
@@ -334,7 +334,7 @@ class Comparison:
     boundaries_hit: int = 0
 
 
-def compare(primary: object, truth_dominant: str | None, truth_spans: list[Span] | None,
+def compare(primary: JsonValue, truth_dominant: str | None, truth_spans: list[Span] | None,
             total_pages: int = 0) -> Comparison:
     """Compare a primary classification (raw dict; unreadable parts count as wrong) with the
     truth: its dominant type (None: unknown) and its segments (None: no segment truth)."""
@@ -432,8 +432,58 @@ def _reason(exc: Exception, what: str) -> str:
     return f"cannot be read ({type(exc).__name__})"
 
 
-def _read_json(store: ArtifactStore, rel: str) -> object:
-    return json.loads(store.read_bytes(rel).decode("utf-8"))
+def _read_json(store: ArtifactStore, rel: str) -> JsonValue:
+    raw: JsonValue = json.loads(store.read_bytes(rel).decode("utf-8"))
+    return raw
+
+
+class _IssueCode(BaseModel):
+    code: Lenient[StrictStr] = None
+
+
+class _PacketFacts(BaseModel):
+    """A stored SME packet as the figures read it, validated once where it is read: each key its JSON
+    type or None (a key of another type counts as absent, as the figures always read it); the primary
+    classification and the error as stored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
+
+    review_kind: Lenient[StrictStr] = None
+    primary_classification: JsonValue = None
+    error: JsonValue = None
+    audit_inclusion_probability: Lenient[Number] = None
+    v5_rule: Lenient[StrictInt] = None
+    total_pages: Lenient[StrictInt] = None
+    issues_summary: Objects[_IssueCode] = []
+
+
+class _ResultFacts(BaseModel):
+    """A night's ``result.json`` as the figures read it: its verification and classification as stored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
+
+    result: JsonValue = None
+    classification: JsonValue = None
+
+
+class _Vote(BaseModel):
+    code: Lenient[StrictStr] = None
+    final_action: Lenient[StrictStr] = None
+
+
+class _Run(BaseModel):
+    phase: Lenient[StrictStr] = None
+    votes: Objects[_Vote] = []
+
+
+class _Attempt(BaseModel):
+    runs: Objects[_Run] = []
+
+
+class _Verification(BaseModel):
+    """A stored verification as the jury figures read it: every vote of every jury run."""
+
+    attempts: Objects[_Attempt] = []
 
 
 def latest_ground_truth(store: ArtifactStore) -> tuple[dict[str, tuple[GroundTruthRecord, int]],
@@ -479,7 +529,7 @@ class _PrimarySource:
         self.store, self.unreadable = store, unreadable
         self._partitions: list[str] | None = None
 
-    def packet(self, doc_id: str) -> dict[str, object] | None:
+    def packet(self, doc_id: str) -> _PacketFacts | None:
         rel = ArtifactStore.packet_rel(doc_id)
         if not self.store.exists(rel):
             return None
@@ -491,7 +541,7 @@ class _PrimarySource:
         if not isinstance(raw, dict):
             self.unreadable.append(UnreadableFile(uri=self.store.uri(rel), reason="not a JSON object (an SME packet)"))
             return None
-        return raw
+        return _PacketFacts.model_validate(raw)
 
     def partitions(self) -> list[str]:
         if self._partitions is None:
@@ -500,7 +550,7 @@ class _PrimarySource:
                 if runs.exists() else []
         return self._partitions
 
-    def _result(self, ds: str, doc_id: str) -> dict[str, object] | None:
+    def _result(self, ds: str, doc_id: str) -> _ResultFacts | None:
         """The night's ``result.json`` of ``doc_id`` (:class:`docverify.storage.runstore.DocResult`), or None."""
         rel = RunStore(self.store, ds).result_rel(doc_id)
         try:
@@ -508,7 +558,7 @@ class _PrimarySource:
         except (OSError, ValueError) as exc:
             self.unreadable.append(UnreadableFile(uri=self.store.uri(rel), reason=_reason(exc, "result")))
             return None
-        return raw if isinstance(raw, dict) else None
+        return _ResultFacts.model_validate(raw) if isinstance(raw, dict) else None
 
     def jury_decisions(self, doc_id: str) -> list[tuple[str, str]]:
         """(finding code, jury decision) of the newest verification of ``doc_id`` (its
@@ -516,7 +566,7 @@ class _PrimarySource:
         ADR 0010), each once; [] when the jury did not run."""
         for ds in self.partitions():
             rec = self._result(ds, doc_id)
-            raw = rec.get("result") if rec is not None else None
+            raw = rec.result if rec is not None else None
             if raw is None:
                 rel = f"{ArtifactStore.run_dir(ds, doc_id)}/verification.json"
                 try:
@@ -524,22 +574,22 @@ class _PrimarySource:
                 except (OSError, ValueError):
                     return []
             if isinstance(raw, dict):
-                pairs = {(v.get("code"), v.get("final_action")) for a in (raw.get("attempts") or [])
-                         for r in (a.get("runs") or []) if isinstance(r, dict) and r.get("phase") == "jury"
-                         for v in (r.get("votes") or []) if isinstance(v, dict)}
-                return sorted((a, b) for a, b in pairs if isinstance(a, str) and isinstance(b, str))
+                verification = _Verification.model_validate(raw)
+                pairs = {(v.code, v.final_action) for a in verification.attempts for r in a.runs if r.phase == "jury"
+                         for v in r.votes}
+                return sorted((a, b) for a, b in pairs if a is not None and b is not None)
         return []
 
-    def run_classification(self, doc_id: str) -> object:
+    def run_classification(self, doc_id: str) -> JsonValue:
         """The newest classification of ``doc_id`` (by date partition): its night's ``result.json``,
         or ``classification.json`` (the CLI's, or of nights before the typed run store of ADR 0010)."""
         for ds in self.partitions():
             rec = self._result(ds, doc_id)
-            if rec is not None and rec.get("classification") is not None:
-                return rec["classification"]
+            if rec is not None and rec.classification is not None:
+                return rec.classification
             rel = f"{ArtifactStore.run_dir(ds, doc_id)}/classification.json"
             try:
-                raw = self.store.read_json_if_exists(rel)
+                raw: JsonValue = self.store.read_json_if_exists(rel)
             except (OSError, ValueError) as exc:
                 self.unreadable.append(UnreadableFile(uri=self.store.uri(rel),
                                                       reason=_reason(exc, "classification")))
@@ -549,7 +599,7 @@ class _PrimarySource:
         return None
 
 
-def truth_of(record: GroundTruthRecord, primary: object) -> tuple[str | None, list[Span] | None]:
+def truth_of(record: GroundTruthRecord, primary: JsonValue) -> tuple[str | None, list[Span] | None]:
     """The truth's dominant type and segments (None: no segment truth); rules in the module
     docstring."""
     gt = record.ground_truth_classification or {}
@@ -564,11 +614,8 @@ def truth_of(record: GroundTruthRecord, primary: object) -> tuple[str | None, li
     return dominant, spans
 
 
-def _issue_codes(packet: Mapping[str, object] | None) -> list[str]:
-    summary = packet.get("issues_summary") if packet else None
-    if not isinstance(summary, list):
-        return []
-    return sorted({i["code"] for i in summary if isinstance(i, dict) and isinstance(i.get("code"), str)})
+def _issue_codes(packet: _PacketFacts | None) -> list[str]:
+    return sorted({i.code for i in packet.issues_summary if i.code is not None}) if packet else []
 
 
 def evaluate_store(store: ArtifactStore | str | StoragePath) -> FeedbackFigures:
@@ -583,7 +630,7 @@ def evaluate_store(store: ArtifactStore | str | StoragePath) -> FeedbackFigures:
         src = record.ground_truth_source
         tally.sources[src] += 1
         packet = source.packet(doc_id)
-        audited = record.review_kind == "audit" or (packet or {}).get("review_kind") == "audit"
+        audited = record.review_kind == "audit" or (packet is not None and packet.review_kind == "audit")
         if src == "SME_UNCLASSIFIABLE":  # no truth: counted apart, in no figure
             tally.unclassifiable_doc(doc_id, record, version, packet, "audit" if audited else "escalation")
         elif audited:
@@ -611,7 +658,7 @@ class _Tally:
     unclassifiable: list[UnclassifiableDocument] = field(default_factory=list)
 
     def unclassifiable_doc(self, doc_id: str, record: GroundTruthRecord, version: int,
-                           packet: dict[str, object] | None, kind: str) -> None:
+                           packet: _PacketFacts | None, kind: str) -> None:
         reason = record.unclassifiable_reason or "other"
         self.unclassifiable.append(UnclassifiableDocument(doc_id=doc_id, reason=reason, review_kind=kind))
         self.rows.append(DocumentFigures(doc_id=doc_id, ground_truth_source=record.ground_truth_source,
@@ -619,12 +666,12 @@ class _Tally:
                                          review_kind=kind, unclassifiable_reason=reason))
 
     def audited_doc(self, doc_id: str, record: GroundTruthRecord, version: int,
-                    packet: dict[str, object] | None) -> None:
+                    packet: _PacketFacts | None) -> None:
         src = record.ground_truth_source
-        accepted_cls = (packet or {}).get("primary_classification")
+        accepted_cls = packet.primary_classification if packet else None
         accepted_type = accepted_cls.get("dominant_type_overall") if isinstance(accepted_cls, dict) else None
         corrected = src == "SME_CORRECTED"
-        prob = (packet or {}).get("audit_inclusion_probability")
+        prob = packet.audit_inclusion_probability if packet else None
         row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version, escalated=False,
                               review_kind="audit", primary_dominant_type=accepted_type if isinstance(
                                   accepted_type, str) else None)
@@ -635,17 +682,16 @@ class _Tally:
         night = (record.review_id or doc_id)[:10] if re.match(r"\d{4}-\d\d-\d\d_", record.review_id or "") \
             else "unknown"
         self.audits.append((night, row.primary_dominant_type or "unknown", corrected,
-                            float(prob) if isinstance(prob, (int, float)) and prob > 0 else 1.0))
+                            float(prob) if prob is not None and prob > 0 else 1.0))
 
     def reviewed_doc(self, doc_id: str, record: GroundTruthRecord, version: int,
-                     packet: dict[str, object] | None, source: _PrimarySource) -> None:
+                     packet: _PacketFacts | None, source: _PrimarySource) -> None:
         src = record.ground_truth_source
-        if packet is not None and (packet.get("primary_classification") is not None or packet.get("error")):
-            primary = packet.get("primary_classification")
+        if packet is not None and (packet.primary_classification is not None or packet.error):
+            primary = packet.primary_classification
         else:
             primary = source.run_classification(record.doc_id)
-        stored_rule = packet.get("v5_rule") if packet else None
-        rule = stored_rule if _is_int(stored_rule) else None
+        rule = packet.v5_rule if packet else None
         row = DocumentFigures(doc_id=doc_id, ground_truth_source=src, version=version,
                               escalated=packet is not None, v5_rule=rule)
         self.rows.append(row)
@@ -653,8 +699,7 @@ class _Tally:
             row.primary_missing = True
             self.missing.append(doc_id)
             return
-        total_pages = packet.get("total_pages") if packet else None
-        total = total_pages if _is_int(total_pages) else 0
+        total = (packet.total_pages if packet else None) or 0
         truth_dominant, truth_spans = truth_of(record, primary)
         c = compare(primary, truth_dominant, truth_spans, total)
         self.acc.add(c)
@@ -666,13 +711,13 @@ class _Tally:
         if packet is not None:
             self.escalation(doc_id, row, rule, packet, source)
 
-    def escalation(self, doc_id: str, row: DocumentFigures, rule: int | None, packet: dict[str, object],
+    def escalation(self, doc_id: str, row: DocumentFigures, rule: int | None, packet: _PacketFacts,
                    source: _PrimarySource) -> None:
         outcome = "corrected" if row.ground_truth_source == "SME_CORRECTED" else "validated"
         self.escalated[0] += outcome == "corrected"
         self.escalated[1] += 1
         self.by_rule[f"rule {rule}" if rule is not None else (
-            "error" if packet.get("error") else "rule unknown")][outcome] += 1
+            "error" if packet.error else "rule unknown")][outcome] += 1
         for code in row.issue_codes:
             self.by_code[code][outcome] += 1
         for code, action in source.jury_decisions(doc_id):
