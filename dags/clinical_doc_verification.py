@@ -220,13 +220,13 @@ def _batch_round(rnd: str, after, laid_out):
     def collect() -> dict:
         from docverify_airflow.tasks import llm_batch
 
-        return llm_batch.collect(get_current_context(), rnd)
+        return dict(llm_batch.collect(get_current_context(), rnd))  # a typed XCom (TypedDict) as the dict the Dag declares
 
     @task(task_id=f"llm_batch_ingest_{rnd}", trigger_rule="all_done_min_one_success")
     def ingest() -> dict:
         from docverify_airflow.tasks import llm_batch
 
-        return llm_batch.ingest(get_current_context(), rnd)
+        return dict(llm_batch.ingest(get_current_context(), rnd))  # a typed XCom (TypedDict) as the dict the Dag declares
 
     plan = collect()
     [after, laid_out] >> plan

@@ -37,10 +37,11 @@ import asyncio
 import functools
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from docverify.domain.models import DocumentBundle
 from docverify.domain.policy import DEFAULT_POLICY, VerifyPolicy
@@ -63,6 +64,15 @@ log = logging.getLogger("docverify.stages.batch_mode")
 
 ROUNDS = ("classify", "judgments")
 
+#: One line of a batch job's results as Gemini wrote it (``{"key", "response" | "error"}``), or one of
+#: its inline responses: JSON from outside, read here (:func:`degenerate_reason`, :func:`output_of`)
+ResultItem = dict[str, JsonValue]
+#: A ``GenerateContentResponse`` as JSON (the REST camelCase, or the SDK dump's snake_case)
+Response = dict[str, JsonValue]
+#: The batch job as the Gemini API describes it (``BatchJob.model_dump(mode="json")``), or
+#: ``{"name": None, "state": "JOB_FAILED"}`` when the job task failed
+JobJSON = Mapping[str, JsonValue]
+
 
 def requests_rel(batch: Batch, round_key: str) -> str:
     return f"{batch.rs.night}/_llm_batch/{round_key}.requests.jsonl"
@@ -83,11 +93,11 @@ class BatchRequest:
     key: str
     kind: str
     doc_id: str
-    body: dict[str, Any]
+    body: dict[str, JsonValue]  # the generateContent request body, as captured
 
 
 class _Captured(Exception):  # noqa: N818 - a signal from the capturing transport, not an error
-    def __init__(self, body: dict[str, Any]):
+    def __init__(self, body: dict[str, JsonValue]):
         super().__init__("request captured")
         self.body = body
 
@@ -252,25 +262,48 @@ def _write_round(batch: Batch, judge: LLMJudge, round_key: str, recorded: list[B
 # =========================================================================== results
 
 
-def output_of(response: dict[str, Any], kind: str) -> BaseModel:
+def _object(value: JsonValue, what: str) -> dict[str, JsonValue]:
+    """``value`` when it is a JSON object, else ValueError naming ``what`` (an unusable answer)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not an object")
+    return value
+
+
+def _array(value: JsonValue, what: str) -> list[JsonValue]:
+    """``value`` when it is a JSON array, else ValueError naming ``what``."""
+    if not isinstance(value, list):
+        raise ValueError(f"{what} is not an array")
+    return value
+
+
+def output_of(response: Response, kind: str) -> BaseModel:
     """The validated structured output of one ``GenerateContentResponse`` (the output tool's
     arguments), or ValueError."""
-    candidates = response.get("candidates") or []
+    candidates = _array(response.get("candidates") or [], "candidates")
     if not candidates:
         raise ValueError("no candidate")
-    for part in (candidates[0].get("content") or {}).get("parts") or []:
+    content = _object(_object(candidates[0], "a candidate").get("content") or {}, "content")
+    for part in _array(content.get("parts") or [], "parts"):
+        part = _object(part, "a part")
         call = part.get("functionCall") or part.get("function_call")
         if call is not None:
-            return OUTPUT_TYPES[kind].model_validate(call.get("args") or {})
+            return OUTPUT_TYPES[kind].model_validate(_object(call, "a function call").get("args") or {})
     raise ValueError("no function call in the answer")
 
 
-def _get(d: dict[str, Any], *names: str) -> Any:
+def _get(d: JsonValue, *names: str) -> JsonValue:
     """The first of ``names`` present in ``d`` (the REST camelCase or the SDK dump's snake_case)."""
     return next((d[n] for n in names if isinstance(d, dict) and d.get(n) is not None), None)
 
 
-def degenerate_reason(response: dict[str, Any]) -> str | None:
+def _whole(value: JsonValue) -> int:
+    """A token count as the line gives it: a number or its text (int() refuses anything else)."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"a token count is a number, not {type(value).__name__}")
+
+
+def degenerate_reason(response: Response) -> str | None:
     """Why a batch answer is *degenerate* — schema-valid perhaps, but not an answer the model gave —
     or None for a real answer. The rule (ADR 0005), on what the response line itself carries:
 
@@ -288,8 +321,8 @@ def degenerate_reason(response: dict[str, Any]) -> str | None:
     So a real "no issue" is ``{"findings": []}`` in a finished (STOP) generation that produced
     output tokens; the same arguments under MAX_TOKENS, with zero output tokens or without a
     candidate are degenerate: not cached, asked online by verify, counted as ``degenerate``."""
-    candidates = _get(response, "candidates") or []
-    if not candidates or not isinstance(candidates[0], dict):
+    candidates = _get(response, "candidates")
+    if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
         return "no candidate"
     cand = candidates[0]
     finish = _get(cand, "finishReason", "finish_reason")
@@ -298,12 +331,14 @@ def degenerate_reason(response: dict[str, Any]) -> str | None:
         return f"finishReason {finish or 'unspecified'}"
     usage = _get(response, "usageMetadata", "usage_metadata") or {}
     try:
-        out_tokens = int(_get(usage, "candidatesTokenCount", "candidates_token_count") or 0)
+        out_tokens = _whole(_get(usage, "candidatesTokenCount", "candidates_token_count") or 0)
     except (TypeError, ValueError):
         out_tokens = 0
     if out_tokens <= 0:
         return "no output tokens"
-    calls = [c for part in ((_get(cand, "content") or {}).get("parts") or []) if isinstance(part, dict)
+    content = _get(cand, "content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    calls = [c for part in (parts if isinstance(parts, list) else []) if isinstance(part, dict)
              for c in (_get(part, "functionCall", "function_call"),) if isinstance(c, dict)]
     if not calls:
         return "no tool call"
@@ -313,70 +348,79 @@ def degenerate_reason(response: dict[str, Any]) -> str | None:
     return None
 
 
-def answer_model(response: dict[str, Any]) -> str | None:
+def answer_model(response: Response) -> str | None:
     """The model that answered a batch line (``modelVersion``), as the price table names it."""
-    return price_name(_get(response, "modelVersion", "model_version"))
+    version = _get(response, "modelVersion", "model_version")
+    return price_name(str(version) if version else None)
 
 
-def _usage_of(response: dict[str, Any]) -> tuple[int, int, int]:
-    u = response.get("usageMetadata") or response.get("usage_metadata") or {}
+def _usage_of(response: Response) -> tuple[int, int, int]:
+    u = _object(response.get("usageMetadata") or response.get("usage_metadata") or {}, "usageMetadata")
     def g(*names: str) -> int:
-        return int(next((u[n] for n in names if u.get(n) is not None), 0))
+        return _whole(next((u[n] for n in names if u.get(n) is not None), 0))
     return (g("promptTokenCount", "prompt_token_count"),
             g("candidatesTokenCount", "candidates_token_count") + g("thoughtsTokenCount", "thoughts_token_count"),
             g("cachedContentTokenCount", "cached_content_token_count"))
 
 
-def results_from_jsonl(data: bytes) -> dict[str, dict[str, Any]]:
+def results_from_jsonl(data: bytes) -> dict[str, ResultItem]:
     """A results file (one ``{"key", "response" | "error"}`` per line) by key; unreadable lines are skipped
     (their requests count as missing)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ResultItem] = {}
     # "\n" only: str.splitlines would also split at U+2028 & co., which JSON may hold raw inside a string
     for n, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item: JsonValue = json.loads(line)
+            if not isinstance(item, dict):
+                raise TypeError("a results line is a JSON object")
             out[str(item["key"])] = item
         except (ValueError, KeyError, TypeError):
             log.warning("batch results: line %d unreadable, skipped", n)
     return out
 
 
-def results_from_inline(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def results_from_inline(job: JobJSON) -> dict[str, ResultItem]:
     """The inline responses of a job (``job.model_dump(mode="json")``: ``dest.inlined_responses``,
     each with the request's ``metadata.key``) by key."""
-    out: dict[str, dict[str, Any]] = {}
-    for item in ((job.get("dest") or {}).get("inlined_responses") or []):
-        key = (item.get("metadata") or {}).get("key")
+    out: dict[str, ResultItem] = {}
+    dest = job.get("dest")
+    responses = dest.get("inlined_responses") if isinstance(dest, dict) else None
+    for item in responses if isinstance(responses, list) else []:
+        if not isinstance(item, dict):
+            continue
+        metadata = item.get("metadata") or {}
+        key = metadata.get("key") if isinstance(metadata, dict) else None
         if key:
             out[str(key)] = {"key": key, "response": item.get("response"), "error": item.get("error")}
     return out
 
 
-def _answer_of(item: dict[str, Any] | None, kind: str, what: str) -> tuple[str | None, BaseModel | None]:
-    """(None, the answer) of one result item, or (``missing`` / ``failed`` / ``degenerate``, None): an
-    item that is no usable answer is asked online by verify (logged with ``what``: ids, never content)."""
+def _answer_of(item: ResultItem | None, kind: str, what: str) -> tuple[BaseModel, Response] | str:
+    """(the answer, its response) of one result item, or why it is none (``missing`` / ``failed`` /
+    ``degenerate``): an item that is no usable answer is asked online by verify (logged with ``what``:
+    ids, never content)."""
     if item is None:
-        return "missing", None
-    response = item.get("response")
-    if item.get("error") or not isinstance(response, dict):
-        log.warning("%s: item failed (%s); verify calls it online", what, (item.get("error") or {}).get(
-            "code", "no response") if isinstance(item.get("error"), dict) else "no response")
-        return "failed", None
+        return "missing"
+    response, error = item.get("response"), item.get("error")
+    if error or not isinstance(response, dict):
+        log.warning("%s: item failed (%s); verify calls it online", what,
+                    error.get("code", "no response") if isinstance(error, dict) else "no response")
+        return "failed"
     why = degenerate_reason(response)
     if why is not None:  # schema-valid perhaps, but not an answer: never "no issue"
         log.warning("%s: degenerate answer (%s); verify calls it online", what, why)
-        return "degenerate", None
+        return "degenerate"
     try:
-        return None, output_of(response, kind)
+        return output_of(response, kind), response
     except Exception as exc:  # noqa: BLE001 - an unusable answer is a failed item
         log.warning("%s: answer unusable (%s); verify calls it online", what, type(exc).__name__)
-        return "failed", None
+        return "failed"
 
 
 def _count_usage(per_doc: dict[str, dict[str, int]], totals: dict[str, int], doc_id: str,
-                 response: dict[str, Any]) -> None:
+                 response: Response) -> None:
     """One answer's tokens into its document's counts and the round's totals."""
     i, o, c = _usage_of(response)
     d = per_doc.setdefault(doc_id, {"requests": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
@@ -386,8 +430,8 @@ def _count_usage(per_doc: dict[str, dict[str, int]], totals: dict[str, int], doc
         totals[name] += n
 
 
-def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | None,
-           results: dict[str, dict[str, Any]] | None) -> StageOutcome:
+def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: JobJSON | None,
+           results: dict[str, ResultItem] | None) -> StageOutcome:
     """Write one round's batch answers into the verdict cache (see the module docstring).
     ``job``: the batch job as a dict (``name``, ``state``) or None when no job ran (it failed, or
     nothing was sent); ``results``: the answers by key (:func:`results_from_jsonl` /
@@ -395,7 +439,8 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
     stats = StageStats("llm_batch")
     idx = batch.rs.get_json(index_rel(batch, round_key), memo=False) or {"requests": {}}
     wanted: dict[str, dict[str, str]] = idx.get("requests") or {}
-    job_name = (job or {}).get("name")
+    name = (job or {}).get("name")
+    job_name = name if isinstance(name, str) else None
     state = str((job or {}).get("state") or ("NO_JOB" if wanted else "NOTHING_TO_SEND"))
     results = results or {}
     counts = {"requests": len(wanted), "succeeded": 0, "failed": 0, "degenerate": 0, "missing": 0}
@@ -405,12 +450,11 @@ def ingest(batch: Batch, judge: LLMJudge, round_key: str, job: dict[str, Any] | 
     cache = judge.cache
     for key, meta in wanted.items():
         kind, doc_id = meta["kind"], meta["doc_id"]
-        fault, output = _answer_of(results.get(key), kind, f"batch {round_key} job={job_name} {kind} "
-                                   f"doc_id={doc_id} key={key}")
-        if fault is not None or output is None:
-            counts[fault or "failed"] += 1
+        answer = _answer_of(results.get(key), kind, f"batch {round_key} job={job_name} {kind} doc_id={doc_id} key={key}")
+        if isinstance(answer, str):
+            counts[answer] += 1
             continue
-        response = results[key]["response"]
+        output, response = answer
         if cache is not None:
             cache.put(key, output.model_dump(mode="json"),
                       model_id=judge.classifier_model_id if kind == "classify" else judge.model_id, prompt=PROMPTS[kind],

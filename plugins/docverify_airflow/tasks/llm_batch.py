@@ -22,12 +22,14 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
+
+from pydantic import JsonValue
 
 from docverify.llm.judge import LLMJudge
 from docverify.stages import batch_mode as llm_batch
 from docverify.stages.common import Batch
-from docverify.stages.results import Collected
+from docverify.stages.results import Collected, StageXCom
 from docverify_airflow import config
 from docverify_airflow.night import TaskContext
 
@@ -89,14 +91,35 @@ def upload_requests(batch: Batch, out: Collected, api_hook: GenAIGeminiAPIHook) 
     return f.name
 
 
-def results_of(job: dict[str, Any] | None, api_hook: GenAIGeminiAPIHook) -> dict[str, dict[str, Any]] | None:
+class CollectXCom(TypedDict):
+    """``llm_batch_collect_<round>``'s XCom: what the job step sends (the uploaded requests file's name)."""
+
+    round: str
+    model: str
+    requests: int
+    by_kind: dict[str, int]
+    file_name: str
+
+
+class IngestXCom(StageXCom):
+    """``llm_batch_ingest_<round>``'s XCom: the round's record's counts and the job's state."""
+
+    requests: int
+    succeeded: int
+    degenerate: int
+    online_fallback: int
+    state: str
+
+
+def results_of(job: llm_batch.JobJSON | None, api_hook: GenAIGeminiAPIHook) -> dict[str, llm_batch.ResultItem] | None:
     """The answers of a finished job (``job.model_dump(mode="json")``): its results file downloaded
     through the hook, or its inline responses; None when the job did not succeed."""
     if not job or not str(job.get("state", "")).endswith("SUCCEEDED"):
         return None
-    dest = job.get("dest") or {}
-    if dest.get("file_name"):
-        return llm_batch.results_from_jsonl(api_hook.download_file(file_name=dest["file_name"]))
+    dest = job.get("dest")
+    file_name = dest.get("file_name") if isinstance(dest, dict) else None
+    if file_name:
+        return llm_batch.results_from_jsonl(api_hook.download_file(file_name=str(file_name)))
     return llm_batch.results_from_inline(job)
 
 
@@ -109,13 +132,14 @@ def record_job(batch: Batch, round_key: str, name: str, *, source: str, model: s
                            {"name": name, "input_source": source, "model": model, "requests_sha256": sha})
 
 
-def recorded_job(batch: Batch, round_key: str) -> dict[str, Any] | None:
-    """The round's recorded job if it was created for the round's current requests file, else None."""
+def recorded_job(batch: Batch, round_key: str) -> str | None:
+    """The name of the round's recorded job if it was created for the round's current requests file,
+    else None."""
     rec = batch.rs.read_json_if_exists(llm_batch.job_rel(batch, round_key))
     rel = llm_batch.requests_rel(batch, round_key)
-    if not rec or not rec.get("name") or not batch.rs.exists(rel):
+    if not isinstance(rec, dict) or not rec.get("name") or not batch.rs.exists(rel):
         return None
-    return rec if rec.get("requests_sha256") == batch.rs.sha256(rel) else None
+    return str(rec["name"]) if rec.get("requests_sha256") == batch.rs.sha256(rel) else None
 
 
 def reattachable_job(batch: Batch, round_key: str, api_hook: GenAIGeminiAPIHook) -> str | None:
@@ -123,38 +147,38 @@ def reattachable_job(batch: Batch, round_key: str, api_hook: GenAIGeminiAPIHook)
     or succeeded), else None (none recorded, recorded for other requests, gone, or ended badly:
     a new job is created). Any other error looking it up fails the task (retryably), never
     creates a second job."""
-    rec = recorded_job(batch, round_key)
-    if rec is None:
+    name = recorded_job(batch, round_key)
+    if name is None:
         return None
     try:
-        job = api_hook.get_batch_job(job_name=rec["name"])
+        job = api_hook.get_batch_job(job_name=name)
     except Exception as exc:
         if getattr(exc, "code", None) == 404:
-            log.warning("batch %s: the recorded job %s is gone (404): a new job is created", round_key, rec["name"])
+            log.warning("batch %s: the recorded job %s is gone (404): a new job is created", round_key, name)
             return None
         raise
     state = job.state.name if job.state is not None else ""
     if state in ("JOB_STATE_FAILED", "JOB_STATE_EXPIRED", "JOB_STATE_CANCELLED"):
-        log.warning("batch %s: the recorded job %s ended %s: a new job is created", round_key, rec["name"], state)
+        log.warning("batch %s: the recorded job %s ended %s: a new job is created", round_key, name, state)
         return None
-    return str(rec["name"])
+    return name
 
 
-def _recorded_succeeded_job(batch: Batch, round_key: str, s: config.Settings) -> dict[str, Any] | None:
+def _recorded_succeeded_job(batch: Batch, round_key: str, s: config.Settings) -> dict[str, JsonValue] | None:
     """The round's recorded job (``model_dump``) when the job task failed but the job SUCCEEDED."""
-    rec = recorded_job(batch, round_key)
-    if rec is None:
+    name = recorded_job(batch, round_key)
+    if name is None:
         return None
     try:
-        job = hook(s, round_key).get_batch_job(job_name=rec["name"])
+        job = hook(s, round_key).get_batch_job(job_name=name)
     except Exception as exc:  # noqa: BLE001 - the job task's failure stands: requests go online
-        log.warning("batch %s: the recorded job %s could not be read (%s)", round_key, rec["name"], type(exc).__name__)
+        log.warning("batch %s: the recorded job %s could not be read (%s)", round_key, name, type(exc).__name__)
         return None
     if job.state is None or not job.state.name.endswith("SUCCEEDED"):
         return None
     log.info("batch %s: the job task failed but the recorded job %s SUCCEEDED: its answers are ingested",
-             round_key, rec["name"])
-    dumped: dict[str, Any] = job.model_dump(mode="json")
+             round_key, name)
+    dumped: dict[str, JsonValue] = job.model_dump(mode="json")
     return dumped
 
 
@@ -179,7 +203,7 @@ def _batching(context: TaskContext) -> tuple[config.Settings, LLMJudge]:
     return s, judge
 
 
-def collect(context: TaskContext, round_key: str) -> dict[str, Any]:
+def collect(context: TaskContext, round_key: str) -> CollectXCom:
     """``llm_batch_collect_<round>``: what the job sends (XCom: the uploaded file's name, the model,
     counts) — or a skip."""
     from airflow.sdk.exceptions import AirflowSkipException
@@ -195,7 +219,7 @@ def collect(context: TaskContext, round_key: str) -> dict[str, Any]:
             "file_name": upload_requests(batch, out, hook(s, round_key))}
 
 
-def ingest(context: TaskContext, round_key: str) -> dict[str, Any]:
+def ingest(context: TaskContext, round_key: str) -> IngestXCom:
     """``llm_batch_ingest_<round>`` (``all_done_min_one_success``: also after a failed job): the job's answers into
     the verdict cache."""
     from docverify_airflow.tasks.nightly import make_batch
@@ -212,4 +236,5 @@ def ingest(context: TaskContext, round_key: str) -> dict[str, Any]:
         job = {"name": None, "state": "JOB_FAILED"}  # the job task failed: every request goes online
     out = llm_batch.ingest(batch, judge, round_key, job, results)
     round_ = out.record.get("llm_batch") or {}
-    return {**out.xcom(), **{k: round_[k] for k in ("requests", "succeeded", "degenerate", "online_fallback", "state")}}
+    return {**out.xcom(), "requests": round_["requests"], "succeeded": round_["succeeded"],
+            "degenerate": round_["degenerate"], "online_fallback": round_["online_fallback"], "state": round_["state"]}
