@@ -62,7 +62,7 @@ def sme_review():
     def list_pending_reviews() -> list[dict]:
         from docverify_airflow.tasks import sme_review as sme_tasks
 
-        return sme_tasks.review_kwargs(get_current_context())
+        return [dict(k) for k in sme_tasks.review_kwargs(get_current_context())]  # typed kwargs as the Dag's dicts
 
     # An answer the rules refuse is never saved: the same try opens the review again with the reason
     # stored for the workspace (SMEReviewOperator._reopen); retries are for infrastructure faults.

@@ -29,6 +29,8 @@ from docverify_airflow.web.sme_form import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from docverify_airflow.tasks.sme_review import SavedAnswer
+
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
@@ -74,7 +76,7 @@ class SMEReviewOperator(HITLOperator):
         self.params = ParamsDict(review_form_params(sme_tasks.page_types(self.doc_id)))
         return super().execute(context)
 
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> SavedAnswer:
         """The SME answered (or the wait timed out): save the answer as ground truth."""
         from docverify_airflow.tasks import sme_review as sme_tasks
 

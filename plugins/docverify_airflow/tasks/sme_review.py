@@ -9,13 +9,18 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from pydantic import JsonValue
 
 from docverify_airflow import config
 from docverify_airflow.config.params import ReviewParams
 from docverify_airflow.lineage import declared as lineage
 from docverify_airflow.night import TaskContext
 from docverify_airflow.web.urls import packet_url, review_url
+
+if TYPE_CHECKING:
+    from airflow.providers.standard.triggers.hitl import HITLTriggerEventSuccessPayload
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +45,28 @@ def lineage_uris(context: TaskContext, roles: Sequence[str]) -> list[str]:
     return lineage.uris_for(roles, config.artifact_store(context))
 
 
+class ReviewKwargs(TypedDict):
+    """One ``SMEReviewOperator``'s arguments (:func:`review_kwargs`, mapped)."""
+
+    doc_id: str  # the review's key
+    subject: str
+    assignees: str
+    response_timeout_hours: float
+
+
+class SavedAnswer(TypedDict):
+    """What :func:`record_answer` saved: ids, source, version and URI (nothing of the document)."""
+
+    doc_id: str
+    chosen_option: str
+    ground_truth_source: str
+    version: int
+    uri: str
+    reviewer: str
+
+
 @lineage.task(lineage_uris)
-def review_kwargs(context: TaskContext) -> list[dict[str, Any]]:
+def review_kwargs(context: TaskContext) -> list[ReviewKwargs]:
     """One ``SMEReviewOperator`` kwargs dict per pending packet this run claims, most severe
     first, at most ``max_reviews``. A packet open in another active run (claimed, see
     :mod:`docverify.sme.claims`) is left to that run, so runs never block or duplicate each
@@ -89,12 +114,12 @@ def review_subject(row: dict[str, Any]) -> str:
             + f", {row.get('total_issues', 0)} issue(s)")
 
 
-def record_refusal(context: TaskContext, doc_id: str, reason: str, answer: dict[str, Any]) -> None:
+def record_refusal(context: TaskContext, doc_id: str, reason: str, answer: HITLTriggerEventSuccessPayload) -> None:
     """An answer the rules refused: kept beside the packet (the workspace shows it on the review)
     and logged. The reason names pages and types only, never document text."""
     from docverify.sme.packets import refusal_rel
 
-    user = answer.get("responded_by_user") or {}
+    user = answer.get("responded_by_user")
     who = (user.get("name") or user.get("id") or "") if isinstance(user, dict) else ""
     config.artifact_store(context).write_json(refusal_rel(doc_id), {"review_id": doc_id, "reason": reason, "user": who,
                                                      "at": _utc(dt.datetime.now(dt.UTC))})
@@ -166,7 +191,7 @@ def page_types(doc_id: str) -> list[str | None]:
     return types_of(load_packet(config.artifact_store(), doc_id))
 
 
-def parse_segments(raw: Any) -> list[dict[str, object]] | None:
+def parse_segments(raw: JsonValue) -> list[dict[str, object]] | None:
     """The corrected segments from the form (:func:`docverify.sme.answer.parse_segments`)."""
     from docverify.sme.answer import parse_segments as parse
 
@@ -180,15 +205,15 @@ def segments_from_pages(types: list[str | None]) -> list[dict[str, object]]:
     return segments(types)
 
 
-def _utc(value: Any) -> str | None:
+def _utc(value: dt.datetime | str | None) -> str | None:
     if isinstance(value, dt.datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
         return aware.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return str(value) if value else None
 
 
-def record_answer(context: TaskContext, doc_id: str, answer: dict[str, Any], *,
-                  preset_pages: list[str | None] | None = None) -> dict[str, Any]:
+def record_answer(context: TaskContext, doc_id: str, answer: HITLTriggerEventSuccessPayload, *,
+                  preset_pages: list[str | None] | None = None) -> SavedAnswer:
     """Save the SME's answer (HITL ``execute_complete`` payload) as ground truth through
     :mod:`docverify.sme.answer` (the rules every channel shares): *Agree* → SME_VALIDATED;
     *Correct* → SME_CORRECTED with the corrected type, page types and/or segments; *Cannot
@@ -204,7 +229,7 @@ def record_answer(context: TaskContext, doc_id: str, answer: dict[str, Any], *,
     from docverify.sme.answer import answer_from_form, save_answer
 
     params = answer.get("params_input") or {}
-    user = answer.get("responded_by_user") or {}
+    user = answer.get("responded_by_user")
     reviewer = (user.get("name") or user.get("id") or "").strip() if isinstance(user, dict) else ""
     if not reviewer:
         raise ValueError(f"doc_id={doc_id}: the answer has no responding user; a ground-truth record needs one")
