@@ -16,7 +16,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StringConstraints, with_config
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, Strict, StringConstraints, with_config
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
 
@@ -448,15 +448,15 @@ class SMEPacket(_Model):
         default="arbiter", description="Why the document is here: V5 escalated (arbiter), the retry ran out "
         "(max_retries) or repeated itself (cycle), the classification could not be read (schema), or the PDF "
         "could not be parsed/classified (error: no verification ran, no V5 rule applies).")
-    original_classification: dict[str, Any] | None = Field(
+    original_classification: dict[str, JsonValue] | None = Field(
         default=None, description="What the classifier said, before any automatic fix (attempt 0).")
     attempt_history: list[dict[str, Any]] = Field(
         default_factory=list, description="Every attempt: its decision (rule, reason, blocker_repair), its issues "
         "(id, severity, agent, code, message, location) and the fixes applied after it (fixer, codes, description).")
     total_issues: int
     issues_summary: list[SMEIssueSummary]
-    primary_classification: dict[str, Any] | None
-    production_classification: dict[str, Any] | None = None
+    primary_classification: dict[str, JsonValue] | None
+    production_classification: dict[str, JsonValue] | None = None
     production_differs: bool | None = None
     error: PacketError | None = Field(
         default=None, description="Set when the document could not be parsed or classified."
@@ -494,7 +494,7 @@ class GroundTruthRecord(_Model):
         default="escalation", exclude_if=lambda v: v == "escalation",
         description="'audit': the answer to an audit of an accepted document (an SME_CORRECTED audit record "
         "supersedes accepted/<night>/<doc_id>.json); absent: an escalation.")
-    ground_truth_classification: dict[str, Any] | None = Field(
+    ground_truth_classification: dict[str, JsonValue] | None = Field(
         description="The SME's classification (the primary as is, or corrected); None for SME_UNCLASSIFIABLE.")
     unclassifiable_reason: UnclassifiableReason | None = Field(
         default=None, exclude_if=lambda v: v is None,

@@ -605,7 +605,8 @@ def truth_of(record: GroundTruthRecord, primary: JsonValue) -> tuple[str | None,
     gt = record.ground_truth_classification or {}
     if record.ground_truth_source == "SME_VALIDATED" and not gt and isinstance(primary, dict):
         gt = primary
-    dominant = gt.get("dominant_type_overall") if isinstance(gt.get("dominant_type_overall"), str) else None
+    stated = gt.get("dominant_type_overall")
+    dominant = stated if isinstance(stated, str) else None
     if record.ground_truth_source == "SME_CORRECTED" and record.corrected_dominant_type:
         dominant = str(record.corrected_dominant_type)
     spans, _ = segment_spans(gt.get("segments"))

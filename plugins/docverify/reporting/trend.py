@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from docverify.reporting.contract import FalseAcceptJSON, FeedbackJSON, Report, TrendRow
 from docverify.storage.store import ArtifactStore
@@ -84,11 +84,11 @@ class StoredReport(BaseModel):
     stage_timings: dict[str, _TimingRead] = {}
 
     @classmethod
-    def of(cls, rep: Report | Mapping[str, object] | StoredReport) -> StoredReport:
+    def of(cls, rep: Report | dict[str, JsonValue] | StoredReport) -> StoredReport:
         return rep if isinstance(rep, StoredReport) else cls.model_validate(rep)
 
 
-def night_counts(rep: Report | Mapping[str, object] | StoredReport) -> NightCounts:
+def night_counts(rep: Report | dict[str, JsonValue] | StoredReport) -> NightCounts:
     """The counts of a report (the one being written or a stored one, read as :class:`StoredReport`)."""
     r = StoredReport.of(rep)
 
@@ -161,7 +161,7 @@ def to_csv(rows: Sequence[Mapping[str, object]]) -> str:
     return out.getvalue()
 
 
-def write(store: ArtifactStore, rows: Sequence[Mapping[str, object]]) -> dict[str, str]:
+def write(store: ArtifactStore, rows: Sequence[TrendRow]) -> dict[str, str]:
     """``reports/trend.json`` and ``reports/trend.csv`` (rewritten with every report)."""
     store.write_text("reports/trend.json", json.dumps({"nights": rows, "columns": list(COLUMNS)}, indent=1))
     store.write_text("reports/trend.csv", to_csv(rows))

@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
+from docverify.domain.classification_view import ClassificationView
 from docverify.domain.models import DOC_TYPES, GroundTruthRecord, SMEPacket, UnclassifiableReason
 from docverify.sme.ground_truth import (
     NoChange,
@@ -37,7 +38,6 @@ from docverify.sme.ground_truth import (
     save_review,
     save_unclassifiable,
 )
-from docverify.sme.jsonish import as_int
 from docverify.sme.packets import load_packet
 from docverify.storage.limits import MAX_PAGES
 from docverify.storage.store import ArtifactStore
@@ -79,7 +79,7 @@ class ReviewAnswer(BaseModel):
     choice: Literal["Agree", "Correct", "Cannot classify"]
     corrected_dominant_type: str | None = None
     page_types: list[str | None] | None = None
-    corrected_segments: str | list[object] | None = None
+    corrected_segments: str | list[JsonValue] | None = None
     unclassifiable_reason: str | None = None
     notes: str = ""
 
@@ -92,27 +92,17 @@ def page_field(page: int) -> str:
     return f"page_{page}"
 
 
-def page_types(packet: SMEPacket | Mapping[str, object]) -> list[str | None]:
+def page_types(packet: SMEPacket) -> list[str | None]:
     """The primary classification's type of each page of the packet's document (None where no
     segment covers it); [] when the page count is unknown (a document that could not be parsed)."""
-    raw: Mapping[str, object] = packet.model_dump(mode="json") if isinstance(packet, SMEPacket) else dict(packet)
-    try:
-        total = max(0, min(as_int(raw.get("total_pages") or 0), MAX_PAGES))
-    except (TypeError, ValueError):
-        total = 0
+    total = max(0, min(packet.total_pages, MAX_PAGES))
     types: list[str | None] = [None] * total
-    primary = raw.get("primary_classification")
-    if not isinstance(primary, dict):
-        primary = {}
-    for seg in primary.get("segments") or []:
-        if not isinstance(seg, dict):
+    primary = ClassificationView.read(packet.primary_classification)
+    for seg in primary.segments if primary is not None else []:
+        if seg.page_start is None or seg.page_end is None:
             continue
-        try:
-            first, last = int(seg["page_start"]), int(seg["page_end"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        for page in range(max(1, first), min(total, last) + 1):
-            types[page - 1] = seg.get("dominant_type")
+        for page in range(max(1, int(seg.page_start)), min(total, int(seg.page_end)) + 1):
+            types[page - 1] = seg.dominant_type
     return types
 
 
@@ -257,7 +247,7 @@ def check_ranges(segments: object, total_pages: int) -> list[dict[str, object]]:
 # --------------------------------------------------------------------------- the form
 
 
-def answer_from_form(chosen_options: list[str], params: Mapping[str, object],
+def answer_from_form(chosen_options: list[str], params: Mapping[str, JsonValue],
                      preset_pages: list[str | None]) -> ReviewAnswer:
     """The answer of a review form (the HITL payload's ``chosen_options`` and ``params_input``, or
     the workspace's form with the same field names: ``corrected_dominant_type``,
@@ -270,7 +260,7 @@ def answer_from_form(chosen_options: list[str], params: Mapping[str, object],
                             f"answer(s){'' if all(c in CHOICES for c in chosen) else ', one not in the list'}).",
                             field="chosen_options")
     params = params or {}
-    pages: list[object] | None = None  # ReviewAnswer checks them
+    pages: list[JsonValue] | None = None  # ReviewAnswer checks them
     if preset_pages and page_field(1) in params:
         pages = [params.get(page_field(i)) or None for i in range(1, len(preset_pages) + 1)]
         if pages == list(preset_pages):
@@ -278,7 +268,7 @@ def answer_from_form(chosen_options: list[str], params: Mapping[str, object],
     segments = params.get("corrected_segments")
     if isinstance(segments, str) and not segments.strip():
         segments = None
-    values: dict[str, object] = {
+    values: dict[str, JsonValue] = {
         "choice": chosen[0], "corrected_dominant_type": params.get("corrected_dominant_type") or None,
         "page_types": pages, "corrected_segments": segments,
         "unclassifiable_reason": params.get("unclassifiable_reason") or None,
@@ -352,9 +342,10 @@ def _check(store: ArtifactStore, review_id: str, answer: ReviewAnswer) -> _Check
         segments = segments_from_pages(answer.page_types)
     elif answer.corrected_segments is not None:
         segments = check_ranges(parse_segments(answer.corrected_segments, total_pages=total), total)
-    kept = [s for s in (primary or {}).get("segments") or [] if isinstance(s, dict)]
+    view = ClassificationView.read(primary)
+    kept = view.segments if view is not None else []
     types = {s["dominant_type"] for s in segments} if segments is not None else \
-        {s.get("dominant_type") for s in kept} if len(kept) > 1 else None
+        {s.dominant_type for s in kept} if len(kept) > 1 else None
     if dominant is not None and types is not None and dominant not in types:
         raise AnswerRefused(f"The corrected dominant type {dominant} is the type of no page: give it to at least one "
                             f"page, or leave the dominant type as it is", field="corrected_dominant_type")

@@ -17,24 +17,23 @@ from __future__ import annotations
 
 import urllib.parse
 from collections import Counter
-from collections.abc import Mapping
-
-from docverify.domain.models import SMEPacket
+from docverify.domain.classification_view import ClassificationView
+from docverify.domain.models import SegmentShape, SMEPacket, StoredContext
 from docverify.sme.facts import decided_by
-from docverify.sme.jsonish import objects
+from docverify.sme.packets import segment_shape
 from docverify.sme.render import md_escape
 
 SEVERITIES = ("BLOCKER", "MAJOR", "MINOR")
 
 
-def _page_of(issue_context: Mapping[str, object] | None) -> str:
-    page = (issue_context or {}).get("page")
-    return str(page) if isinstance(page, int) and not isinstance(page, bool) else "—"
+def _page_of(issue_context: StoredContext | None) -> str:
+    page = issue_context["page"] if issue_context else None
+    return str(page) if page is not None else "—"
 
 
-def _segments(packet: SMEPacket) -> list[tuple[object, object, object]]:
-    cls = packet.primary_classification if isinstance(packet.primary_classification, dict) else {}
-    return [(s.get("page_start"), s.get("page_end"), s.get("dominant_type")) for s in objects(cls.get("segments"))]
+def _segments(packet: SMEPacket) -> list[SegmentShape]:
+    cls = ClassificationView.read(packet.primary_classification)
+    return segment_shape(cls) if cls is not None else []
 
 
 def review_form_markdown(packet: SMEPacket, *, workspace_url: str, packet_url: str | None = None) -> str:
