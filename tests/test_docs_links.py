@@ -110,6 +110,8 @@ _HISTORICAL = {
         {"arbiters/decision.py", "llm/batch.py", "config.py"},
         "the old names in this ADR's table of moves (arbiters/fraud_decision.py, stages/batch_mode.py now) and "
         "the configuration module of its figures (the config/ package since ADR 0055)"),
+    "docs/adr/0044-typed-seams.md": (
+        {"sme/jsonish.py"}, "the helper issue 41 replaced by domain/classification_view.py (a view validated once)"),
     "docs/adr/0053-short-functions-one-hash-support-out-of-the-product.md": (
         {"domain/examples.py", "domain/labelled_corpus.py", "llm/batch.py", "pipeline.py"},
         "the modules this ADR moved out of the product, and the removed ones the docs named"),

@@ -16,7 +16,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, Strict, StringConstraints, with_config
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    Strict,
+    StringConstraints,
+    with_config,
+)
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
 
@@ -109,7 +118,7 @@ class DocumentBundle(_Model):
 # --------------------------------------------------------------------------- Classification
 
 
-def _whole_float_to_int(value: object) -> object:
+def _whole_float_to_int(value: JsonValue) -> JsonValue:
     # JSON Schema's "integer" is any number without a fraction: 3.0 is the page 3 (bool is no float)
     return int(value) if type(value) is float and value.is_integer() else value
 

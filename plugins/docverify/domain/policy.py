@@ -76,7 +76,7 @@ class VerifyPolicy(BaseModel):
         "(LABEL_TEXT_MISMATCH) as a 'guard' phase.")
 
     @classmethod
-    def from_overrides(cls, overrides: Mapping[str, object] | None = None) -> VerifyPolicy:
+    def from_overrides(cls, overrides: Mapping[str, bool | float | None] | None = None) -> VerifyPolicy:
         """The one constructor from settings, CLI flags or a benchmark's options: the defaults with
         ``overrides`` (field name → value) applied; a ``None`` value keeps the field's default. An
         unknown field or a bad value fails naming it (pydantic ``ValidationError``)."""

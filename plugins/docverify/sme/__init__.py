@@ -6,10 +6,10 @@
 :mod:`~docverify.sme.correction` (a correction applied to a classification),
 :mod:`~docverify.sme.context` (the page text and highlights around an issue),
 :mod:`~docverify.sme.render` (a packet as Markdown / HTML),
-:mod:`~docverify.sme.claims` (one review run per packet at a time),
-:mod:`~docverify.sme.jsonish` (stored JSON read without trusting its shape) and
+:mod:`~docverify.sme.claims` (one review run per packet at a time) and
 :mod:`~docverify.sme.helper` (the notebook's :class:`~docverify.sme.helper.SMEReviewHelper`).
 
-This package re-exports nothing (ADR 0032). Packet text, page text and snippets are PHI: these
+A stored classification is read through :class:`docverify.domain.classification_view.ClassificationView`
+(validated once, each field its JSON type or None). This package re-exports nothing (ADR 0032). Packet text, page text and snippets are PHI: these
 modules log doc ids, versions, sources and URIs only.
 """

@@ -36,7 +36,6 @@ from docverify.domain.models import (
     DocumentBundle,
     PresenceLevel,
 )
-from docverify.sme.jsonish import items
 from docverify.verify.common import is_number
 from docverify.verify.v2_consistency import derive_mixture
 from docverify.verify.v4_evidence import locate
@@ -80,7 +79,8 @@ def check_levels(value: object, field: str) -> dict[str, str]:
 
 
 def _type_entries(seg: Mapping[str, object]) -> dict[str, dict[str, Any]]:
-    have = {tc.get("doc_type"): copy.deepcopy(tc) for tc in items(seg.get("classifications") or [])
+    listed = seg.get("classifications")
+    have = {tc.get("doc_type"): copy.deepcopy(tc) for tc in (listed if isinstance(listed, list) else [])
             if isinstance(tc, dict)}
     return {t: have.get(t) or {"doc_type": t, "presence_level": "NO_EVIDENCE", "confidence": 0.0,
                                 "segment_share": 0.0, "top_evidence": []} for t in DOC_TYPES}

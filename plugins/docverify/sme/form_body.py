@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections import Counter
+
 from docverify.domain.classification_view import ClassificationView
 from docverify.domain.models import SegmentShape, SMEPacket, StoredContext
 from docverify.sme.facts import decided_by

@@ -51,7 +51,6 @@ from docverify.domain.templating import environment, render
 from docverify.sme.context import PdfPages, get_issue_context, load_bundle, load_pdf, stored_context
 from docverify.sme.document_view import document_html
 from docverify.sme.facts import IMAGE_ONLY_ERRORS, decided_by, file_facts, history_lines, reason_line
-from docverify.sme.jsonish import mapping
 from docverify.sme.packets import html_rel, load_packet, packet_key
 from docverify.storage.runstore import RunStore
 from docverify.storage.store import ArtifactStore
@@ -362,7 +361,8 @@ def packet_markdown(packet: SMEPacket, *, max_bytes: int = MARKDOWN_MAX_BYTES, h
 
 
 def _jury_line(v: Mapping[str, object]) -> str:
-    votes = ", ".join(f"{a}={mapping(v.get('votes', {})).get(a)}" for a in ("A", "B", "C"))
+    by_agent = v.get("votes")
+    votes = ", ".join(f"{a}={by_agent.get(a) if isinstance(by_agent, dict) else None}" for a in ("A", "B", "C"))
     flag = f" ({v['flag_reason']})" if v.get("flag_reason") else ""
     return f"{v.get('agent', '')} {v.get('code')}: {votes} -> {v.get('final_action')}{flag}, rule {v.get('rule')}"
 
