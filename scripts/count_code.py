@@ -9,6 +9,12 @@ For ``plugins/`` (all three packages) and for the Airflow-free core ``plugins/do
 * ``Any``: every use of the name ``Any`` (``Any`` or ``typing.Any``) outside import lines;
 * ``dict[str, Any]``: every subscript ``dict[str, Any]`` / ``Dict[str, Any]``;
 * ``-> dict``: functions whose return annotation is the bare ``dict``;
+* ``Any + object in annotations (lines)`` (issue 41): lines of a file where an annotation names ``Any``
+  (``typing.Any``) or ``object`` — a parameter's (``*args`` and ``**kwargs`` included), a return, an
+  annotated assignment or class field, and a type alias (a capitalised name bound to a subscript,
+  ``X = dict[str, Any]``); string annotations are parsed. A line counts once whatever it names
+  (``Mapping[str, object]``, ``dict[str, Any]``, ``-> object``: one line each); ``JsonValue`` is not
+  counted (list those places apart: they are still loose);
 * functions over 60 lines: ``def`` / ``async def`` (methods and nested functions included) whose
   ``end_lineno - lineno + 1`` exceeds 60;
 * imports inside functions: ``import`` / ``from … import`` statements nested in a function body,
@@ -23,13 +29,50 @@ import argparse
 import ast
 import json
 import pathlib
+from collections.abc import Iterator
 
 LONG = 60
+AO = "Any + object in annotations (lines)"
 
 
 def _is_any(node: ast.AST) -> bool:
     return (isinstance(node, ast.Name) and node.id == "Any") or (
         isinstance(node, ast.Attribute) and node.attr == "Any")
+
+
+def _annotations(tree: ast.AST) -> Iterator[ast.expr]:
+    """Every annotation of a module: parameters, returns, annotated assignments, type aliases."""
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = n.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+                if arg is not None and arg.annotation is not None:
+                    yield arg.annotation
+            if n.returns is not None:
+                yield n.returns
+        elif isinstance(n, ast.AnnAssign):
+            yield n.annotation
+        elif (isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name) and n.targets[0].id[:1].isupper()):
+            yield n.value
+
+
+def _names_any_or_object(node: ast.AST) -> bool:
+    for m in ast.walk(node):
+        if _is_any(m) or (isinstance(m, ast.Name) and m.id == "object"):
+            return True
+        if isinstance(m, ast.Constant) and isinstance(m.value, str):  # a string annotation
+            try:
+                if _names_any_or_object(ast.parse(m.value, mode="eval")):
+                    return True
+            except SyntaxError:
+                pass
+    return False
+
+
+def loose_annotation_lines(tree: ast.AST) -> int:
+    """Lines of a module where an annotation names ``Any`` or ``object`` (see the module docstring)."""
+    return len({a.lineno for a in _annotations(tree) if _names_any_or_object(a)})
 
 
 def _module_of(f: pathlib.Path, plugins: pathlib.Path) -> str:
@@ -38,7 +81,7 @@ def _module_of(f: pathlib.Path, plugins: pathlib.Path) -> str:
 
 
 def count(files: list[pathlib.Path], plugins: pathlib.Path) -> dict[str, int]:
-    c = dict.fromkeys(("files", "lines", "Any", "dict[str, Any]", "-> dict", "functions over 60 lines",
+    c = dict.fromkeys(("files", "lines", "Any", "dict[str, Any]", "-> dict", AO, "functions over 60 lines",
                        "imports inside functions", "of them core → core", "private-name imports"), 0)
     for f in files:
         src = f.read_text()
@@ -46,6 +89,7 @@ def count(files: list[pathlib.Path], plugins: pathlib.Path) -> dict[str, int]:
         c["files"] += 1
         c["lines"] += src.count("\n")
         me = _module_of(f, plugins)
+        c[AO] += loose_annotation_lines(tree)
         for node in ast.walk(tree):
             if _is_any(node):
                 c["Any"] += 1
@@ -105,20 +149,20 @@ def main() -> None:
             parts = f.relative_to(plugins / "docverify").parts
             groups.setdefault(parts[0] if len(parts) > 1 else "(top level)", []).append(f)
         rows = {name: count(files, plugins) for name, files in groups.items()}
-        print(f"| {'folder':<12} | {'Any':>5} | {'dict[str, Any]':>14} | {'-> dict':>7} |")
-        print(f"|{'-' * 14}|{'-' * 6}:|{'-' * 15}:|{'-' * 8}:|")
+        print(f"| {'folder':<12} | {'Any':>5} | {'dict[str, Any]':>14} | {'-> dict':>7} | {'Any+object lines':>16} |")
+        print(f"|{'-' * 14}|{'-' * 6}:|{'-' * 15}:|{'-' * 8}:|{'-' * 17}:|")
         for name, c in rows.items():
-            print(f"| {name:<12} | {c['Any']:>5} | {c['dict[str, Any]']:>14} | {c['-> dict']:>7} |")
+            print(f"| {name:<12} | {c['Any']:>5} | {c['dict[str, Any]']:>14} | {c['-> dict']:>7} | {c[AO]:>16} |")
         return
     figs = figures(pathlib.Path(args.root))
     if args.json:
         print(json.dumps(figs, indent=2))
         return
     keys = list(figs["plugins/docverify"])
-    print(f"| {'figure':<28} | {'plugins/':>9} | {'plugins/docverify':>17} |")
-    print(f"|{'-' * 30}|{'-' * 10}:|{'-' * 18}:|")
+    print(f"| {'figure':<35} | {'plugins/':>9} | {'plugins/docverify':>17} |")
+    print(f"|{'-' * 37}|{'-' * 10}:|{'-' * 18}:|")
     for k in keys:
-        print(f"| {k:<28} | {figs['plugins/'].get(k, ''):>9} | {figs['plugins/docverify'][k]:>17} |")
+        print(f"| {k:<35} | {figs['plugins/'].get(k, ''):>9} | {figs['plugins/docverify'][k]:>17} |")
 
 
 if __name__ == "__main__":
