@@ -8,15 +8,22 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from docverify.domain.resources import sha256_bytes
 from docverify.llm.prompts import RENDER_VERSION, SYSTEM_INSTRUCTIONS, prompt_hash
 from docverify.llm.schemas import OUTPUT_TYPES
 
+if TYPE_CHECKING:
+    from pydantic_ai.settings import ModelSettings
+
 logger = logging.getLogger("docverify.llm")
+
+#: a verdict-cache entry as stored: the key, the provenance (model id, prompt name and hash, call kind,
+#: a batch job's name), created_at and the validated output, JSON
+CacheEntry = dict[str, JsonValue]
 
 
 # --------------------------------------------------------------------------- cache keys
@@ -45,7 +52,7 @@ def cache_key(
     inputs: Mapping[str, object],
     *,
     framing: str = "",
-    settings: object = None,
+    settings: ModelSettings | None = None,
 ) -> str:
     """sha256 of the model id, the prompt name + the hash of its file (+ the framing hash and the
     model settings) and the canonical JSON of the call's inputs."""
@@ -67,9 +74,9 @@ class JsonStore(Protocol):
 
     def exists(self, rel: str) -> bool: ...
 
-    def read_json(self, rel: str) -> object: ...
+    def read_json(self, rel: str) -> JsonValue: ...
 
-    def write_json(self, rel: str, obj: object) -> object: ...
+    def write_json(self, rel: str, obj: CacheEntry) -> bool: ...
 
 
 class VerdictCache:
@@ -87,7 +94,7 @@ class VerdictCache:
     def rel(self, key: str) -> str:
         return f"{self.PREFIX}/{key}.json"
 
-    def _read(self, key: str) -> object:
+    def _read(self, key: str) -> JsonValue:
         """The stored entry of ``key`` as read (JSON, not yet checked), or None."""
         assert self.store is not None, "a VerdictCache without a store overrides _read and _write"
         rel = self.rel(key)
@@ -95,11 +102,11 @@ class VerdictCache:
             return None
         return self.store.read_json(rel)
 
-    def _write(self, key: str, entry: dict[str, object]) -> None:
+    def _write(self, key: str, entry: CacheEntry) -> None:
         assert self.store is not None, "a VerdictCache without a store overrides _read and _write"
         self.store.write_json(self.rel(key), entry)
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> dict[str, JsonValue] | None:
         """The cached output of ``key``, or None."""
         try:
             entry = self._read(key)
@@ -111,8 +118,8 @@ class VerdictCache:
             return None
         return output
 
-    def put(self, key: str, output: Mapping[str, object], **provenance: str | None) -> None:
-        entry: dict[str, object] = {
+    def put(self, key: str, output: dict[str, JsonValue], **provenance: str | None) -> None:
+        entry: CacheEntry = {
             "key": key,
             **provenance,
             "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -129,11 +136,11 @@ class InMemoryVerdictCache(VerdictCache):
 
     def __init__(self) -> None:
         super().__init__(store=None)
-        self.entries: dict[str, dict[str, object]] = {}
+        self.entries: dict[str, CacheEntry] = {}
 
-    def _read(self, key: str) -> object:
+    def _read(self, key: str) -> JsonValue:
         entry = self.entries.get(key)
         return json.loads(json.dumps(entry)) if entry is not None else None
 
-    def _write(self, key: str, entry: dict[str, object]) -> None:
+    def _write(self, key: str, entry: CacheEntry) -> None:
         self.entries[key] = json.loads(json.dumps(entry))

@@ -13,7 +13,7 @@ from importlib.metadata import version
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import Model
 
 
@@ -118,7 +118,7 @@ def price_model_of(model: Model) -> str | None:
     return price_name(getattr(model, "model_name", None))
 
 
-def _responses(messages: ModelResponse | Iterable[object] | None) -> list[ModelResponse]:
+def _responses(messages: ModelResponse | Iterable[ModelMessage] | None) -> list[ModelResponse]:
     from pydantic_ai.messages import ModelResponse
 
     if isinstance(messages, ModelResponse):
@@ -126,7 +126,7 @@ def _responses(messages: ModelResponse | Iterable[object] | None) -> list[ModelR
     return [m for m in (messages or []) if isinstance(m, ModelResponse)]
 
 
-def answered_price_model(current: str | None, messages: ModelResponse | Iterable[object] | None) -> str | None:
+def answered_price_model(current: str | None, messages: ModelResponse | Iterable[ModelMessage] | None) -> str | None:
     """The judge's price model after a call whose messages are ``messages`` (pydantic-ai
     ``ModelResponse`` objects; others ignored): the model that answered (each response's
     ``model_name``), merged with ``current``. One model throughout → its name (priced as usual);
@@ -141,7 +141,7 @@ def answered_price_model(current: str | None, messages: ModelResponse | Iterable
     return SEVERAL.join(sorted(names)) if names else None
 
 
-def price_responses(messages: ModelResponse | Iterable[object] | None, *, batch: bool = False) -> CostEstimate:
+def price_responses(messages: ModelResponse | Iterable[ModelMessage] | None, *, batch: bool = False) -> CostEstimate:
     """The cost of a run's model responses (``result.all_messages()`` or ``new_messages()``), each
     priced by the model that answered it (``ModelResponse.model_name``) and its own usage — a
     FallbackModel's calls are priced at the rates of whichever model answered. ``usd`` None when a

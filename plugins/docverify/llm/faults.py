@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from pydantic import JsonValue
+
 from docverify.judging.judges import JudgeThrottled, Usage
 
 if TYPE_CHECKING:
@@ -146,7 +148,8 @@ def exception_chain(exc: BaseException) -> Iterator[BaseException]:
         cur = cur.__cause__ or cur.__context__
 
 
-def _has_quota_failure(body: object) -> bool:
+def _has_quota_failure(body: JsonValue) -> bool:
+    """Whether an error's JSON body (the API's, as it came) names a ``QuotaFailure`` among its details."""
     err = body.get("error") if isinstance(body, dict) else None
     details = err.get("details") if isinstance(err, dict) else None
     return isinstance(details, list) and any(

@@ -166,7 +166,6 @@ class _ModelCall:
         self.waited = 0.0  # seconds this call spent waiting for the quota (ThrottlePolicy.max_wait_s)
         self.reserved = [0, 0]  # requests and tokens reserved from the limiter
         self.throttles = 0
-        self.token = object()  # this call, as the circuit breaker's probe
 
     def spent(self) -> float:
         """Seconds waited: at the limiter's slots, its departure gate and 429 pauses."""
@@ -177,14 +176,14 @@ class _ModelCall:
         judge), one call — the probe — sends; the others wait here (counted in their budget)."""
         judge = self.judge
         step = max(0.01, min(1.0, judge.throttle.initial_wait_s))
-        while judge._circuit_open() and judge._prober not in (None, self.token):
+        while judge._circuit_open() and judge._prober not in (None, self):
             left = judge.throttle.max_wait_s - self.spent()
             if left <= 0:
                 raise self.throttled(f"circuit open after {judge._outage_streak} consecutive outage answers")
             await asyncio.sleep(min(step, left))
             self.waited += min(step, left)
         if judge._circuit_open():
-            judge._prober = self.token
+            judge._prober = self  # this call is the circuit breaker's probe
 
     async def attempt(self) -> BaseModel:
         await self.breaker_gate()
@@ -265,7 +264,7 @@ class _ModelCall:
 
     def release(self) -> None:
         """The probe's turn given back; the limiter charged the requests and tokens really spent."""
-        if self.judge._prober is self.token:
+        if self.judge._prober is self:
             self.judge._prober = None
         if self.limiter is not None and self.reserved[0]:
             self.limiter.charge(requests=max(0, self.counter.attempts - self.reserved[0]),
@@ -389,7 +388,7 @@ class LLMJudge(Judge):
         #: shared limiter's pause spreads the wait to the night's other processes
         self.breaker_threshold = breaker_threshold
         self._outage_streak = 0
-        self._prober: object | None = None
+        self._prober: _ModelCall | None = None
         self.registry = registry
         self.classifier = classifier
         self._set_up_calls(registry, output_retries)
@@ -446,7 +445,7 @@ class LLMJudge(Judge):
             self._prompts[kind],
             inputs,
             framing=self._framing[kind],
-            settings=dict(self.model_settings),
+            settings=self.model_settings,
         )
 
     def cache_key_for(
