@@ -8,9 +8,11 @@ reads the metadata database with the request's session. A review is the ``review
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
+from pydantic import JsonValue
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -39,7 +41,7 @@ class OpenReview:
     dag_run_id: str
     map_index: int
     options: tuple[str, ...]
-    params: dict[str, Any]  # the form's fields as Airflow serialised them: {name: {"value": …, "schema": …}}
+    params: dict[str, JsonValue]  # the form's fields as Airflow serialised them: {name: {"value": …, "schema": …}}
     assignees: tuple[str, ...]  # user ids or names allowed to answer; empty = anyone
 
 
@@ -62,13 +64,13 @@ def open_reviews(session: Session) -> dict[str, OpenReview]:
     return out
 
 
-def form_defaults(review: OpenReview) -> dict[str, Any]:
+def form_defaults(review: OpenReview) -> dict[str, JsonValue]:
     """Every field of the review's form with the value it was opened with. Airflow requires an
     answer to carry exactly the form's fields."""
     return {name: (spec.get("value") if isinstance(spec, dict) else spec) for name, spec in review.params.items()}
 
 
-def submit(session: Session, user: Any, review: OpenReview, chosen: str, params_input: dict[str, Any]) -> None:
+def submit(session: Session, user: Any, review: OpenReview, chosen: str, params_input: Mapping[str, JsonValue]) -> None:
     """Answer the review as ``user`` — Airflow's own endpoint function, so the checks (one
     response only, assignees, allowed options), the audit columns and the task's resumption are
     exactly those of the Required Actions form. Raises FastAPI's HTTPException (409 answered
@@ -84,7 +86,15 @@ def submit(session: Session, user: Any, review: OpenReview, chosen: str, params_
                        user=user, session=session, map_index=review.map_index)
 
 
-def review_dag_state(session: Session) -> dict[str, Any]:
+class ReviewDagState(TypedDict):
+    """:func:`review_dag_state`: whether the review Dag is known and paused, and a run of it going."""
+
+    known: bool
+    paused: bool
+    run_active: bool
+
+
+def review_dag_state(session: Session) -> ReviewDagState:
     """Whether the review Dag is known and paused, and its runs still going."""
     paused = session.scalar(select(DagModel.is_paused).where(DagModel.dag_id == DAG_ID))
     active = session.scalar(select(DagRun.run_id).where(

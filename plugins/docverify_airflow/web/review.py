@@ -26,6 +26,7 @@ import hmac
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
@@ -35,7 +36,7 @@ from markupsafe import Markup
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from docverify.domain.models import DOC_TYPES
+from docverify.domain.models import DOC_TYPES, SMEPacket
 from docverify.domain.templating import render
 from docverify.sme.answer import (
     AGREE,
@@ -49,9 +50,14 @@ from docverify.sme.answer import (
 )
 from docverify.sme.claims import claim, current_claim, is_free, release
 from docverify.sme.context import load_bundle, load_pdf
-from docverify.sme.document_view import code_headline, document_html
+from docverify.sme.document_view import PageControl, code_headline, document_html
 from docverify.sme.facts import IMAGE_ONLY_ERRORS
-from docverify.sme.packets import PacketNotFoundError, list_pending_reviews, load_packet, refusal_rel
+from docverify.sme.packets import (
+    PacketNotFoundError,
+    list_pending_reviews,
+    load_packet,
+    refusal_rel,
+)
 from docverify.storage.store import ArtifactStore
 from docverify_airflow import config
 from docverify_airflow.airflow_internals import (
@@ -322,7 +328,7 @@ document.addEventListener('keydown',e=>{
 """
 
 
-def page_controls(task: Any, preset: list[str | None], values: dict[str, Any]) -> dict[int, dict[str, Any]]:
+def page_controls(task: hitl.OpenReview, preset: list[str | None], values: Mapping[str, str]) -> dict[int, PageControl]:
     """The answer form's type choice of each page, drawn beside its page (page → name, current value,
     the empty choice of a page the classifier left without a type); {} when the form takes page
     ranges instead (long documents, unknown page count)."""
@@ -337,7 +343,8 @@ HINTS = {AGREE: "the classification is right", CORRECT: "change the type of the 
          CANNOT_CLASSIFY: "unreadable, wrong file, needs a re-scan"}
 
 
-def _answer_form(review_id: str, packet: Any, task: Any, user: str, *, preset: list[str | None], values: dict[str, Any],
+def _answer_form(review_id: str, packet: SMEPacket, task: hitl.OpenReview, user: str, *, preset: list[str | None],
+                 values: Mapping[str, str],
                  choice: str, refused: str, q: str) -> str:
     """The answer form (``include/templates/web/answer_form.html.j2``, autoescaped) of the options the
     review task offers; the types are chosen beside the pages when :func:`page_controls` draws them."""
@@ -355,7 +362,7 @@ DOCUMENT_FIRST = (".review{height:auto;align-items:flex-start}.left{overflow:vis
                   ".crumbs{margin:0}.right{position:sticky;top:0;max-height:100vh;overflow:auto;align-self:flex-start}")
 
 
-def review_document_html(store: ArtifactStore, packet: Any, controls: dict[int, dict[str, Any]] | None = None) -> str:
+def review_document_html(store: ArtifactStore, packet: SMEPacket, controls: Mapping[int, PageControl] | None = None) -> str:
     """The document pane (:func:`docverify.sme.document_view.document_html`): the bundle and the
     PDF of the packet; the PDF of a document that could not be parsed only when it opened without
     text (a scan), never the input of another error (it may be a FIFO, a link, a huge file)."""
@@ -363,12 +370,12 @@ def review_document_html(store: ArtifactStore, packet: Any, controls: dict[int, 
         bundle = load_bundle(store, packet)
     except FileNotFoundError:
         bundle = None
-    readable = bundle is not None or (packet.error or {}).get("error") in IMAGE_ONLY_ERRORS
+    readable = bundle is not None or (packet.error is not None and packet.error.get("error") in IMAGE_ONLY_ERRORS)
     return document_html(packet, bundle=bundle, pdf_bytes=load_pdf(store, packet) if readable else None,
                          page_controls=controls)
 
 
-def _review_page(store: ArtifactStore, session: Session, review_id: str, user: str, request: Request, *, values: dict[str, Any] | None = None,
+def _review_page(store: ArtifactStore, session: Session, review_id: str, user: str, request: Request, *, values: Mapping[str, str] | None = None,
                  choice: str = "", refused: str = "", status: int = 200) -> HTMLResponse:
     q = f"?{urlencode(_filters(request))}" if _filters(request) else ""
     try:
@@ -405,7 +412,8 @@ def _review_page(store: ArtifactStore, session: Session, review_id: str, user: s
     return _page(title, body, nonce=secrets.token_urlsafe(16), script=SCRIPT, status=status)
 
 
-def _submit_retrying_a_busy_database(session: Session, user: Any, review_id: str, choice: str, fields: dict[str, Any]) -> bool:
+def _submit_retrying_a_busy_database(session: Session, user: Any, review_id: str, choice: str,
+                                      fields: Mapping[str, str | None]) -> bool:
     """Send the answer; a metadata database that is busy (SQLite's "database is locked" while the
     scheduler writes) rolls the attempt back and tries again, at most 5 times. False: nothing sent."""
     for attempt in range(5):
@@ -443,7 +451,7 @@ def release_review(review_id: str, request: Request, user: GetUserDep,
 
 
 @router.post("/{review_id}", response_class=HTMLResponse, dependencies=ANSWER)
-async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Any:
+async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Response:
     check_id(review_id)
     name = _user_name(user)
     form = await request.form()
