@@ -33,7 +33,16 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, c
 
 from docverify.domain.models import AttemptRecord, FixApplied, VerificationResult
 from docverify.storage.paths import safe_id
-from docverify.storage.runstore import BundleMeta, DocResult, ErrorRecord, Manifest, ManifestDoc, RunStore
+from docverify.storage.runstore import (
+    BundleMeta,
+    DocResult,
+    ErrorRecord,
+    Manifest,
+    ManifestDoc,
+    RunStore,
+    StageRecord,
+)
+from docverify.storage.stage_records import LayoutRead, StageRead, VerifyRead, stage_read
 from docverify.storage.store import ArtifactStore, uri_of
 
 NIGHTLY_DAG = "clinical_doc_verification"
@@ -271,15 +280,26 @@ class _Night:
             self._stages = self.rs.list(self.rs.stages_dir, ".json")
         return self._stages
 
-    def shard_of(self, stage: str, key: str = "documents") -> int | None:
-        """The map index of the ``stage`` shard whose record holds the document."""
+    def _record(self, rel: str) -> StageRead | None:
+        """A stage record validated into its stage's model; None when there is none or it is of another shape."""
+        raw: StageRecord | None = self.rs.get_json(rel)
+        try:
+            return stage_read(raw) if isinstance(raw, dict) else None
+        except ValidationError:
+            return None
+
+    def shard_of(self, stage: str) -> int | None:
+        """The map index of the ``stage`` shard whose record holds the document (a verify shard's
+        ``shard``, else its summaries' ``documents``)."""
         for name in self.stage_names():
             m = re.fullmatch(rf"{stage}_(\d+)\.json", name)
             if not m:
                 continue
-            rec = self.rs.get_json(f"{self.rs.stages_dir}/{name}") or {}
-            held = rec.get(key) if key in rec else rec.get("documents")
-            if isinstance(held, dict | list) and self.doc_id in held:
+            rec = self._record(f"{self.rs.stages_dir}/{name}")
+            if not isinstance(rec, VerifyRead):
+                continue
+            held = rec.shard if "shard" in rec.model_fields_set else rec.documents
+            if self.doc_id in held:
                 return int(m.group(1))
         return None
 
@@ -290,10 +310,12 @@ class _Night:
             m = re.fullmatch(r"part_(\d+)\.json", name)
             if not m:
                 continue
-            rec = self.rs.get_json(f"{folder}/{name}") or {}
-            if self.doc_id in (rec.get("parsed") or {}):
+            rec = self._record(f"{folder}/{name}")
+            if not isinstance(rec, LayoutRead):
+                continue
+            if self.doc_id in rec.parsed:
                 return int(m.group(1)), True
-            if self.doc_id in (rec.get("failed") or {}):
+            if self.doc_id in rec.failed:
                 return int(m.group(1)), False
         return None, False
 
@@ -395,7 +417,7 @@ def _verify_steps(n: _Night, rec: DocResult | None, result: VerificationResult |
         if rec.attempt_0 is not None and not attempts:
             attempts = _attempts([rec.attempt_0], [])
         first_attempt = attempts[:1]
-        shard = n.shard_of("verify", "shard")
+        shard = n.shard_of("verify")
         verify_title = ("Verified: " + (f"attempt 0 → {first_attempt[0].decision} rule {first_attempt[0].rule}; "
                                        f"{_codes(first_attempt[0])}" if first_attempt else
                                        f"not verified ({rec.error.error if rec.error else 'no result'})"))

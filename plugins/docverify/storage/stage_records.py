@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from docverify.storage.runstore import DocSummary, Stored
+from docverify.storage.runstore import DocSummary, ErrorRecord, StageRecord, Stored
 
 #: LLM usage counts by ``USAGE_KEYS`` (and batch mode's ``requests``)
 Usage = dict[str, int]
@@ -98,15 +98,21 @@ class AuditRead(StageRead):
 
 
 class VerifyRead(StageRead):
-    """A verify or auto_fix_retry shard's record: its documents' summaries (kept as written)."""
+    """A verify or auto_fix_retry shard's record: its documents' summaries (kept as written), and a
+    verify shard's documents (``shard``: every document it was given, verified or not)."""
 
     documents: Stored[dict[str, DocSummary]] = {}
+    shard: list[str] = []
 
 
 class LayoutRead(StageRead):
-    """layout's record: each OCR'd document's OCR work and the totals (ADR 0052)."""
+    """layout's record and a ``layout_parse`` part's (``_stages/layout/part_<n>.json``): each OCR'd
+    document's OCR work and the totals (ADR 0052); the documents parsed (their sha256 and parser) and
+    those that failed (their error records, kept as written)."""
 
     ocr: dict[str, dict[str, float]] = {}
+    parsed: dict[str, list[str]] = {}
+    failed: Stored[dict[str, ErrorRecord]] = {}
     ocr_pages: int = 0
     ocr_seconds: float = 0.0
 
@@ -116,7 +122,7 @@ _MODELS: dict[str, type[StageRead]] = {"accept": AcceptRead, "write_sme_packets"
                                        "auto_fix_retry": VerifyRead}
 
 
-def stage_read(raw: Mapping[str, object]) -> StageRead:
+def stage_read(raw: StageRecord) -> StageRead:
     """One stored record validated into its stage's model (:class:`StageRead` for the others)."""
     return _MODELS.get(str(raw.get("stage")), StageRead).model_validate(raw)
 
@@ -133,7 +139,7 @@ class NightStages:
     layout: LayoutRead | None
 
     @classmethod
-    def of(cls, raw: Iterable[Mapping[str, object]]) -> NightStages:
+    def of(cls, raw: Iterable[StageRecord]) -> NightStages:
         records = [stage_read(r) for r in raw]
         by_stage = {r.stage: r for r in records}
 
