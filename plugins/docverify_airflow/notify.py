@@ -73,7 +73,7 @@ def _run_facts(context: TaskContext) -> dict[str, str]:
             "task_id": str(getattr(ti, "task_id", "") or "")}
 
 
-def message(event: str, context: TaskContext, **facts: Any) -> tuple[str, str]:
+def message(event: str, context: TaskContext, **facts: str | int | float) -> tuple[str, str]:
     """(subject, text) of one event: ids, counts and URIs only."""
     if event not in EVENTS:
         raise ValueError(f"unknown notification event {event!r}; one of {', '.join(EVENTS)}")
@@ -112,7 +112,7 @@ def message(event: str, context: TaskContext, **facts: Any) -> tuple[str, str]:
     return subject, text
 
 
-def send(event: str, context: TaskContext, **facts: Any) -> list[str]:
+def send(event: str, context: TaskContext, **facts: str | int | float) -> list[str]:
     """Send one event through every configured channel; the names of the channels that took it."""
     subject, text = message(event, context, **facts)
     sent = []

@@ -36,7 +36,11 @@ from docverify_documentai.utils.document_ai import MIME_TYPES, OperationsEvent, 
 
 if TYPE_CHECKING:
     from google.api_core.retry import Retry
-    from google.cloud.documentai import DocumentProcessorServiceAsyncClient, DocumentProcessorServiceClient
+    from google.cloud.documentai import (
+        DocumentProcessorServiceAsyncClient,
+        DocumentProcessorServiceClient,
+        ProcessOptions,
+    )
     from google.protobuf.message import Message
 
 DEFAULT_LOCATION = "us"
@@ -170,7 +174,7 @@ class DocumentAIHook(GoogleBaseHook):
         content: bytes,
         mime_type: str = "application/pdf",
         *,
-        process_options: dict[str, Any] | None = None,
+        process_options: ProcessOptions | None = None,
         retry: Retry | None = None,
         timeout: float | None = 300.0,
         metadata: Sequence[tuple[str, str]] = (),
@@ -183,12 +187,11 @@ class DocumentAIHook(GoogleBaseHook):
         from google.cloud import documentai
         from google.protobuf.json_format import MessageToDict
 
-        request: dict[str, Any] = {
-            "name": processor_name,
-            "raw_document": {"content": content, "mime_type": mime_type},
-        }
+        request = documentai.ProcessRequest(
+            name=processor_name, raw_document=documentai.RawDocument(content=content, mime_type=mime_type)
+        )
         if process_options:
-            request["process_options"] = process_options
+            request.process_options = process_options
         client = self.get_conn(location_of(processor_name))
         response = client.process_document(
             request=request, retry=retry or default_retry(), timeout=timeout, metadata=metadata
@@ -203,7 +206,7 @@ class DocumentAIHook(GoogleBaseHook):
         gcs_input_prefix: str | None = None,
         *,
         mime_types: dict[str, str] | None = None,
-        process_options: dict[str, Any] | None = None,
+        process_options: ProcessOptions | None = None,
         retry: Retry | None = None,
         timeout: float | None = 120.0,
         metadata: Sequence[tuple[str, str]] = (),
@@ -220,6 +223,8 @@ class DocumentAIHook(GoogleBaseHook):
             raise ValueError("give exactly one of gcs_input_uris (a non-empty list) or gcs_input_prefix")
         if not gcs_output_uri.startswith("gs://"):
             raise ValueError(f"gcs_output_uri {gcs_output_uri!r} must be a gs:// folder")
+        from google.cloud import documentai
+
         if gcs_input_uris:
             documents = []
             for uri in gcs_input_uris:
@@ -229,17 +234,21 @@ class DocumentAIHook(GoogleBaseHook):
                         f"batch input {uri!r} must be a gs:// object with a known extension "
                         f"({', '.join(sorted(MIME_TYPES))}) or an entry in mime_types"
                     )
-                documents.append({"gcs_uri": uri, "mime_type": mime})
-            input_config: dict[str, Any] = {"gcs_documents": {"documents": documents}}
+                documents.append(documentai.GcsDocument(gcs_uri=uri, mime_type=mime))
+            input_config = documentai.BatchDocumentsInputConfig(gcs_documents=documentai.GcsDocuments(documents=documents))
         else:
-            input_config = {"gcs_prefix": {"gcs_uri_prefix": gcs_input_prefix}}
-        request: dict[str, Any] = {
-            "name": processor_name,
-            "input_documents": input_config,
-            "document_output_config": {"gcs_output_config": {"gcs_uri": gcs_output_uri}},
-        }
+            input_config = documentai.BatchDocumentsInputConfig(
+                gcs_prefix=documentai.GcsPrefix(gcs_uri_prefix=gcs_input_prefix)
+            )
+        request = documentai.BatchProcessRequest(
+            name=processor_name,
+            input_documents=input_config,
+            document_output_config=documentai.DocumentOutputConfig(
+                gcs_output_config=documentai.DocumentOutputConfig.GcsOutputConfig(gcs_uri=gcs_output_uri)
+            ),
+        )
         if process_options:
-            request["process_options"] = process_options
+            request.process_options = process_options
         client = self.get_conn(location_of(processor_name))
         operation = client.batch_process_documents(
             request=request, retry=retry or default_retry(), timeout=timeout, metadata=metadata
