@@ -423,6 +423,39 @@ class PacketError(TypedDict):
     size_bytes: NotRequired[int]
 
 
+@with_config(ConfigDict(extra="allow"))
+class HistoryIssue(TypedDict):
+    issue_id: str
+    severity: str
+    agent: str
+    code: str
+    message: str
+    location: str
+    auto_fixable: bool
+
+
+@with_config(ConfigDict(extra="allow"))
+class HistoryFix(TypedDict):
+    fixer: str
+    codes: list[str]
+    issue_ids: list[str]
+    description: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class HistoryAttempt(TypedDict):
+    """One entry of ``SMEPacket.attempt_history`` (:func:`docverify.sme.packets.attempt_history`)."""
+
+    attempt: int
+    decision: str
+    rule: int
+    reason: str
+    blocker_repair: bool
+    issues: list[HistoryIssue]
+    skipped_judgments: list[str]
+    fixes_after: list[HistoryFix]
+
+
 class SMEPacket(_Model):
     doc_id: str
     review_id: str = Field(
@@ -459,7 +492,7 @@ class SMEPacket(_Model):
         "could not be parsed/classified (error: no verification ran, no V5 rule applies).")
     original_classification: dict[str, JsonValue] | None = Field(
         default=None, description="What the classifier said, before any automatic fix (attempt 0).")
-    attempt_history: list[dict[str, Any]] = Field(
+    attempt_history: list[HistoryAttempt] = Field(
         default_factory=list, description="Every attempt: its decision (rule, reason, blocker_repair), its issues "
         "(id, severity, agent, code, message, location) and the fixes applied after it (fixer, codes, description).")
     total_issues: int

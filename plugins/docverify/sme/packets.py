@@ -21,6 +21,7 @@ from docverify.domain.models import (
     SEVERITY_ORDER,
     DocumentBundle,
     DominantAgreement,
+    HistoryAttempt,
     Issue,
     PacketError,
     ProductionComparison,
@@ -162,36 +163,6 @@ def with_file_facts(error: dict[str, JsonValue], pdf_path: str = "",
     else:
         out.pop("size_bytes", None)
     return out
-
-
-class HistoryIssue(TypedDict):
-    issue_id: str
-    severity: str
-    agent: str
-    code: str
-    message: str
-    location: str
-    auto_fixable: bool
-
-
-class HistoryFix(TypedDict):
-    fixer: str
-    codes: list[str]
-    issue_ids: list[str]
-    description: str
-
-
-class HistoryAttempt(TypedDict):
-    """One entry of ``SMEPacket.attempt_history``."""
-
-    attempt: int
-    decision: str
-    rule: int
-    reason: str
-    blocker_repair: bool
-    issues: list[HistoryIssue]
-    skipped_judgments: list[str]
-    fixes_after: list[HistoryFix]
 
 
 def attempt_history(result: VerificationResult) -> list[HistoryAttempt]:
