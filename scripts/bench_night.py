@@ -6,6 +6,8 @@ concurrency limit and requests-per-minute quota (429 + Retry-After beyond it).
     python scripts/bench_night.py --judge llm --documents 150 --rpm 60 --latency 1
     python scripts/bench_night.py --judge llm --documents 150 --rpm 1000 --latency 3 --fake-concurrency 64
     python scripts/bench_night.py --documents 1000 10000                # bigger nights (a quiet machine)
+    python scripts/bench_night.py --documents 1000 --in-process         # the stages without Airflow
+    python scripts/bench_night.py --documents 1000 --split-scan-pages 0 --ocr-engine rapidocr-onnxruntime
 
 The night: the sample PDFs (include/samples) and, with ``--corpora``, the corpus PDFs of
 ../shared/corpora/pdfs, repeated up to N; every repeat gets a one-line stamp ("bench copy NNNNN")
@@ -21,7 +23,13 @@ seconds and peak RSS of every Airflow process; on the LLM path the requests the 
 quota bound ``max(requests × latency / concurrency, requests / RPM)`` and the ratio of the LLM
 traffic's wall (first request → last answer) to it; and the night's outcome (documents accepted,
 VERIFICATION_INCOMPLETE issues, CLASSIFICATION_FAILED), so a throttled night can be compared with
-an unthrottled one. Writes docs/benchmarks/night.md via scripts/benchlib.publish (``--no-write``).
+an unthrottled one; the layout stage's seconds, OCR'd documents, pages and seconds and the OCR engine
+its record names. ``--in-process``: the same PDFs through the night's stages in this process
+(tests/batch_stages' order, the layout with the DAG's 2 parse workers, the offline judge, the
+report), no Airflow: wall, CPU (this process and its reaped parse workers) and the layout's share.
+``--ocr-engine`` sets ``DOCVERIFY_OCR_ENGINE`` for the night (the task processes and their parse
+workers inherit it). The 1-minute load average before each night is reported (a shared machine).
+Writes docs/benchmarks/night.md via scripts/benchlib.publish (``--no-write``).
 """
 
 from __future__ import annotations
@@ -142,12 +150,15 @@ def outcome(store: pathlib.Path, ds: str) -> dict:
 
 def layout_totals(night: pathlib.Path) -> dict:
     """The layout stage's own figures from its record (``_stages/layout.json``): its seconds (the plan's,
-    the parts' summed and the merge's) and the OCR'd pages and seconds of the night (ADR 0052; absent in
-    a record written before them: "–")."""
+    the parts' summed and the merge's), the OCR'd pages and seconds of the night (ADR 0052; absent in
+    a record written before them: "–") and the OCR engine of its OCR'd bundles (the ``parser`` after
+    ``+``)."""
     rec = night / "_stages" / "layout.json"
     layout = json.loads(rec.read_text()) if rec.exists() else {}
+    parser = str(layout.get("parser") or "")
     return {"layout_s": layout.get("seconds"), "ocr_pages": layout.get("ocr_pages"),
-            "ocr_s": layout.get("ocr_seconds"), "ocr_docs": len(layout.get("ocr") or {}) if "ocr" in layout else None}
+            "ocr_s": layout.get("ocr_seconds"), "ocr_docs": len(layout.get("ocr") or {}) if "ocr" in layout else None,
+            "ocr_engine": parser.partition("+")[2] or None}
 
 
 def _num(value, fmt: str = "{:.1f}") -> str:
@@ -177,6 +188,56 @@ class InFlight(threading.Thread):
             if t >= t0:
                 out.setdefault(int((t - t0) // width), []).append(k)
         return [round(sum(v) / len(v), 1) for _, v in sorted(out.items())]
+
+
+def in_process_night(args, n: int, work: pathlib.Path) -> dict:
+    """The night's stages on ``n`` PDFs in this process (no Airflow), the offline judge: discover →
+    layout (2 parse workers, as the DAG's default) → verify shards → arbiter → retry → accept → SME
+    packets → report. Wall and CPU seconds (this process and its reaped parse workers)."""
+    from docverify.judging.judges import OfflineJudge
+    from docverify.layout.split import DEFAULT_SPLIT_SCAN_PAGES
+    from docverify.reporting import report
+    from docverify.stages.common import Batch
+    from docverify.stages.discover import discover
+    from docverify.stages.layout import layout_local
+    from docverify.stages.routes import accept, write_sme_packets
+    from docverify.stages.verify import arbiter, auto_fix_retry_shard, plan_shards, retry_shards, verify_shard
+    from docverify.storage.store import ArtifactStore
+
+    ds = "2026-11-02"
+    store = work / f"store-in-process-{n}"
+    built = build_night(store / "incoming" / ds, n, args.corpora)
+    split = DEFAULT_SPLIT_SCAN_PAGES if args.split_scan_pages is None else args.split_scan_pages
+    b, judge = Batch(store=ArtifactStore(store), ds=ds, run_id="bench-night"), OfflineJudge()
+    t0, c0 = time.perf_counter(), _cpu()
+    discover(b.fresh())
+    layout_local(b.fresh(), workers=2, timeout_s=60, ocr=not args.no_ocr, split_scan_pages=split)
+    t_layout = time.perf_counter() - t0
+    shards = plan_shards(b.fresh())
+    for i, shard in enumerate(shards):
+        verify_shard(b.fresh(), shard, judge, str(i))
+    arbiter(b.fresh(), shards=len(shards))
+    for i, shard in enumerate(retry_shards(b.fresh())):
+        auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
+    accept(b.fresh())
+    write_sme_packets(b.fresh())
+    report.write(b.fresh())
+    result = {"state": "done", "wall_s": time.perf_counter() - t0, "task_instances": "–", "cpu_s": _cpu() - c0,
+              "peak_rss_mb": _peak_rss_mb(), "layout_wall_s": t_layout, **built, **outcome(store, ds)}
+    if not args.keep:
+        shutil.rmtree(store, ignore_errors=True)
+    return result
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
 
 
 def one_night(args, n: int, judge: str, work: pathlib.Path) -> dict:
@@ -280,6 +341,8 @@ def main() -> int:
     ap.add_argument("--no-ocr", action="store_true", help="Variable docverify_ocr=off")
     ap.add_argument("--split-scan-pages", type=int, help="Variable docverify_parse_split_scan_pages (default: "
                     "airflow_settings.yaml's 8; 0 = a scan's pages in one worker, as before ADR 0052)")
+    ap.add_argument("--ocr-engine", help="DOCVERIFY_OCR_ENGINE for the night (default: the parser's own, ADR 0058)")
+    ap.add_argument("--in-process", action="store_true", help="the stages in this process, no Airflow (offline judge)")
     ap.add_argument("--keep", action="store_true", help="keep the Airflow homes and storage roots")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--label", default="", help="a note for the table's last column")
@@ -287,11 +350,17 @@ def main() -> int:
                     help="OpenLineage: as make configures it (console transport: events in the task logs), "
                          "switched off, or the HTTP transport to a loopback receiver that counts the events")
     args = ap.parse_args()
+    if args.in_process and args.judge != "offline":
+        ap.error("--in-process runs the offline judge only")
+    if args.ocr_engine:
+        os.environ["DOCVERIFY_OCR_ENGINE"] = args.ocr_engine  # the stack's processes and parse workers inherit it
     work = pathlib.Path(tempfile.mkdtemp(prefix="docverify-bench-night-"))
     rows = []
     try:
         for n in args.documents:
-            r = one_night(args, n, args.judge, work)
+            load = os.getloadavg()[0]
+            r = in_process_night(args, n, work) if args.in_process else one_night(args, n, args.judge, work)
+            r["load_before"] = load
             rows.append((n, r))
             print(n, r, flush=True)
     finally:
@@ -310,18 +379,26 @@ def main() -> int:
              f"{f'; batch mode, a job succeeds after {args.batch_delay:g} s' if args.llm_mode == 'batch' else ''})" if llm else "embedded default (offline judge)")
     if args.lineage != "console":
         setup += f", OpenLineage {'off' if args.lineage == 'off' else 'HTTP transport to a loopback receiver'}"
+    if args.in_process:
+        setup += ", in process (the stages without Airflow)"
+    if args.ocr_engine or args.split_scan_pages is not None:
+        setup += (f", DOCVERIFY_OCR_ENGINE={args.ocr_engine or '(default)'}, "
+                  f"docverify_parse_split_scan_pages={'(default)' if args.split_scan_pages is None else args.split_scan_pages}")
+    where = ("the stages in one process (discover, layout with 2 parse workers, verify by shard, arbiter, retry, "
+             "accept, SME packets, report)" if args.in_process else
+             "scheduler, dag-processor, api-server and triggerer of scripts/airflow_stack.py, LocalExecutor, "
+             f"parallelism {args.parallelism}")
     lines = [f"## {dt.date.today().isoformat()}: {setup}", "",
              f"`{cmd}` at commit {commit} on {os.cpu_count()} cores **shared with other sessions' work (figures taken under "
-             f"contention)**; fresh Airflow home and storage root per night; scheduler, dag-processor, api-server "
-             f"and triggerer of scripts/airflow_stack.py, LocalExecutor, parallelism {args.parallelism}"
+             f"contention)**; fresh {'' if args.in_process else 'Airflow home and '}storage root per night; {where}"
              f"{', OCR off' if args.no_ocr else ''}"
              f"{f', docverify_parse_split_scan_pages={args.split_scan_pages}' if args.split_scan_pages is not None else ''}"
              f"{f', concurrency param {args.concurrency}' if args.concurrency else ''}"
              f"{f', max_shards param {args.max_shards}' if args.max_shards else ''}.", ""]
     head = ("| documents | state | wall (s) | task instances | CPU (s) | peak RSS (MB) | documents read | final decisions "
             "| accepted | VERIFICATION_INCOMPLETE | CLASSIFICATION_FAILED | layout (s, parts summed) | OCR'd documents "
-            "| OCR'd pages | OCR (s, workers summed) |")
-    sep = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            "| OCR'd pages | OCR (s, workers summed) | OCR engine | load before (1 min) |")
+    sep = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     if args.lineage == "http":
         head += " OpenLineage events | by kind | event bytes |"
         sep += "---|---|---|"
@@ -334,7 +411,8 @@ def main() -> int:
                 f"{r['peak_rss_mb']:.0f} | {r['reported']} | {r['decisions']} | {r['accepted']} | "
                 f"{r['verification_incomplete']} | "
                 f"{r['classification_failed']} | {_num(r['layout_s'])} | {_num(r['ocr_docs'], '{}')} | "
-                f"{_num(r['ocr_pages'], '{}')} | {_num(r['ocr_s'])} |")
+                f"{_num(r['ocr_pages'], '{}')} | {_num(r['ocr_s'])} | {r.get('ocr_engine') or '–'} | "
+                f"{r['load_before']:.1f} |")
         if args.lineage == "http":
             line += f" {r['lineage_events']} | {r['lineage_kinds']} | {r['lineage_bytes']:,} |"
         if llm:

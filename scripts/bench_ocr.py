@@ -20,8 +20,9 @@ Each page is rendered with pypdfium2 exactly as the parser does for a page witho
 
 Every figure is given for each engine and setting of :data:`VARIANTS` side by side, measured in the
 same run (the variants take turns page by page): the engine before ADR 0047 (ONNX Runtime, 1700 px,
-orientation classifier on), the ADR 0047 settings on ONNX Runtime and on OpenVINO, and Debian's
-Tesseract (ADR 0057). A variant whose engine is not installed is named as not measured.
+orientation classifier on), the ADR 0047 settings on ONNX Runtime and on OpenVINO (ADR 0057), and
+Debian's Tesseract (the default since ADR 0058). A variant whose engine is not installed is named as
+not measured.
 
     python scripts/bench_ocr.py [--corpora DIR] [--no-write]
 
@@ -144,7 +145,7 @@ VARIANTS: tuple[tuple[str, str, dict[str, object]], ...] = (
     ("OpenVINO bf16, det ≤ 960 px", "the same on OpenVINO in bf16 (OpenVINO's own default on a CPU with bf16 "
      "instructions, f32 elsewhere)", {"engine": "rapidocr-openvino:bf16", "det_px": 960, "use_cls": False}),
     ("Tesseract (Debian)", "Debian's tesseract-ocr 5.3 (LSTM, eng, page segmentation 3) on the 1700 px page, "
-     "one OpenMP thread, its TSV lines", {"engine": "tesseract", "det_px": 0, "use_cls": False}),
+     "one OpenMP thread, its TSV lines (the default since ADR 0058)", {"engine": "tesseract", "det_px": 0, "use_cls": False}),
 )
 #: pages OCR'd by the child that measures a variant's peak memory alone
 RSS_PAGES = 4
@@ -174,16 +175,17 @@ def _children_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def _rss_mb() -> float:
+def _rss_mb(field: str = "VmHWM") -> float:
     """This process's peak RSS in MB: ``VmHWM`` (Linux's ``ru_maxrss`` survives ``exec``, so a child
-    started by a large parent would report the parent's peak), else ``ru_maxrss``."""
+    started by a large parent would report the parent's peak), else ``ru_maxrss``; ``field="VmPeak"``:
+    its peak address space (what a parse worker's ``RLIMIT_AS`` counts; 0 where unknown)."""
     try:
         for line in pathlib.Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if field == "VmHWM" else 0.0
 
 
 def _rss_probe(pdfs: list[pathlib.Path], name: str) -> int:
@@ -204,7 +206,9 @@ def _rss_probe(pdfs: list[pathlib.Path], name: str) -> int:
         finally:
             doc.close()
     child = _children_rss_mb()
-    print(f"{_rss_mb():.0f}" + (f" (+ {child:.0f} MB per tesseract call)" if kw["engine"] == "tesseract" else ""))
+    # a child's ru_maxrss keeps its parent's peak from before exec: an upper bound of a tesseract call's own
+    tess = f"; + ≤ {child:.0f} MB per tesseract call" if kw["engine"] == "tesseract" else ""
+    print(f"{_rss_mb():.0f} MB (address space {_rss_mb('VmPeak'):.0f} MB{tess})")
     return 0
 
 
@@ -213,7 +217,7 @@ def _peak_rss(name: str, corpora: pathlib.Path | None) -> str:
 
     cmd = [sys.executable, __file__, "--rss-probe", name] + (["--corpora", str(corpora)] if corpora else [])
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    return f"{out.stdout.strip().splitlines()[-1]} MB" if out.returncode == 0 and out.stdout.strip() else "n/a"
+    return out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else "n/a"
 
 
 def _figures(pages: list[tuple[str, int, str]], hyps: list[tuple[str, float, float, float]]) -> dict:
@@ -290,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         "# Local OCR benchmark",
         "",
         f"- date: {_dt.date.today().isoformat()}",
-        f"- the parser's engine: `{ocr.engine_id()}` (ADR 0057; `{ocr.ENGINE_ENV}` chooses another of "
+        f"- the parser's engine: `{ocr.engine_id()}` (ADR 0058: `{ocr.DEFAULT_ENGINE}`, `{ocr.FALLBACK_ENGINE}` "
+        f"where tesseract is not installed; `{ocr.ENGINE_ENV}` chooses another of "
         f"{', '.join(f'`{e}`' for e in ocr.ENGINES)}); pages rendered at "
         f"{ocr.TARGET_PX} px on the longer side (≈ 155 dpi on a Letter page), {ocr.THREADS} inference thread; "
         f"rapidocr: detection on {f'a ≤ {ocr.DET_PX} px copy' if ocr.DET_PX else 'the full image'}, "
@@ -331,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         "and its Tesseract subprocesses' "
         "(the comparison that holds on a busy machine); reference words: the layer's "
         f"words of ≥ 4 letters ({base['words_n']}) also read, order-free; peak RSS: a child process OCRing "
-        f"{RSS_PAGES} pages with that variant alone (this process, all variants: {rss_all:.0f} MB).",
+        f"{RSS_PAGES} pages with that variant alone (this process, all variants: {rss_all:.0f} MB), and its peak "
+        "address space (VmPeak: what a parse worker's 2 GiB `RLIMIT_AS` counts; OpenVINO's grows with every new "
+        "input shape, ADR 0057's amendment).",
         "",
         "## V4's fuzzy match on OCR'd pages",
         "",
