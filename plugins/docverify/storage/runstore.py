@@ -44,6 +44,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     SerializationInfo,
+    JsonValue,
     SkipValidation,
     with_config,
 )
@@ -158,13 +159,13 @@ class StageRecord(TypedDict, total=False):
     #: the usage per price model when a stage's calls ran on several models (ADR 0034)
     llm_by_model: dict[str, dict[str, int]]
     #: verify: what classified and what judged (:func:`docverify.judging.judges.models_of`, ADR 0034)
-    models: dict[str, Any]
+    models: dict[str, str | bool | None]
     #: verify / auto_fix_retry: {doc_id: DocSummary}; accept: the doc ids; layout: the manifest's entries
-    documents: Any
+    documents: dict[str, DocSummary] | list[str] | list[dict[str, JsonValue]]
     shard: list[str]
     second_opinion: dict[str, int]
     #: route: the night's :class:`Routes` (JSON)
-    night: Any
+    night: dict[str, JsonValue]
     counts: dict[str, int]
     written: list[str]
     kept_reviewed: list[str]
@@ -176,7 +177,7 @@ class StageRecord(TypedDict, total=False):
     weighted_up: list[str]
     #: layout (a :class:`NightIndex`'s keys)
     ok: list[str]
-    failed: Any
+    failed: dict[str, ErrorRecord] | dict[str, dict[str, JsonValue]]
     new: list[str]
     parsed: dict[str, list[str]]
     parser: str
