@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
+
+from pydantic import JsonValue
 
 from docverify.domain.models import DocumentBundle
 from docverify.layout.docai import bundle_from_docai, load_docai_output
@@ -31,14 +34,15 @@ from docverify.storage.limits import (
     InputError,
 )
 from docverify.storage.runstore import ErrorRecord, ManifestDoc
-from docverify.storage.store import OutsideRootError, local_path
+from docverify.storage.store import OutsideRootError, StoragePath, local_path
 
 log = logging.getLogger("docverify.stages")
 
 # =========================================================================== layout
 
 
-def _parser_matches(parser: object, parsers: Collection[str], prefix: str) -> bool:
+def _parser_matches(parser: JsonValue, parsers: Collection[str], prefix: str) -> bool:
+    # parser: as a stored record or bundle names it
     """One of ``parsers``, or a parser starting with ``prefix`` (a parser family)."""
     return parser in parsers or bool(prefix and str(parser or "").startswith(prefix))
 
@@ -118,12 +122,13 @@ class _Layout:
                           failed=_errors_json(self.errors), new=self.new, parsed=self.parsed, **extra))
 
 
-def _errors_json(errors: dict[str, ErrorRecord]) -> dict[str, object]:
+def _errors_json(errors: dict[str, ErrorRecord]) -> dict[str, dict[str, JsonValue]]:
     """Error records as a stage record holds them (``failed``: doc id → the ``error.json`` content)."""
     return {doc_id: rec.model_dump(mode="json") for doc_id, rec in errors.items()}
 
 
-def _errors_of(stored: dict[str, object]) -> dict[str, ErrorRecord]:
+def _errors_of(stored: Mapping[str, JsonValue]) -> dict[str, ErrorRecord]:
+    """A stage record's ``failed`` as stored (JSON), validated into error records."""
     return {doc_id: ErrorRecord.model_validate(rec) for doc_id, rec in stored.items()}
 
 
@@ -246,10 +251,8 @@ def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeo
             except InputError as exc:
                 _input_refused(batch, doc, exc, stats, state)
         # a local root: each worker opens its PDF without following a link, under the root only
-        kw: dict[str, Any] = {"root": root} if root is not None else {}
-        _parse_local(batch, local, stats, state, workers=workers, timeout_s=timeout_s, ocr=ocr,
-                     page_timeout_s=page_timeout_s, file_ceiling_s=file_ceiling_s, split_scan_pages=split_scan_pages,
-                     **kw)
+        _parse_local(batch, local, stats, state, root, workers=workers, timeout_s=timeout_s, ocr=ocr,
+                     page_timeout_s=page_timeout_s, file_ceiling_s=file_ceiling_s, split_scan_pages=split_scan_pages)
     stats.docs = len(docs)
     record = stats.record(token=part.token, part=part.part, parsed=state.parsed, failed=_errors_json(state.errors),
                           ocr=state.ocr)
@@ -262,16 +265,22 @@ def layout_local_part(batch: Batch, part: LayoutPart, *, workers: int = 2, timeo
 
 
 def _parse_local(batch: Batch, local: dict[str, ManifestDoc], stats: StageStats, state: _PartState,
-                 **parse_kw: Any) -> None:
-    """The part's local files (path → document) through :func:`parse_many_bounded` (``parse_kw``), each
-    result recorded: the bundle, the parser's error, or the input's refusal — a link or folder swapped in
-    while the part ran (``INPUT_NOT_REGULAR``), other bytes than those discovered (``INPUT_CHANGED``)."""
+                 root: str | None, *, workers: int, timeout_s: float, ocr: bool, page_timeout_s: float,
+                 file_ceiling_s: float, split_scan_pages: int) -> None:
+    """The part's local files (path → document) through :func:`parse_many_bounded`, each result recorded:
+    the bundle, the parser's error, or the input's refusal — a link or folder swapped in while the part
+    ran (``INPUT_NOT_REGULAR``), other bytes than those discovered (``INPUT_CHANGED``). ``root``: a local
+    storage root's real path (each worker opens its PDF without following a link, under it), None for a
+    remote one."""
     from docverify.layout.local_pdf import PARSER_ID  # imports pypdfium2: not at DAG parse
 
-    root = parse_kw.get("root")
     expect = {path: {"expect_sha256": doc.sha256} for path, doc in local.items() if doc.sha256}
     ocr_stats: dict[str, OCRStat] = {}
-    for path, result in parse_many_bounded(list(local), per_file_kw=expect, ocr_stats=ocr_stats, **parse_kw):
+    parse = functools.partial(parse_many_bounded, list(local), per_file_kw=expect, ocr_stats=ocr_stats,
+                              workers=workers, timeout_s=timeout_s, ocr=ocr, page_timeout_s=page_timeout_s,
+                              file_ceiling_s=file_ceiling_s, split_scan_pages=split_scan_pages)
+    results = parse(root=root) if root is not None else parse()
+    for path, result in results:
         doc = local[path]
         if path in ocr_stats:
             state.ocr[doc.doc_id] = {"pages": ocr_stats[path]["pages"], "seconds": ocr_stats[path]["seconds"]}
@@ -527,7 +536,7 @@ def _docai_start(batch: Batch, stats: StageStats) -> tuple[list[ManifestDoc], se
     return docs, {d.doc_id for d in todo}, state
 
 
-def layout_docai_outputs(batch: Batch, results: list[DocAIResult], open_output: Callable[[str], object]
+def layout_docai_outputs(batch: Batch, results: list[DocAIResult], open_output: Callable[[str], StoragePath]
                          ) -> StageOutcome:
     """Layout from a Document AI batch job: ``results`` are the operator's per-input records
     (``input_uri``, ``output_uri``, ``ok``, ``status_code``, ``status_message``, ``error_code``);

@@ -4,7 +4,8 @@ night only, withdrawn when the night no longer holds their content)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+
+from pydantic import JsonValue
 
 from docverify.domain.models import DocumentBundle, SMEPacket
 from docverify.reporting.outputs import accepted_record
@@ -189,7 +190,7 @@ def accept(batch: Batch) -> Accepted:
     return Accepted(accepted=written, uri=rs.uri(rs.accepted_dir))
 
 
-def _production(batch: Batch, doc_id: str, rel: str | None) -> dict[str, Any] | None:
+def _production(batch: Batch, doc_id: str, rel: str | None) -> dict[str, JsonValue] | None:
     """A production classification supplied beside the PDF: ``<doc>.production.json``
     (within the companion limits; one that is not is left out of the packet)."""
     if not rel:

@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any
 
+from pydantic import JsonValue
 from typing_extensions import TypedDict
 
-from docverify.domain.models import DocumentBundle, VerificationReport, VerificationResult
+from docverify.domain.models import Decision, DocumentBundle, VerificationReport, VerificationResult
 from docverify.domain.policy import VerifyPolicy
 from docverify.judging.judges import CallDeferred, Judge, JudgeThrottled, Usage, models_of
 from docverify.pipeline.document import VerifyDeps, as_deps, verify_document
+from docverify.pipeline.retry import RawClassification
 from docverify.stages.common import (
     AIRFLOW_MAP_LIMIT,
     MAX_SHARDS,
@@ -105,7 +106,7 @@ def read_bundle(batch: Batch, doc_id: str) -> DocumentBundle:
 # =========================================================================== verify
 
 
-def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict[str, Any]:
+def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict[str, JsonValue]:
     """A ``<doc>.classification.json`` beside a PDF, within ``docverify.storage.limits`` (size checked
     before the read — from discovery's listing when given; bytes, nesting, numbers, segment
     counts, a JSON object), or InputError — ``INPUT_NOT_REGULAR`` when it is no longer a regular
@@ -117,7 +118,7 @@ def read_companion(batch: Batch, rel: str, size: int | None = None) -> dict[str,
     return load_classification(data, uri)
 
 
-def _decision_value(d: object) -> str:
+def _decision_value(d: Decision) -> str:
     return str(getattr(d, "value", d))
 
 
@@ -135,7 +136,7 @@ def _error_result(doc: ManifestDoc, bundle: BundleMeta | None, code: str, messag
 
 async def classification_for(batch: Batch, doc: ManifestDoc, bundle: DocumentBundle, prior: DocResult | None,
                           judge: Judge, stats: StageStats, *, lineage_on: bool = True
-                          ) -> tuple[Any, ClassificationMeta] | DocResult:
+                          ) -> tuple[RawClassification, ClassificationMeta] | DocResult:
     """The document's classification: the companion beside the PDF, the earlier run's (same
     classifier, same bundle), or the judge's classifier. A fault is the document's error result.
     ``lineage_on=False``: no lineage lines (batch mode's collect pass; the verify task writes them)."""
