@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypedDict, TypeVar
 
 from pydantic import JsonValue
 
@@ -75,8 +75,9 @@ def retry_rule(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def batch_prefix(params: dict[str, Any], ds: str) -> str:
-    """The ``batch_prefix`` param for the run of ``ds`` (:meth:`NightParams.prefix`)."""
+def batch_prefix(params: Mapping[str, JsonValue], ds: str) -> str:
+    """The ``batch_prefix`` param for the run of ``ds`` (:meth:`NightParams.prefix`); ``params``: the run's, as
+    they came (validated here)."""
     return NightParams.model_validate(params).prefix(ds)
 
 
@@ -286,9 +287,23 @@ def write_sme_packets(context: TaskContext) -> WrittenXCom:
     return out.xcom()
 
 
+class BatchReportXCom(TypedDict):
+    """``batch_report``'s XCom: ``report.write``'s summary, URIs, routes, error count and trend, and the
+    night facet's data (without the false-accept figures: they only decide the alert)."""
+
+    summary: str
+    json: str
+    markdown: str
+    html: str
+    final_routes: dict[str, int]
+    errors: int
+    trend: dict[str, str]
+    night: lineage.NightFacet
+
+
 @retry_rule
 @traced
-def batch_report(context: TaskContext) -> dict[str, object]:
+def batch_report(context: TaskContext) -> BatchReportXCom:
     """The night's report; the XCom: what :func:`docverify.reporting.report.write` returns, the night's
     facts with the verification policy (the OpenLineage night facet), without the false-accept figures
     (they only decide the alert)."""
@@ -299,8 +314,9 @@ def batch_report(context: TaskContext) -> dict[str, object]:
     log.info("report: %s | %s | %s", written["json"], written["markdown"], written["html"])
     _false_accept_alert(context, written["false_accept_night"], written["html"])
     policy = config.policy(config.settings(context)).model_dump(mode="json")
-    return {**{k: v for k, v in written.items() if k not in ("false_accept_night", "night")},
-            "night": {**written["night"], "policy": policy}}
+    return {"summary": written["summary"], "json": written["json"], "markdown": written["markdown"],
+            "html": written["html"], "final_routes": written["final_routes"], "errors": written["errors"],
+            "trend": written["trend"], "night": {**written["night"], "policy": policy}}
 
 
 def _false_accept_alert(context: TaskContext, fa: FalseAcceptJSON | None, report_uri: str) -> None:
