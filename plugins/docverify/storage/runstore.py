@@ -42,9 +42,9 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     PlainSerializer,
     SerializationInfo,
-    JsonValue,
     SkipValidation,
     with_config,
 )
