@@ -55,7 +55,7 @@ class _Built(TypedDict):
     k: int
     seg: SegmentRange
     entries: dict[str, dict[str, Any]]  # the primary's per-type entries (JSON as stored), being corrected
-    before: dict[str, object]
+    before: dict[str, str]
     base: Mapping[str, object] | None
 
 
@@ -109,7 +109,7 @@ def derive(gt: dict[str, Any], segments: list[SegmentRange], *, dominant: str | 
     for k, s in enumerate(segments):
         base = by_range.get((s["page_start"], s["page_end"]))
         entries = _type_entries(base or {})
-        before: dict[str, object] = {t: e["presence_level"] for t, e in entries.items()}
+        before: dict[str, str] = {t: e["presence_level"] for t, e in entries.items()}
         set_here = {**presence, **(s.get("presence") or {})}
         dom = s["dominant_type"]
         if set_here.get(dom, "PRIMARY") != "PRIMARY":

@@ -20,6 +20,7 @@ from docverify.domain.models import (
     DOC_TYPES,
     DocumentBundle,
     GroundTruthRecord,
+    SegmentShape,
     SMEPacket,
     UnclassifiableReason,
 )
@@ -96,8 +97,8 @@ def validate_segments(segments: object, total_pages: int) -> list[SegmentRange]:
     return out
 
 
-def _ranges(segs: Sequence[Mapping[str, object]]) -> str:
-    return ", ".join(f"{s.get('page_start')}–{s.get('page_end')} {s.get('dominant_type')}" for s in segs) or "none"
+def _ranges(shapes: list[SegmentShape]) -> str:
+    return ", ".join(f"{start}–{end} {kind}" for start, end, kind in shapes) or "none"
 
 
 def apply_correction(primary: Mapping[str, object] | None, *, doc_id: str, total_pages: int,
@@ -136,9 +137,10 @@ def apply_correction(primary: Mapping[str, object] | None, *, doc_id: str, total
     old_segs: list[Mapping[str, object]] = [s for s in gt.get("segments") or [] if isinstance(s, dict)]
     if segs_in is not None:
         new = segs_in
-        if segment_shape(ClassificationView.model_validate({"segments": new})) != \
-                segment_shape(ClassificationView.model_validate({"segments": old_segs})):
-            changes.append(f"segments: {_ranges(old_segs)} → {_ranges(new)}")
+        new_shape = segment_shape(ClassificationView.model_validate({"segments": new}))
+        old_shape = segment_shape(ClassificationView.model_validate({"segments": old_segs}))
+        if new_shape != old_shape:
+            changes.append(f"segments: {_ranges(old_shape)} → {_ranges(new_shape)}")
     elif not has_primary:
         if corrected_dominant_type is None:
             raise ValueError("this packet has no classification (the document could not be processed): give "
