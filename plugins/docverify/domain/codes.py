@@ -64,6 +64,9 @@ CATALOGUE: Mapping[str, CodeSpec] = MappingProxyType({
                  "A reading of the segment's text made without the classifier's labels finds another type"),
         CodeSpec("SEGMENT_BOUNDARY_MISPLACED", "V2", _M, True, "IG-2",
                  "Pages at a segment's start or end read surely as another type: split the segment there"),
+        CodeSpec("SEGMENT_EDGE_UNRELATED", "V2", _M, False, "IG-2",
+                 "A segment's first or last page shares almost nothing with the page beside it and shows nothing "
+                 "of the segment's type: another document joined to it?"),
         CodeSpec("INDEPENDENT_READING_ABSTAINS", "V2", _m, False, "IG-10",
                  "The reading made without the classifier's labels leans to another type on a text unlike its "
                  "training material, and abstains"),
