@@ -552,7 +552,9 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "and nuclear-medicine vocabulary, written down before any figure was read). `offline-lexicon-v8` (ADR 0048): "
         "a page that is a form by its layout (field labels without a value, blanks, checkboxes, yes/no choices, "
         "signature and date lines; few sentences; no strong clinical reading) opens its own Other segment; "
-        "chosen on the tuning parts' intake packets.",
+        "chosen on the tuning parts' intake packets. `offline-lexicon-v9` (ADR 0059): a page that addresses its "
+        "reader (at least 2 % of its 30+ words you/your) is a form page too, whatever its layout; threshold read "
+        "off the tuning part's pages.",
         "- texts are cut into pages of ~3000 characters (`docverify.reporting.labelled_sample.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "

@@ -49,6 +49,10 @@ _INSTRUCTION = re.compile(r"(?i)\b(?:please\s+(?:circle|check|print|initial|sign
                           r"if\s+yes\b|fill\s+in\b|mark\s+(?:one|all|an?\s+x))")
 #: a sentence end of prose
 _SENTENCE = re.compile(r"[a-z]{3,}[.!?](?=\s|$)")
+#: a word, and a word that addresses the reader ("you", "your"): a form speaks to the one filling it in, a
+#: report speaks about the patient
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_YOU = re.compile(r"(?i)\b(?:you|your|yours|yourself)\b")
 
 
 @dataclass(frozen=True)
@@ -58,10 +62,17 @@ class FormLayout:
     lines: int
     fields: int
     sentences: int
+    #: its words (2+ letters) and, of them, those that address the reader ("you", "your", "yours", "yourself")
+    words: int = 0
+    addressed: int = 0
 
     @property
     def field_share(self) -> float:
         return self.fields / self.lines if self.lines else 0.0
+
+    @property
+    def addressed_share(self) -> float:
+        return self.addressed / self.words if self.words else 0.0
 
 
 def _mark(line: str) -> bool:
@@ -116,4 +127,5 @@ def form_layout(analysis: TextAnalysis) -> FormLayout:
     for i, (mark, label) in enumerate(rows):
         if mark or label and (i + 1 == len(rows) or rows[i + 1][0] or rows[i + 1][1]):
             fields += 1
-    return FormLayout(len(rows), fields, len(_SENTENCE.findall(text)))
+    return FormLayout(len(rows), fields, len(_SENTENCE.findall(text)), len(_WORD.findall(text)),
+                      len(_YOU.findall(text)))

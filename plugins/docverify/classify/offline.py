@@ -98,7 +98,7 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
 6. **Page decisions** (ADR 0035): ``page_decisions`` records, per page, its score per type, its
    continuity score, whether it opens with a header, its segment's type and why a segment starts
    or continues there (since v8: "form page (N of M lines are form fields, K sentence(s); ...)" on a form
-   page, "after a form page" on the page that starts a segment after one) — numbers and lexicon labels,
+   page, since v9 "form page (it addresses its reader: ...)" on one that speaks to its reader, "after a form page" on the page that starts a segment after one) — numbers and lexicon labels,
    never page text.
 """
 
@@ -137,8 +137,9 @@ from docverify.domain.models import (
 from docverify.verify.v4_evidence import find_on_page
 
 #: offline-lexicon-v8 (ADR 0048): v7's (ADR 0045: v6's rules over lexicon-v4) with form pages: a page that is a
-#: form by its layout opens its own Other segment (FORM_*); the lexicon is v7's.
-IMPLEMENTATION = "offline-lexicon-v8"
+#: form by its layout opens its own Other segment (FORM_*); the lexicon is v7's. offline-lexicon-v9 (ADR 0059):
+#: v8's with a page that addresses its reader ("you", "your": ADDRESS_*) a form page too.
+IMPLEMENTATION = "offline-lexicon-v9"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -339,13 +340,26 @@ FORM_STRONG_SHARE = 0.6
 FORM_FACTOR = 0.25
 FORM_OTHER = 4.0
 FORM_SWITCH = 0.5
+#: A page that addresses its reader (offline-lexicon-v9, ADR 0059) is a form page too, whatever its layout: at least
+#: ADDRESS_MIN_WORDS words, at least ADDRESS_SHARE of them "you", "your", "yours" or "yourself", and no type but
+#: Other scoring ADDRESS_MAX_CLINICAL or more. A form, a consent, a release, a questionnaire, a fax cover speak to
+#: the one who fills them in or receives them; a report speaks about the patient. On the tuning part's first
+#: pages (30+ words): 0 of 1,254 pages of the four report types reach 1 %, 64-90 % of the business, registration,
+#: consent and questionnaire forms reach 2 % (fax covers, requisitions and prescriptions mostly do not).
+ADDRESSED_FORMS = True
+ADDRESS_MIN_WORDS = 30
+ADDRESS_SHARE = 0.02
+ADDRESS_MAX_CLINICAL = 6.0
 #: Confidence of an Other segment of form pages without any Other cue (its layout is the evidence).
 FORM_CONFIDENCE = 0.5
 
 
 def is_form(analysis: TextAnalysis, layout: FormLayout | None = None) -> bool:
-    """The page is a form as a whole (see FORM_MIN_LINES): its layout, and no strong clinical reading."""
+    """The page is a form as a whole (see FORM_MIN_LINES): its layout, and no strong clinical reading; or it
+    addresses its reader (see ADDRESS_SHARE)."""
     lay = form_layout(analysis) if layout is None else layout
+    if ADDRESSED_FORMS and lay.words >= ADDRESS_MIN_WORDS and lay.addressed_share >= ADDRESS_SHARE:
+        return max(analysis.scores[t] for t in DOC_TYPES if t != OTHER) < ADDRESS_MAX_CLINICAL
     if lay.lines < FORM_MIN_LINES or lay.fields < FORM_MIN_FIELDS or lay.field_share < FORM_SHARE:
         return False
     if lay.sentences > FORM_SENTENCES * lay.lines:
@@ -838,6 +852,9 @@ _SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.valu
 def _form_reason(page: _Page) -> str:
     """Why a page is a form page (numbers only)."""
     lay = page.layout
+    if ADDRESSED_FORMS and lay.words >= ADDRESS_MIN_WORDS and lay.addressed_share >= ADDRESS_SHARE:
+        return (f"form page (it addresses its reader: {lay.addressed} of {lay.words} words are you/your; "
+                f"Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})")
     return (f"form page ({lay.fields} of {lay.lines} lines are form fields, {lay.sentences} sentence(s); "
             f"Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})")
 

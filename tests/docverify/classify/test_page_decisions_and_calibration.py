@@ -38,7 +38,9 @@ def test_each_page_records_its_scores_continuity_and_why_a_segment_starts_there(
     # the same text again reads as a continuation; another document's first page does not
     assert decisions[1].continuity == 1.0 and not decisions[1].starts_segment
     assert decisions[2].continuity < 0.05 and decisions[2].starts_segment
-    assert decisions[2].reason.startswith("new segment: Other")
+    # the fax cover speaks to its reader: a form page (offline-lexicon-v9), its own Other segment
+    assert decisions[2].reason.startswith("new segment: form page (it addresses its reader")
+    assert decisions[2].label == "Other"
     assert decisions[3].type_scores["Radiology Report"] > decisions[3].type_scores["Other"]
     # no page text in the record: numbers and lexicon labels only
     dumped = json.dumps([d.model_dump(mode="json") for d in decisions])

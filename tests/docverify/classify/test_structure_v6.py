@@ -62,11 +62,17 @@ def test_the_classifier_only_note_headers_count(monkeypatch):
 
 
 def test_a_radiology_report_and_a_form_keep_their_scores():
-    for text, kind in ((RADIOLOGY, "Radiology Report"), (FAX, "Other")):
+    """The structure rule leaves a radiology report's and a fax cover's scores alone; the fax cover speaks to its
+    reader ("If you have received this fax in error"), so since offline-lexicon-v9 it is a form page: its clinical
+    scores count FORM_FACTOR, Other at least FORM_OTHER (ADR 0059)."""
+    for text, kind, form in ((RADIOLOGY, "Radiology Report", False), (FAX, "Other", True)):
         out = classify_offline(_bundle(text))
         assert out.dominant_type_overall == kind
         assert out.page_decisions is not None
-        assert out.page_decisions[0].type_scores == {t: round(s, 3) for t, s in analyse(text).scores.items()}
+        lexicon = analyse(text).scores
+        expected = {t: (max(s, offline.FORM_OTHER) if t == "Other" else s * offline.FORM_FACTOR) if form else s
+                    for t, s in lexicon.items()}
+        assert out.page_decisions[0].type_scores == {t: round(s, 3) for t, s in expected.items()}
     assert _segments(NOTE, RADIOLOGY) == [("Clinical Note", 1, 1), ("Radiology Report", 2, 2)]
 
 
@@ -92,7 +98,7 @@ def test_an_impression_header_does_not_start_a_radiology_report(monkeypatch):
 
 def test_the_v6_rules_are_on():
     # v7 (ADR 0045) keeps v6's rules over lexicon-v4, v8 (ADR 0048) adds form pages
-    assert offline.IMPLEMENTATION == "offline-lexicon-v8"
+    assert offline.IMPLEMENTATION == "offline-lexicon-v9"
     assert offline.STRUCTURE_MIN == 2 and offline.STRUCTURE_FACTOR < 1.0
     assert {"Radiology Report", "Other"} == offline.STRUCTURE_DAMPED
     assert "IMPRESSION" in offline.HEADER_IGNORED["Radiology Report"]
