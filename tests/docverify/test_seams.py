@@ -92,3 +92,22 @@ def test_an_edge_page_with_a_cue_of_the_segments_type_is_no_seam():
     with_cue = STAFF + "\nImmunohistochemistry and frozen section services on site."
     assert ind.default_reader().read(with_cue).probs["Pathology Report"] < SEAM_MAX_OWN  # only the cue differs
     assert _codes([REPORT_1, REPORT_2, with_cue], [(1, 3, "Pathology Report")])[1] == []
+
+
+def test_the_review_page_places_the_seam_on_the_page_it_names_not_on_the_segments_evidence():
+    """The segment's evidence is on page 1; the seam is page 3: the clinician's Go to page lands on page 3."""
+    from docverify.domain.classification_view import ClassificationView
+    from docverify.domain.models import SMEIssueSummary
+    from docverify.sme.context import locate_issue, named_page
+
+    b, [issue] = _codes([REPORT_1, REPORT_2, STAFF], [(1, 3, "Pathology Report")])
+    cls = _classification([(1, 3, "Pathology Report")])
+    summary = SMEIssueSummary(issue_id="i1", severity=issue.severity, agent=issue.agent, code=issue.code,
+                              message=issue.message, location=issue.location, details=issue.details)
+    assert named_page(summary) == 3
+    placed = locate_issue(b, summary, ClassificationView.read(cls.model_dump(mode="json")))
+    assert (placed["page"], placed["found"], placed["how"]) == (3, True, "page")
+    assert "Lakeside" in placed["match"]
+    # a finding that quotes text is placed by its text, as before
+    quoting = summary.model_copy(update={"details": {**issue.details, "snippet": "invasive ductal carcinoma"}})
+    assert named_page(quoting) is None and locate_issue(b, quoting, None)["page"] == 2

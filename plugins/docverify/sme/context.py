@@ -292,11 +292,27 @@ def window(paragraphs: list[str], first: int, last: int) -> TextWindow:
             "paragraph_index": first}
 
 
+def named_page(issue: SMEIssueSummary) -> int | None:
+    """The first page a finding about pages names (``details["pages"]``: a boundary, a seam, a run of pages read
+    as another type, an overlap, pages of two patients), when it quotes no text of its own (no snippet, no cited
+    evidence): that page is where to look, not the segment's evidence elsewhere."""
+    details = _details(issue)
+    pages = details.get("pages")
+    if "snippet" in details or "segment_pos" in details or not isinstance(pages, list) or not pages:
+        return None
+    first = pages[0]
+    return first if isinstance(first, int) and not isinstance(first, bool) and first >= 1 else None
+
+
 def locate_issue(bundle: DocumentBundle, issue: SMEIssueSummary,
                  primary: ClassificationView | None) -> IssueLocation:
     """The text window of one issue: page, before, match, after, found, how, score, needle,
     why (which rule of the module docstring placed it)."""
     all_pages = [p.page_num for p in bundle.pages]
+    named = named_page(issue)
+    if named in all_pages and (paras := page_paragraphs(bundle, named)):
+        return {"page": named, **window(paras, 0, 0), "found": True, "how": "page", "score": 100.0, "needle": "",
+                "why": "the page the finding names (its first page)"}
     for target in issue_targets(issue, primary):
         order = [p for p in target.pages if p in all_pages] + [p for p in all_pages if p not in target.pages]
         for page in order:
