@@ -282,10 +282,9 @@ class NightFacts(TypedDict):
     llm: NightLLM
 
 
-class ReportWritten(TypedDict):
-    """What ``report.write`` returns (the ``batch_report`` task's XCom): the summary line, the
-    report's URIs, its routes and error count, the trend's URIs, the night's false-accept figures
-    and ``report.night_facts``."""
+class ReportOutputs(TypedDict):
+    """A written report's summary line, URIs, routes and error count, and the trend's URIs: what both
+    ``report.write``'s result and the ``batch_report`` task's XCom carry."""
 
     summary: str
     json: str
@@ -294,5 +293,11 @@ class ReportWritten(TypedDict):
     final_routes: dict[str, int]
     errors: int
     trend: dict[str, str]
+
+
+class ReportWritten(ReportOutputs):
+    """What ``report.write`` returns: :class:`ReportOutputs`, the night's false-accept figures and
+    ``report.night_facts``."""
+
     false_accept_night: FalseAcceptJSON | None
     night: NightFacts

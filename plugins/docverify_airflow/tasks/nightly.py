@@ -9,11 +9,11 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypedDict, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from pydantic import JsonValue
 
-from docverify.reporting.contract import FalseAcceptJSON
+from docverify.reporting.contract import FalseAcceptJSON, ReportOutputs
 from docverify.stages.audit import audit_sample as audit_sample_stage
 from docverify.stages.common import AIRFLOW_MAP_LIMIT, Batch, shard_size_for
 from docverify.stages.discover import discover as discover_stage
@@ -287,17 +287,10 @@ def write_sme_packets(context: TaskContext) -> WrittenXCom:
     return out.xcom()
 
 
-class BatchReportXCom(TypedDict):
-    """``batch_report``'s XCom: ``report.write``'s summary, URIs, routes, error count and trend, and the
-    night facet's data (without the false-accept figures: they only decide the alert)."""
+class BatchReportXCom(ReportOutputs):
+    """``batch_report``'s XCom: ``report.write``'s outputs and the night facet's data (without the
+    false-accept figures: they only decide the alert)."""
 
-    summary: str
-    json: str
-    markdown: str
-    html: str
-    final_routes: dict[str, int]
-    errors: int
-    trend: dict[str, str]
     night: lineage.NightFacet
 
 
