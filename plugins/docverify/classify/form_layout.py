@@ -65,6 +65,8 @@ class FormLayout:
     #: its words (2+ letters) and, of them, those that address the reader ("you", "your", "yours", "yourself")
     words: int = 0
     addressed: int = 0
+    #: lines that instruct the one filling the form in ("Please circle", "check all that apply", "If yes")
+    instructions: int = 0
 
     @property
     def field_share(self) -> float:
@@ -128,4 +130,4 @@ def form_layout(analysis: TextAnalysis) -> FormLayout:
         if mark or label and (i + 1 == len(rows) or rows[i + 1][0] or rows[i + 1][1]):
             fields += 1
     return FormLayout(len(rows), fields, len(_SENTENCE.findall(text)), len(_WORD.findall(text)),
-                      len(_YOU.findall(text)))
+                      len(_YOU.findall(text)), len(_INSTRUCTION.findall(text)))

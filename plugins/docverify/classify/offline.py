@@ -138,7 +138,8 @@ from docverify.verify.v4_evidence import find_on_page
 
 #: offline-lexicon-v8 (ADR 0048): v7's (ADR 0045: v6's rules over lexicon-v4) with form pages: a page that is a
 #: form by its layout opens its own Other segment (FORM_*); the lexicon is v7's. offline-lexicon-v9 (ADR 0059):
-#: v8's with a page that addresses its reader ("you", "your": ADDRESS_*) a form page too.
+#: v8's with a page that addresses its reader ("you", "your": ADDRESS_*), or instructs and addresses them
+#: (INSTRUCTED_FORMS), a form page too.
 IMPLEMENTATION = "offline-lexicon-v9"
 
 OTHER = DocType.OTHER.value
@@ -350,22 +351,36 @@ ADDRESSED_FORMS = True
 ADDRESS_MIN_WORDS = 30
 ADDRESS_SHARE = 0.02
 ADDRESS_MAX_CLINICAL = 6.0
+#: ... and so is a page that instructs its reader ("Please circle any items that you have today", "If yes, ...")
+#: and addresses them at least once, whatever its clinical vocabulary (INSTRUCTED_FORMS): a review-of-systems
+#: questionnaire lists symptoms, a report never tells its reader to circle them. Tuning part's first pages: 0 of
+#: 1,255 report pages, every questionnaire and 42-60 % of the business, registration and release forms.
+INSTRUCTED_FORMS = True
 #: Confidence of an Other segment of form pages without any Other cue (its layout is the evidence).
 FORM_CONFIDENCE = 0.5
 
 
 def is_form(analysis: TextAnalysis, layout: FormLayout | None = None) -> bool:
     """The page is a form as a whole (see FORM_MIN_LINES): its layout, and no strong clinical reading; or it
-    addresses its reader (see ADDRESS_SHARE)."""
+    addresses its reader (see ADDRESS_SHARE), or instructs and addresses them (INSTRUCTED_FORMS)."""
+    return form_rule(analysis, layout) is not None
+
+
+def form_rule(analysis: TextAnalysis, layout: FormLayout | None = None) -> str | None:
+    """Which rule makes the page a form page: ``"layout"`` (its field lines), ``"addressed"`` (it speaks to its
+    reader), ``"instructed"`` (it instructs and addresses its reader); None when it is no form page."""
     lay = form_layout(analysis) if layout is None else layout
-    if ADDRESSED_FORMS and lay.words >= ADDRESS_MIN_WORDS and lay.addressed_share >= ADDRESS_SHARE:
-        return max(analysis.scores[t] for t in DOC_TYPES if t != OTHER) < ADDRESS_MAX_CLINICAL
-    if lay.lines < FORM_MIN_LINES or lay.fields < FORM_MIN_FIELDS or lay.field_share < FORM_SHARE:
-        return False
-    if lay.sentences > FORM_SENTENCES * lay.lines:
-        return False
     clinical = max(analysis.scores[t] for t in DOC_TYPES if t != OTHER)
-    return clinical < FORM_MAX_CLINICAL or lay.field_share >= FORM_STRONG_SHARE
+    if (lay.lines >= FORM_MIN_LINES and lay.fields >= FORM_MIN_FIELDS and lay.field_share >= FORM_SHARE
+            and lay.sentences <= FORM_SENTENCES * lay.lines
+            and (clinical < FORM_MAX_CLINICAL or lay.field_share >= FORM_STRONG_SHARE)):
+        return "layout"
+    if (ADDRESSED_FORMS and lay.words >= ADDRESS_MIN_WORDS and lay.addressed_share >= ADDRESS_SHARE
+            and clinical < ADDRESS_MAX_CLINICAL):
+        return "addressed"
+    if INSTRUCTED_FORMS and lay.instructions and lay.addressed:
+        return "instructed"
+    return None
 
 
 def page_scores(analysis: TextAnalysis, *, form: bool | None = None) -> dict[str, float]:
@@ -852,11 +867,14 @@ _SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.valu
 def _form_reason(page: _Page) -> str:
     """Why a page is a form page (numbers only)."""
     lay = page.layout
-    if ADDRESSED_FORMS and lay.words >= ADDRESS_MIN_WORDS and lay.addressed_share >= ADDRESS_SHARE:
-        return (f"form page (it addresses its reader: {lay.addressed} of {lay.words} words are you/your; "
-                f"Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})")
-    return (f"form page ({lay.fields} of {lay.lines} lines are form fields, {lay.sentences} sentence(s); "
-            f"Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})")
+    rule = form_rule(page.analysis, lay)
+    if rule == "addressed":
+        why = f"it addresses its reader: {lay.addressed} of {lay.words} words are you/your"
+    elif rule == "instructed":
+        why = f"it instructs its reader: {lay.instructions} instruction line(s), {lay.addressed} you/your"
+    else:
+        why = f"{lay.fields} of {lay.lines} lines are form fields, {lay.sentences} sentence(s)"
+    return f"form page ({why}; Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})"
 
 
 def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> list[PageDecision]:
