@@ -299,7 +299,8 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
     without the classifier's labels by a method that shares nothing with its lexicon
     (:func:`docverify.verify.independent.disagreements`, ADR 0038). A segment the lexical checks already
     call another type is not reported twice; pages at a segment's edge that both read as the same other type
-    are one finding, the reading's fixable ``SEGMENT_BOUNDARY_MISPLACED`` (ADR 0049)."""
+    are one finding, the reading's fixable ``SEGMENT_BOUNDARY_MISPLACED`` (ADR 0049). The seams (:func:`seams`,
+    ADR 0059) follow, on pages no finding of the reading names."""
     lexical = lexical_judgment(bundle, cls)
     seen = {i.details.get("segment_index") for i in lexical if i.code == "LABEL_TEXT_MISMATCH"}
     reading = [i for i in independent.disagreements(bundle, cls) if i.details.get("segment_index") not in seen]
