@@ -219,11 +219,13 @@ def in_process_night(args, n: int, work: pathlib.Path) -> dict:
     arbiter(b.fresh(), shards=len(shards))
     for i, shard in enumerate(retry_shards(b.fresh())):
         auto_fix_retry_shard(b.fresh(), shard, judge, str(i))
+    t_verify = time.perf_counter() - t0 - t_layout  # classify + V1-V5 (+ the retries), one process
     accept(b.fresh())
     write_sme_packets(b.fresh())
     report.write(b.fresh())
     result = {"state": "done", "wall_s": time.perf_counter() - t0, "task_instances": "–", "cpu_s": _cpu() - c0,
-              "peak_rss_mb": _peak_rss_mb(), "layout_wall_s": t_layout, **built, **outcome(store, ds)}
+              "peak_rss_mb": _peak_rss_mb(), "layout_wall_s": t_layout, "verify_wall_s": t_verify,
+              **built, **outcome(store, ds)}
     if not args.keep:
         shutil.rmtree(store, ignore_errors=True)
     return result
