@@ -134,6 +134,7 @@ from docverify.domain.models import (
     SelfEvaluation,
     TypeClassification,
 )
+from docverify.verify.common import distinct_words, word_share
 from docverify.verify.v4_evidence import find_on_page
 
 #: offline-lexicon-v8 (ADR 0048): v7's (ADR 0045: v6's rules over lexicon-v4) with form pages: a page that is a
@@ -166,8 +167,8 @@ CONTINUE_RATIO = 0.5
 #: type into it costs OPEN_SWITCH times the penalty.
 OPEN_SWITCH = 0.7
 OPEN_CHARS = 150
-#: Page continuity (ADR 0035, on since offline-lexicon-v5, ADR 0042): the share of distinct words (CONT_WORD:
-#: 4+ letters) a page has in common with the page before it (Jaccard). Pages of one document share their
+#: Page continuity (ADR 0035, on since offline-lexicon-v5, ADR 0042): the share of distinct words
+#: (:func:`docverify.verify.common.word_share`: 4+ letters) a page has in common with the page before it (Jaccard). Pages of one document share their
 #: vocabulary (names, the diagnosis, the procedure, the form's boilerplate); the first page of another
 #: document shares little. A page scoring at least CONT_HIGH continues the page before it: its emissions
 #: under the types that it and the page before it (CONT_MUTUAL) score at least CONT_SUPPORT of their best
@@ -199,7 +200,6 @@ HEADER_REQUIRED = frozenset({DocType.RADIOLOGY_REPORT.value})
 #: radiology report's first page.
 HEADER_IGNORED: dict[str, frozenset[str]] = {
     DocType.RADIOLOGY_REPORT.value: frozenset({"IMPRESSION", "HISTORY", "EXAM", "INDICATIONS", "PROCEDURE"})}
-CONT_WORD = re.compile(r"[^\W\d_]{4,}")
 #: EMBEDDED_RAW: the type's total is at least this fraction of the dominant's, and one page
 #: scores at least EMBEDDED_MIN_PEAK for it.
 EMBEDDED_RATIO = 0.45
@@ -241,7 +241,7 @@ class _Page:
     @property
     def words(self) -> frozenset[str]:
         if self._words is None:
-            self._words = frozenset(CONT_WORD.findall(self.text.lower()))
+            self._words = distinct_words(self.text)
         return self._words
 
     @property
@@ -253,7 +253,8 @@ class _Page:
     _scores: dict[str, float] | None = None
     _layout: FormLayout | None = None
 
-    _form: bool | None = None
+    #: which rule makes it a form page (:func:`form_rule`), "" when none; None until asked
+    _form_rule: str | None = None
 
     def score(self, doc_type: str) -> float:
         if self._scores is None:
@@ -267,11 +268,16 @@ class _Page:
         return self._layout
 
     @property
+    def form_rule(self) -> str | None:
+        """Which rule makes the page a form page (:func:`form_rule`), None when it is none."""
+        if self._form_rule is None:
+            self._form_rule = form_rule(self.analysis, self.layout) or ""
+        return self._form_rule or None
+
+    @property
     def form(self) -> bool:
-        """The page is a form as a whole (see FORM_MIN_LINES: its layout, and no strong clinical reading)."""
-        if self._form is None:
-            self._form = is_form(self.analysis, self.layout)
-        return self._form
+        """The page is a form as a whole (:func:`is_form`: its layout, or it addresses or instructs its reader)."""
+        return self.form_rule is not None
 
 
 CLINICAL = DocType.CLINICAL_NOTE.value
@@ -470,10 +476,7 @@ def _headed_types(page: _Page) -> frozenset[str]:
 def continuity(prev: _Page, page: _Page) -> float | None:
     """The continuity score of ``page`` after ``prev``: the Jaccard share of their distinct words
     (None when either has no word: no evidence either way)."""
-    a, b = prev.words, page.words
-    if not a or not b:
-        return None
-    return len(a & b) / len(a | b)
+    return word_share(prev.words, page.words)
 
 
 def _continuity_factor(score: float | None) -> float:
@@ -867,7 +870,7 @@ _SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.valu
 def _form_reason(page: _Page) -> str:
     """Why a page is a form page (numbers only)."""
     lay = page.layout
-    rule = form_rule(page.analysis, lay)
+    rule = page.form_rule
     if rule == "addressed":
         why = f"it addresses its reader: {lay.addressed} of {lay.words} words are you/your"
     elif rule == "instructed":

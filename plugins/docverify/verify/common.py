@@ -403,6 +403,24 @@ def describe_differences(differs: dict[str, dict[str, list[str]]]) -> str:
     return "; ".join(parts)
 
 
+#: a word of a page's vocabulary for :func:`word_share`: 4+ letters
+_VOCABULARY_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def distinct_words(text: str) -> frozenset[str]:
+    """A page's distinct words of 4+ letters, lower-cased (what :func:`word_share` compares)."""
+    return frozenset(_VOCABULARY_WORD.findall(text.lower()))
+
+
+def word_share(a: frozenset[str], b: frozenset[str]) -> float | None:
+    """The Jaccard share of two pages' distinct words (:func:`distinct_words`); None when either has no word
+    (no evidence either way). Pages of one document share their vocabulary, the first page of another shares
+    little: the classifier's page continuity (ADR 0035) and V2's seam check (ADR 0059) both read it."""
+    if not a or not b:
+        return None
+    return len(a & b) / len(a | b)
+
+
 def is_number(x: float) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 

@@ -14,7 +14,6 @@ model that never sees the labels and shares nothing with the classifier's lexico
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field
@@ -32,7 +31,15 @@ from docverify.domain.models import (
 )
 from docverify.domain.policy import VerifyPolicy
 from docverify.verify import independent, v2_blind
-from docverify.verify.common import is_number, page_runs, page_span, seg_loc, segment_text
+from docverify.verify.common import (
+    distinct_words,
+    is_number,
+    page_runs,
+    page_span,
+    seg_loc,
+    segment_text,
+    word_share,
+)
 from docverify.verify.llm_io import Finding, JudgmentFindings, JudgmentInputs, judgment_view, page_entry
 from docverify.verify.policy_checks import rule_checks
 from docverify.verify.spec import VerifierSpec
@@ -314,8 +321,6 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
     return lexical + reading
 
 
-#: The seam check (:func:`seams`): words of 4+ letters, as the classifier's continuity counts them.
-_SEAM_WORD = re.compile(r"[^\W\d_]{4,}")
 #: An edge page of a multi-page segment is a seam when it shares less than this Jaccard share of its distinct
 #: words with the page beside it inside the segment (the first page of another document shares little: on the
 #: tuning part's intake packets 94 % of the pages where a document begins score under it, 9 % of the
@@ -325,11 +330,6 @@ SEAM_MAX_SHARED = 0.04
 #: less than this probability. The three together, chosen out of fold on the tuning part's intake packets
 #: (``scripts/cv_intake.py``), flag 10 of its 29 false accepts and 7 of its 381 right packets (ADR 0059).
 SEAM_MAX_OWN = 0.5
-
-
-def _shared(a: str, b: str) -> float | None:
-    wa, wb = frozenset(_SEAM_WORD.findall(a.lower())), frozenset(_SEAM_WORD.findall(b.lower()))
-    return len(wa & wb) / len(wa | wb) if wa and wb else None
 
 
 def seams(bundle: DocumentBundle, cls: ClassificationOutput, reader: independent.Reader | None = None) -> list[Issue]:
@@ -350,7 +350,7 @@ def seams(bundle: DocumentBundle, cls: ClassificationOutput, reader: independent
             page, beside = pages_by_num.get(num), pages_by_num.get(inner)
             if page is None or beside is None:
                 continue
-            shared = _shared(page.text, beside.text)
+            shared = word_share(distinct_words(page.text), distinct_words(beside.text))
             if shared is None or shared >= SEAM_MAX_SHARED or score_text(page.text).get(own, 0.0) > 0.0:
                 continue
             r = r or reader or independent.default_reader()
