@@ -27,7 +27,7 @@ from pydantic import (
     WrapValidator,
 )
 
-from docverify.domain.models import DOC_TYPES, PRESENCE_RANK
+from docverify.domain.models import DOC_TYPES, PRESENCE_RANK, strongest_levels
 
 _T = TypeVar("_T")
 
@@ -115,10 +115,6 @@ class ClassificationView(_View):
     def strongest(self) -> dict[str, str]:
         """Each type's strongest presence level over the mixture and every segment's entries
         (types and levels the models know only)."""
-        out: dict[str, str] = {}
-        for e in [*self.document_mixture, *(c for s in self.segments for c in s.classifications)]:
-            t, level = e.doc_type, e.presence_level
-            if (t is not None and level is not None and t in DOC_TYPES and level in PRESENCE_RANK
-                    and PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(t, "NO_EVIDENCE")]):
-                out[t] = level
-        return out
+        entries = [*self.document_mixture, *(c for s in self.segments for c in s.classifications)]
+        return strongest_levels((e.doc_type, e.presence_level) for e in entries
+                                if e.doc_type in DOC_TYPES and e.presence_level in PRESENCE_RANK)

@@ -13,6 +13,7 @@ members ("pathology report" is not "Pathology Report").
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NotRequired
 
@@ -54,6 +55,16 @@ class PresenceLevel(StrEnum):
 
 #: Strength of a presence level (the strongest wins when levels are combined).
 PRESENCE_RANK = {"PRIMARY": 3, "EMBEDDED_RAW": 2, "MENTION_ONLY": 1, "NO_EVIDENCE": 0}
+
+
+def strongest_levels(levels: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Each type's strongest presence level among ``(doc_type, presence_level)`` pairs (levels of
+    :data:`PRESENCE_RANK`)."""
+    out: dict[str, str] = {}
+    for doc_type, level in levels:
+        if PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(doc_type, "NO_EVIDENCE")]:
+            out[doc_type] = level
+    return out
 
 
 class Severity(StrEnum):

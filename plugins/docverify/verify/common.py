@@ -15,11 +15,11 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein, Opcodes
 
 from docverify.domain.models import (
-    PRESENCE_RANK,
     ClassificationOutput,
     DocumentBundle,
     Segment,
     TypeClassification,
+    strongest_levels,
 )
 
 #: V3's judgment phase reads only the start of the document (spec slide 5).
@@ -466,13 +466,9 @@ def segment_text(bundle: DocumentBundle, seg: Segment) -> str:
 
 def strongest_presence(cls: ClassificationOutput) -> dict[str, str]:
     """The strongest presence level of each type over the mixture and every segment."""
-    out: dict[str, str] = {}
     levels = [(m.doc_type, m.presence_level) for m in cls.document_mixture]
     levels += [(tc.doc_type, tc.presence_level) for _, _, tc in iter_type_entries(cls)]
-    for doc_type, level in levels:
-        if PRESENCE_RANK[level] >= PRESENCE_RANK[out.get(doc_type, "NO_EVIDENCE")]:
-            out[doc_type] = level
-    return out
+    return strongest_levels(levels)
 
 
 def primary_types(cls: ClassificationOutput) -> set[str]:
