@@ -140,8 +140,9 @@ from docverify.verify.v4_evidence import find_on_page
 #: offline-lexicon-v8 (ADR 0048): v7's (ADR 0045: v6's rules over lexicon-v4) with form pages: a page that is a
 #: form by its layout opens its own Other segment (FORM_*); the lexicon is v7's. offline-lexicon-v9 (ADR 0059):
 #: v8's with a page that addresses its reader ("you", "your": ADDRESS_*), or instructs and addresses them
-#: (INSTRUCTED_FORMS), a form page too.
-IMPLEMENTATION = "offline-lexicon-v9"
+#: (INSTRUCTED_FORMS), a form page too. offline-lexicon-v10 (ADR 0060): v9's with a lone first page (LONE_FIRST_*) a
+#: form page too.
+IMPLEMENTATION = "offline-lexicon-v10"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -276,8 +277,14 @@ class _Page:
 
     @property
     def form(self) -> bool:
-        """The page is a form as a whole (:func:`is_form`: its layout, or it addresses or instructs its reader)."""
+        """The page is a form as a whole (:func:`is_form`: its layout, or it addresses or instructs its reader; or
+        it is a lone first page, :func:`_lone`)."""
         return self.form_rule is not None
+
+    def mark_lone(self) -> None:
+        """Make the page a form page as a lone first page (its scores are computed again as a form page's)."""
+        self._form_rule = LONE
+        self._scores = None
 
 
 CLINICAL = DocType.CLINICAL_NOTE.value
@@ -362,8 +369,24 @@ ADDRESS_MAX_CLINICAL = 6.0
 #: questionnaire lists symptoms, a report never tells its reader to circle them. Tuning part's first pages: 0 of
 #: 1,255 report pages, every questionnaire and 42-60 % of the business, registration and release forms.
 INSTRUCTED_FORMS = True
+#: A lone first page (offline-lexicon-v10, ADR 0060) is a form page too: the first page of a document of several
+#: pages that holds no cue of any type (every score under LONE_FIRST_MAX_SCORE), at least LONE_FIRST_MIN_WORDS
+#: words, and shares under LONE_FIRST_SHARE of its distinct words with page 2. A report's first page names what it
+#: is (its title, its headers) and a continuation page never comes first, so a first page with nothing of any
+#: report and nothing of the page after it is a document of its own -- the last page of a form, an information
+#: leaflet, a form in another language -- which the Viterbi pass let page 2's type absorb (its emissions cost
+#: nothing under any type). Only the first page: a report's *last* page often holds a few words of no type
+#: ("Plan was for repeat cultures.", a QC stub) and little of the page before it. Tuning part (4 draws of the
+#: intake, hard and multi-document sets, the single documents): 8 packets right, none wrong; with the last page too
+#: 11 right and 14 wrong.
+LONE_FIRST_PAGE = True
+LONE_FIRST_MAX_SCORE = 0.5
+LONE_FIRST_SHARE = 0.02
+LONE_FIRST_MIN_WORDS = 3
 #: Confidence of an Other segment of form pages without any Other cue (its layout is the evidence).
 FORM_CONFIDENCE = 0.5
+#: the form rule of a lone first page (``_Page.form_rule``; :func:`form_rule` reads one page and never returns it)
+LONE = "lone first page"
 
 
 def is_form(analysis: TextAnalysis, layout: FormLayout | None = None) -> bool:
@@ -860,7 +883,20 @@ def _pages(bundle: DocumentBundle) -> list[_Page]:
         page = by_num.get(i) or Page(page_num=i, text="")
         text = page.text or ""
         out.append(_Page(i, text, analyse(text), page))
+    if LONE_FIRST_PAGE and len(out) >= 2 and _lone(out[0], out[1]):
+        out[0].mark_lone()
     return out
+
+
+def _lone(first: _Page, second: _Page) -> bool:
+    """``first`` is a lone first page (see LONE_FIRST_PAGE): no form page already, at least LONE_FIRST_MIN_WORDS
+    words, no type scoring LONE_FIRST_MAX_SCORE, under LONE_FIRST_SHARE of its words shared with ``second``."""
+    if first.form or len(first.words) < LONE_FIRST_MIN_WORDS:
+        return False
+    if max(first.score(t) for t in DOC_TYPES) >= LONE_FIRST_MAX_SCORE:
+        return False
+    share = word_share(first.words, second.words)
+    return share is not None and share < LONE_FIRST_SHARE
 
 
 _SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.value: "Pathology",
@@ -871,7 +907,10 @@ def _form_reason(page: _Page) -> str:
     """Why a page is a form page (numbers only)."""
     lay = page.layout
     rule = page.form_rule
-    if rule == "addressed":
+    if rule == LONE:
+        why = (f"a lone first page: no cue of any type, {len(page.words)} words, under {LONE_FIRST_SHARE:.0%} of them "
+               "shared with page 2")
+    elif rule == "addressed":
         why = f"it addresses its reader: {lay.addressed} of {lay.words} words are you/your"
     elif rule == "instructed":
         why = f"it instructs its reader: {lay.instructions} instruction line(s), {lay.addressed} you/your"
