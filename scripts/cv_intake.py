@@ -121,7 +121,8 @@ def run_fold(k: int, folds: int, records: list[dict[str, Any]], args: argparse.N
     ocr_pages = None
     if not args.no_ocr:
         ocr_pages, _ = e2e.scan_forms(held, offset)
-    docs = e2e.part_documents(held, intake=args.packets, seed_offset=offset, kinds=("intake",), ocr_pages=ocr_pages)
+    docs = e2e.part_documents(held, intake=args.packets, seed_offset=offset, kinds=tuple(args.kinds.split(",")),
+                              ocr_pages=ocr_pages)
     forms = sum(ip.is_form(r) for r in held)
     print(f"fold {k}: {len(held)} records held back ({forms} forms), reader trained on {len(train)}; "
           f"{len(docs)} packets", file=sys.stderr)
@@ -141,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=3)
     ap.add_argument("--packets", type=int, default=150, help="intake packets per fold")
     ap.add_argument("--no-ocr", action="store_true")
+    ap.add_argument("--kinds", default="intake",
+                    help="comma-separated kinds of documents per fold (intake, single, multi, hard); default intake")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--details", type=pathlib.Path, default=None,
                     help="append one JSON line per false accept: its segments and the pages that differ (tuning data)")
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        print("\n".join(e2e.render([summary], {"folds": str(args.folds)}, ("intake",))))
+        print("\n".join(e2e.render([summary], {"folds": str(args.folds)}, tuple(args.kinds.split(",")))))
     a = summary["all"]
     print(f"out of fold: wrong {a['classifier_wrong']}/{a['documents']}, stopped {a['stopped']} "
           f"({a['fixed']} fixed), false accepts {a['false_accepts']}/{a['accepted']}, right escalated "
