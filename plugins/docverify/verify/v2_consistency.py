@@ -330,6 +330,8 @@ SEAM_MAX_SHARED = 0.04
 #: less than this probability. The three together, chosen out of fold on the tuning part's intake packets
 #: (``scripts/cv_intake.py``), flag 10 of its 29 false accepts and 7 of its 381 right packets (ADR 0059).
 SEAM_MAX_OWN = 0.5
+#: (the page's lexicon score for the segment's type must not exceed this: 0, no cue at all)
+SEAM_MAX_OWN_SCORE = 0.0
 
 
 def seams(bundle: DocumentBundle, cls: ClassificationOutput, reader: independent.Reader | None = None) -> list[Issue]:
@@ -351,7 +353,7 @@ def seams(bundle: DocumentBundle, cls: ClassificationOutput, reader: independent
             if page is None or beside is None:
                 continue
             shared = word_share(distinct_words(page.text), distinct_words(beside.text))
-            if shared is None or shared >= SEAM_MAX_SHARED or score_text(page.text).get(own, 0.0) > 0.0:
+            if shared is None or shared >= SEAM_MAX_SHARED or score_text(page.text).get(own, 0.0) > SEAM_MAX_OWN_SCORE:
                 continue
             r = r or reader or independent.default_reader()
             reading = r.read(page.text)
