@@ -554,7 +554,9 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "signature and date lines; few sentences; no strong clinical reading) opens its own Other segment; "
         "chosen on the tuning parts' intake packets. `offline-lexicon-v9` (ADR 0059): a page that addresses its "
         "reader (at least 2 % of its 30+ words you/your) is a form page too, whatever its layout; threshold read "
-        "off the tuning part's pages.",
+        "off the tuning part's pages. `offline-lexicon-v10` (ADR 0060): a document's first page with no cue of any "
+        "type that shares under 2 % of its words with page 2 is a form page too (first page only: chosen on the "
+        "tuning part).",
         "- texts are cut into pages of ~3000 characters (`docverify.reporting.labelled_sample.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
