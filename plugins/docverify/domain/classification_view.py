@@ -16,9 +16,7 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     JsonValue,
     StrictFloat,
     StrictInt,
@@ -28,6 +26,7 @@ from pydantic import (
 )
 
 from docverify.domain.models import DOC_TYPES, PRESENCE_RANK, strongest_levels
+from docverify.domain.read_models import StoredView
 
 _T = TypeVar("_T")
 
@@ -51,9 +50,7 @@ Objects = Annotated[list[_T], BeforeValidator(_objects)]
 Number = StrictInt | StrictFloat
 
 
-class _View(BaseModel):
-    # a view, never written back; a validation error could quote page text (PHI)
-    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
+_View = StoredView  # a view, never written back; a validation error could quote page text (PHI)
 
 
 class EvidenceView(_View):

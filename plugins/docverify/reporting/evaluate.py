@@ -95,6 +95,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, StrictS
 from docverify.classify.offline import IMPLEMENTATION, classify_offline
 from docverify.domain.classification_view import Lenient, Number, Objects
 from docverify.domain.models import GroundTruthRecord
+from docverify.domain.read_models import StoredView
 from docverify.reporting.audit_sample import error_kinds as kinds_of
 from docverify.reporting.audit_sample import false_accept_estimate
 from docverify.reporting.labelled_sample import PAGE_CHARS, load_records, sample_path, to_bundle
@@ -441,12 +442,10 @@ class _IssueCode(BaseModel):
     code: Lenient[StrictStr] = None
 
 
-class _PacketFacts(BaseModel):
+class _PacketFacts(StoredView):
     """A stored SME packet as the figures read it, validated once where it is read: each key its JSON
     type or None (a key of another type counts as absent, as the figures always read it); the primary
     classification and the error as stored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
 
     review_kind: Lenient[StrictStr] = None
     primary_classification: JsonValue = None
@@ -457,10 +456,8 @@ class _PacketFacts(BaseModel):
     issues_summary: Objects[_IssueCode] = []
 
 
-class _ResultFacts(BaseModel):
+class _ResultFacts(StoredView):
     """A night's ``result.json`` as the figures read it: its verification and classification as stored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
 
     result: JsonValue = None
     classification: JsonValue = None

@@ -29,9 +29,10 @@ from collections.abc import Mapping
 from typing import Literal, TypeVar
 from urllib.parse import quote, urlencode
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, computed_field
+from pydantic import BaseModel, Field, JsonValue, ValidationError, computed_field
 
 from docverify.domain.models import AttemptRecord, FixApplied, VerificationResult
+from docverify.domain.read_models import StoredRead
 from docverify.storage.paths import safe_id
 from docverify.storage.runstore import (
     BundleMeta,
@@ -186,11 +187,8 @@ class Trace(BaseModel):
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class _Read(BaseModel):
-    """A stored object as the trail reads it, validated once where it is read (ADR 0056): the keys it
-    uses, each with the default an older object reads as; the other keys are left alone."""
-
-    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
+#: a stored object as the trail reads it (:class:`docverify.domain.read_models.StoredRead`)
+_Read = StoredRead
 
 
 class _ReportRead(_Read):

@@ -155,8 +155,9 @@ def _evidence_targets(entry: EntryView, seg: SegmentView, k: int | None,
 
 
 def _details(issue: SMEIssueSummary) -> dict[str, JsonValue]:
-    """The issue's details as stored (JSON): the verifiers' facts, of a shape per code."""
-    details: dict[str, JsonValue] = issue.model_dump(mode="json")["details"]
+    """The issue's details as stored (JSON): the verifiers' facts, of a shape per code (only they are dumped,
+    not the stored page context beside them)."""
+    details: dict[str, JsonValue] = issue.model_dump(mode="json", include={"details"})["details"]
     return details
 
 

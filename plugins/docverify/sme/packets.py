@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from docverify.domain.classification_view import ClassificationView
 from docverify.domain.models import (
@@ -31,6 +31,7 @@ from docverify.domain.models import (
     SMEPacket,
     VerificationResult,
 )
+from docverify.domain.read_models import StoredRead
 from docverify.sme.context import locate_issue, stored_context
 from docverify.sme.facts import has_pages
 from docverify.storage.runstore import VOLATILE, RunStore
@@ -296,8 +297,7 @@ def load_packet(store: ArtifactStore | RunStore, doc_id: str) -> SMEPacket:
             f"'reviewed'; see include/schemas/SMEPacket.json): restore it from the nightly run") from exc
 
 
-class _Read(BaseModel):
-    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
+_Read = StoredRead
 
 
 class _IssueRead(_Read):
