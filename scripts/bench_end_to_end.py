@@ -6,6 +6,7 @@ and how many correct classifications are escalated for nothing.
                                        [--kinds single,multi,hard,intake] [--no-ocr]
                                        [--model M] [--judge-model M] [--admin-trap-whole-document]
                                        [--admin-trap-counts-mentions]
+                                       [--admin-trap-spares-read-reports]
                                        [--no-independent-reading] [--no-write] [--json]
 
 The documents of a part (the committed splits ``docs/benchmarks/classifier_split.json``,
@@ -605,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--admin-trap-whole-document", action="store_true", help="V3 trap 2, strict reading")
     ap.add_argument("--admin-trap-counts-mentions", action="store_true",
                     help="V3 trap 2 also counts MENTION_ONLY (the specification's letter, ADR 0046)")
+    ap.add_argument("--admin-trap-spares-read-reports", action="store_true",
+                    help="V3 trap 2 spares a report segment the independent reading reads as its type (opt-in, ADR 0062)")
     ap.add_argument("--no-independent-reading", action="store_true",
                     help="switch off V2's classifier-independent reading (to measure what it adds)")
     ap.add_argument("--kinds", default=",".join(KINDS),
@@ -625,7 +628,8 @@ def main(argv: list[str] | None = None) -> int:
     classifier = make_judge(args.model)
     judge = make_judge(args.judge_model or args.model)
     policy = VerifyPolicy.from_overrides({"admin_trap_per_segment": not args.admin_trap_whole_document,
-                                          "admin_trap_counts_mentions": args.admin_trap_counts_mentions})
+                                          "admin_trap_counts_mentions": args.admin_trap_counts_mentions,
+                                          "admin_trap_spares_read_reports": args.admin_trap_spares_read_reports})
     if args.no_independent_reading:
         judge = without_independent_reading(judge)
     deps = VerifyDeps(judge=judge, policy=policy)

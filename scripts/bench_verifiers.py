@@ -180,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--admin-trap-counts-mentions", action="store_true",
                     help="V3 trap 2 also counts MENTION_ONLY (the strict letter, opt-in; default: PRIMARY or "
                     "EMBEDDED_RAW only, ADR 0046)")
+    ap.add_argument("--admin-trap-spares-read-reports", action="store_true",
+                    help="V3 trap 2 spares a report segment the independent reading reads as its type (opt-in, ADR 0062)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -193,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     policy = VerifyPolicy.from_overrides({
         "blocker_repair": args.blocker_repair, "patient_identity": not args.no_patient_identity,
         "min_primary_confidence": args.min_primary_confidence, "admin_trap_per_segment": not args.admin_trap_whole_document,
-        "admin_trap_counts_mentions": args.admin_trap_counts_mentions})
+        "admin_trap_counts_mentions": args.admin_trap_counts_mentions,
+        "admin_trap_spares_read_reports": args.admin_trap_spares_read_reports})
     verify_kw: dict[str, Any] = {"policy": policy}
     parts = []
     for name in (("tune", "test") if args.part == "both" else (args.part,)):

@@ -318,6 +318,10 @@ def _policy_flags(sv: argparse.ArgumentParser) -> None:
                     help="V3 trap 2 also counts a report type at MENTION_ONLY (on: the strict letter, any level but "
                     "NO_EVIDENCE; off: PRIMARY or EMBEDDED_RAW only, ADR 0046; default: "
                     f"{'on' if D.admin_trap_counts_mentions else 'off'})")
+    sv.add_argument("--admin-trap-spares-read-reports", action=on_off, default=D.admin_trap_spares_read_reports,
+                    help="V3 trap 2 spares a report segment that V2's independent reading reads as its type (opt-in, "
+                    "ADR 0062; default: "
+                    f"{'on' if D.admin_trap_spares_read_reports else 'off'}: the specification's letter)")
     sv.add_argument("--label-text-guard", action=on_off, default=D.label_text_guard,
                     help="with --model: the offline label-versus-text check beside the model's V2 judgment (default: "
                     f"{'on' if D.label_text_guard else 'off'})")

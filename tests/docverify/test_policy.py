@@ -244,6 +244,23 @@ def test_the_cli_counts_mentions_for_trap_2_only_with_its_flag(tmp_path, capsys)
     assert routes == [("AUTO_ACCEPT", False), ("ESCALATE_TO_SME", True), ("ESCALATE_TO_SME", True)]
 
 
+def test_the_cli_spares_a_report_that_reads_as_one_only_with_its_flag(tmp_path, capsys):
+    """ADR 0062 through ``verify``: a pathology report whose header prints its requisition number is trap 2 by
+    default (the specification's letter) and spared with ``--admin-trap-spares-read-reports``."""
+    from docverify.cli import main
+    from tests.docverify.test_v3_traps import PATH_EV, PATHOLOGY_WITH_REQUISITION
+
+    (tmp_path / "b.json").write_text(bundle([PATHOLOGY_WITH_REQUISITION], "path").model_dump_json())
+    (tmp_path / "c.json").write_text(json.dumps(classification([(1, 1, "Pathology Report", PATH_EV)], "path")))
+    args = ["verify", "--bundle", str(tmp_path / "b.json"), "--classification", str(tmp_path / "c.json")]
+    trapped = []
+    for extra in ([], ["--admin-trap-spares-read-reports"]):
+        assert main(args + extra) == 0
+        out = json.loads(capsys.readouterr().out)
+        trapped.append("TRAP_ADMIN_DOCUMENT" in [i["code"] for a in out["attempts"] for i in a["issues"]])
+    assert trapped == [True, False]
+
+
 def test_one_constructor_from_a_mapping_of_overrides():
     """Settings, the CLI flags and the verifier benchmark build their policy the same way."""
     assert P.VerifyPolicy.from_overrides() == P.DEFAULT_POLICY

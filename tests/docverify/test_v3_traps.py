@@ -421,3 +421,55 @@ def test_trap2_rule_phase_keywords_default_to_the_letter():
     b, c = _form_with_pathology_at("MENTION_ONLY")
     assert [i.code for i in v3_traps.rule_phase(b, c)] == ["TRAP_ADMIN_DOCUMENT"]
     assert v3_traps.rule_phase(b, c, counts_mentions=False) == []
+
+
+PATHOLOGY_WITH_REQUISITION = (
+    "SURGICAL PATHOLOGY REPORT\nRequisition: S24-1187    Collected: 03/04/2024\n"
+    "CLINICAL HISTORY: Sigmoid colon mass on colonoscopy.\n"
+    "GROSS DESCRIPTION: Received in formalin labeled sigmoid colon is a segment of colon measuring 22.0 cm in length "
+    "with an ulcerated, firm tumor measuring 4.1 x 3.2 cm located 6.0 cm from the distal margin. Representative "
+    "sections are submitted in cassettes A1-A12.\n"
+    "MICROSCOPIC DESCRIPTION: Sections show a moderately differentiated adenocarcinoma invading through the "
+    "muscularis propria into pericolonic adipose tissue. Lymphovascular invasion is present.\n"
+    "FINAL DIAGNOSIS: Sigmoid colon, resection: invasive adenocarcinoma, moderately differentiated, pT3 pN1a. "
+    "Margins negative.")
+PATH_EV = {"snippet": "FINAL DIAGNOSIS: Sigmoid colon, resection: invasive adenocarcinoma", "page": 1,
+           "anchors_found": []}
+
+
+def _pathology_report_saying_requisition():
+    return (bundle([PATHOLOGY_WITH_REQUISITION]),
+            ClassificationOutput.model_validate(classification([(1, 1, "Pathology Report", PATH_EV)])))
+
+
+def test_trap2_a_pathology_report_that_says_requisition_escalates_by_default():
+    """The specification's letter: an administrative keyword and a report type at PRIMARY is a BLOCKER, even in
+    a real pathology report whose header names its requisition number. The default follows it."""
+    from docverify.domain.policy import DEFAULT_POLICY
+
+    assert DEFAULT_POLICY.admin_trap_spares_read_reports is False
+    b, c = _pathology_report_saying_requisition()
+    [issue] = _trap2(b, c)
+    assert issue.details["keywords"] == ["requisition"] and issue.details["presence_level"] == "PRIMARY"
+
+
+def test_trap2_opt_in_spares_a_report_the_independent_reading_reads_as_its_type():
+    """ADR 0062 (opt-in): the segment reads as a pathology report in V2's independent reading (≥ 0.9), so the
+    keyword is a report's header, not an administrative document called a report."""
+    from docverify.domain.policy import SPARED_READING
+    from docverify.verify import independent
+
+    b, c = _pathology_report_saying_requisition()
+    assert independent.default_reader().read(PATHOLOGY_WITH_REQUISITION).probs["Pathology Report"] >= SPARED_READING
+    assert _trap2(b, c, admin_trap_spares_read_reports=True) == []
+
+
+@pytest.mark.parametrize("per_segment", [True, False])
+def test_trap2_opt_in_still_stops_a_form_called_a_report(per_segment):
+    """A requisition labelled Pathology Report PRIMARY does not read as one: the opt-in spares nothing there, and
+    the whole-document reading (no segment) is never spared."""
+    b, c = _form_with_pathology_at("PRIMARY")
+    [issue] = _trap2(b, c, admin_trap_per_segment=per_segment, admin_trap_spares_read_reports=True)
+    assert (issue.severity, issue.details["presence_level"]) == ("BLOCKER", "PRIMARY")
+    b, c = _pathology_report_saying_requisition()
+    assert len(_trap2(b, c, admin_trap_per_segment=False, admin_trap_spares_read_reports=True)) == 1

@@ -6,7 +6,9 @@ Rule phase (data in ``include/rules/traps.json``):
 2. administrative keywords in the document and a report type that is not NO_EVIDENCE → BLOCKER;
    by default read per segment (ADR 0037) and counting a report type at PRIMARY or EMBEDDED_RAW only:
    MENTION_ONLY, the specification's own remedy for a type a document only mentions, does not
-   trigger it (ADR 0046; policy ``admin_trap_counts_mentions`` restores the letter);
+   trigger it (ADR 0046; policy ``admin_trap_counts_mentions`` restores the letter); opt-in
+   (``admin_trap_spares_read_reports``, ADR 0062), a PRIMARY report segment that V2's independent reading
+   reads as that type with at least ``SPARED_READING`` is spared;
 3. header/footer patterns (page X of Y, fax numbers, MRN, date of birth) in evidence → MINOR.
 
 Every text (page text, vendor_signals, evidence snippets) is matched in
@@ -32,8 +34,9 @@ from pydantic import Field
 
 from docverify.domain.codes import make_issue
 from docverify.domain.models import ClassificationOutput, DocumentBundle, Issue, Segment
-from docverify.domain.policy import VerifyPolicy
+from docverify.domain.policy import SPARED_READING, VerifyPolicy
 from docverify.domain.resources import load_rule
+from docverify.verify import independent  # its model loads on first use, not at import
 from docverify.verify.common import (
     V3_CONTEXT_CHARS,
     iter_type_entries,
@@ -133,12 +136,14 @@ TRAP2_LEVELS_STRICT = frozenset({"PRIMARY", "EMBEDDED_RAW", "MENTION_ONLY"})
 
 
 def rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, *, per_segment: bool = False,
-               counts_mentions: bool = True) -> list[Issue]:
+               counts_mentions: bool = True, spares_read_reports: bool = False) -> list[Issue]:
     """The three rule traps. The keywords' defaults are the specification's letter (trap 2 over the
     whole document, any level but NO_EVIDENCE); the verifier passes the policy's readings
-    (``admin_trap_per_segment``, ``admin_trap_counts_mentions``: per segment, PRIMARY/EMBEDDED_RAW)."""
+    (``admin_trap_per_segment``, ``admin_trap_counts_mentions``: per segment, PRIMARY/EMBEDDED_RAW;
+    ``admin_trap_spares_read_reports``: a report segment the independent reading reads as its type is spared)."""
     r = _rules()
-    return [*_trap_routine_lab(r, cls), *_trap_admin(r, bundle, cls, per_segment, counts_mentions),
+    return [*_trap_routine_lab(r, cls),
+            *_trap_admin(r, bundle, cls, per_segment, counts_mentions, spares_read_reports),
             *_trap_header_footer(r, cls)]
 
 
@@ -156,8 +161,13 @@ def _trap_routine_lab(r: _TrapRules, cls: ClassificationOutput) -> list[Issue]:
     )]
 
 
+def _read_as(text: str, doc_type: str) -> bool:
+    """V2's independent reading (no classification seen) gives ``text`` ``doc_type`` at least SPARED_READING."""
+    return independent.default_reader().read(text).probs.get(doc_type, 0.0) >= SPARED_READING
+
+
 def _trap_admin(r: _TrapRules, bundle: DocumentBundle, cls: ClassificationOutput, per_segment: bool,
-                counts_mentions: bool) -> list[Issue]:
+                counts_mentions: bool, spares_read_reports: bool = False) -> list[Issue]:
     """Trap 2 — administrative keywords + a report type that is not NO_EVIDENCE. The specification's
     rule reads the whole document against the strongest level of each report type; with
     ``per_segment`` (policy ``admin_trap_per_segment``) the keywords of a segment's pages are read
@@ -167,7 +177,9 @@ def _trap_admin(r: _TrapRules, bundle: DocumentBundle, cls: ClassificationOutput
     Without ``counts_mentions`` (policy ``admin_trap_counts_mentions`` off, ADR 0046) a report type
     counts at PRIMARY or EMBEDDED_RAW: a form classified Other that records the report types it
     *mentions* ("pathology, radiology" among the records to release) at MENTION_ONLY — what the
-    specification recommends for a mentioned type — is not an administrative document called a report."""
+    specification recommends for a mentioned type — is not an administrative document called a report.
+    With ``spares_read_reports`` (opt-in, ADR 0062) a segment labelled a report type PRIMARY that the
+    independent reading reads as that type (:func:`_read_as`) is spared: it reads as the report it is labelled."""
     counted = TRAP2_LEVELS_STRICT if counts_mentions else TRAP2_LEVELS
     scopes: list[tuple[Segment | None, str, dict[str, str]]] = (
         [(seg, segment_text(bundle, seg), {tc.doc_type: tc.presence_level for tc in seg.classifications})
@@ -180,6 +192,9 @@ def _trap_admin(r: _TrapRules, bundle: DocumentBundle, cls: ClassificationOutput
             continue
         for rt in r["report_types"]:
             level = levels.get(rt, "NO_EVIDENCE")
+            if (level in counted and spares_read_reports and seg is not None and level == "PRIMARY"
+                    and _read_as(text, rt)):
+                continue
             if level in counted:
                 quoted = ", ".join(f"'{k}'" for k in keywords)
                 where = f" in segment {seg.segment_index}" if seg is not None and len(cls.segments) > 1 else ""
@@ -310,7 +325,8 @@ def llm_inputs(bundle: DocumentBundle, classification: ClassificationOutput) -> 
 
 def _rule_phase(bundle: DocumentBundle, cls: ClassificationOutput, policy: VerifyPolicy) -> list[Issue]:
     return rule_phase(bundle, cls, per_segment=policy.admin_trap_per_segment,
-                      counts_mentions=policy.admin_trap_counts_mentions)
+                      counts_mentions=policy.admin_trap_counts_mentions,
+                      spares_read_reports=policy.admin_trap_spares_read_reports)
 
 
 SPEC = VerifierSpec(

@@ -67,7 +67,8 @@ def policy(s: Settings) -> P.VerifyPolicy:
     """The verification policy of the Variables ``docverify_blocker_repair`` (off),
     ``docverify_check_patient_identity`` (on), ``docverify_min_primary_confidence`` (0 = off) and
     ``docverify_label_text_guard`` (on), ``docverify_admin_trap_per_segment`` (on) and
-    ``docverify_admin_trap_counts_mentions`` (off) (:data:`POLICY_FIELDS`):
+    ``docverify_admin_trap_counts_mentions`` (off), ``docverify_admin_trap_spares_read_reports`` (off)
+    (:data:`POLICY_FIELDS`):
     the tasks pass it to the verify and retry stages (in their :class:`~docverify.pipeline.document.VerifyDeps`) and to
     the batch-mode collect pass (``policy=…``), never through the judge."""
     return P.VerifyPolicy.from_overrides({p: getattr(s, f) for f, p in policy_fields(type(s)).items()})

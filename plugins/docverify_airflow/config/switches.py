@@ -211,6 +211,8 @@ class Switches(BaseModel):
     label_text_guard: OnOff = policy_switch("docverify_label_text_guard", "label_text_guard")
     admin_trap_per_segment: OnOff = policy_switch("docverify_admin_trap_per_segment", "admin_trap_per_segment")
     admin_trap_counts_mentions: OnOff = policy_switch("docverify_admin_trap_counts_mentions", "admin_trap_counts_mentions")
+    admin_trap_spares_read_reports: OnOff = policy_switch("docverify_admin_trap_spares_read_reports",
+                                                          "admin_trap_spares_read_reports")
     sme_assignees: str = switch("docverify_sme_assignees", "", doc=(
         "Comma-separated SME reviewers of the review packets when the sme_review DAG's assignees param is "
         "empty."))
