@@ -248,10 +248,10 @@ def test_the_cli_spares_a_report_that_reads_as_one_only_with_its_flag(tmp_path, 
     """ADR 0062 through ``verify``: a pathology report whose header prints its requisition number is trap 2 by
     default (the specification's letter) and spared with ``--admin-trap-spares-read-reports``."""
     from docverify.cli import main
-    from tests.docverify.test_v3_traps import PATH_EV, PATHOLOGY_WITH_REQUISITION
+    from tests.docverify.test_v3_traps import PATHOLOGY_WITH_REQUISITION, REQUISITION_PATH_EV
 
     (tmp_path / "b.json").write_text(bundle([PATHOLOGY_WITH_REQUISITION], "path").model_dump_json())
-    (tmp_path / "c.json").write_text(json.dumps(classification([(1, 1, "Pathology Report", PATH_EV)], "path")))
+    (tmp_path / "c.json").write_text(json.dumps(classification([(1, 1, "Pathology Report", REQUISITION_PATH_EV)], "path")))
     args = ["verify", "--bundle", str(tmp_path / "b.json"), "--classification", str(tmp_path / "c.json")]
     trapped = []
     for extra in ([], ["--admin-trap-spares-read-reports"]):

@@ -104,6 +104,34 @@ def test_offline_judgment_routine_labs_under_genomic_label():
     assert len(judge(b, c)) == 2  # lab values without genomic terms + vendor missing from signals
 
 
+def test_offline_judgment_reads_the_genomic_segment_not_the_note_that_opens_the_pdf():
+    """ADR 0063: a Quest CBC (a lab panel, rightly Other) opens a PDF, the genomic report follows in its own
+    segment: the genomic segment's opening has genomic terms and names no vendor -- no trap. The document's
+    first 4,000 characters (the CBC) would have raised both rules."""
+    from scripts.support.examples import CBC_QUEST, GENOMIC_P1, GENOMIC_P2
+
+    b = bundle([CBC_QUEST, GENOMIC_P1, GENOMIC_P2], "packet")
+    c = classification([(1, 1, "Other", {"snippet": "CBC WITH DIFFERENTIAL", "page": 1, "anchors_found": []}),
+                        (2, 3, "Genomic Report", {"snippet": "BRCA1/2 Analysis — Full Gene Sequencing", "page": 2,
+                                                  "anchors_found": ["BRCA1/2 Analysis"]})], "packet")
+    assert [i for i in judge(b, c) if i.code == "TRAP_CONTEXT"] == []
+
+
+def test_offline_judgment_a_lab_panel_labelled_genomic_inside_a_pdf_is_still_caught():
+    """The error the rule is for, in a PDF of several documents: the lab panel's own segment called a Genomic
+    Report. Both rules fire on that segment and name it."""
+    from scripts.support.examples import CBC_QUEST, NOTE_P3
+
+    b = bundle([NOTE_P3, CBC_QUEST], "packet2")
+    c = classification([(1, 1, "Clinical Note", {"snippet": "ASSESSMENT AND PLAN: Refer to high-risk breast clinic",
+                                                 "page": 1, "anchors_found": []}),
+                        (2, 2, "Genomic Report", {"snippet": "CBC WITH DIFFERENTIAL", "page": 2,
+                                                  "anchors_found": ["WBC"]})], "packet2")
+    found = [i for i in judge(b, c) if i.code == "TRAP_CONTEXT"]
+    assert len(found) == 2 and all(i.details["segment_index"] == 2 for i in found)
+    assert found[0].location == "segments[2] → Genomic Report" and "of segment 2" in found[0].message
+
+
 def test_offline_judgment_mention_only():
     b = bundle(["Clinic visit. The pathology report was reviewed with the patient. Plan: follow up."], "m")
     c = classification([(1, 1, "Pathology Report", {"snippet": "The pathology report was reviewed", "page": 1,
@@ -433,13 +461,13 @@ PATHOLOGY_WITH_REQUISITION = (
     "muscularis propria into pericolonic adipose tissue. Lymphovascular invasion is present.\n"
     "FINAL DIAGNOSIS: Sigmoid colon, resection: invasive adenocarcinoma, moderately differentiated, pT3 pN1a. "
     "Margins negative.")
-PATH_EV = {"snippet": "FINAL DIAGNOSIS: Sigmoid colon, resection: invasive adenocarcinoma", "page": 1,
+REQUISITION_PATH_EV = {"snippet": "FINAL DIAGNOSIS: Sigmoid colon, resection: invasive adenocarcinoma", "page": 1,
            "anchors_found": []}
 
 
 def _pathology_report_saying_requisition():
     return (bundle([PATHOLOGY_WITH_REQUISITION]),
-            ClassificationOutput.model_validate(classification([(1, 1, "Pathology Report", PATH_EV)])))
+            ClassificationOutput.model_validate(classification([(1, 1, "Pathology Report", REQUISITION_PATH_EV)])))
 
 
 def test_trap2_a_pathology_report_that_says_requisition_escalates_by_default():

@@ -229,37 +229,45 @@ def _trap_header_footer(r: _TrapRules, cls: ClassificationOutput) -> list[Issue]
 
 
 def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
-    """The context rules over the opening :data:`V3_CONTEXT_CHARS` characters of the document,
-    and the mention-only rule over the opening of each segment that labels a report PRIMARY (a
-    release form on page 1 naming pathology says nothing of the pathology report that starts on
-    page 3)."""
+    """The context rules over the opening :data:`V3_CONTEXT_CHARS` characters of each segment that labels
+    Genomic Report PRIMARY (ADR 0063: in a PDF of several documents, the clinical note that opens it says
+    nothing of the genomic report on page 5; one segment: the document's opening, as before), and the
+    mention-only rule over the opening of each segment that labels a report PRIMARY (a release form on page 1
+    naming pathology says nothing of the pathology report that starts on page 3)."""
     r = _rules()
-    ctx = match_form(bundle.full_text()[:V3_CONTEXT_CHARS])
     issues: list[Issue] = []
-    primaries = primary_types(cls)
-
-    if GENOMIC in primaries:
+    genomic_segments = [seg for seg in cls.segments
+                        if any(tc.doc_type == GENOMIC and tc.presence_level == "PRIMARY" for tc in seg.classifications)]
+    if GENOMIC in primary_types(cls) and not genomic_segments:
+        genomic_segments = list(cls.segments)  # PRIMARY in the mixture only: the whole document, as the letter
+    declared = set(_vendors(r["vendors"], [match_form(s) for s in cls.vendor_signals]))
+    several = len(cls.segments) > 1
+    for seg in genomic_segments:
+        text = segment_text(bundle, seg) if several else bundle.full_text()
+        ctx = match_form(text[:V3_CONTEXT_CHARS])
+        where = f" of segment {seg.segment_index}" if several else ""
+        at = {"segment_index": seg.segment_index} if several else {}
         labs, genomic = _found(r["ctx"]["labs"], ctx), _found(r["ctx"]["genomic"], ctx)
         if len(labs) >= 2 and not genomic:
             issues.append(make_issue(
                 "TRAP_CONTEXT",
-                f"Genomic Report is PRIMARY but the opening text shows routine lab values "
+                f"Genomic Report is PRIMARY but the opening text{where} shows routine lab values "
                 f"({len(labs)} lab markers) and no genomic terms",
-                agent="V3", location="document_mixture → Genomic Report",
+                agent="V3",
+                location=f"segments[{seg.segment_index}] → Genomic Report" if several
+                else "document_mixture → Genomic Report",
                 suggested_fix="Check whether this is a routine lab panel ('Other')",
-                details={"lab_markers": labs, "implementation": OFFLINE_IMPLEMENTATION},
+                details={"lab_markers": labs, **at, "implementation": OFFLINE_IMPLEMENTATION},
             ))
-        in_text = _vendors(r["text_vendors"], [ctx])
-        declared = set(_vendors(r["vendors"], [match_form(s) for s in cls.vendor_signals]))
-        missed = sorted(set(in_text) - declared)
+        missed = sorted(set(_vendors(r["text_vendors"], [ctx])) - declared)
         if missed:
             issues.append(make_issue(
                 "TRAP_CONTEXT",
-                f"The text names a routine lab vendor ({', '.join(missed)}) missing from vendor_signals "
+                f"The text{where} names a routine lab vendor ({', '.join(missed)}) missing from vendor_signals "
                 f"while Genomic Report is PRIMARY",
                 agent="V3", location="vendor_signals",
                 suggested_fix="Add the vendor to vendor_signals and re-check the Genomic Report label",
-                details={"vendors": missed, "implementation": OFFLINE_IMPLEMENTATION},
+                details={"vendors": missed, **at, "implementation": OFFLINE_IMPLEMENTATION},
             ))
 
     # Mention-only trap: a report type is PRIMARY in a segment, its name appears in the segment's
