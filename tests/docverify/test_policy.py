@@ -247,8 +247,9 @@ def test_the_cli_counts_mentions_for_trap_2_only_with_its_flag(tmp_path, capsys)
 def test_the_cli_spares_a_report_that_reads_as_one_only_with_its_flag(tmp_path, capsys):
     """ADR 0062 through ``verify``: a pathology report whose header prints its requisition number is trap 2 by
     default (the specification's letter) and spared with ``--admin-trap-spares-read-reports``."""
-    from docverify.cli import main
     from tests.docverify.test_v3_traps import PATHOLOGY_WITH_REQUISITION, REQUISITION_PATH_EV
+
+    from docverify.cli import main
 
     (tmp_path / "b.json").write_text(bundle([PATHOLOGY_WITH_REQUISITION], "path").model_dump_json())
     (tmp_path / "c.json").write_text(json.dumps(classification([(1, 1, "Pathology Report", REQUISITION_PATH_EV)], "path")))
