@@ -84,6 +84,13 @@ def bundle(pages: list[str], doc_id: str = "doc1") -> DocumentBundle:
     )
 
 
+def offline_segments(*pages: str) -> list[tuple[str, int, int]]:
+    """The offline classifier's segments ``(type, first page, last page)`` of a document of ``pages``."""
+    from docverify.classify.offline import classify_offline
+
+    return [(s.dominant_type, s.page_start, s.page_end) for s in classify_offline(bundle(list(pages))).segments]
+
+
 def _types(dominant: str, evidence: EvidenceJSON,
            shares: dict[str, float] | None = None) -> list[TypeClassificationJSON]:
     out: list[TypeClassificationJSON] = []

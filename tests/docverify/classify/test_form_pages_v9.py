@@ -5,10 +5,11 @@ a report that says "you" once in its last lines, or a note full of clinical voca
 
 from __future__ import annotations
 
+from scripts.support.examples import bundle, offline_segments
+
 from docverify.classify import offline
 from docverify.classify.offline import classify_offline, form_rule
 from docverify.domain.lexicon import analyse
-from docverify.domain.models import DocumentBundle, Page
 
 NOTE = (
     "HISTORY OF PRESENT ILLNESS: The patient is a 58-year-old man with two days of substernal chest pain radiating "
@@ -40,14 +41,7 @@ REPORT_TAIL = (
 )
 
 
-def _bundle(*pages: str) -> DocumentBundle:
-    return DocumentBundle(doc_id="d", file_path="x.pdf", total_pages=len(pages),
-                          pages=[Page(page_num=i, text=t) for i, t in enumerate(pages, 1)])
-
-
-def _segments(*pages: str) -> list[tuple[str, int, int]]:
-    out = classify_offline(_bundle(*pages))
-    return [(s.dominant_type, s.page_start, s.page_end) for s in out.segments]
+_segments = offline_segments
 
 
 def test_a_consent_of_prose_addresses_its_reader_and_is_its_own_other_segment():
@@ -61,7 +55,7 @@ def test_a_review_of_systems_questionnaire_instructs_its_reader_and_is_no_clinic
     assert a.scores["Clinical Note"] > a.scores["Other"]
     assert form_rule(a) == "instructed"
     assert _segments(ROS, NOTE) == [("Other", 1, 1), ("Clinical Note", 2, 2)]
-    decisions = classify_offline(_bundle(ROS, NOTE)).page_decisions
+    decisions = classify_offline(bundle([ROS, NOTE])).page_decisions
     assert decisions is not None and "it instructs its reader" in decisions[0].reason
 
 

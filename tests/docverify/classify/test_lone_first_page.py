@@ -6,10 +6,10 @@ type absorb it. Only the first page: a report's last lines alone on its last pag
 from __future__ import annotations
 
 import pytest
+from scripts.support.examples import bundle, offline_segments
 
 from docverify.classify import offline
 from docverify.classify.offline import classify_offline
-from docverify.domain.models import DocumentBundle, Page
 
 PATHOLOGY_1 = (
     "SURGICAL PATHOLOGY REPORT\nSPECIMEN: Colon, sigmoid, resection.\nGROSS DESCRIPTION: Received in formalin is a "
@@ -32,14 +32,7 @@ PRESCRIPTION = ("Receituário de Controle Especial\n1a Via - Farmácia\nRua Dr. 
                 "PACIENTE: fulano de tal\nUso Interno\nTomar 1 comp, VO, por dia. manhã")
 
 
-def _bundle(*pages: str) -> DocumentBundle:
-    return DocumentBundle(doc_id="d", file_path="x.pdf", total_pages=len(pages),
-                          pages=[Page(page_num=i, text=t) for i, t in enumerate(pages, 1)])
-
-
-def _segments(*pages: str) -> list[tuple[str, int, int]]:
-    out = classify_offline(_bundle(*pages))
-    return [(s.dominant_type, s.page_start, s.page_end) for s in out.segments]
+_segments = offline_segments
 
 
 @pytest.mark.parametrize("first", [LEAFLET, PRESCRIPTION], ids=["leaflet", "foreign-language prescription"])
@@ -54,7 +47,7 @@ def test_without_the_rule_the_report_absorbs_it(monkeypatch):
 
 
 def test_the_page_decision_says_why():
-    out = classify_offline(_bundle(LEAFLET, PATHOLOGY_1, PATHOLOGY_2))
+    out = classify_offline(bundle([LEAFLET, PATHOLOGY_1, PATHOLOGY_2]))
     first = out.page_decisions[0]
     assert first.label == "Other" and "lone first page" in first.reason and "shared with page 2" in first.reason
     assert out.page_decisions[1].starts_segment
