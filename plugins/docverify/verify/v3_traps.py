@@ -58,7 +58,8 @@ from docverify.verify.llm_io import (
 from docverify.verify.spec import VerifierSpec
 
 IMPLEMENTATION = "rules-v1"
-OFFLINE_IMPLEMENTATION = "offline-context-rules-v1"
+#: v2 (ADR 0063): the routine-lab and lab-vendor rules read each Genomic Report segment's own opening
+OFFLINE_IMPLEMENTATION = "offline-context-rules-v2"
 GENOMIC = "Genomic Report"
 
 
