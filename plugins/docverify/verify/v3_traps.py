@@ -229,13 +229,9 @@ def _trap_header_footer(r: _TrapRules, cls: ClassificationOutput) -> list[Issue]
     return issues
 
 
-def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
-    """The context rules over the opening :data:`V3_CONTEXT_CHARS` characters of each segment that labels
-    Genomic Report PRIMARY (ADR 0063: in a PDF of several documents, the clinical note that opens it says
-    nothing of the genomic report on page 5; one segment: the document's opening, as before), and the
-    mention-only rule over the opening of each segment that labels a report PRIMARY (a release form on page 1
-    naming pathology says nothing of the pathology report that starts on page 3)."""
-    r = _rules()
+def _genomic_context(r: _TrapRules, bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """The routine-lab and lab-vendor rules over the opening of each segment labelled Genomic Report PRIMARY
+    (one segment, or PRIMARY in the mixture only: the document's opening)."""
     issues: list[Issue] = []
     genomic_segments = [seg for seg in cls.segments
                         if any(tc.doc_type == GENOMIC and tc.presence_level == "PRIMARY" for tc in seg.classifications)]
@@ -270,6 +266,17 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
                 suggested_fix="Add the vendor to vendor_signals and re-check the Genomic Report label",
                 details={"vendors": missed, **at, "implementation": OFFLINE_IMPLEMENTATION},
             ))
+    return issues
+
+
+def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """The context rules over the opening :data:`V3_CONTEXT_CHARS` characters of each segment that labels
+    Genomic Report PRIMARY (ADR 0063: in a PDF of several documents, the clinical note that opens it says
+    nothing of the genomic report on page 5; one segment: the document's opening, as before), and the
+    mention-only rule over the opening of each segment that labels a report PRIMARY (a release form on page 1
+    naming pathology says nothing of the pathology report that starts on page 3)."""
+    r = _rules()
+    issues = _genomic_context(r, bundle, cls)
 
     # Mention-only trap: a report type is PRIMARY in a segment, its name appears in the segment's
     # opening text, none of its sections do.
