@@ -132,6 +132,24 @@ def test_offline_judgment_a_lab_panel_labelled_genomic_inside_a_pdf_is_still_cau
     assert found[0].location == "segments[2] → Genomic Report" and "of segment 2" in found[0].message
 
 
+def test_offline_judgment_genomic_primary_in_the_mixture_only_reads_the_document_opening():
+    """No segment labels Genomic Report PRIMARY but the mixture does: the document's opening is read, as the
+    letter (ADR 0063), and the findings name the mixture, not a segment."""
+    from scripts.support.examples import CBC_QUEST, NOTE_P3
+
+    b = bundle([CBC_QUEST, NOTE_P3], "mixture")
+
+    def shape(c):
+        next(m for m in c["document_mixture"] if m["doc_type"] == "Genomic Report").update(presence_level="PRIMARY")
+
+    c = mutate(classification([(1, 1, "Other", {"snippet": "CBC WITH DIFFERENTIAL", "page": 1, "anchors_found": []}),
+                               (2, 2, "Clinical Note", {"snippet": "ASSESSMENT AND PLAN: Refer to high-risk breast "
+                                                        "clinic", "page": 2, "anchors_found": []})], "mixture"), shape)
+    found = [i for i in judge(b, c) if i.code == "TRAP_CONTEXT"]
+    assert len(found) == 2 and all("segment_index" not in i.details for i in found)
+    assert found[0].location == "document_mixture → Genomic Report"
+
+
 def test_offline_judgment_mention_only():
     b = bundle(["Clinic visit. The pathology report was reviewed with the patient. Plan: follow up."], "m")
     c = classification([(1, 1, "Pathology Report", {"snippet": "The pathology report was reviewed", "page": 1,

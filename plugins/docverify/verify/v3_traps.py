@@ -231,27 +231,29 @@ def _trap_header_footer(r: _TrapRules, cls: ClassificationOutput) -> list[Issue]
 
 def _genomic_context(r: _TrapRules, bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
     """The routine-lab and lab-vendor rules over the opening of each segment labelled Genomic Report PRIMARY
-    (one segment, or PRIMARY in the mixture only: the document's opening)."""
-    issues: list[Issue] = []
-    genomic_segments = [seg for seg in cls.segments
-                        if any(tc.doc_type == GENOMIC and tc.presence_level == "PRIMARY" for tc in seg.classifications)]
-    if GENOMIC in primary_types(cls) and not genomic_segments:
-        genomic_segments = list(cls.segments)  # PRIMARY in the mixture only: the whole document, as the letter
+    (ADR 0063); a document of one segment, or one whose Genomic Report is PRIMARY in the mixture only, is read
+    from its own opening, as the letter."""
+    if GENOMIC not in primary_types(cls):
+        return []
+    genomic = [seg for seg in cls.segments
+               if any(tc.doc_type == GENOMIC and tc.presence_level == "PRIMARY" for tc in seg.classifications)]
+    scopes: list[tuple[Segment | None, str]] = (
+        [(seg, segment_text(bundle, seg)) for seg in genomic] if len(cls.segments) > 1 and genomic
+        else [(None, bundle.full_text())])
     declared = set(_vendors(r["vendors"], [match_form(s) for s in cls.vendor_signals]))
-    several = len(cls.segments) > 1
-    for seg in genomic_segments:
-        text = segment_text(bundle, seg) if several else bundle.full_text()
+    issues: list[Issue] = []
+    for seg, text in scopes:
         ctx = match_form(text[:V3_CONTEXT_CHARS])
-        where = f" of segment {seg.segment_index}" if several else ""
-        at = {"segment_index": seg.segment_index} if several else {}
-        labs, genomic = _found(r["ctx"]["labs"], ctx), _found(r["ctx"]["genomic"], ctx)
-        if len(labs) >= 2 and not genomic:
+        where = f" of segment {seg.segment_index}" if seg is not None else ""
+        at = {"segment_index": seg.segment_index} if seg is not None else {}
+        labs, genomic_terms = _found(r["ctx"]["labs"], ctx), _found(r["ctx"]["genomic"], ctx)
+        if len(labs) >= 2 and not genomic_terms:
             issues.append(make_issue(
                 "TRAP_CONTEXT",
                 f"Genomic Report is PRIMARY but the opening text{where} shows routine lab values "
                 f"({len(labs)} lab markers) and no genomic terms",
                 agent="V3",
-                location=f"segments[{seg.segment_index}] → Genomic Report" if several
+                location=f"segments[{seg.segment_index}] → Genomic Report" if seg is not None
                 else "document_mixture → Genomic Report",
                 suggested_fix="Check whether this is a routine lab panel ('Other')",
                 details={"lab_markers": labs, **at, "implementation": OFFLINE_IMPLEMENTATION},
