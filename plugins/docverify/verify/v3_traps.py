@@ -193,20 +193,19 @@ def _trap_admin(r: _TrapRules, bundle: DocumentBundle, cls: ClassificationOutput
             continue
         for rt in r["report_types"]:
             level = levels.get(rt, "NO_EVIDENCE")
-            if (level in counted and spares_read_reports and seg is not None and level == "PRIMARY"
-                    and _read_as(text, rt)):
+            if level not in counted or (spares_read_reports and seg is not None and level == "PRIMARY"
+                                        and _read_as(text, rt)):
                 continue
-            if level in counted:
-                quoted = ", ".join(f"'{k}'" for k in keywords)
-                where = f" in segment {seg.segment_index}" if seg is not None and len(cls.segments) > 1 else ""
-                issues.append(make_issue(
-                    "TRAP_ADMIN_DOCUMENT",
-                    f"Administrative keywords found ({quoted}) but {rt} marked {level}{where}",
-                    location=f"segments[{seg.segment_index}] → {rt}" if seg is not None else f"document_mixture → {rt}",
-                    suggested_fix=f"If this is an administrative form, classify it as 'Other' and mark {rt} NO_EVIDENCE",
-                    details={"keywords": keywords, "doc_type": rt, "presence_level": level,
-                             **({"segment_index": seg.segment_index} if seg is not None else {})},
-                ))
+            quoted = ", ".join(f"'{k}'" for k in keywords)
+            where = f" in segment {seg.segment_index}" if seg is not None and len(cls.segments) > 1 else ""
+            issues.append(make_issue(
+                "TRAP_ADMIN_DOCUMENT",
+                f"Administrative keywords found ({quoted}) but {rt} marked {level}{where}",
+                location=f"segments[{seg.segment_index}] → {rt}" if seg is not None else f"document_mixture → {rt}",
+                suggested_fix=f"If this is an administrative form, classify it as 'Other' and mark {rt} NO_EVIDENCE",
+                details={"keywords": keywords, "doc_type": rt, "presence_level": level,
+                         **({"segment_index": seg.segment_index} if seg is not None else {})},
+            ))
     return issues
 
 
