@@ -50,13 +50,13 @@ from docverify.domain.lexicon import get_lexicon  # noqa: E402
 from docverify.domain.models import (  # noqa: E402
     DOC_TYPES,  # noqa: E402
     DocumentBundle,
-    Page,
 )
 from docverify.reporting.labelled_sample import (  # noqa: E402
     PAGE_CHARS,
     SAMPLE,
     load_records,  # also the tests' (test_offline_classifier, test_evaluate)
     split_pages,
+    text_page,
     to_bundle,
 )
 
@@ -166,8 +166,7 @@ def _concatenated(kind: str, i: int, pages: list[str]) -> DocumentBundle:
     """A multi-document bundle of page texts (paragraphs split at blank lines)."""
     return DocumentBundle(doc_id=f"{kind}-{i}", file_path=f"corpus://{kind}/{i}", total_pages=len(pages),
                           parser="bench:text-concat",
-                          pages=[Page(page_num=j, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
-                                 for j, t in enumerate(pages, 1)])
+                          pages=[text_page(j, t) for j, t in enumerate(pages, 1)])
 
 
 def make_multidocs(records: list[dict[str, Any]], n: int = MULTI_DOCS, seed: int = MULTI_SEED,

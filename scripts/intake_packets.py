@@ -43,8 +43,8 @@ for _p in (REPO / "plugins", REPO / "scripts"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from docverify.domain.models import DocumentBundle, Page  # noqa: E402
-from docverify.reporting.labelled_sample import PAGE_BREAK  # noqa: E402
+from docverify.domain.models import DocumentBundle  # noqa: E402
+from docverify.reporting.labelled_sample import PAGE_BREAK, text_page  # noqa: E402
 
 OTHER = "Other"
 CLINICAL_TYPES = ("Clinical Note", "Genomic Report", "Pathology Report", "Radiology Report")
@@ -152,8 +152,7 @@ def _form_pages(rng: random.Random, form: Mapping[str, Any]) -> tuple[list[int],
 def _bundle(doc_id: str, pages: list[str]) -> DocumentBundle:
     return DocumentBundle(doc_id=doc_id, file_path=f"corpus://intake/{doc_id}", total_pages=len(pages),
                           parser="bench:intake-packet",
-                          pages=[Page(page_num=j, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
-                                 for j, t in enumerate(pages, 1)])
+                          pages=[text_page(j, t) for j, t in enumerate(pages, 1)])
 
 
 def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int, *,

@@ -34,8 +34,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle, Page
+from docverify.domain.models import DOC_TYPES, ClassificationOutput, DocumentBundle
 from docverify.judging.judges import Judge, Usage
+from docverify.reporting.labelled_sample import text_page
 
 OTHER = "Other"
 #: Words of the sections each type usually carries, used only to choose gold evidence lines
@@ -86,8 +87,7 @@ class BenchDoc:
 def _bundle(doc_id: str, pages: list[str], origin: str) -> DocumentBundle:
     return DocumentBundle(doc_id=doc_id, file_path=f"bench://{origin}/{doc_id}", total_pages=len(pages),
                           parser="bench:text-split",
-                          pages=[Page(page_num=i, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
-                                 for i, t in enumerate(pages, 1)])
+                          pages=[text_page(i, t) for i, t in enumerate(pages, 1)])
 
 
 def single_docs(records: Iterable[dict[str, Any]]) -> list[BenchDoc]:

@@ -18,6 +18,7 @@ import pathlib
 from typing import NotRequired, TypedDict
 
 from docverify.domain.models import DocumentBundle, Page
+from docverify.layout.structure import normalise_line
 
 #: The labelled sample, relative to the corpora folder.
 SAMPLE = pathlib.Path("text_labeled") / "combined_sample.jsonl"
@@ -96,6 +97,14 @@ def record_pages(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
     return pages or [""]
 
 
+def text_page(num: int, text: str) -> Page:
+    """Page ``num`` of a labelled text as a night holds a PDF's page: each line cleaned as the local parser cleans
+    a text layer's (:func:`docverify.layout.structure.normalise_line`: no control characters -- a text layer read
+    as UTF-16 bytes holds a NUL between its letters --, no trailing spaces, NFC), paragraphs at blank lines."""
+    clean = "\n".join(normalise_line(line) for line in text.split("\n"))
+    return Page(page_num=num, text=clean, paragraphs=[p for p in clean.split("\n\n") if p.strip()])
+
+
 def to_bundle(record: LabelledRecord, page_chars: int = PAGE_CHARS) -> DocumentBundle:
     """One record → a DocumentBundle whose pages come from :func:`record_pages`."""
     texts = record_pages(record.get("text") or "", page_chars)
@@ -104,6 +113,5 @@ def to_bundle(record: LabelledRecord, page_chars: int = PAGE_CHARS) -> DocumentB
         file_path=f"corpus://{record.get('corpus', '')}/{record['id']}",
         total_pages=len(texts),
         parser="bench:text-split",
-        pages=[Page(page_num=i, text=t, paragraphs=[p for p in t.split("\n\n") if p.strip()])
-               for i, t in enumerate(texts, 1)],
+        pages=[text_page(i, t) for i, t in enumerate(texts, 1)],
     )
