@@ -847,11 +847,8 @@ def _reasoning(seg: _Seg, dom: str, has_cues: bool, levels: dict[str, str],
                ratios: dict[str, float]) -> str:
     pages = f"page {seg.start}" if seg.start == seg.end else f"pages {seg.start}-{seg.end}"
     if dom == OTHER and seg.forms():
-        fields = sum(p.layout.fields for p in seg.pages)
-        lines = sum(p.layout.lines for p in seg.pages)
-        text = (f"Form layout on {pages}: {fields} of {lines} lines are form fields (labels without a value, "
-                f"blanks, checkboxes, yes/no choices, signature or date lines), "
-                f"{sum(p.layout.sentences for p in seg.pages)} sentence(s) of prose: a form, Other")
+        why = "; ".join(f"page {p.num}: {_form_why(p)}" for p in seg.pages if p.analysis.has_text)
+        text = f"Form on {pages}, Other ({why})"
         cues = _cue_labels(seg, OTHER) if has_cues else []
         return text + (f"; Other cues: {', '.join(cues)}." if cues else ".")
     if not has_cues:
@@ -903,20 +900,24 @@ _SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.valu
           DocType.GENOMIC_REPORT.value: "Genomic", DocType.RADIOLOGY_REPORT.value: "Radiology", OTHER: "Other"}
 
 
-def _form_reason(page: _Page) -> str:
-    """Why a page is a form page (numbers only)."""
+def _form_why(page: _Page) -> str:
+    """Which rule makes a page a form page, in words (numbers only)."""
     lay = page.layout
     rule = page.form_rule
     if rule == LONE:
-        why = (f"a lone first page: no cue of any type, {len(page.words)} words, under {LONE_FIRST_SHARE:.0%} of them "
-               "shared with page 2")
-    elif rule == "addressed":
-        why = f"it addresses its reader: {lay.addressed} of {lay.words} words are you/your"
-    elif rule == "instructed":
-        why = f"it instructs its reader: {lay.instructions} instruction line(s), {lay.addressed} you/your"
-    else:
-        why = f"{lay.fields} of {lay.lines} lines are form fields, {lay.sentences} sentence(s)"
-    return f"form page ({why}; Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})"
+        return (f"a lone first page: no cue of any type, {len(page.words)} words, under {LONE_FIRST_SHARE:.0%} of them "
+                "shared with page 2")
+    if rule == "addressed":
+        return f"it addresses its reader: {lay.addressed} of {lay.words} words are you/your"
+    if rule == "instructed":
+        return f"it instructs its reader: {lay.instructions} instruction line(s), {lay.addressed} you/your"
+    return (f"{lay.fields} of {lay.lines} lines are form fields (labels without a value, blanks, checkboxes, yes/no "
+            f"choices, signature or date lines), {lay.sentences} sentence(s)")
+
+
+def _form_reason(page: _Page) -> str:
+    """Why a page is a form page and what follows (numbers only)."""
+    return f"form page ({_form_why(page)}; Other at least {FORM_OTHER:g}, the clinical types x{FORM_FACTOR:g})"
 
 
 def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> list[PageDecision]:

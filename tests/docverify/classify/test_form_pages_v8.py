@@ -167,7 +167,8 @@ def test_a_form_page_opens_its_own_other_segment(pages, form_page, expected):
     assert decision.starts_segment
     # the form's segment says why it is Other
     segment = next(s for s in out.segments if s.page_start == form_page)
-    assert segment.reasoning.startswith("Form layout on page")
+    assert segment.reasoning.startswith(f"Form on page {form_page}, Other (page {form_page}: ")
+    assert "lines are form fields" in segment.reasoning
     # no other page is a form page
     assert all("form page (" not in d.reason for d in decisions if d.page != form_page)
     # the page after a form starts its report, and says it follows a form
