@@ -28,6 +28,7 @@ from docverify.domain.models import (
     DocumentBundle,
     Issue,
     MixtureEntry,
+    Segment,
 )
 from docverify.domain.policy import VerifyPolicy
 from docverify.verify import independent, v2_blind
@@ -47,7 +48,7 @@ from docverify.verify.spec import VerifierSpec
 IMPLEMENTATION = "rules-v1"
 #: The lexical checks' id, then the independent reader's (its artefact's hash: a retrained model is a
 #: new implementation in every report).
-OFFLINE_IMPLEMENTATION = f"offline-lexical-support-v2+{independent.implementation_id()}"
+OFFLINE_IMPLEMENTATION = f"offline-lexical-support-v3+{independent.implementation_id()}"
 SHARE_TOLERANCE = 0.01
 
 
@@ -307,11 +308,13 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
     (:func:`docverify.verify.independent.disagreements`, ADR 0038). A segment the lexical checks already
     call another type is not reported twice; pages at a segment's edge that both read as the same other type
     are one finding, the reading's fixable ``SEGMENT_BOUNDARY_MISPLACED`` (ADR 0049). The seams (:func:`seams`,
-    ADR 0059) follow, on pages no finding of the reading names."""
+    ADR 0059) and the Other segments' edges (:func:`other_edges`, ADR 0064) follow, on pages no finding of the
+    reading names."""
     lexical = lexical_judgment(bundle, cls)
     seen = {i.details.get("segment_index") for i in lexical if i.code == "LABEL_TEXT_MISMATCH"}
     reading = [i for i in independent.disagreements(bundle, cls) if i.details.get("segment_index") not in seen]
     reading += _new_seams(seams(bundle, cls), reading)
+    reading += _new_seams(other_edges(bundle, cls), reading)
     # pages the lexical check also reads as the type the boundary finding names: one finding, the fixable one
     moved = [(i.details.get("segment_index"), i.details.get("read_as"), i.details.get("pages"))
              for i in reading if i.code == "SEGMENT_BOUNDARY_MISPLACED"]
@@ -372,6 +375,66 @@ def seams(bundle: DocumentBundle, cls: ClassificationOutput, reader: independent
                          "implementation": r.implementation},
             ))
     return issues
+
+
+#: An Other segment's edge page beside a report segment is a report page split off when the reading's most likely
+#: type for it is that report's type, with at least this probability (ADR 0064; the reading's own threshold for
+#: "another type" is 0.6 or more). Chosen out of fold on the tuning part (``scripts/cv_intake.py --kinds
+#: single,multi,hard,intake``): 0.3 and 0.4 flag the same documents.
+EDGE_READS_MIN = 0.4
+
+
+def other_edges(bundle: DocumentBundle, cls: ClassificationOutput,
+                reader: independent.Reader | None = None) -> list[Issue]:
+    """``OTHER_EDGE_READS_AS_NEIGHBOUR`` (MAJOR, a person decides): the first or last page of an "Other" segment,
+    beside a segment of a report type, whose reading (made without the classifier's labels) is most likely that
+    report's type (at least :data:`EDGE_READS_MIN`, the reading not abstaining): a report's last page, or its
+    first, split off as Other. One finding per page (the likelier neighbour when both are reports)."""
+    r = reader
+    pages_by_num = {p.page_num: p for p in bundle.pages}
+    segments = sorted(cls.segments, key=lambda s: s.page_start)
+    other = DocType.OTHER.value
+    issues: list[Issue] = []
+    for i, seg in enumerate(segments):
+        if seg.dominant_type != other:
+            continue
+        found: dict[int, tuple[float, Segment]] = {}
+        for num, nb in _reports_beside(segments, i):
+            page = pages_by_num.get(num)
+            if page is None or independent.letters(page.text) < independent.TINY_MIN_LETTERS:
+                continue
+            r = r or independent.default_reader()
+            reading = r.read(page.text)
+            p = reading.probs[nb.dominant_type]
+            if (max(reading.probs, key=lambda t: reading.probs[t]) == nb.dominant_type and p >= EDGE_READS_MIN
+                    and not reading.abstains(nb.dominant_type) and p > found.get(num, (0.0, nb))[0]):
+                found[num] = (p, nb)
+        reading_id = r.implementation if r is not None else ""
+        for num, (p, nb) in sorted(found.items()):
+            issues.append(make_issue(
+                "OTHER_EDGE_READS_AS_NEIGHBOUR",
+                f"Segment {seg.segment_index} is labelled Other, but its page {num} reads most as "
+                f"{nb.dominant_type} ({p:.2f}), the type of segment {nb.segment_index} beside it: a page of that "
+                "report split off?",
+                agent="V2", location=f"{seg_loc(seg)} → page {num}",
+                suggested_fix=f"Check page {num}: is it part of segment {nb.segment_index} ({nb.dominant_type}), "
+                              "or a document of its own?",
+                details={"segment_index": seg.segment_index, "labelled": other, "pages": [num, num],
+                         "read_as": nb.dominant_type, "neighbour_segment": nb.segment_index,
+                         "probability": round(p, 4), "implementation": reading_id},
+            ))
+    return issues
+
+
+def _reports_beside(segments: list[Segment], i: int) -> list[tuple[int, Segment]]:
+    """``(edge page, neighbour)`` for each segment of a report type right beside ``segments[i]`` (in page order):
+    the one ending on the page before its first page, the one starting on the page after its last."""
+    seg, out = segments[i], []
+    if i and segments[i - 1].page_end == seg.page_start - 1:
+        out.append((seg.page_start, segments[i - 1]))
+    if i + 1 < len(segments) and segments[i + 1].page_start == seg.page_end + 1:
+        out.append((seg.page_end, segments[i + 1]))
+    return [(num, nb) for num, nb in out if nb.dominant_type != DocType.OTHER.value]
 
 
 def _new_seams(seams: list[Issue], reading: list[Issue]) -> list[Issue]:
@@ -448,7 +511,7 @@ SPEC = VerifierSpec(
     title="consistency",
     codes=("SEGMENT_SHARE_SUM", "MIXTURE_SHARE_SUM", "PAGE_OVERLAP", "LABEL_TEXT_MISMATCH", "SEGMENT_HOLDS_OTHER_TYPE",
            "INDEPENDENT_READING_DISAGREES", "SEGMENT_BOUNDARY_MISPLACED", "INDEPENDENT_READING_ABSTAINS",
-           "SEGMENT_EDGE_UNRELATED", "SEGMENT_TYPE_CONTRADICTS_PRESENCE", "PRIMARY_WITHOUT_SHARE", "MIXTURE_CONTRADICTS_SEGMENTS",
+           "SEGMENT_EDGE_UNRELATED", "OTHER_EDGE_READS_AS_NEIGHBOUR", "SEGMENT_TYPE_CONTRADICTS_PRESENCE", "PRIMARY_WITHOUT_SHARE", "MIXTURE_CONTRADICTS_SEGMENTS",
            "DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "PATIENT_IDENTITY_CONFLICT", "LOW_CONFIDENCE_PRIMARY"),
     rule_phase=_rule_phase,
     judgment_codes=("LABEL_TEXT_MISMATCH", "INDEPENDENT_READING_DISAGREES"),
