@@ -187,24 +187,20 @@ class Trace(BaseModel):
 _R = TypeVar("_R", bound=BaseModel)
 
 
-#: a stored object as the trail reads it (:class:`docverify.domain.read_models.StoredRead`)
-_Read = StoredRead
-
-
-class _ReportRead(_Read):
+class _ReportRead(StoredRead):
     run_id: str | None = None
 
 
-class _AcceptedRead(_Read):
+class _AcceptedRead(StoredRead):
     run_id: str | None = None
     accepted_at: str | None = None
 
 
-class _WithdrawnRecordRead(_Read):
+class _WithdrawnRecordRead(StoredRead):
     doc_id: str | None = None
 
 
-class _WithdrawnRead(_Read):
+class _WithdrawnRead(StoredRead):
     """``withdrawn/<night>/<kind>_<key>[.<n>].json``: the copy, why and by which run it was moved."""
 
     doc_id: str | None = None
@@ -439,11 +435,11 @@ def _verify_steps(n: _Night, rec: DocResult | None, result: VerificationResult |
     return steps
 
 
-class _ErrorRead(_Read):
+class _ErrorRead(StoredRead):
     error: str | None = None
 
 
-class _PacketRead(_Read):
+class _PacketRead(StoredRead):
     """A stored SME packet as the trail reads it, validated once where it is read (ADR 0056): each
     key with the default an older packet reads as, of the type its :class:`Step` field has."""
 
@@ -459,7 +455,7 @@ class _PacketRead(_Read):
     error: _ErrorRead | None = None
 
 
-class _AnswerRead(_Read):
+class _AnswerRead(StoredRead):
     """A stored ground-truth version as the trail reads it (validated once where it is read)."""
 
     channel: str | None = None

@@ -297,19 +297,16 @@ def load_packet(store: ArtifactStore | RunStore, doc_id: str) -> SMEPacket:
             f"'reviewed'; see include/schemas/SMEPacket.json): restore it from the nightly run") from exc
 
 
-_Read = StoredRead
-
-
-class _IssueRead(_Read):
+class _IssueRead(StoredRead):
     severity: str = "MINOR"
     code: str | None = None
 
 
-class _ErrorRead(_Read):
+class _ErrorRead(StoredRead):
     error: str | None = None
 
 
-class _PendingRead(_Read):
+class _PendingRead(StoredRead):
     """A stored packet as the list of pending reviews reads it, validated once where it is read: each key
     with the default an older packet reads as."""
 
