@@ -1,7 +1,9 @@
-"""V2's check of an Other segment's edges (``OTHER_EDGE_READS_AS_NEIGHBOUR``, ADR 0064): the first or last page of
-an "Other" segment beside a report whose reading is most likely that report's type (at least EDGE_READS_MIN, the
-reading not abstaining) is a page of the report split off -- a person looks at it. A form that reads as a form,
-an Other page beside another Other, a reading that abstains or leans elsewhere, is no finding."""
+"""V2's checks of a segment's edge against the report beside it. ``OTHER_EDGE_READS_AS_NEIGHBOUR`` (ADR 0064): the
+first or last page of an "Other" segment beside a report whose reading is most likely that report's type (at least
+EDGE_READS_MIN, the reading not abstaining) is a page of the report split off -- a person looks at it. A form that
+reads as a form, an Other page beside another Other, a reading that abstains or leans elsewhere, is no finding.
+``SEGMENT_EDGE_CONTINUES_NEIGHBOUR`` (ADR 0065): a Genomic Report segment's edge page that shares the words of the
+Pathology Report beside it, shows its cues and reads as it is the report's molecular section."""
 
 from __future__ import annotations
 
@@ -12,8 +14,16 @@ from tests.docverify.segments import classification as _classification
 from tests.docverify.test_seams import FORM, REPORT_1, REPORT_2
 
 from docverify.domain.codes import CATALOGUE
-from docverify.domain.models import DOC_TYPES
-from docverify.verify.v2_consistency import EDGE_READS_MIN, offline_judgment, other_edges
+from docverify.domain.models import DOC_TYPES, DocType
+from docverify.verify.common import distinct_words, word_share
+from docverify.verify.v2_consistency import (
+    CONTINUED_MIN_SHARED,
+    CONTINUED_PAIRS,
+    EDGE_READS_MIN,
+    continued_edges,
+    offline_judgment,
+    other_edges,
+)
 
 #: a pathology report's last lines on a page of their own: no cue of any type in the lexicon, a reading that leans
 #: to Pathology Report under the reading's own threshold for "another type"
@@ -117,3 +127,69 @@ def test_no_report_beside_it_no_gap_and_no_report_segment_is_checked():
     assert _pages([(1, 2, "Pathology Report")], [REPORT_1, TAIL], lean) == []
     # a page between them that no segment claims: not beside
     assert _pages([(1, 1, "Pathology Report"), (3, 3, "Other")], [REPORT_1, FORM, TAIL], lean) == []
+
+
+# --------------------------------------------------------------------------- a report's section as another type
+
+#: a pathology report's molecular studies on a page of their own: genomic vocabulary for the lexicon (the
+#: classifier may call it a Genomic Report), the report's specimen and block for the words it shares
+MOLECULAR = ("MOLECULAR STUDIES on block A4 (invasive ductal carcinoma): HER2 gene amplification by FISH not detected "
+             "(HER2/CEP17 ratio 1.1; 60 nuclei). Mismatch repair: MLH1, MSH2, MSH6, PMS2 expression retained. "
+             "Microsatellite instability: stable. Sequencing of PIK3CA exon 20: no pathogenic variant detected. "
+             "Controls reviewed.")
+#: a genomic report of its own after the pathology report
+GENOMIC = ("GENOMIC TESTING REPORT\nTest: Hereditary cancer panel, next-generation sequencing of 84 genes.\nResult: "
+           "POSITIVE. Pathogenic variant detected: BRCA2 c.5946delT (p.Ser1982fs), heterozygous.\nVariant "
+           "classification per ACMG guidelines. Genetic counseling is recommended for the patient and at-risk "
+           "relatives.")
+CONTINUES = "SEGMENT_EDGE_CONTINUES_NEIGHBOUR"
+
+
+def _continued(spans, pages, readings=None):
+    reader = None if readings is None else _Reader(readings)
+    issues = continued_edges(_bundle(pages), _classification(spans), reader)  # type: ignore[arg-type]
+    assert all(i.code == CONTINUES for i in issues)
+    return issues
+
+
+def test_the_continuation_code_is_a_major_a_person_decides():
+    spec = CATALOGUE[CONTINUES]
+    assert (spec.agent, spec.severity, spec.auto_fixable) == ("V2", "MAJOR", False)
+    assert (DocType.GENOMIC_REPORT.value, DocType.PATHOLOGY_REPORT.value) in CONTINUED_PAIRS
+
+
+def test_a_pathology_reports_molecular_page_called_genomic_is_found_and_a_genomic_report_is_not():
+    """The real reader: the molecular studies share the report's words, show its cues and read as it; the
+    hereditary-cancer panel after the same report is a genomic report of its own."""
+    spans = [(1, 2, "Pathology Report"), (3, 3, "Genomic Report")]
+    [issue] = _continued(spans, [REPORT_1, REPORT_2, MOLECULAR])
+    assert issue.details["pages"] == [3, 3] and issue.details["read_as"] == "Pathology Report"
+    assert issue.details["shared_words"] >= CONTINUED_MIN_SHARED and "page 3" in issue.message
+    assert _continued(spans, [REPORT_1, REPORT_2, GENOMIC]) == []
+    # in V2's offline judgment the page is named once (by the reading's own finding when it is surer)
+    b = _bundle([REPORT_1, REPORT_2, MOLECULAR])
+    named = [i.code for i in offline_judgment(b, _classification(spans)) if i.details.get("pages") == [3, 3]]
+    assert len(named) == 1 and named[0] in (CONTINUES, "INDEPENDENT_READING_DISAGREES")
+
+
+def test_each_of_its_conditions():
+    spans = [(1, 2, "Pathology Report"), (3, 3, "Genomic Report")]
+    pages = [REPORT_1, REPORT_2, MOLECULAR]
+    assert len(_continued(spans, pages, {MOLECULAR: _leaning("Pathology Report", EDGE_READS_MIN)})) == 1
+    # the reading leans elsewhere, too little, or abstains
+    assert _continued(spans, pages, {MOLECULAR: _leaning("Genomic Report", 0.9)}) == []
+    assert _continued(spans, pages, {MOLECULAR: _leaning("Pathology Report", EDGE_READS_MIN - 0.01)}) == []
+    assert _continued(spans, pages, {MOLECULAR: _leaning("Pathology Report", 0.9, abstaining=True)}) == []
+    # no Pathology cue on the page (the genomic report), or few words shared with the report's page beside it
+    assert _continued(spans, [REPORT_1, REPORT_2, GENOMIC], {GENOMIC: _leaning("Pathology Report", 0.9)}) == []
+    other_case = ("Immunohistochemistry on colon resection block B2: PMS2 and MLH1 retained. Microsatellite "
+                  "instability testing pending.")  # Pathology cues, another specimen: no word of page 2
+    assert word_share(distinct_words(other_case), distinct_words(REPORT_2)) < CONTINUED_MIN_SHARED
+    assert _continued(spans, [REPORT_1, REPORT_2, other_case], {other_case: _leaning("Pathology Report", 0.9)}) == []
+    # a pair not listed: a clinical note beside the pathology report
+    assert _continued([(1, 2, "Pathology Report"), (3, 3, "Clinical Note")], pages,
+                      {MOLECULAR: _leaning("Pathology Report", 0.9)}) == []
+    # the genomic segment before the report: its last page
+    assert [i.details["pages"] for i in _continued([(1, 1, "Genomic Report"), (2, 3, "Pathology Report")],
+                                                   [MOLECULAR, REPORT_2, REPORT_1],
+                                                   {MOLECULAR: _leaning("Pathology Report", 0.6)})] == [[1, 1]]

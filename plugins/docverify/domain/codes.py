@@ -70,6 +70,9 @@ CATALOGUE: Mapping[str, CodeSpec] = MappingProxyType({
         CodeSpec("OTHER_EDGE_READS_AS_NEIGHBOUR", "V2", _M, False, "IG-2",
                  "An Other segment's first or last page reads most as the report type of the segment beside it: "
                  "a page of that report split off?"),
+        CodeSpec("SEGMENT_EDGE_CONTINUES_NEIGHBOUR", "V2", _M, False, "IG-2",
+                 "A segment's first or last page continues the report beside it (its words, its cues, its reading): "
+                 "a section of that report labelled as another type?"),
         CodeSpec("INDEPENDENT_READING_ABSTAINS", "V2", _m, False, "IG-10",
                  "The reading made without the classifier's labels leans to another type on a text unlike its "
                  "training material, and abstains"),

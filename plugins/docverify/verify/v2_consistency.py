@@ -308,13 +308,14 @@ def offline_judgment(bundle: DocumentBundle, cls: ClassificationOutput) -> list[
     (:func:`docverify.verify.independent.disagreements`, ADR 0038). A segment the lexical checks already
     call another type is not reported twice; pages at a segment's edge that both read as the same other type
     are one finding, the reading's fixable ``SEGMENT_BOUNDARY_MISPLACED`` (ADR 0049). The seams (:func:`seams`,
-    ADR 0059) and the Other segments' edges (:func:`other_edges`, ADR 0064) follow, on pages no finding of the
-    reading names."""
+    ADR 0059), the Other segments' edges (:func:`other_edges`, ADR 0064) and a report's section labelled as
+    another type (:func:`continued_edges`, ADR 0065) follow, on pages no finding of the reading names."""
     lexical = lexical_judgment(bundle, cls)
     seen = {i.details.get("segment_index") for i in lexical if i.code == "LABEL_TEXT_MISMATCH"}
     reading = [i for i in independent.disagreements(bundle, cls) if i.details.get("segment_index") not in seen]
     reading += _new_seams(seams(bundle, cls), reading)
     reading += _new_seams(other_edges(bundle, cls), reading)
+    reading += _new_seams(continued_edges(bundle, cls), reading)
     # pages the lexical check also reads as the type the boundary finding names: one finding, the fixable one
     moved = [(i.details.get("segment_index"), i.details.get("read_as"), i.details.get("pages"))
              for i in reading if i.code == "SEGMENT_BOUNDARY_MISPLACED"]
@@ -426,6 +427,64 @@ def other_edges(bundle: DocumentBundle, cls: ClassificationOutput,
     return issues
 
 
+#: A report's section labelled as another type: (the segment's type, the neighbour's type) pairs checked by
+#: :func:`continued_edges`. A pathology report's ancillary molecular studies (mismatch-repair
+#: immunohistochemistry, FISH, microsatellite instability, cytogenetics) carry the lexicon's genomic vocabulary, so
+#: the classifier can cut them off as a Genomic Report (ADR 0065). Other pairs were measured and flag right
+#: documents (a genomic report's family-history page reads as a clinical note).
+CONTINUED_PAIRS: frozenset[tuple[str, str]] = frozenset({
+    (DocType.GENOMIC_REPORT.value, DocType.PATHOLOGY_REPORT.value)})
+#: ... when the edge page shares at least this Jaccard share of its distinct words with the neighbour's page beside
+#: it (one report's vocabulary: the specimen, the diagnosis) ...
+CONTINUED_MIN_SHARED = 0.03
+#: ... shows at least this lexicon score of the neighbour's type, and reads most as it (EDGE_READS_MIN).
+CONTINUED_MIN_CUE = 1.0
+
+
+def continued_edges(bundle: DocumentBundle, cls: ClassificationOutput,
+                    reader: independent.Reader | None = None) -> list[Issue]:
+    """``SEGMENT_EDGE_CONTINUES_NEIGHBOUR`` (MAJOR, a person decides): the first or last page of a segment whose
+    type and its neighbour's are a pair of :data:`CONTINUED_PAIRS` (a Genomic Report beside a Pathology Report),
+    that continues the neighbour: it shares its words (:data:`CONTINUED_MIN_SHARED`), shows its cues
+    (:data:`CONTINUED_MIN_CUE`) and reads most as its type (:data:`EDGE_READS_MIN`, not abstaining) -- a section
+    of the report labelled as another document."""
+    r = reader
+    pages_by_num = {p.page_num: p for p in bundle.pages}
+    segments = sorted(cls.segments, key=lambda s: s.page_start)
+    issues: list[Issue] = []
+    for i, seg in enumerate(segments):
+        own = seg.dominant_type
+        for num, nb in _reports_beside(segments, i):
+            if (own, nb.dominant_type) not in CONTINUED_PAIRS:
+                continue
+            page, near = pages_by_num.get(num), pages_by_num.get(nb.page_end if nb.page_end < num else nb.page_start)
+            if page is None or near is None or independent.letters(page.text) < independent.TINY_MIN_LETTERS:
+                continue
+            shared = word_share(distinct_words(page.text), distinct_words(near.text))
+            cue = score_text(page.text).get(nb.dominant_type, 0.0)
+            if shared is None or shared < CONTINUED_MIN_SHARED or cue < CONTINUED_MIN_CUE:
+                continue
+            r = r or independent.default_reader()
+            reading = r.read(page.text)
+            p = reading.probs[nb.dominant_type]
+            if (max(reading.probs, key=lambda t: reading.probs[t]) != nb.dominant_type or p < EDGE_READS_MIN
+                    or reading.abstains(nb.dominant_type)):
+                continue
+            issues.append(make_issue(
+                "SEGMENT_EDGE_CONTINUES_NEIGHBOUR",
+                f"Segment {seg.segment_index} is labelled {own}, but its page {num} continues segment "
+                f"{nb.segment_index} ({nb.dominant_type}) beside it: it shares its words (share {shared:.2f}), shows "
+                f"{nb.dominant_type} cues and reads most as one ({p:.2f}): a section of that report?",
+                agent="V2", location=f"{seg_loc(seg)} → page {num}",
+                suggested_fix=f"Check page {num}: is it part of segment {nb.segment_index} ({nb.dominant_type}), "
+                              f"e.g. its molecular studies, rather than a {own} of its own?",
+                details={"segment_index": seg.segment_index, "labelled": own, "pages": [num, num],
+                         "read_as": nb.dominant_type, "neighbour_segment": nb.segment_index,
+                         "shared_words": round(shared, 4), "probability": round(p, 4), "implementation": r.implementation},
+            ))
+    return issues
+
+
 def _reports_beside(segments: list[Segment], i: int) -> list[tuple[int, Segment]]:
     """``(edge page, neighbour)`` for each segment of a report type right beside ``segments[i]`` (in page order):
     the one ending on the page before its first page, the one starting on the page after its last."""
@@ -511,7 +570,7 @@ SPEC = VerifierSpec(
     title="consistency",
     codes=("SEGMENT_SHARE_SUM", "MIXTURE_SHARE_SUM", "PAGE_OVERLAP", "LABEL_TEXT_MISMATCH", "SEGMENT_HOLDS_OTHER_TYPE",
            "INDEPENDENT_READING_DISAGREES", "SEGMENT_BOUNDARY_MISPLACED", "INDEPENDENT_READING_ABSTAINS",
-           "SEGMENT_EDGE_UNRELATED", "OTHER_EDGE_READS_AS_NEIGHBOUR", "SEGMENT_TYPE_CONTRADICTS_PRESENCE", "PRIMARY_WITHOUT_SHARE", "MIXTURE_CONTRADICTS_SEGMENTS",
+           "SEGMENT_EDGE_UNRELATED", "OTHER_EDGE_READS_AS_NEIGHBOUR", "SEGMENT_EDGE_CONTINUES_NEIGHBOUR", "SEGMENT_TYPE_CONTRADICTS_PRESENCE", "PRIMARY_WITHOUT_SHARE", "MIXTURE_CONTRADICTS_SEGMENTS",
            "DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "PATIENT_IDENTITY_CONFLICT", "LOW_CONFIDENCE_PRIMARY"),
     rule_phase=_rule_phase,
     judgment_codes=("LABEL_TEXT_MISMATCH", "INDEPENDENT_READING_DISAGREES"),
