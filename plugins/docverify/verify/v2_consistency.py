@@ -400,15 +400,13 @@ def other_edges(bundle: DocumentBundle, cls: ClassificationOutput,
         if seg.dominant_type != other:
             continue
         found: dict[int, tuple[float, Segment]] = {}
-        for num, nb in _reports_beside(segments, i):
+        for num, nb, _ in _reports_beside(segments, i):
             page = pages_by_num.get(num)
             if page is None or independent.letters(page.text) < independent.TINY_MIN_LETTERS:
                 continue
             r = r or independent.default_reader()
-            reading = r.read(page.text)
-            p = reading.probs[nb.dominant_type]
-            if (max(reading.probs, key=lambda t: reading.probs[t]) == nb.dominant_type and p >= EDGE_READS_MIN
-                    and not reading.abstains(nb.dominant_type) and p > found.get(num, (0.0, nb))[0]):
+            p = _leaning_to(r, page.text, nb.dominant_type)
+            if p is not None and p > found.get(num, (0.0, nb))[0]:
                 found[num] = (p, nb)
         reading_id = r.implementation if r is not None else ""
         for num, (p, nb) in sorted(found.items()):
@@ -454,10 +452,10 @@ def continued_edges(bundle: DocumentBundle, cls: ClassificationOutput,
     issues: list[Issue] = []
     for i, seg in enumerate(segments):
         own = seg.dominant_type
-        for num, nb in _reports_beside(segments, i):
+        for num, nb, near_num in _reports_beside(segments, i):
             if (own, nb.dominant_type) not in CONTINUED_PAIRS:
                 continue
-            page, near = pages_by_num.get(num), pages_by_num.get(nb.page_end if nb.page_end < num else nb.page_start)
+            page, near = pages_by_num.get(num), pages_by_num.get(near_num)
             if page is None or near is None or independent.letters(page.text) < independent.TINY_MIN_LETTERS:
                 continue
             shared = word_share(distinct_words(page.text), distinct_words(near.text))
@@ -465,10 +463,8 @@ def continued_edges(bundle: DocumentBundle, cls: ClassificationOutput,
             if shared is None or shared < CONTINUED_MIN_SHARED or cue < CONTINUED_MIN_CUE:
                 continue
             r = r or independent.default_reader()
-            reading = r.read(page.text)
-            p = reading.probs[nb.dominant_type]
-            if (max(reading.probs, key=lambda t: reading.probs[t]) != nb.dominant_type or p < EDGE_READS_MIN
-                    or reading.abstains(nb.dominant_type)):
+            p = _leaning_to(r, page.text, nb.dominant_type)
+            if p is None:
                 continue
             issues.append(make_issue(
                 "SEGMENT_EDGE_CONTINUES_NEIGHBOUR",
@@ -485,15 +481,25 @@ def continued_edges(bundle: DocumentBundle, cls: ClassificationOutput,
     return issues
 
 
-def _reports_beside(segments: list[Segment], i: int) -> list[tuple[int, Segment]]:
-    """``(edge page, neighbour)`` for each segment of a report type right beside ``segments[i]`` (in page order):
-    the one ending on the page before its first page, the one starting on the page after its last."""
+def _reports_beside(segments: list[Segment], i: int) -> list[tuple[int, Segment, int]]:
+    """``(edge page, neighbour, the neighbour's page beside it)`` for each segment of a report type right beside
+    ``segments[i]`` (in page order): the one ending on the page before its first page, the one starting on the
+    page after its last."""
     seg, out = segments[i], []
     if i and segments[i - 1].page_end == seg.page_start - 1:
-        out.append((seg.page_start, segments[i - 1]))
+        out.append((seg.page_start, segments[i - 1], seg.page_start - 1))
     if i + 1 < len(segments) and segments[i + 1].page_start == seg.page_end + 1:
-        out.append((seg.page_end, segments[i + 1]))
-    return [(num, nb) for num, nb in out if nb.dominant_type != DocType.OTHER.value]
+        out.append((seg.page_end, segments[i + 1], seg.page_end + 1))
+    return [(num, nb, near) for num, nb, near in out if nb.dominant_type != DocType.OTHER.value]
+
+
+def _leaning_to(reader: independent.Reader, text: str, doc_type: str) -> float | None:
+    """The reading's probability of ``doc_type`` for ``text`` when that is its most likely type, at least
+    :data:`EDGE_READS_MIN`, and the reading does not abstain (a text unlike its training material); else None."""
+    reading = reader.read(text)
+    p = reading.probs[doc_type]
+    top = max(reading.probs, key=lambda t: reading.probs[t])
+    return p if top == doc_type and p >= EDGE_READS_MIN and not reading.abstains(doc_type) else None
 
 
 def _new_seams(seams: list[Issue], reading: list[Issue]) -> list[Issue]:
