@@ -178,22 +178,30 @@ async def _night(j: LLMJudge, cls: ClassificationOutput, n: int):
     return await asyncio.gather(*(j.judge("V3", bundle(i), cls) for i in range(n)))
 
 
-def test_judge_under_the_shared_limiter_sends_no_429(fake, tmp_path):
-    cls = _classification(fake)
-    fake.script = [(200, lambda b: function_call(b, {"findings": []}))]
-    base = len(fake.requests)
-    # headroom 0.8: the jitter between a reservation and the request's arrival (client set-up, the
-    # event loop) is ~0.1 s — 2 % of a 60 s window (the default headroom 0.98), 10 % of this 1 s one
-    limiter = RateLimiter("gemini-2.5-flash", rpm=8, window_s=1.0, state_dir=tmp_path, headroom=0.8)
-    started = time.monotonic()
-    results = asyncio.run(_night(judge(fake, limiter=limiter), cls, 24))  # 24 calls at once, 8/s
-    assert all(r.issues == [] for r in results)
-    assert fake.throttled == 0  # the quota never had to refuse one
-    # every judgment's own request reached the endpoint; a loaded machine can make the client resend one
-    # (a transport retry after a dropped connection, never a 429), so the distinct requests are counted
-    sent = [json.dumps(body, sort_keys=True) for _, body in fake.requests[base:]]
-    assert len(set(sent)) == 24 and len(sent) <= 24 + 2
-    assert time.monotonic() - started >= 23 / (8 * 0.8) - 0.1  # paced by the limiter, not by the fake's 429s
+def test_judge_under_the_shared_limiter_sends_no_429(tmp_path):
+    # 8 requests a second as in the other tests, over a 5 s window: the departure gate spaces requests
+    # 1 / (8 × 0.9) s apart, so a 1 s window could hold exactly the quota's 8 and one request delayed in
+    # transport (a loaded machine) then showed as a 9th; a 5 s window holds at most 37 of the quota's 40.
+    # 48 calls: more than one window's quota, so a burst would be refused
+    fake = FakeGemini(rpm=40, window_s=5.0).start()
+    try:
+        cls = _classification(fake)
+        fake.script = [(200, lambda b: function_call(b, {"findings": []}))]
+        base = len(fake.requests)
+        # headroom 0.8: the jitter between a reservation and the request's arrival (client set-up, the
+        # event loop) is ~0.1 s — 0.2 % of a 60 s window (the default headroom 0.98), 2 % of this 5 s one
+        limiter = RateLimiter("gemini-2.5-flash", rpm=40, window_s=5.0, state_dir=tmp_path, headroom=0.8)
+        started = time.monotonic()
+        results = asyncio.run(_night(judge(fake, limiter=limiter), cls, 48))  # 48 calls at once, 8/s
+        assert all(r.issues == [] for r in results)
+        assert fake.throttled == 0  # the quota never had to refuse one
+        # every judgment's own request reached the endpoint; a loaded machine can make the client resend one
+        # (a transport retry after a dropped connection, never a 429), so the distinct requests are counted
+        sent = [json.dumps(body, sort_keys=True) for _, body in fake.requests[base:]]
+        assert len(set(sent)) == 48 and len(sent) <= 48 + 2
+        assert time.monotonic() - started >= 47 / (8 * 0.8) - 0.1  # paced by the limiter, not by the fake's 429s
+    finally:
+        fake.stop()
 
 
 def test_judge_without_limiter_waits_out_429s_and_never_escalates(fake):
