@@ -76,7 +76,7 @@ HARD_DOCS = 150
 INTAKE_SEED = 4545
 INTAKE_DOCS = 150
 #: form pages scanned (rendered and OCR'd) per part, a fixed seeded sample of the intake packets' form pages
-OCR_PAGES = 40
+OCR_PAGES = 150
 KINDS = ("single", "multi", "hard", "intake")
 #: the kinds earlier runs measured (their figures stay comparable: the old targets are judged on them)
 OLD_KINDS = ("single", "multi", "hard")
@@ -122,7 +122,7 @@ def part_records(corpora: pathlib.Path, part: str) -> list[dict[str, Any]]:
 
 def part_documents(records: list[dict[str, Any]], *, multi: int = MULTI_DOCS, hard: int = HARD_DOCS,
                    intake: int = INTAKE_DOCS, seed_offset: int = 0, kinds: tuple[str, ...] = KINDS,
-                   ocr_pages: dict[tuple[str, int], str] | None = None) -> list[Doc]:
+                   ocr_pages: dict[ip.ScanKey, str] | None = None) -> list[Doc]:
     """The single documents, the multi-document PDFs, the hard ones and the intake packets of a part's
     records (``kinds`` of them). single, multi and hard leave the ``forms_real`` forms out (as before they
     joined the parts); ``ocr_pages``: the scanned form pages of the intake packets (:func:`scan_forms`)."""
@@ -146,7 +146,7 @@ def part_documents(records: list[dict[str, Any]], *, multi: int = MULTI_DOCS, ha
 
 
 def scan_forms(records: list[dict[str, Any]], seed_offset: int = 0, pages: int = OCR_PAGES,
-               ) -> tuple[dict[tuple[str, int], str], dict[str, Any]]:
+               ) -> tuple[dict[ip.ScanKey, str], dict[str, Any]]:
     """The scanned form pages of a part's intake packets: a seeded sample of ``pages`` of their form pages,
     rendered and OCR'd (:func:`intake_packets.ocr_pages_for`, cached); with what it took."""
     seed = INTAKE_SEED + seed_offset
@@ -508,7 +508,7 @@ def render(parts: list[dict[str, Any]], meta: dict[str, str], kinds: tuple[str, 
             "questionnaires between or after. Two forms of a packet are always different forms: two adjacent "
             "ones are two documents in the strict reading, one in the headline reading.",
             "",
-            f"Scanned forms: {OCR_PAGES} form pages per part (a seeded sample, whole packets first) are drawn as a "
+            f"Scanned forms: {OCR_PAGES} form pages per part (a seeded sample of whole packets; a page scanned in one packet keeps its text layer in the others) are drawn as a "
             f"printed page (black on white, {ip.font_name()} 10 pt — smaller down to 7 pt when the page is full — "
             f"US Letter at {ip.DPI} dpi), scaled as the local PDF parser renders a scanned page, and read back by "
             "the project's local OCR (`docverify.layout.ocr.read_image`); the packets holding them are **OCR**, "

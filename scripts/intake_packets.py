@@ -21,9 +21,9 @@ slots drawn at random. Which form goes where follows intake practice as a prefer
 rule, since a part may hold none of a kind): fax covers, requisitions, registration and claims are drawn
 first; consents, releases (``roi_authorization``), questionnaires between or after the reports.
 
-**Scanned forms**: ``ocr_pages`` maps ``(form record id, real page index)`` to the text OCR read on a
-rendering of that page (:mod:`intake_ocr`); a form page found in it takes that text and is marked
-``ocr``. The packets' structure never depends on ``ocr_pages`` (the same seed gives the same packets,
+**Scanned forms**: ``ocr_pages`` maps ``(packet id, form record id, real page index)`` to the text OCR
+read on a rendering of that page (:mod:`intake_ocr`); that page of that packet takes the text and is marked
+``ocr``. A scan is of one packet's pages: the same form page in another packet keeps its text layer. The packets' structure never depends on ``ocr_pages`` (the same seed gives the same packets,
 documents, page cuts and positions with and without it; only the texts of the OCR'd pages differ).
 
 Seeded and deterministic. Figures and record ids only: no corpus text leaves the process.
@@ -63,6 +63,10 @@ KIND_WEIGHTS: dict[str, dict[str, float]] = {
     "middle": {"consent": 4, "roi_authorization": 4, "questionnaire": 3, "registration": 2},
     "last": {"consent": 4, "roi_authorization": 4, "claim": 3, "prescription": 3, "questionnaire": 2},
 }
+
+
+#: a scanned form page: ``(packet id, form record id, real page index)``
+ScanKey = tuple[str, str, int]
 
 
 @dataclass(frozen=True)
@@ -156,10 +160,10 @@ def _bundle(doc_id: str, pages: list[str]) -> DocumentBundle:
 
 
 def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int, *,
-                        ocr_pages: Mapping[tuple[str, int], str] | None = None) -> list[IntakePacket]:
+                        ocr_pages: Mapping[ScanKey, str] | None = None) -> list[IntakePacket]:
     """``n`` intake packets made of ``records`` (one part's records: its clinical texts and its
     ``forms_real`` forms, as :func:`labelled_corpus.part_records` gives them), seeded by ``seed``.
-    ``ocr_pages``: ``(form record id, real page index)`` → OCR'd text for the scanned form pages."""
+    ``ocr_pages``: ``(packet id, form record id, real page index)`` → OCR'd text of a scanned form page."""
     from bench_classifier import SHORT_CHARS
 
     recs = sorted(records, key=lambda r: str(r["id"]))
@@ -176,6 +180,7 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
     rng = random.Random(seed)
     out: list[IntakePacket] = []
     for i in range(n):
+        packet_id = f"intake-{seed}-{i}"
         own = POSITIONS[i % 3]
         k_reports = rng.choice(REPORTS)
         if own == "middle":
@@ -218,13 +223,14 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
             form, real, whole, position = item
             form_texts = dict(form_real_pages(form))
             keys = [(str(form["id"]), j) for j in real]
-            pages += [ocr_pages[key] if key in ocr_pages else form_texts.get(key[1], "") for key in keys]
-            ocr_keys.update(key for key in keys if key in ocr_pages)
+            scans = [ocr_pages.get((packet_id, *key)) for key in keys]
+            pages += [form_texts.get(key[1], "") if scan is None else scan for key, scan in zip(keys, scans, strict=True)]
+            ocr_keys.update(key for key, scan in zip(keys, scans, strict=True) if scan is not None)
             truth.append((OTHER, start, len(pages)))
             source_ids.append(str(form["id"]))
             placements.append(FormPlacement(str(form["id"]), str((form.get("labels") or {}).get("kind")), position,
-                                            start, len(pages), tuple(real), whole, all(k in ocr_pages for k in keys)))
-        out.append(IntakePacket(_bundle(f"intake-{seed}-{i}", pages), truth, placements, source_ids,
+                                            start, len(pages), tuple(real), whole, all(s is not None for s in scans)))
+        out.append(IntakePacket(_bundle(packet_id, pages), truth, placements, source_ids,
                                 frozenset(ocr_keys)))
     return out
 
@@ -356,30 +362,32 @@ def ocr_page_text(text: str, cache: pathlib.Path = OCR_CACHE) -> str:
     return read
 
 
-def ocr_sample(packets: Iterable[IntakePacket], k: int, seed: int) -> list[tuple[str, int]]:
+def ocr_sample(packets: Iterable[IntakePacket], k: int, seed: int) -> list[ScanKey]:
     """At most ``k`` form pages to scan: the packets in a seeded order, every form page of a packet taken
-    while it fits, so whole packets arrive scanned (a page also used by another packet is scanned there too)."""
+    while it fits, so whole packets arrive scanned. A scan is of one packet: a form page that also sits in
+    another packet keeps its text layer there (one scanned page does not recur across the part)."""
     order = list(packets)
     random.Random(seed).shuffle(order)
-    chosen: dict[tuple[str, int], None] = {}
+    chosen: list[ScanKey] = []
     for p in order:
-        keys = [key for key in form_pages_used([p]) if key not in chosen]
+        keys = [(p.doc_id, rid, j) for rid, j in form_pages_used([p])]
         if len(chosen) + len(keys) <= k:
-            chosen.update(dict.fromkeys(keys))
+            chosen += keys
         if len(chosen) >= k:
             break
-    return list(chosen)
+    return chosen
 
 
-def ocr_pages_for(records: Iterable[Mapping[str, Any]], keys: Iterable[tuple[str, int]],
-                  cache: pathlib.Path = OCR_CACHE) -> dict[tuple[str, int], str]:
-    """``(form record id, real page index)`` → the OCR'd text of that page (:func:`ocr_page_text`)."""
+def ocr_pages_for(records: Iterable[Mapping[str, Any]], keys: Iterable[ScanKey],
+                  cache: pathlib.Path = OCR_CACHE) -> dict[ScanKey, str]:
+    """``(packet id, form record id, real page index)`` → the OCR'd text of that page (:func:`ocr_page_text`;
+    a page scanned in two packets is read once, from the cache)."""
     by_id = {str(r["id"]): r for r in records}
-    out: dict[tuple[str, int], str] = {}
-    for rid, j in keys:
+    out: dict[ScanKey, str] = {}
+    for pid, rid, j in keys:
         text = dict(form_real_pages(by_id[rid])).get(j)
         if text is not None:
-            out[(rid, j)] = ocr_page_text(text, cache)
+            out[(pid, rid, j)] = ocr_page_text(text, cache)
     return out
 
 

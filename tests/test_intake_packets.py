@@ -75,13 +75,24 @@ def test_the_generator_is_deterministic_and_its_truth_tiles_the_pages(test_recor
 def test_scanned_pages_change_only_the_texts_they_replace(test_records):
     plain = ip.make_intake_packets(test_records, 12, 3)
     key = (plain[0].forms[0].record_id, plain[0].forms[0].real_pages[0])
-    scanned = ip.make_intake_packets(test_records, 12, 3, ocr_pages={key: "SCANNED"})
+    scanned = ip.make_intake_packets(test_records, 12, 3, ocr_pages={(plain[0].doc_id, *key): "SCANNED"})
     assert [(p.truth, p.source_ids) for p in plain] == [(p.truth, p.source_ids) for p in scanned]
     f = scanned[0].forms[0]
     assert scanned[0].ocr and key in scanned[0].ocr_keys
     assert scanned[0].bundle.pages[f.page_start - 1].text == "SCANNED"
     assert f.ocr == (len(f.real_pages) == 1)
-    assert ip.ocr_sample(plain, 5, 1) == ip.ocr_sample(plain, 5, 1) and len(ip.ocr_sample(plain, 5, 1)) <= 5
+    # a scan is of one packet: the same form page elsewhere keeps its text layer
+    assert not any(p.ocr for p in scanned[1:])
+    assert [p.bundle.pages for p in plain[1:]] == [p.bundle.pages for p in scanned[1:]]
+
+
+def test_the_scan_sample_takes_whole_packets_and_no_more_pages_than_asked(test_records):
+    plain = ip.make_intake_packets(test_records, 12, 3)
+    sample = ip.ocr_sample(plain, 5, 1)
+    assert sample == ip.ocr_sample(plain, 5, 1) and 0 < len(sample) <= 5
+    by_id = {p.doc_id: p for p in plain}
+    for pid in {pid for pid, _, _ in sample}:  # every form page of a packet chosen, none of another
+        assert sorted((rid, j) for q, rid, j in sample if q == pid) == sorted(ip.form_pages_used([by_id[pid]]))
 
 
 def test_the_benchmark_keeps_the_forms_out_of_its_old_kinds(test_records):
