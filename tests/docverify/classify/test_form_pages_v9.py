@@ -41,12 +41,9 @@ REPORT_TAIL = (
 )
 
 
-_segments = offline_segments
-
-
 def test_a_consent_of_prose_addresses_its_reader_and_is_its_own_other_segment():
     assert form_rule(analyse(CONSENT)) == "addressed"
-    assert _segments(NOTE, CONSENT) == [("Clinical Note", 1, 1), ("Other", 2, 2)]
+    assert offline_segments(NOTE, CONSENT) == [("Clinical Note", 1, 1), ("Other", 2, 2)]
 
 
 def test_a_review_of_systems_questionnaire_instructs_its_reader_and_is_no_clinical_note():
@@ -54,7 +51,7 @@ def test_a_review_of_systems_questionnaire_instructs_its_reader_and_is_no_clinic
     a = analyse(ROS)
     assert a.scores["Clinical Note"] > a.scores["Other"]
     assert form_rule(a) == "instructed"
-    assert _segments(ROS, NOTE) == [("Other", 1, 1), ("Clinical Note", 2, 2)]
+    assert offline_segments(ROS, NOTE) == [("Other", 1, 1), ("Clinical Note", 2, 2)]
     decisions = classify_offline(bundle([ROS, NOTE])).page_decisions
     assert decisions is not None and "it instructs its reader" in decisions[0].reason
 

@@ -32,18 +32,15 @@ PRESCRIPTION = ("Receituário de Controle Especial\n1a Via - Farmácia\nRua Dr. 
                 "PACIENTE: fulano de tal\nUso Interno\nTomar 1 comp, VO, por dia. manhã")
 
 
-_segments = offline_segments
-
-
 @pytest.mark.parametrize("first", [LEAFLET, PRESCRIPTION], ids=["leaflet", "foreign-language prescription"])
 def test_a_lone_first_page_before_a_report_is_its_own_other_segment(first):
-    assert _segments(first, PATHOLOGY_1, PATHOLOGY_2) == [("Other", 1, 1), ("Pathology Report", 2, 3)]
+    assert offline_segments(first, PATHOLOGY_1, PATHOLOGY_2) == [("Other", 1, 1), ("Pathology Report", 2, 3)]
 
 
 def test_without_the_rule_the_report_absorbs_it(monkeypatch):
     """What v9 did (and what the rule is for): the page's emissions cost nothing under any type."""
     monkeypatch.setattr(offline, "LONE_FIRST_PAGE", False)
-    assert _segments(LEAFLET, PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 3)]
+    assert offline_segments(LEAFLET, PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 3)]
 
 
 def test_the_page_decision_says_why():
@@ -55,21 +52,21 @@ def test_the_page_decision_says_why():
 
 def test_the_same_page_last_stays_in_the_report():
     """A report's last page may hold a few words of no type: only the first page is read as lone."""
-    assert _segments(PATHOLOGY_1, PATHOLOGY_2, LEAFLET) == [("Pathology Report", 1, 3)]
+    assert offline_segments(PATHOLOGY_1, PATHOLOGY_2, LEAFLET) == [("Pathology Report", 1, 3)]
 
 
 def test_a_first_page_that_shares_words_with_page_two_is_not_lone():
     """A cover line of the report itself ("sigmoid colon resection ... adenocarcinoma") continues it."""
     cover = "Sigmoid colon resection specimen, adenocarcinoma: lymph nodes and margins, see the pages that follow."
     assert offline.word_share(offline.distinct_words(cover), offline.distinct_words(PATHOLOGY_1)) >= 0.02
-    assert _segments(cover, PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 3)]
+    assert offline_segments(cover, PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 3)]
 
 
 def test_a_single_page_document_and_a_report_first_page_are_never_lone():
-    assert _segments(LEAFLET) == [("Other", 1, 1)]
-    assert _segments(PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 2)]
+    assert offline_segments(LEAFLET) == [("Other", 1, 1)]
+    assert offline_segments(PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 2)]
 
 
 def test_a_first_page_of_two_words_is_not_read():
     """Too few words to judge (a page number, a stamp): it follows the Viterbi pass as before."""
-    assert _segments("Page 1", PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 3)]
+    assert offline_segments("Page 1", PATHOLOGY_1, PATHOLOGY_2) == [("Pathology Report", 1, 3)]
