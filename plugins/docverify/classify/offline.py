@@ -141,8 +141,9 @@ from docverify.verify.v4_evidence import find_on_page
 #: form by its layout opens its own Other segment (FORM_*); the lexicon is v7's. offline-lexicon-v9 (ADR 0059):
 #: v8's with a page that addresses its reader ("you", "your": ADDRESS_*), or instructs and addresses them
 #: (INSTRUCTED_FORMS), a form page too. offline-lexicon-v10 (ADR 0060): v9's with a lone first page (LONE_FIRST_*) a
-#: form page too.
-IMPLEMENTATION = "offline-lexicon-v10"
+#: form page too. offline-lexicon-v11 (ADR 0066): v10's with a change of type into a page that starts mid-sentence
+#: costing more (MID_SENTENCE_SWITCH).
+IMPLEMENTATION = "offline-lexicon-v11"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -168,6 +169,14 @@ CONTINUE_RATIO = 0.5
 #: type into it costs OPEN_SWITCH times the penalty.
 OPEN_SWITCH = 0.7
 OPEN_CHARS = 150
+#: A page whose text starts with a lower-case letter starts in the middle of a sentence: it continues the page
+#: before it (a document begins with its title, a header or a letterhead), so a change of type into it costs
+#: MID_SENTENCE_SWITCH times the penalty (offline-lexicon-v11, ADR 0066). A form page is exempt (its first line
+#: is often a field's leftover). Soft, not a rule: 42 of 2,561 pages where a document begins in the tuning part's
+#: packets start lower-case too (an OCR'd line of noise, a FHIR resource's "status:", a "path report" title), against
+#: 540 of 2,090 continuation pages. Chosen on the tuning part (1.5, 2.0 and 3.0 measured: 3.0 broke more than it
+#: fixed).
+MID_SENTENCE_SWITCH = 2.0
 #: Page continuity (ADR 0035, on since offline-lexicon-v5, ADR 0042): the share of distinct words
 #: (:func:`docverify.verify.common.word_share`: 4+ letters) a page has in common with the page before it (Jaccard). Pages of one document share their
 #: vocabulary (names, the diagnosis, the procedure, the form's boilerplate); the first page of another
@@ -496,6 +505,12 @@ def _headed_types(page: _Page) -> frozenset[str]:
                      if any(h.entry.kind == "header" and h.entry.label not in HEADER_IGNORED.get(t, ()) for h in hs))
 
 
+def _mid_sentence(page: _Page) -> bool:
+    """The page is no form page and its text starts with a lower-case letter: it starts mid-sentence."""
+    text = page.text.lstrip()
+    return bool(text) and text[0].islower() and not page.form
+
+
 def continuity(prev: _Page, page: _Page) -> float | None:
     """The continuity score of ``page`` after ``prev``: the Jaccard share of their distinct words
     (None when either has no word: no evidence either way)."""
@@ -511,7 +526,8 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
                                              list[frozenset[str]], list[float]]:
     """What :func:`_viterbi` reads of each page: its emission costs per type, whether it speaks softly
     (weak), the types it supports, whether it opens with a section header, the types it is headed by,
-    and the factor of its continuity with the page before (1.0 for the first)."""
+    and the factor of a change of type into it for its continuity with the page before and for starting
+    mid-sentence (MID_SENTENCE_SWITCH; 1.0 for the first)."""
     n = len(pages)
     emit: list[dict[str, float]] = []
     weak: list[bool] = []
@@ -536,7 +552,8 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
         support.append(supports)
         emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
     scores: list[float | None] = [None, *(continuity(pages[i - 1], pages[i]) for i in range(1, n))]
-    conts = [_continuity_factor(c) for c in scores]
+    conts = [_continuity_factor(c) * (MID_SENTENCE_SWITCH if i and _mid_sentence(pages[i]) else 1.0)
+             for i, c in enumerate(scores)]
     for i, c in enumerate(scores):
         if c is not None and c >= CONT_HIGH:
             # a continuation page follows its neighbours, into a type it shows some of
@@ -943,11 +960,12 @@ def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> lis
             reason = (f"new segment: {_SHORT[t]} {page.score(t):.1f} against {_SHORT[prev]} "
                       f"{page.score(prev):.1f} on this page; continuity {c}"
                       + ("; opens with a header" if opens else "")
+                      + ("; starts mid-sentence" if _mid_sentence(page) else "")
                       + ("; after a form page" if pages[i - 1].form else ""))
         elif page.form:
             reason = f"continues {_SHORT[t]}: {_form_reason(page)}; continuity {c}"
         else:
-            reason = f"continues {_SHORT[t]}: continuity {c}"
+            reason = f"continues {_SHORT[t]}: continuity {c}" + ("; starts mid-sentence" if _mid_sentence(page) else "")
             if best != t and page.score(best) > page.score(t):
                 reason += f"; reads as {_SHORT[best]} {page.score(best):.1f} against {page.score(t):.1f}"
             if not page.analysis.has_text:
