@@ -75,7 +75,8 @@ HARD_SEED = 4343
 HARD_DOCS = 150
 INTAKE_SEED = 4545
 INTAKE_DOCS = 150
-#: form pages scanned (rendered and OCR'd) per part, a fixed seeded sample of the intake packets' form pages
+#: form pages scanned (rendered and OCR'd) per part: a fixed seeded sample of whole intake packets' form pages (about
+#: 40 % of the packets; a scan is of one packet, :func:`intake_packets.ocr_sample`)
 OCR_PAGES = 150
 KINDS = ("single", "multi", "hard", "intake")
 #: the kinds earlier runs measured (their figures stay comparable: the old targets are judged on them)
@@ -508,7 +509,8 @@ def render(parts: list[dict[str, Any]], meta: dict[str, str], kinds: tuple[str, 
             "questionnaires between or after. Two forms of a packet are always different forms: two adjacent "
             "ones are two documents in the strict reading, one in the headline reading.",
             "",
-            f"Scanned forms: {OCR_PAGES} form pages per part (a seeded sample of whole packets; a page scanned in one packet keeps its text layer in the others) are drawn as a "
+            f"Scanned forms: {OCR_PAGES} form pages per part (a seeded sample of whole packets; a page scanned in "
+            "one packet keeps its text layer in the others) are drawn as a "
             f"printed page (black on white, {ip.font_name()} 10 pt — smaller down to 7 pt when the page is full — "
             f"US Letter at {ip.DPI} dpi), scaled as the local PDF parser renders a scanned page, and read back by "
             "the project's local OCR (`docverify.layout.ocr.read_image`); the packets holding them are **OCR**, "

@@ -23,8 +23,9 @@ first; consents, releases (``roi_authorization``), questionnaires between or aft
 
 **Scanned forms**: ``ocr_pages`` maps ``(packet id, form record id, real page index)`` to the text OCR
 read on a rendering of that page (:mod:`intake_ocr`); that page of that packet takes the text and is marked
-``ocr``. A scan is of one packet's pages: the same form page in another packet keeps its text layer. The packets' structure never depends on ``ocr_pages`` (the same seed gives the same packets,
-documents, page cuts and positions with and without it; only the texts of the OCR'd pages differ).
+``ocr``. A scan is of one packet's pages: the same form page in another packet keeps its text layer. The
+packets' structure never depends on ``ocr_pages`` (the same seed gives the same packets, documents, page
+cuts and positions with and without it; only the texts of the OCR'd pages differ).
 
 Seeded and deterministic. Figures and record ids only: no corpus text leaves the process.
 """
