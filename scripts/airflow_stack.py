@@ -101,6 +101,9 @@ class AirflowStack:
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                 "DOCVERIFY_DEADLINE_MINUTES": "240",  # the nightly DAG's DeadlineAlert, as in a deployment
+                # SQLite (no database of the caller's): wait for a write lock, do not fail after 5 s
+                **({} if "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" in self.extra_env else
+                   {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "scripts.support.sqlite_connect.CONNECT_ARGS"}),
                 **self.extra_env}
 
     def airflow(self, *args: str, timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
