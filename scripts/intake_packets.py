@@ -382,7 +382,7 @@ def ocr_sample(packets: Iterable[IntakePacket], k: int, seed: int) -> list[ScanK
 def ocr_pages_for(records: Iterable[Mapping[str, Any]], keys: Iterable[ScanKey],
                   cache: pathlib.Path = OCR_CACHE) -> dict[ScanKey, str]:
     """``(packet id, form record id, real page index)`` → the OCR'd text of that page (:func:`ocr_page_text`;
-    a page scanned in two packets is read once, from the cache)."""
+    a page scanned in two packets is OCR'd once: the second takes the cached text)."""
     by_id = {str(r["id"]): r for r in records}
     out: dict[ScanKey, str] = {}
     for pid, rid, j in keys:

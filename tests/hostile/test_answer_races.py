@@ -197,14 +197,14 @@ def test_stress_rerun_against_the_sme_answer(tmp_path, monkeypatch, rerun):
 
         def rerun_side(batch=batch, barrier=barrier, i=i, answered_now=answered_now):
             barrier.wait()
-            if rerun == "withdraw" and i == 19:
-                answered_now.wait(30)  # the last round: the answer is saved, then the withdrawal comes
-            elif rerun == "withdraw":
-                threading.Event().wait(0.01 * (i % 5))
             if rerun == "rewrite":
                 write_packet(batch.rs, _packet(f"run 2 round {i}"), write_json=batch.rs.write_if_changed)
+                return
+            if i == 19:
+                answered_now.wait(30)  # the last round: the answer is saved, then the withdrawal comes
             else:
-                withdraw(batch, REL, "sme_packet", KEY, "accepted by a later run")
+                threading.Event().wait(0.01 * (i % 5))
+            withdraw(batch, REL, "sme_packet", KEY, "accepted by a later run")
 
         def sme_side(store=store, barrier=barrier, answered_now=answered_now):
             barrier.wait()
