@@ -67,3 +67,13 @@ def test_rightness_of_a_single_document_needs_every_segment_of_its_type():
                                        vb.TruthSegment("Radiology Report", 2, 2)], []), "multi", "multi")
     assert b.is_right(multi, {"segments": [other, seg]})
     assert not b.is_right(multi, {"segments": [{**seg, "page_end": 2}]})
+
+
+def test_a_figure_next_to_its_bar_shows_the_digits_that_tell_them_apart(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import bench_end_to_end as b
+    assert b._pct_near(31 / 1545, 0.02) == "2.01 %"  # over the bar by one document: not "2.0 %"
+    assert b._pct_near(0.02, 0.02) == "2.0 %"
+    assert b._pct_near(0.747, 0.95) == "74.7 %"
+    assert b._pct_near(0.0199, 0.02) == "1.99 %"
+    assert b._pct_near(0.02004, 0.02) == "2.004 %"
