@@ -89,6 +89,31 @@ def test_a_form_inside_a_report_is_not_split_automatically(corpora_dir):
     assert not [i for i in issues if i.code == "SEGMENT_BOUNDARY_MISPLACED"]
 
 
+def test_a_page_inside_a_segment_disagrees_only_as_surely_as_a_split(corpora_dir):
+    """ADR 0067: another document inside a segment means two boundaries, so a run of pages that is neither the
+    segment's first nor its last page disagrees only when it reads at least at the boundary threshold; the same
+    page at the segment's edge disagrees at the page threshold."""
+    form = _form_pages(corpora_dir, 1)[0]
+    report = _report_pages(corpora_dir, "Pathology Report", 1)[0]
+    reader = ind.default_reader()
+    p_form = reader.read(form).probs["Other"]
+    assert reader.page_threshold <= p_form  # the held-out form reads as Other at least at the page threshold
+    inside = _bundle([report[0], form, *report[1:]])
+    at_end = _bundle([*report, form])
+    cls_inside = _classification([(1, inside.total_pages, "Pathology Report")])
+    cls_end = _classification([(1, at_end.total_pages, "Pathology Report")])
+
+    def disagreeing(b, cls, r):
+        return [i.details["pages"] for i in ind.disagreements(b, cls, r)
+                if i.code in ("INDEPENDENT_READING_DISAGREES", "SEGMENT_BOUNDARY_MISPLACED")]
+
+    surer = dataclasses.replace(reader, boundary_threshold=min(1.0, p_form + 0.01))  # the form reads under it
+    assert disagreeing(inside, cls_inside, surer) == []
+    assert disagreeing(at_end, cls_end, surer) == [[at_end.total_pages, at_end.total_pages]]
+    looser = dataclasses.replace(reader, boundary_threshold=max(reader.page_threshold, p_form - 0.01))
+    assert disagreeing(inside, cls_inside, looser) == [[2, 2]]
+
+
 def test_right_reports_are_not_split(corpora_dir):
     """Held-out reports labelled rightly: no page of theirs is a boundary to move."""
     for doc_type in ("Pathology Report", "Clinical Note", "Radiology Report"):

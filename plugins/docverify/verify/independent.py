@@ -281,8 +281,10 @@ def disagreements(bundle: DocumentBundle, cls: ClassificationOutput, reader: Rea
     * ``SEGMENT_BOUNDARY_MISPLACED`` (MAJOR, fixable: the segment is split there and verified again) — a run
       of pages at the start or the end of a multi-page segment, not all of it, read as another type at least
       at the boundary threshold: a form or a report absorbed into its neighbour;
-    * ``INDEPENDENT_READING_DISAGREES`` (MAJOR, a person decides) — the whole segment, a run inside it, or an
-      edge run below the boundary threshold;
+    * ``INDEPENDENT_READING_DISAGREES`` (MAJOR, a person decides) — the whole segment, an edge run below the
+      boundary threshold, or a run inside it (neither its first nor its last page) read at least at the
+      boundary threshold: another document inside a segment means two boundaries, so it needs the surer
+      reading a split needs (ADR 0067; a report's appendix or methods page reads weakly as Other);
     * ``INDEPENDENT_READING_ABSTAINS`` (MINOR) — instead of either, when the text read is unlike the reader's
       training material (familiarity under its novelty threshold): the reading cannot tell "another type"
       from "never seen", so it says so; the document is accepted if nothing else stops it, and weighted up
@@ -367,6 +369,8 @@ def _page_issues(seg: Segment, own: str, pages_by_num: dict[int, Page], r: Reade
         how = {"familiarity": round(fam, 4),
                "novelty_threshold": min(foreign[num][2].novelty_threshold for num in range(a, b + 1))}
         at_edge = (a == seg.page_start) != (b == seg.page_end)
+        if a > seg.page_start and b < seg.page_end and p < r.boundary_threshold:
+            continue  # a run inside a segment needs two boundaries: it must read as surely as a split (ADR 0067)
         if at_edge and p >= r.boundary_threshold:
             split = b + 1 if a == seg.page_start else a
             issues.append(make_issue(

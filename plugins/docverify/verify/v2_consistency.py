@@ -48,7 +48,7 @@ from docverify.verify.spec import VerifierSpec
 IMPLEMENTATION = "rules-v1"
 #: The lexical checks' id, then the independent reader's (its artefact's hash: a retrained model is a
 #: new implementation in every report).
-OFFLINE_IMPLEMENTATION = f"offline-lexical-support-v3+{independent.implementation_id()}"
+OFFLINE_IMPLEMENTATION = f"offline-lexical-support-v4+{independent.implementation_id()}"
 SHARE_TOLERANCE = 0.01
 
 
