@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import inspect
 import json
 import pathlib
 import sys
@@ -52,19 +53,31 @@ def fold_of(group: str, folds: int) -> int:
 CACHE = REPO / "build" / "cv_readers"
 
 
+def training_code() -> bytes:
+    """What a trained reader depends on: the training script, and the reader's code that turns a text into
+    features and lengths (its tokens, hashing, letters and length classes, and the Reader it is loaded as) --
+    not the verifiers' use of a reading (``disagreements`` and its thresholds' use), whose change needs no
+    retrain."""
+    parts = [pathlib.Path(tir.__file__).read_bytes()]
+    parts += [inspect.getsource(f).encode() for f in (ind.tokens, ind._bucket, ind.features, ind.letters, ind.Reader)]
+    parts.append(repr((ind.N_BUCKETS, ind._TOKEN.pattern, ind._LETTERS.pattern, ind.MIN_PAGE_LETTERS,
+                       ind.SHORT_MIN_LETTERS, ind.TINY_MIN_LETTERS)).encode())
+    return b"\0".join(parts)
+
+
 def reader_key(records: list[dict[str, Any]]) -> str:
-    """The cache key of a reader trained on ``records``: their ids, the training script's and the reader's code."""
+    """The cache key of a reader trained on ``records``: their ids and the code it is trained with
+    (:func:`training_code`)."""
     h = hashlib.sha256()
-    for path in (pathlib.Path(tir.__file__), pathlib.Path(ind.__file__)):
-        h.update(path.read_bytes())
+    h.update(training_code())
     for rid in sorted(str(r["id"]) for r in records):
         h.update(rid.encode() + b"\0")
     return h.hexdigest()[:16]
 
 
 def train_reader(records: list[dict[str, Any]]) -> ind.Reader:
-    """The reader trained on ``records``, cached under build/cv_readers by the records' ids and the bytes of
-    the training script and the reader's module (a retrain takes minutes)."""
+    """The reader trained on ``records``, cached under build/cv_readers by the records' ids and the code it is
+    trained with (a retrain takes minutes)."""
     out = CACHE / f"{reader_key(records)}.npz"
     if not out.exists():
         arrays, _ = tir.train_records(sorted(records, key=lambda r: str(r["id"])))

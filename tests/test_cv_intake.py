@@ -43,3 +43,12 @@ def test_no_source_spans_two_folds_and_every_fold_holds_forms_and_every_type(cv,
 def test_the_cached_reader_is_keyed_by_the_records_it_is_trained_on(cv, tune):
     assert cv.reader_key(tune) == cv.reader_key(list(reversed(tune)))
     assert cv.reader_key(tune) != cv.reader_key(tune[1:])
+
+
+def test_the_cached_reader_is_keyed_by_the_code_it_is_trained_with_not_by_the_verifiers(cv, tune, monkeypatch):
+    key = cv.reader_key(tune)
+    monkeypatch.setattr(cv.ind, "MIN_PAGE_LETTERS", cv.ind.MIN_PAGE_LETTERS + 1)  # a length class moves: retrain
+    assert cv.reader_key(tune) != key
+    monkeypatch.undo()
+    assert cv.reader_key(tune) == key
+    assert b"def disagreements" not in cv.training_code()  # how the verifiers use a reading needs no retrain
