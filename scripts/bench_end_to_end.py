@@ -197,6 +197,8 @@ class Outcome:
     groups: list[str] = field(default_factory=list)
     #: intake packets: per form, ``(position, kind, found)`` (:func:`intake_packets.form_found`)
     forms: list[tuple[str, str, bool]] = field(default_factory=list)
+    #: the labelled records behind a right classification escalated or a false accept (:func:`implicated`)
+    implicated: list[str] = field(default_factory=list)
 
 
 def intake_details(doc: Doc, raw: dict[str, Any]) -> dict[str, Any]:
@@ -212,6 +214,43 @@ def intake_details(doc: Doc, raw: dict[str, Any]) -> dict[str, Any]:
             "forms": [(f.position, f.kind, ip.form_found(f, p.truth, pred)) for f in p.forms]}
 
 
+def _type_at(segments: list[tuple[str, int, int]], page: int) -> str | None:
+    return next((t for t, a, b in segments if a <= page <= b), None)
+
+
+def implicated(doc: Doc, final: dict[str, Any], issues: list[Any], *, false_accept: bool) -> list[str]:
+    """The labelled records a right classification was escalated for, or a false accept got wrong: the records
+    whose true pages the deciding issues name (their ``pages``, else their segment's pages), or, for a false
+    accept, the records whose pages were accepted with another type or boundary. Several packets can hold one
+    record, so a figure counted over packets can hang on one document; the report counts the records too."""
+    ids = [str(i) for i in doc.bench.source_ids]
+    truth = doc.truth
+    if len(ids) != len(truth):
+        return sorted(set(ids))
+    if doc.kind == "single":
+        return ids[:1]
+    pages: set[int] = set()
+    if false_accept:
+        # two forms in a row are one document in the headline reading: compare the merged readings
+        merged = ip.merge_adjacent_others if doc.kind == "intake" else list
+        want, got = merged(truth), merged(spans(final))
+        starts_want, starts_got = {a for _, a, _ in want}, {a for _, a, _ in got}
+        for page in range(1, max((b for _, _, b in truth), default=0) + 1):
+            if _type_at(want, page) != _type_at(got, page) or (page in starts_want) != (page in starts_got):
+                pages.add(page)
+    else:
+        segments = {s.get("segment_index"): s for s in final.get("segments") or [] if isinstance(s, dict)}
+        for issue in issues:
+            where = issue.details.get("pages") if isinstance(issue.details, dict) else None
+            seg = segments.get(issue.details.get("segment_index")) if isinstance(issue.details, dict) else None
+            if isinstance(where, list) and len(where) == 2 and all(isinstance(x, int) for x in where):
+                pages.update(range(where[0], where[1] + 1))
+            elif seg is not None:
+                pages.update(range(int(seg["page_start"]), int(seg["page_end"]) + 1))
+    named = sorted({ids[k] for k, (_, a, b) in enumerate(truth) if any(a <= page <= b for page in pages)})
+    return named or sorted(set(ids))
+
+
 async def run_doc(doc: Doc, classifier, deps) -> Outcome:
     from docverify.pipeline.document import verify_document
 
@@ -225,9 +264,16 @@ async def run_doc(doc: Doc, classifier, deps) -> Outcome:
     last = result.attempts[-1].issues if result.attempts else []
     deciding = sorted({i.code for i in last if i.severity in ("BLOCKER", "MAJOR")})
     conf = (raw.get("self_evaluation") or {}).get("confidence")
-    return Outcome(doc.bench.doc_id, doc.kind, doc.source, doc.doc_type, is_right(doc, raw), is_right(doc, final),
+    right, right_final = is_right(doc, raw), is_right(doc, final)
+    accepted = result.final_decision == "AUTO_ACCEPT"
+    named: list[str] = []
+    if right and not accepted:
+        named = implicated(doc, final, [i for i in last if i.severity in ("BLOCKER", "MAJOR")], false_accept=False)
+    elif accepted and not right_final:
+        named = implicated(doc, final, [], false_accept=True)
+    return Outcome(doc.bench.doc_id, doc.kind, doc.source, doc.doc_type, right, right_final,
                    result.final_decision, result.final_rule, deciding, t1 - t0, t2 - t1,
-                   conf if isinstance(conf, (int, float)) else None, **intake_details(doc, raw))
+                   conf if isinstance(conf, (int, float)) else None, **intake_details(doc, raw), implicated=named)
 
 
 async def run_all(docs: list[Doc], classifier, deps, concurrency: int = 8) -> list[Outcome]:
@@ -287,12 +333,22 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
         "escalated_by_code": dict(Counter(c for o in right_escalated for c in o.deciding_codes).most_common()),
         "stopping_codes": dict(Counter(c for o in stopped for c in o.deciding_codes).most_common()),
         "missed": sorted(o.doc_id for o in wrong if o.decision == "AUTO_ACCEPT" and not o.right_final),
+        "right_escalated_records": _records(right_escalated),
+        "false_accept_records": _records(false_accepts),
         "escalations": len(escalations), "escalated_wrong": len(escalated_wrong),
         "escalation_precision": _rate(len(escalated_wrong), len(escalations)),
         "escalation_precision_by_code": {
             c: {"escalations": e, "real_errors": w, "precision": _rate(w, e)}
             for c, (e, w) in sorted(by_code.items(), key=lambda kv: (-kv[1][0], kv[0]))},
     }
+
+
+def _records(outcomes: list[Outcome]) -> dict[str, Any]:
+    """How many labelled records are behind ``outcomes`` (:func:`implicated`), and the records behind more than
+    one of them, most first."""
+    counts = Counter(r for o in outcomes for r in set(o.implicated))
+    return {"documents": len(outcomes), "records": len(counts),
+            "repeated": [[r, k] for r, k in counts.most_common() if k > 1]}
 
 
 SPLIT_KEYS = ("exact", "exact_merged", "boundary_precision", "boundary_recall", "boundary_f1", "v_measure")
@@ -396,6 +452,14 @@ def _pct_near(x: float, target: float) -> str:
         if float(text) != round(100 * target, digits) or x == target:
             return f"{text} %"
     return f"{text} %"
+
+
+def _records_line(what: str, r: dict[str, Any]) -> str:
+    """One line: how many labelled records are behind ``what``, and those behind several documents."""
+    line = f"- the labelled records behind {what}: {r['records']} for {r['documents']} documents"
+    if r["repeated"]:
+        line += " — in several: " + ", ".join(f"{rid} × {k}" for rid, k in r["repeated"][:8])
+    return line
 
 
 def _esc(f: dict[str, Any]) -> str:
@@ -575,6 +639,8 @@ def render(parts: list[dict[str, Any]], meta: dict[str, str], kinds: tuple[str, 
                                                      or "–"),
                   "- codes on the right classifications escalated: "
                   + (", ".join(f"`{k}` {v}" for k, v in a["escalated_by_code"].items()) or "–"),
+                  _records_line("the right classifications escalated", a["right_escalated_records"]),
+                  _records_line("the false accepts", a["false_accept_records"]),
                   f"- errors accepted (missed): {len(a['missed'])}"
                   + (f" — {', '.join(a['missed'][:30])}" if a["missed"] else ""),
                   f"- the classifier's confidence against being right: AUROC {c['auroc']:.3f}" if c["auroc"] is not None

@@ -77,3 +77,41 @@ def test_a_figure_next_to_its_bar_shows_the_digits_that_tell_them_apart(monkeypa
     assert b._pct_near(0.747, 0.95) == "74.7 %"
     assert b._pct_near(0.0199, 0.02) == "1.99 %"
     assert b._pct_near(0.02004, 0.02) == "2.004 %"
+
+
+def test_a_false_accept_and_a_right_escalation_name_the_records_behind_them():
+    """A figure counted over packets can hang on one record: the benchmark names the records each right
+    escalation and each false accept comes from, and counts those behind several documents."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from scripts import verifier_bench as vb
+
+        import bench_end_to_end as b
+        from docverify.domain.models import DocumentBundle, Issue, Page
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    bundle = DocumentBundle(doc_id="p", file_path="p", total_pages=5,
+                            pages=[Page(page_num=i, text=str(i)) for i in range(1, 6)])
+    truth = [vb.TruthSegment("Other", 1, 1), vb.TruthSegment("Other", 2, 2), vb.TruthSegment("Genomic Report", 3, 4),
+             vb.TruthSegment("Clinical Note", 5, 5)]
+    packet = b.Doc(vb.BenchDoc(bundle, truth, ["fax", "consent", "gen-7", "note-2"]), "intake", "intake")
+
+    def seg(i, t, a, z):
+        return {"segment_index": i, "dominant_type": t, "page_start": a, "page_end": z}
+
+    # the consent and the fax cover read as one Other document (the headline reading), the note's page taken
+    # into the genomic report: only the note is wrong
+    accepted = {"segments": [seg(1, "Other", 1, 2), seg(2, "Genomic Report", 3, 5)]}
+    assert b.implicated(packet, accepted, [], false_accept=True) == ["note-2"]
+    # a right packet escalated for the genomic report's page 4 names that report
+    right = {"segments": [seg(1, "Other", 1, 2), seg(2, "Genomic Report", 3, 4), seg(3, "Clinical Note", 5, 5)]}
+    issue = Issue(issue_id="V2-0001", agent="V2", code="INDEPENDENT_READING_DISAGREES", severity="MAJOR",
+                  location="segments[1]", message="m", details={"segment_index": 2, "pages": [4, 4]})
+    assert b.implicated(packet, right, [issue], false_accept=False) == ["gen-7"]
+    # ... and one without pages names its segment's records
+    issue2 = issue.model_copy(update={"details": {"segment_index": 3}})
+    assert b.implicated(packet, right, [issue2], false_accept=False) == ["note-2"]
+    outcomes = [b.Outcome(f"d{i}", "intake", "intake", "mixed", True, True, "ESCALATE_TO_SME", 3,
+                          implicated=ids) for i, ids in enumerate((["gen-7"], ["gen-7"], ["note-2"]))]
+    assert b._records(outcomes) == {"documents": 3, "records": 2, "repeated": [["gen-7", 2]]}
+    assert "gen-7 × 2" in b._records_line("the right classifications escalated", b._records(outcomes))
