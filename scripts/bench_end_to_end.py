@@ -214,7 +214,8 @@ def intake_details(doc: Doc, raw: dict[str, Any]) -> dict[str, Any]:
             "forms": [(f.position, f.kind, ip.form_found(f, p.truth, pred)) for f in p.forms]}
 
 
-def _type_at(segments: list[tuple[str, int, int]], page: int) -> str | None:
+def type_at(segments: list[tuple[str, int, int]], page: int) -> str | None:
+    """The type of the segment holding ``page`` (None: no segment holds it)."""
     return next((t for t, a, b in segments if a <= page <= b), None)
 
 
@@ -236,13 +237,12 @@ def implicated(doc: Doc, final: dict[str, Any], issues: list[Any], *, false_acce
         want, got = merged(truth), merged(spans(final))
         starts_want, starts_got = {a for _, a, _ in want}, {a for _, a, _ in got}
         for page in range(1, max((b for _, _, b in truth), default=0) + 1):
-            if _type_at(want, page) != _type_at(got, page) or (page in starts_want) != (page in starts_got):
+            if type_at(want, page) != type_at(got, page) or (page in starts_want) != (page in starts_got):
                 pages.add(page)
     else:
         segments = {s.get("segment_index"): s for s in final.get("segments") or [] if isinstance(s, dict)}
         for issue in issues:
-            where = issue.details.get("pages") if isinstance(issue.details, dict) else None
-            seg = segments.get(issue.details.get("segment_index")) if isinstance(issue.details, dict) else None
+            where, seg = issue.details.get("pages"), segments.get(issue.details.get("segment_index"))
             if isinstance(where, list) and len(where) == 2 and all(isinstance(x, int) for x in where):
                 pages.update(range(where[0], where[1] + 1))
             elif seg is not None:
@@ -262,13 +262,14 @@ async def run_doc(doc: Doc, classifier, deps) -> Outcome:
     t2 = time.perf_counter()
     final = result.final_classification if isinstance(result.final_classification, dict) else raw
     last = result.attempts[-1].issues if result.attempts else []
-    deciding = sorted({i.code for i in last if i.severity in ("BLOCKER", "MAJOR")})
+    decisive = [i for i in last if i.severity in ("BLOCKER", "MAJOR")]
+    deciding = sorted({i.code for i in decisive})
     conf = (raw.get("self_evaluation") or {}).get("confidence")
     right, right_final = is_right(doc, raw), is_right(doc, final)
     accepted = result.final_decision == "AUTO_ACCEPT"
     named: list[str] = []
     if right and not accepted:
-        named = implicated(doc, final, [i for i in last if i.severity in ("BLOCKER", "MAJOR")], false_accept=False)
+        named = implicated(doc, final, decisive, false_accept=False)
     elif accepted and not right_final:
         named = implicated(doc, final, [], false_accept=True)
     return Outcome(doc.bench.doc_id, doc.kind, doc.source, doc.doc_type, right, right_final,

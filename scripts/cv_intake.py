@@ -99,12 +99,9 @@ async def details(doc: e2e.Doc, classifier: Any, deps: Any, reader: ind.Reader) 
     final = result.final_classification if isinstance(result.final_classification, dict) else raw
     truth, pred = doc.truth, e2e.spans(final)
 
-    def type_at(spans: list[tuple[str, int, int]], page: int) -> str:
-        return next((t for t, a, b in spans if a <= page <= b), "?")
-
     pages = []
     for page in doc.bench.bundle.pages:
-        t, p = type_at(truth, page.page_num), type_at(pred, page.page_num)
+        t, p = e2e.type_at(truth, page.page_num) or "?", e2e.type_at(pred, page.page_num) or "?"
         starts_t = any(a == page.page_num for _, a, _ in truth)
         starts_p = any(a == page.page_num for _, a, _ in pred)
         if t != p or starts_t != starts_p:

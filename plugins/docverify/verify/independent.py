@@ -364,13 +364,13 @@ def _page_issues(seg: Segment, own: str, pages_by_num: dict[int, Page], r: Reade
     unfamiliar = [(num, f[0]) for num, f in foreign.items() if f[2].abstains(f[0])]
     for t, a, b in page_runs(familiar):
         p = min(foreign[num][1] for num in range(a, b + 1))  # the run's lowest probability
+        if a > seg.page_start and b < seg.page_end and p < r.boundary_threshold:
+            continue  # a run inside a segment needs two boundaries: it must read as surely as a split (ADR 0067)
         fam = min(foreign[num][2].familiarity for num in range(a, b + 1))
         pages = page_span(a, b)
         how = {"familiarity": round(fam, 4),
                "novelty_threshold": min(foreign[num][2].novelty_threshold for num in range(a, b + 1))}
         at_edge = (a == seg.page_start) != (b == seg.page_end)
-        if a > seg.page_start and b < seg.page_end and p < r.boundary_threshold:
-            continue  # a run inside a segment needs two boundaries: it must read as surely as a split (ADR 0067)
         if at_edge and p >= r.boundary_threshold:
             split = b + 1 if a == seg.page_start else a
             issues.append(make_issue(
