@@ -31,6 +31,7 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 from sqlalchemy.exc import OperationalError
@@ -452,10 +453,18 @@ def release_review(review_id: str, request: Request, user: GetUserDep,
 
 @router.post("/{review_id}", response_class=HTMLResponse, dependencies=ANSWER)
 async def answer(review_id: str, request: Request, session: SessionDep, user: GetUserDep) -> Response:
+    """Read the form (async), then check and send the answer in a worker thread, as FastAPI runs a sync
+    endpoint: sending waits on the metadata database, and a wait on the event loop would stall every request
+    of the API server, the execution API's included -- with SQLite, the very request whose commit holds the
+    lock the answer waits for."""
     check_id(review_id)
-    name = _user_name(user)
     form = await request.form()
     values = {k: v for k, v in form.items() if isinstance(v, str)}
+    return await run_in_threadpool(_answer, review_id, request, session, user, values)
+
+
+def _answer(review_id: str, request: Request, session: Session, user: Any, values: dict[str, str]) -> Response:
+    name = _user_name(user)
     if not hmac.compare_digest(values.pop("token", ""), _token(review_id, name)):
         raise HTTPException(status_code=400, detail="the form is stale: reload the review page")
     choice = values.pop("choice", "")
