@@ -384,9 +384,14 @@ def _check_lineage(stack: AirflowStack, events: list[dict], root: pathlib.Path, 
     """What the lineage backend received: a START and a COMPLETE for every task instance that ran,
     both Dags' runs, the night's datasets and facets, events openlineage-python parses, and no
     clinical text or file name in any of them."""
-    deadline = time.monotonic() + 60  # the last events are posted from forked listeners
-    while time.monotonic() < deadline and not any(
-            e["job"]["name"] == "sme_review.review" and e["eventType"] == "COMPLETE" for e in events):
+    def answered() -> list[dict]:  # one COMPLETE per review task run (the transport may deliver one twice)
+        return list({e["run"]["runId"]: e for e in events if e["job"]["name"] == "sme_review.review"
+                     and e["eventType"] == "COMPLETE" and "docverify_task" in e["run"]["facets"]}.values())
+
+    # the last events are posted from forked listeners: a review's COMPLETE leaves after its ground-truth
+    # record is written (the caller waited for those), so wait for all three answers' events, not the first
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(answered()) < 3:
         time.sleep(1)
     for e in events:
         parse(e)
@@ -421,8 +426,7 @@ def _check_lineage(stack: AirflowStack, events: list[dict], root: pathlib.Path, 
             if e["eventType"] == "COMPLETE" and "docverify_task" in e["run"]["facets"]:
                 check_facet("docverify_task", e["run"]["facets"]["docverify_task"])
     # the SME's three answers: the review Dag's tasks, packets in, ground truth out
-    reviews = [e for e in events if e["job"]["name"] == "sme_review.review" and e["eventType"] == "COMPLETE"
-               and "docverify_task" in e["run"]["facets"]]
+    reviews = answered()
     assert len(reviews) == 3
     assert all(datasets(e, "outputs") == {file("ground_truth")} and datasets(e, "inputs") == {file("sme_packets")}
                for e in reviews)
