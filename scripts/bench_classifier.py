@@ -245,15 +245,30 @@ def report_pages(rng: random.Random, text: str, short: Sequence[Mapping[str, Any
     return [x for x in texts if x.strip()] or [text.strip()]
 
 
+def pages_record(texts: Sequence[str], record: Mapping[str, Any], short: Sequence[Mapping[str, Any]]) -> str:
+    """The id of the labelled record :func:`report_pages` took ``texts`` from: ``record``, or the short report of
+    its type it put in its place."""
+    if len(texts) == 1 and texts[0] != str(record.get("text") or "").strip():
+        return next((str(r["id"]) for r in short if str(r["text"]).strip() == texts[0]), str(record["id"]))
+    return str(record["id"])
+
+
 def make_hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int = HARD_SEED,
                         ) -> list[tuple[DocumentBundle, list[tuple[str, int, int]]]]:
+    """:func:`hard_multidocs` without the records' ids."""
+    return [(bundle, truth) for bundle, truth, _ in hard_multidocs(records, n, seed)]
+
+
+def hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int = HARD_SEED,
+                   ) -> list[tuple[DocumentBundle, list[tuple[str, int, int]], list[str]]]:
     """``n`` harder multi-document bundles, as real PDFs look: 2–4 texts of different types
     where some parts are short. Per text, one shape: an "Other" text cut to its first
     300–1,200 characters (a one-page cover, fax sheet or form; half of the Other parts); a
     short report (a text of that type of at most :data:`SHORT_CHARS` characters, one page;
     a quarter of the rest); else the whole text cut into pages of a length drawn from
     1,500–4,000 characters, whose last page holds only the text's last 80–400 characters (a
-    signature block, a disclaimer) for a third of them. Seeded; with the true segments."""
+    signature block, a disclaimer) for a third of them. Seeded; with the true segments and, per segment, the
+    id of the labelled record its pages come from."""
     rng = random.Random(seed)
     by_type: dict[str, list[dict[str, Any]]] = {}
     for r in sorted(records, key=lambda r: r["id"]):
@@ -266,18 +281,22 @@ def make_hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed:
         chosen = rng.sample(types, min(k, len(types)))
         pages: list[str] = []
         truth: list[tuple[str, int, int]] = []
+        ids: list[str] = []
         for t in chosen:
-            text = rng.choice(by_type[t])["text"]
+            record = rng.choice(by_type[t])
+            text = record["text"]
             if t == "Other" and rng.random() < 0.5:
                 texts = [text[:_cut_before(text, rng.randint(*COVER_CHARS))].strip()]
                 truth.append((t, len(pages) + 1, len(pages) + 1))
+                ids.append(str(record["id"]))
                 pages += texts
                 continue
             short = [r for r in by_type[t] if len(r["text"].strip()) <= SHORT_CHARS]
             texts = report_pages(rng, text, short)
             truth.append((t, len(pages) + 1, len(pages) + len(texts)))
+            ids.append(pages_record(texts, record, short))
             pages += texts
-        out.append((_concatenated("hard", i, pages), truth))
+        out.append((_concatenated("hard", i, pages), truth, ids))
     return out
 
 

@@ -53,6 +53,7 @@ import pathlib
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,7 +128,7 @@ def part_documents(records: list[dict[str, Any]], *, multi: int = MULTI_DOCS, ha
     """The single documents, the multi-document PDFs, the hard ones and the intake packets of a part's
     records (``kinds`` of them). single, multi and hard leave the ``forms_real`` forms out (as before they
     joined the parts); ``ocr_pages``: the scanned form pages of the intake packets (:func:`scan_forms`)."""
-    from bench_classifier import make_hard_multidocs
+    from bench_classifier import hard_multidocs
 
     base = [r for r in records if not ip.is_form(r)]
     by_id = {str(r["id"]): r for r in base}
@@ -137,8 +138,8 @@ def part_documents(records: list[dict[str, Any]], *, multi: int = MULTI_DOCS, ha
     if "multi" in kinds:
         docs += [Doc(d, "multi", "multi") for d in vb.multi_docs(base, multi, MULTI_SEED + seed_offset)]
     if "hard" in kinds:
-        for bundle, truth in make_hard_multidocs(base, hard, HARD_SEED + seed_offset):
-            docs.append(Doc(vb.BenchDoc(bundle, [vb.TruthSegment(*t) for t in truth], []), "hard", "hard"))
+        for bundle, truth, ids in hard_multidocs(base, hard, HARD_SEED + seed_offset):
+            docs.append(Doc(vb.BenchDoc(bundle, [vb.TruthSegment(*t) for t in truth], ids), "hard", "hard"))
     if "intake" in kinds:
         for p in ip.make_intake_packets(records, intake, INTAKE_SEED + seed_offset, ocr_pages=ocr_pages):
             docs.append(Doc(vb.BenchDoc(p.bundle, [vb.TruthSegment(*t) for t in p.truth], p.source_ids),
@@ -199,6 +200,8 @@ class Outcome:
     forms: list[tuple[str, str, bool]] = field(default_factory=list)
     #: the labelled records behind a right classification escalated or a false accept (:func:`implicated`)
     implicated: list[str] = field(default_factory=list)
+    #: every labelled record the document is made of (a packet shares its records with other documents)
+    records: list[str] = field(default_factory=list)
 
 
 def intake_details(doc: Doc, raw: dict[str, Any]) -> dict[str, Any]:
@@ -274,7 +277,8 @@ async def run_doc(doc: Doc, classifier, deps) -> Outcome:
         named = implicated(doc, final, [], false_accept=True)
     return Outcome(doc.bench.doc_id, doc.kind, doc.source, doc.doc_type, right, right_final,
                    result.final_decision, result.final_rule, deciding, t1 - t0, t2 - t1,
-                   conf if isinstance(conf, (int, float)) else None, **intake_details(doc, raw), implicated=named)
+                   conf if isinstance(conf, (int, float)) else None, **intake_details(doc, raw), implicated=named,
+                   records=sorted({str(i) for i in doc.bench.source_ids}))
 
 
 async def run_all(docs: list[Doc], classifier, deps, concurrency: int = 8) -> list[Outcome]:
@@ -438,6 +442,7 @@ def summarise(name: str, outcomes: list[Outcome], seconds: float) -> dict[str, A
         "confidence": confidence_separation(outcomes),
         "classify_ms": 1000 * sum(o.classify_s for o in outcomes) / max(1, len(outcomes)),
         "verify_ms": 1000 * sum(o.verify_s for o in outcomes) / max(1, len(outcomes)),
+        "issue39_intervals": issue39_intervals(outcomes),
     }
 
 
@@ -526,10 +531,64 @@ def targets_met(part: dict[str, Any]) -> bool | None:
             and (a["false_accept_rate"] or 0) <= TARGET_FALSE_ACCEPT)
 
 
+#: issue 39's figures as sums over documents: a document's (numerator, denominator) terms
+RATIO_TERMS: dict[str, Callable[[Outcome], tuple[float, float]]] = {
+    "exact_merged": lambda o: (float(o.split["exact_merged"]), 1.0) if o.split is not None else (0.0, 0.0),
+    "false_accept_rate": lambda o: (float(o.decision == "AUTO_ACCEPT" and not o.right_final),
+                                    float(o.decision == "AUTO_ACCEPT")),
+    "stopped_rate": lambda o: (float(not o.right and (o.decision != "AUTO_ACCEPT" or o.right_final)),
+                               float(not o.right)),
+    "right_escalated_rate": lambda o: (float(o.right and o.decision != "AUTO_ACCEPT"), float(o.right)),
+    "escalation_precision": lambda o: (float(o.decision != "AUTO_ACCEPT" and not o.right),
+                                       float(o.decision != "AUTO_ACCEPT")),
+}
+
+
+def shared_record_interval(outcomes: list[Outcome], key: str) -> dict[str, Any] | None:
+    """A 95 % interval for the figure ``key`` (:data:`RATIO_TERMS`) that does not take documents built from a
+    shared labelled record for independent draws: the same report in twelve packets is one piece of evidence,
+    not twelve. The ratio's variance is estimated with every pair of documents that share a record counted as
+    correlated (a sandwich over overlapping clusters: the sum of ``e_i * e_j`` over those pairs, ``e`` the
+    documents' residuals) against its binomial variance; their ratio, at least 1, is the design effect, and the
+    interval is Wilson's at the effective count (documents / design effect). None when nothing is counted."""
+    from docverify.reporting.audit_sample import wilson_interval
+
+    terms = [RATIO_TERMS[key](o) for o in outcomes]
+    den = sum(b for _, b in terms)
+    if den <= 0:
+        return None
+    rate = sum(a for a, _ in terms) / den
+    resid = [a - rate * b for a, b in terms]
+    holders: dict[str, list[int]] = defaultdict(list)
+    for i, o in enumerate(outcomes):
+        if terms[i][1]:
+            for r in set(o.records) or {f"doc:{o.doc_id}"}:
+                holders[r].append(i)
+    robust = 0.0
+    for i, o in enumerate(outcomes):
+        if terms[i][1]:
+            near = {j for r in set(o.records) or {f"doc:{o.doc_id}"} for j in holders[r]}
+            robust += resid[i] * sum(resid[j] for j in near)
+    binomial = sum(e * e for e in resid)
+    effect = max(1.0, robust / binomial) if binomial > 0 else 1.0
+    n_eff = den / effect
+    lo, hi = wilson_interval(rate * n_eff, n_eff)
+    return {"design_effect": effect, "n_effective": n_eff, "ci": [lo, hi]}
+
+
+def issue39_intervals(outcomes: list[Outcome]) -> list[dict[str, Any] | None]:
+    """:func:`shared_record_interval` of each of issue 39's targets, in :data:`ISSUE39_TARGETS`' order."""
+    out = []
+    for scope, _, key, _, _ in ISSUE39_TARGETS:
+        sub = outcomes if scope == "all" else [o for o in outcomes if o.kind == scope]
+        out.append(shared_record_interval(sub, key) if sub else None)
+    return out
+
+
 def issue39_targets(part: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 39's targets on a part: each with its figure and whether it is met (None: not measured)."""
     out = []
-    for scope, what, key, op, target in ISSUE39_TARGETS:
+    for k, (scope, what, key, op, target) in enumerate(ISSUE39_TARGETS):
         if scope == "intake":
             s = part.get("intake")
             value = None if s is None else (s["all"][key] if key in s["all"] else s["all"]["verifiers"][key])
@@ -539,7 +598,7 @@ def issue39_targets(part: dict[str, Any]) -> list[dict[str, Any]]:
             value = part["by_kind"].get(scope, {}).get(key)
         met = None if value is None else (value >= target if op == ">=" else value <= target)
         out.append({"scope": scope, "what": what, "key": key, "op": op, "target": target, "value": value,
-                    "met": met})
+                    "met": met, "interval": (part.get("issue39_intervals") or [None] * len(ISSUE39_TARGETS))[k]})
     return out
 
 
@@ -651,15 +710,22 @@ def render(parts: list[dict[str, Any]], meta: dict[str, str], kinds: tuple[str, 
         checks = issue39_targets(p)
         lines += [f"### Issue 39's targets — {p['part']} part"
                   + (" (the part that counts)" if p["part"] == "test" else " (tuning: for information)"), "",
-                  "| scope | figure | target | measured | met |", "|---|---|---:|---:|---|"]
+                  "| scope | figure | target | measured | met | 95 % interval, documents sharing a record "
+                  "correlated (design effect) |", "|---|---|---:|---:|---|---:|"]
         for t in checks:
             value = "–" if t["value"] is None else _pct_near(t["value"], t["target"])
             met = "not measured" if t["met"] is None else ("yes" if t["met"] else "**no**")
             scope = {"intake": "PDFs of several documents (intake packets)", "single": "single documents",
                      "all": "all documents"}[t["scope"]]
+            iv = t.get("interval")
+            interval = "–" if not iv else (f"{_pct(iv['ci'][0])}–{_pct(iv['ci'][1])} "
+                                           f"({iv['design_effect']:.2f})")
             lines.append(f"| {scope} | {t['what']} | {t['op'].replace('>=', '≥').replace('<=', '≤')} "
-                         f"{_pct(t['target'])} | {value} | {met} |")
-        lines.append("")
+                         f"{_pct(t['target'])} | {value} | {met} | {interval} |")
+        lines += ["", "The interval treats every two documents built from one labelled record (the same report or "
+                  "form in several packets and PDFs) as correlated: its width is Wilson's at the effective number "
+                  "of documents (documents / design effect; `shared_record_interval`). A design effect of 1 is "
+                  "independent documents.", ""]
     return lines
 
 

@@ -165,7 +165,7 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
     """``n`` intake packets made of ``records`` (one part's records: its clinical texts and its
     ``forms_real`` forms, as :func:`labelled_corpus.part_records` gives them), seeded by ``seed``.
     ``ocr_pages``: ``(packet id, form record id, real page index)`` → OCR'd text of a scanned form page."""
-    from bench_classifier import SHORT_CHARS
+    from bench_classifier import SHORT_CHARS, pages_record
 
     recs = sorted(records, key=lambda r: str(r["id"]))
     forms = [r for r in recs if is_form(r) and form_real_pages(r)]
@@ -219,7 +219,7 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
                 (t, rec), texts = item
                 pages += texts
                 truth.append((t, start, len(pages)))
-                source_ids.append(str(rec["id"]))
+                source_ids.append(pages_record(texts, rec, short[t]))
                 continue
             form, real, whole, position = item
             form_texts = dict(form_real_pages(form))

@@ -115,3 +115,48 @@ def test_a_false_accept_and_a_right_escalation_name_the_records_behind_them():
                           implicated=ids) for i, ids in enumerate((["gen-7"], ["gen-7"], ["note-2"]))]
     assert b._records(outcomes) == {"documents": 3, "records": 2, "repeated": [["gen-7", 2]]}
     assert "gen-7 × 2" in b._records_line("the right classifications escalated", b._records(outcomes))
+
+
+def test_documents_sharing_a_record_widen_the_interval_of_a_figure(monkeypatch):
+    """Five false accepts of 200 accepted documents: from five records, the interval is Wilson's (design effect
+    1); all five from one report that recurs in five packets, they are about one piece of evidence and the
+    interval widens. Documents that share a record but not an outcome do not widen it."""
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import bench_end_to_end as b
+    from docverify.reporting.audit_sample import wilson_interval
+
+    def outcome(i, records, wrong):
+        return b.Outcome(f"d{i}", "intake", "intake", "mixed", not wrong, not wrong, "AUTO_ACCEPT", 0,
+                         records=records)
+
+    apart = [outcome(i, [f"r{i}", f"form{i % 7}"], i < 5) for i in range(200)]
+    iv = b.shared_record_interval(apart, "false_accept_rate")
+    assert iv is not None and iv["design_effect"] == pytest.approx(1.0, abs=0.05)
+    assert iv["ci"] == pytest.approx(list(wilson_interval(5, 200)), abs=0.002)
+    together = [outcome(i, [f"r{i}", "gen-7"] if i < 5 else [f"r{i}", f"form{i % 7}"], i < 5) for i in range(200)]
+    wide = b.shared_record_interval(together, "false_accept_rate")
+    assert wide is not None and wide["design_effect"] > 3
+    assert wide["ci"][0] < iv["ci"][0] and wide["ci"][1] > iv["ci"][1] + 0.02
+    # nothing counted: no interval
+    assert b.shared_record_interval([outcome(0, ["a"], False)], "stopped_rate") is None
+
+
+def test_a_hard_pdf_names_the_records_its_pages_come_from(corpora_dir, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import bench_classifier as bc
+    import bench_end_to_end as b
+
+    records = [r for r in b.part_records(corpora_dir, "tune") if (r.get("text") or "").strip()][:400]
+    by_id = {str(r["id"]): r for r in records}
+    made = bc.hard_multidocs(records, 30, 7)
+    assert [(x, t) for x, t, _ in made] == [(x, t) for x, t in bc.make_hard_multidocs(records, 30, 7)]
+    substituted = 0
+    for bundle, truth, ids in made:
+        assert len(ids) == len(truth)
+        for (kind, first, last), rid in zip(truth, ids, strict=True):
+            record = by_id[rid]
+            assert record["proposed_doc_type"] == kind
+            words = " ".join(bundle.page_text(first).split()[:8])
+            assert words in " ".join(record["text"].split()), (rid, words)  # the pages are that record's text
+            substituted += last == first and bundle.page_text(first).strip() == record["text"].strip()
+    assert substituted  # some are one-page short reports put in a text's place
