@@ -11,7 +11,12 @@
 #    owner only (an existing one is chmod-ed to 600);
 #  * a clean stop: standalone runs in its own process group (setsid); on SIGINT/SIGTERM/exit the
 #    whole group gets SIGTERM, then SIGKILL after a grace period — no scheduler, dag-processor,
-#    triggerer, api-server or task process is left behind.
+#    triggerer, api-server or task process is left behind;
+#  * a component that exits is started again after DOCVERIFY_UP_RESTART_S seconds (default 5), as a
+#    deployment's supervisor (systemd, Kubernetes) would: Airflow's scheduler exits on an error in its
+#    loop (on SQLite, a backfill whose creation hit a locked database deletes runs the scheduler had
+#    loaded), and nothing would be scheduled until someone noticed. It gives up on a component that
+#    exits DOCVERIFY_UP_MAX_QUICK_EXITS times in a row (default 5) within a minute of its start.
 set -euo pipefail
 : "${AIRFLOW_HOME:?run through make up}"
 export AIRFLOW__API__HOST="${DOCVERIFY_UP_HOST:-127.0.0.1}"
@@ -36,8 +41,25 @@ PASSWORDS="$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
 GRACE_S="${DOCVERIFY_UP_GRACE_S:-20}"
 
 PORT="${DOCVERIFY_UP_PORT:-8080}"
-setsid bash -c 'airflow scheduler --skip-serve-logs & airflow dag-processor & airflow triggerer --skip-serve-logs &
-  airflow api-server --host "$1" --port "$2" & wait' up "$AIRFLOW__API__HOST" "$PORT" &
+export DOCVERIFY_UP_RESTART_S="${DOCVERIFY_UP_RESTART_S:-5}" DOCVERIFY_UP_MAX_QUICK_EXITS="${DOCVERIFY_UP_MAX_QUICK_EXITS:-5}"
+setsid bash -c '
+  supervise() {  # airflow <component> [args]: again when it exits, until it keeps exiting at once
+    local quick=0 started
+    while :; do
+      started=$SECONDS
+      airflow "$@"
+      local rc=$?
+      if (( SECONDS - started < 60 )); then quick=$((quick + 1)); else quick=1; fi
+      if (( quick >= DOCVERIFY_UP_MAX_QUICK_EXITS )); then
+        echo "make up: airflow $1 exited with $rc $quick times in a row within a minute of its start; not starting it again (its error is in the lines above)" >&2
+        return "$rc"
+      fi
+      echo "make up: airflow $1 exited with $rc; starting it again in ${DOCVERIFY_UP_RESTART_S} s" >&2
+      sleep "$DOCVERIFY_UP_RESTART_S"
+    done
+  }
+  supervise scheduler --skip-serve-logs & supervise dag-processor & supervise triggerer --skip-serve-logs &
+  supervise api-server --host "$1" --port "$2" & wait' up "$AIRFLOW__API__HOST" "$PORT" &
 PGID=$!  # setsid: the child is the leader of a new process group whose id is its pid
 echo $$ > "$AIRFLOW_HOME/up.pid"
 echo "make up: the Airflow UI at http://$AIRFLOW__API__HOST:$PORT/ (login: $PASSWORDS); Ctrl+C stops everything"

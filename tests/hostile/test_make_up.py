@@ -94,3 +94,52 @@ def test_make_run_refuses_while_make_up_runs_and_names_the_way_out(tmp_path):
     out = subprocess.run(["make", "--no-print-directory", "not-up", f"AIRFLOW_HOME={home}"], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "`make up` is running" not in out.stdout
+
+
+FLAKY_AIRFLOW = """#!/usr/bin/env bash
+echo "$*" >> "$AIRFLOW_HOME/seen_args"
+# the scheduler fails once (as Airflow's does on an error in its loop); the triggerer never starts
+if [ "$1" = scheduler ] && [ ! -e "$AIRFLOW_HOME/failed_once" ]; then touch "$AIRFLOW_HOME/failed_once"; exit 1; fi
+if [ "$1" = triggerer ]; then exit 3; fi
+( trap '' HUP; sleep 300 ) & echo $! >> "$AIRFLOW_HOME/children"
+echo $$ >> "$AIRFLOW_HOME/children"
+wait
+"""
+
+
+@pytest.mark.slow
+def test_up_starts_a_component_that_exits_again_and_gives_up_on_one_that_cannot_start(tmp_path):
+    """A deployment's supervisor restarts a scheduler that exits; `make up` does too, and says so. A component
+    that exits at once every time is given up after DOCVERIFY_UP_MAX_QUICK_EXITS tries, naming it; the
+    others keep running, and SIGTERM still leaves nothing behind."""
+    home, bin_dir = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    bin_dir.mkdir()
+    (bin_dir / "airflow").write_text(FLAKY_AIRFLOW)
+    (bin_dir / "airflow").chmod(0o755)
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}",
+           "DOCVERIFY_UP_GRACE_S": "3", "DOCVERIFY_UP_RESTART_S": "0.2", "DOCVERIFY_UP_MAX_QUICK_EXITS": "3"}
+    proc = subprocess.Popen([str(REPO / "scripts/up.sh")], env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    seen = home / "seen_args"
+
+    def starts(component: str) -> int:
+        return sum(line.split()[0] == component for line in seen.read_text().splitlines()) if seen.exists() else 0
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (starts("scheduler") < 2 or starts("triggerer") < 3):
+        time.sleep(0.1)
+    time.sleep(1.0)  # time for a fourth triggerer start, were there one
+    assert starts("scheduler") == 2 and starts("triggerer") == 3
+    assert starts("dag-processor") == 1 and starts("api-server") == 1
+    pids = [int(p) for p in (home / "children").read_text().split()]
+    assert len(pids) == 6 and all(_alive(p) for p in pids)  # scheduler (second start), dag-processor, api-server
+
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert "make up: airflow scheduler exited with 1; starting it again in 0.2 s" in err
+    assert "make up: airflow triggerer exited with 3 3 times in a row within a minute of its start; " \
+           "not starting it again" in err
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert [p for p in pids if _alive(p)] == []
