@@ -12,8 +12,8 @@
 #  * a clean stop: standalone runs in its own process group (setsid); on SIGINT/SIGTERM/exit the
 #    whole group gets SIGTERM, then SIGKILL after a grace period — no scheduler, dag-processor,
 #    triggerer, api-server or task process is left behind;
-#  * a component that exits is started again after DOCVERIFY_UP_RESTART_S seconds (default 5), as a
-#    deployment's supervisor (systemd, Kubernetes) would: Airflow's scheduler exits on an error in its
+#  * a component that fails (exits non-zero) is started again after DOCVERIFY_UP_RESTART_S seconds
+#    (default 5), as a deployment's supervisor (systemd's Restart=on-failure, Kubernetes) would: Airflow's scheduler exits on an error in its
 #    loop (on SQLite, a backfill whose creation hit a locked database deletes runs the scheduler had
 #    loaded), and nothing would be scheduled until someone noticed. It gives up on a component that
 #    exits DOCVERIFY_UP_MAX_QUICK_EXITS times in a row (default 5) within a minute of its start.
@@ -43,12 +43,13 @@ GRACE_S="${DOCVERIFY_UP_GRACE_S:-20}"
 PORT="${DOCVERIFY_UP_PORT:-8080}"
 export DOCVERIFY_UP_RESTART_S="${DOCVERIFY_UP_RESTART_S:-5}" DOCVERIFY_UP_MAX_QUICK_EXITS="${DOCVERIFY_UP_MAX_QUICK_EXITS:-5}"
 setsid bash -c '
-  supervise() {  # airflow <component> [args]: again when it exits, until it keeps exiting at once
+  supervise() {  # airflow <component> [args]: again when it fails, until it keeps failing at once
     local quick=0 started
     while :; do
       started=$SECONDS
       airflow "$@"
       local rc=$?
+      (( rc == 0 )) && return 0  # it was asked to stop: as systemd'"'"'s Restart=on-failure
       if (( SECONDS - started < 60 )); then quick=$((quick + 1)); else quick=1; fi
       if (( quick >= DOCVERIFY_UP_MAX_QUICK_EXITS )); then
         echo "make up: airflow $1 exited with $rc $quick times in a row within a minute of its start; not starting it again (its error is in the lines above)" >&2

@@ -109,9 +109,10 @@ wait
 
 @pytest.mark.slow
 def test_up_starts_a_component_that_exits_again_and_gives_up_on_one_that_cannot_start(tmp_path):
-    """A deployment's supervisor restarts a scheduler that exits; `make up` does too, and says so. A component
-    that exits at once every time is given up after DOCVERIFY_UP_MAX_QUICK_EXITS tries, naming it; the
-    others keep running, and SIGTERM still leaves nothing behind."""
+    """A deployment's supervisor restarts a scheduler that fails; `make up` does too, and says so. A component
+    that fails at once every time is given up after DOCVERIFY_UP_MAX_QUICK_EXITS tries, naming it; the
+    others keep running, and SIGTERM still leaves nothing behind. (One that exits 0 was asked to stop: the
+    users tests' stand-in exits 0 at once, and make up ends.)"""
     home, bin_dir = tmp_path / "home", tmp_path / "bin"
     home.mkdir()
     bin_dir.mkdir()
