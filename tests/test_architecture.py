@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from scripts import check_layers
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -25,6 +26,7 @@ def _modules() -> dict[str, pathlib.Path]:
     return out
 
 
+@pytest.mark.slow
 def test_the_core_keeps_its_layers_and_nothing_imports_in_a_circle():
     """ADR 0039: the layer contract of ``scripts/check_layers.py`` (``make lint``) holds on the tree:
     every import of the core points down or within its layer, and no import circle, of any length
@@ -40,6 +42,7 @@ def _copy(tmp_path: pathlib.Path) -> pathlib.Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_an_upward_import_fails_the_check_naming_file_line_and_fix(tmp_path):
     root = _copy(tmp_path)
     models = root / "plugins/docverify/domain/models.py"
@@ -59,6 +62,7 @@ def test_an_upward_import_fails_the_check_naming_file_line_and_fix(tmp_path):
     assert result.returncode == 1 and f"domain/models.py:{line}:" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_upward_import_between_the_airflow_rooms_fails_the_check(tmp_path):
     """ADR 0054: the Airflow side's rooms are layers above the core; the pages' addresses (web/) may not
     import a task body (tasks/, above them), even lazily, and the configuration no page."""
@@ -80,6 +84,7 @@ def test_an_upward_import_between_the_airflow_rooms_fails_the_check(tmp_path):
                for e in check_layers.check(root))
 
 
+@pytest.mark.slow
 def test_a_circle_within_one_layer_and_a_module_in_no_layer_fail_the_check(tmp_path):
     root = _copy(tmp_path)
     store = root / "plugins/docverify/storage/store.py"
@@ -98,6 +103,7 @@ def test_a_circle_within_one_layer_and_a_module_in_no_layer_fail_the_check(tmp_p
     assert len(errors) == 3, errors
 
 
+@pytest.mark.slow
 def test_a_layer_carved_out_of_another_layers_folder_fails_the_check(tmp_path):
     """Issue 41: the old "night" layer (``docverify.stages.common`` below the report) let the report
     import from the stages' folder while the check passed; a layer entry inside a folder is refused."""
@@ -124,6 +130,7 @@ def test_the_report_reads_the_night_from_below_the_stages():
     assert common.Batch is night.Batch and common.lineage is night.lineage
 
 
+@pytest.mark.slow
 def test_the_product_ships_no_test_support_and_names_no_machine_path():
     """Issue 41 / ADR 0053: the worked examples, the benchmarks' corpora and the corpora's location are
     test and benchmark support (``scripts/support/``): nothing in ``plugins/`` imports ``tests`` or
@@ -236,6 +243,7 @@ def _defined(f: pathlib.Path) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_sme_and_llm_names_are_imported_from_the_module_that_defines_them():
     """ADR 0032: ``from docverify.sme.<module> import X`` / ``from docverify.llm.<module> import X``
     name the module where X is defined (no re-exports), in the code, the DAGs, the tests and the scripts."""

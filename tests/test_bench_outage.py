@@ -26,6 +26,7 @@ def test_the_overload_body_is_the_recorded_one(corpora_dir):
     assert overload_body()["error"]["status"] == "UNAVAILABLE"
 
 
+@pytest.mark.slow
 def test_an_outage_within_the_budget_changes_no_route(tmp_path, corpora_dir):
     base = run_night(tmp_path / "base", **FAST)
     out = run_night(tmp_path / "outage", outage_s=3.0, after_requests=2, budget_s=30.0, **FAST)

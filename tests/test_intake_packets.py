@@ -145,6 +145,7 @@ def test_nothing_predicted_against_a_true_boundary_scores_zero():
     assert ip.v_measure([(CN, 1, 1), (RR, 2, 2)], [(CN, 1, 2)], 2) == 0.0
 
 
+@pytest.mark.slow
 def test_the_v_measure_is_sklearns():
     metrics = pytest.importorskip("sklearn.metrics")
     pred = [(CN, 1, 1), (OT, 2, 4), (RR, 5, 5)]

@@ -5,9 +5,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from tests.dags.airflow_env import REPO
 
 
+@pytest.mark.slow
 def test_only_airflow_home_is_needed(tmp_path):
     cfg = tmp_path / "airflow.cfg"
     cfg.write_text("[core]\nload_examples = True\nparallelism = 7\n")  # a file `airflow db migrate` left

@@ -102,6 +102,7 @@ def test_deadline_from_the_environment(monkeypatch):
     assert alerts[0].interval.total_seconds() == 90 * 60
 
 
+@pytest.mark.slow
 def test_parsing_imports_no_heavy_library():
     """A task process parses the DAG file every time: no PDF, LLM or Google client at parse time."""
     code = ("import sys, runpy; runpy.run_path(sys.argv[1]); "

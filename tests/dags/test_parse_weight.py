@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from tests.dags.airflow_env import AIRFLOW_ENV, REPO
 
 HEAVY = ("numpy", "sklearn", "pypdfium2", "rapidocr_onnxruntime", "onnxruntime", "pydantic_ai", "google",
@@ -37,6 +38,7 @@ def _family(module: str) -> str:
     return ".".join(parts[:depth])
 
 
+@pytest.mark.slow
 def test_parsing_the_dag_files_imports_no_new_heavy_package():
     code = ("import json, runpy, sys; [runpy.run_path(f) for f in sys.argv[2:]]; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in sys.argv[1].split(','))))")

@@ -73,6 +73,7 @@ def test_arbiter_command(repo_dir, tmp_path):
     assert (out["decision"], out["rule"]) == ("AUTO_RETRY", 5)
 
 
+@pytest.mark.slow
 def test_classify_then_verify_round_trip(repo_dir, tmp_path):
     b, _ = example(repo_dir, "spec_auto_retry")
     _, cls, _ = cli(repo_dir, "classify", b, check_code=0)

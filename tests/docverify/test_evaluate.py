@@ -297,6 +297,7 @@ def test_cli_text_and_json(repo_dir, tmp_path):
     assert out["store"]["accuracy"]["page_accuracy"] == {"numerator": 9, "denominator": 15, "value": 0.6}
 
 
+@pytest.mark.slow
 def test_cli_empty_store_and_broken_file(repo_dir, tmp_path):
     p = run_cli(repo_dir, "--root", tmp_path)
     assert p.returncode == 0 and "no ground truth yet" in p.stdout and "n=0" in p.stdout

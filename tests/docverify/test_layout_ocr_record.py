@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tests.hostile import kit
 
 from docverify.judging.judges import OfflineJudge
@@ -34,6 +35,7 @@ def test_the_layout_record_and_the_report_carry_the_ocr_pages_and_seconds(tmp_pa
     assert f"OCR (layout): 1 page(s) of 1 document(s) in {layout['ocr_seconds']:.1f} s" in md
 
 
+@pytest.mark.slow
 def test_a_scan_split_across_the_workers_is_one_bundle_and_one_ocr_record(tmp_path):
     """Through the layout stage (2 workers, split from 4 image pages, the manifest's sha256 handed to
     the workers): the generated 6-page scan is one bundle of its 6 pages in order with the manifest's

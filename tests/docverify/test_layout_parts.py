@@ -40,6 +40,7 @@ def mapped_layout(b: Batch, shard_size: int, max_shards: int = 64) -> tuple[list
     return parts, merge_layout_local(b.fresh())
 
 
+@pytest.mark.slow
 def test_parts_merge_into_the_same_index_as_one_layout(tmp_path):
     one = night(tmp_path / "one")
     layout_local(one.fresh(), workers=1)
@@ -62,6 +63,7 @@ def test_parts_stay_within_max_shards(tmp_path):
         plan_layout_local(b.fresh(), shard_size=0)
 
 
+@pytest.mark.slow
 def test_a_rerun_plans_no_part_for_unchanged_bundles(tmp_path):
     b = night(tmp_path)
     mapped_layout(b, shard_size=3)

@@ -427,6 +427,7 @@ def _answer_in_a_process(root: str, key: str, k: int, start) -> None:
     save_review(ArtifactStore(root), key, agrees=True, reviewer=f"proc{k}")
 
 
+@pytest.mark.slow
 def test_concurrent_answers_from_processes_leave_the_newest_version_named(store):
     """Eight processes answer at the same moment, three rounds: every version is kept and the
     packet names the newest one (each writer looks again after writing the pointer)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from scripts.count_ops import counting, night, sample_night
 from tests.sample_ids import expected_routes as sample_routes
 
@@ -22,6 +23,7 @@ PER_NIGHT = 3
 DS = "2026-11-20"
 
 
+@pytest.mark.slow
 def test_sample_night_and_its_rerun_stay_within_the_store_budget(tmp_path, repo_dir):
     n = sample_night(tmp_path, DS)
     with counting() as (first, detail, stage):

@@ -94,6 +94,7 @@ def test_caught_means_escalated_or_fixed():
     assert results["number_changed"].final_decision == "ESCALATE_TO_SME" and results["number_changed"].caught
 
 
+@pytest.mark.slow
 def test_a_small_run_on_real_documents(corpora_dir, repo_dir):
     """Ten documents of the test part: the summary counts every case once and the gold of real
     texts builds (the figures themselves are the benchmark's)."""

@@ -28,6 +28,7 @@ def missing(internals: dict[str, tuple[str, str]]) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_every_internal_name_is_still_in_airflow():
     assert missing(airflow_internals.INTERNALS) == [], "Airflow no longer has these names where the adapter says"
 

@@ -106,6 +106,7 @@ def test_no_overwrite_leaves_an_existing_object_unchanged(gcs_root):
     assert store.read_bytes(packet) == before
 
 
+@pytest.mark.slow
 def test_create_if_absent_is_atomic_under_concurrency(gcs_root, gcs_emulator):
     """N writers create the same ground-truth record at once: exactly one wins, the object holds
     the winner's bytes, and every writer asked GCS to enforce it (``ifGenerationMatch=0``) instead

@@ -90,6 +90,7 @@ def run_job(task_id: str, plan: dict, context: dict, **trigger_kw):
             deferred = type("D", (), {"value": again})
 
 
+@pytest.mark.slow
 def test_two_rounds_through_the_job_operator_fill_the_cache(night):
     from docverify_airflow.tasks import llm_batch as T
 

@@ -161,6 +161,7 @@ def test_summarize_operation_fills_proto3_defaults():
     assert results[0]["output_uri"] == "gs://o/1/0" and results[1]["output_uri"] is None
 
 
+@pytest.mark.slow
 def test_operator_module_does_not_import_the_documentai_client_at_parse_time():
     code = ("import sys, docverify_documentai.operators.document_ai as m; "
             "print('google.cloud.documentai' in sys.modules, 'docverify_documentai.hooks.document_ai' in sys.modules)")
@@ -363,6 +364,7 @@ def test_batch_operator_defers_and_maps_each_input(fake):
     json.dumps(results)  # XCom-serialisable
 
 
+@pytest.mark.slow
 def test_batch_operator_splits_over_5000_files(fake):
     fake.not_done_polls = 0
     inputs = [f"gs://in/big/{i:05d}.pdf" for i in range(5001)]

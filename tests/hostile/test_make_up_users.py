@@ -9,6 +9,8 @@ import os
 import pathlib
 import subprocess
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 FAKE_AIRFLOW = """#!/usr/bin/env bash
@@ -35,11 +37,13 @@ def _up(tmp_path: pathlib.Path, **env: str) -> tuple[subprocess.CompletedProcess
     return out, home
 
 
+@pytest.mark.slow
 def test_docverify_users_become_the_login_users(tmp_path):
     out, home = _up(tmp_path, DOCVERIFY_USERS="sme.anna:user, viewer.bob:viewer")
     assert (home / "seen_users").read_text().strip() == "admin:admin,sme.anna:user,viewer.bob:viewer", out.stderr
 
 
+@pytest.mark.slow
 def test_without_docverify_users_airflow_keeps_its_default(tmp_path):
     out, home = _up(tmp_path)
     assert (home / "seen_users").read_text().strip() == "unset", out.stderr

@@ -59,6 +59,7 @@ def small_night(tmp_path) -> kit.Night:
     return night
 
 
+@pytest.mark.slow
 def test_accepted_then_escalated_withdraws_the_accepted_record(tmp_path):
     night = small_night(tmp_path)
     kit.check_night(night, kit.run_night(night, OfflineJudge(), run_id="run1"))
@@ -77,6 +78,7 @@ def test_accepted_then_escalated_withdraws_the_accepted_record(tmp_path):
     assert "accepted" not in report_docs[sid("note_mts_19")]["outputs"]
 
 
+@pytest.mark.slow
 def test_after_an_outage_recovered_documents_lose_their_pending_packet(tmp_path):
     night = small_night(tmp_path)
     run1 = kit.run_night(night, Outage(), run_id="run1")
@@ -100,6 +102,7 @@ def test_after_an_outage_recovered_documents_lose_their_pending_packet(tmp_path)
     assert after == before
 
 
+@pytest.mark.slow
 def test_a_reviewed_packet_and_its_ground_truth_are_never_withdrawn(tmp_path):
     from docverify.sme.helper import SMEReviewHelper
 

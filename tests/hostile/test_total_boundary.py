@@ -176,6 +176,7 @@ COMPANION = st.one_of(
 @given(entries=st.lists(st.tuples(NAME_BYTES, st.one_of(st.none(), COMPANION)), min_size=1, max_size=3,
                         unique_by=lambda e: e[0].lower()))
 # readable names a report prints escaped (private use, bidi, soft hyphen): found by a random run
+@pytest.mark.slow
 @example(entries=[(b"\xee\x80\x80.pdf", None), ("b\u202e.pdf".encode(), None), ("\u00ad.pdf".encode(), b"{}")])
 def test_no_name_or_companion_fails_a_stage(entries):
     with tempfile.TemporaryDirectory() as tmp:

@@ -20,6 +20,7 @@ def test_v5_stays_the_default(repo_dir, tmp_path):
     assert default == explicit and (default["decision"], default["rule"]) == ("AUTO_RETRY", 5)
 
 
+@pytest.mark.slow
 def test_cr_v2_examples(repo_dir):
     _, out, _ = cli(repo_dir, "arbiter", "--kind", "cr_v2", ex(repo_dir, "cr_v2_votes.json"), check_code=0)
     got = {k: (r["final_action"], r["flag_reason"], r["rule"]) for k, r in out["results"].items()}

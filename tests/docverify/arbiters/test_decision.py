@@ -307,6 +307,7 @@ def gemini(fake):
     ([(500, error_body(500, "INTERNAL"))], "fallback", "BLOCK"),
     ([(200, Slow(5.0, text_reply('{"decision": "APPROVE", "confidence": 0.9}')))], "fallback", "BLOCK"),
 ])
+@pytest.mark.slow
 def test_fake_gemini(fake, script, path, decision):
     fake.script = script
     slow = isinstance(script[0][1], Slow)  # only the slow answer gets a short limit (no timing elsewhere)

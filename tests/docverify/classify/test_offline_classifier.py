@@ -349,6 +349,7 @@ _page_text = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_page_text, min_size=1, max_size=5))
 def test_any_text_gives_a_valid_classification(pages):
@@ -376,6 +377,7 @@ def _bench_module(repo_dir):
     return module
 
 
+@pytest.mark.slow
 def test_accuracy_floor_on_labelled_real_texts(corpora_dir, repo_dir):
     bench = _bench_module(repo_dir)
     records = bench.load_records(corpora_dir)

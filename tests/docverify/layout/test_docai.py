@@ -610,6 +610,7 @@ def run_cli(*args) -> tuple[int, dict]:
     return p.returncode, json.loads(p.stdout)
 
 
+@pytest.mark.slow
 def test_cli_parse_docai_outputs(tmp_path, docai_dir):
     path = docai_dir / "layout_parser.json"
     code, out = run_cli(path)

@@ -185,6 +185,7 @@ def test_manifest_categories(corpora_dir):
     assert counts == {"ENCRYPTED": 4}
 
 
+@pytest.mark.slow
 def test_page_counts_match_the_manifest_probe(corpora_dir):
     manifest = _manifest(corpora_dir)
     checked = 0
@@ -318,6 +319,7 @@ def _sometimes_sleepy(path, **kw):
     return parse_pdf(path, **kw)
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_child(corpora_dir, tmp_path):
     pid_file = tmp_path / "child.pid"
     t0 = time.monotonic()

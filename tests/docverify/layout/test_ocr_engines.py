@@ -52,6 +52,7 @@ def _installed(engine: str) -> bool:
 
 @pytest.mark.parametrize("engine", ["rapidocr-openvino", "rapidocr-openvino:bf16", "rapidocr-onnxruntime",
                                     "tesseract"])
+@pytest.mark.slow
 def test_each_engine_reads_a_rendered_page(page_pdf, engine):
     if not _installed(engine.partition(":")[0]):
         pytest.skip(f"{engine} is not installed")

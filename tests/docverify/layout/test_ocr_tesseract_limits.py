@@ -59,6 +59,7 @@ def test_the_default_reads_a_scan_in_a_capped_worker(monkeypatch):
     assert {"radiology", "report", "lungs", "impression:"} <= words, len(words)
 
 
+@pytest.mark.slow
 def test_a_stuck_tesseract_leaves_its_page_unread_not_the_file_stopped(stuck_tesseract):
     t0 = time.monotonic()
     with pytest.raises(ParseError) as ei:
@@ -72,6 +73,7 @@ def test_a_stuck_tesseract_leaves_its_page_unread_not_the_file_stopped(stuck_tes
     assert len(pids) == 1 and not _running(pids[0])
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_page_takes_its_tesseract_call_along(stuck_tesseract):
     # the file's ceiling (2 s) comes before the call's own limit (80 % of 60 s): the pool kills the worker
     with pytest.raises(ParseError) as ei:

@@ -66,6 +66,7 @@ def _many_reports_at_once(path, *, pages, **kw):
 # --------------------------------------------------------------------------- the limits
 
 
+@pytest.mark.slow
 def test_a_stuck_page_is_stopped_naming_the_pages_and_the_limit(corpora_dir):
     t0 = time.monotonic()
     with pytest.raises(ParseError) as ei:
@@ -83,6 +84,7 @@ def test_a_stuck_page_is_stopped_naming_the_pages_and_the_limit(corpora_dir):
     assert not live_worker_pids()
 
 
+@pytest.mark.slow
 def test_pages_that_advance_extend_the_deadline(corpora_dir):
     # 8 pages of 0.5 s: 4 s in all, past the 1.5 s to open and any one page's 1.5 s
     bundle = parse_pdf_bounded(_pdf(corpora_dir), timeout_s=1.5, page_timeout_s=1.5, file_ceiling_s=60,
@@ -90,6 +92,7 @@ def test_pages_that_advance_extend_the_deadline(corpora_dir):
     assert isinstance(bundle, DocumentBundle) and bundle.total_pages == 1
 
 
+@pytest.mark.slow
 def test_the_ceiling_stops_a_file_whose_pages_still_advance(corpora_dir):
     t0 = time.monotonic()
     with pytest.raises(ParseError) as ei:
@@ -102,6 +105,7 @@ def test_the_ceiling_stops_a_file_whose_pages_still_advance(corpora_dir):
     assert " of 400 with " in msg and "page(s) read" in msg and "malformed" not in msg
 
 
+@pytest.mark.slow
 def test_a_parser_that_reports_no_pages_has_the_open_limit_for_the_whole_file(corpora_dir, tmp_path):
     with pytest.raises(ParseError) as ei:  # _sleepy_parse reports nothing and hangs
         parse_pdf_bounded(_pdf(corpora_dir), timeout_s=1, page_timeout_s=60, file_ceiling_s=60,

@@ -115,6 +115,7 @@ def test_the_parser_asks_for_a_split_only_for_a_scan_with_enough_image_pages(sca
 # --------------------------------------------------------------------------- two workers = one worker
 
 
+@pytest.mark.slow
 def test_a_scan_read_by_two_workers_gives_the_pages_of_one_worker_in_order(scan, tmp_path):
     log = tmp_path / "jobs.jsonl"
     one_stats: dict = {}
@@ -154,6 +155,7 @@ def test_a_range_that_crashes_is_the_files_corrupt_and_the_other_files_are_read(
     assert not live_worker_pids()
 
 
+@pytest.mark.slow
 @pytest.mark.corpus
 def test_a_range_that_hangs_is_the_files_timeout_naming_its_page(scan, corpora_dir):
     text = corpora_dir / "pdfs" / "normal_minimal_latex.pdf"

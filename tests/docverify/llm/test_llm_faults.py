@@ -116,6 +116,7 @@ def test_classify_429_then_success(fake):
 
 # issue 22: this test asserted the old behaviour (a persistent 500/503 ended VERIFICATION_INCOMPLETE
 # after FAST.max_attempts): an outage is now waited out like a 429 and then raises ServiceOutage
+@pytest.mark.slow
 @pytest.mark.parametrize("status,name", [(500, "INTERNAL"), (503, "UNAVAILABLE")])
 def test_persistent_outage_raises_service_outage_not_incomplete(fake, status, name):
     cls = classification(fake)
@@ -224,6 +225,7 @@ def test_schema_invalid_output_is_asked_again_then_incomplete(fake):
     assert len(fake.requests) == 2  # schema-invalid output is not a transient fault: no backoff retry on top
 
 
+@pytest.mark.slow
 def test_slow_answer_times_out_and_is_retried(fake):
     cls = classification(fake)
     fake.requests.clear()

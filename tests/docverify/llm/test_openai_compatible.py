@@ -63,6 +63,7 @@ def blind_brain(readings: dict[int, tuple[str, float]]):
     return brain
 
 
+@pytest.mark.slow
 def test_v2_blind_then_judgment_through_the_real_openai_client(fake):
     fake.brain = blind_brain({2: ("Radiology Report", 0.88)})
     result = asyncio.run(judge_on(fake).judge("V2", make_bundle(PAGE1, PAGE2), make_classification()))
@@ -90,6 +91,7 @@ def test_a_normal_judgment_with_a_finding(fake):
     assert len(fake.requests) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", [RATE_LIMITED, SERVER_ERROR], ids=["429", "500"])
 def test_a_429_or_a_500_is_waited_out_then_the_answer(fake, fault):
     fake.script = [fault, fault, fault, fault, (200, lambda body: tool_call(body, {"findings": []}))]

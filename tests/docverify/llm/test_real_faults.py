@@ -140,6 +140,7 @@ def test_an_outage_then_a_success_is_the_success(fake, errors, key):
     assert asyncio.run(judge(fake).classify(bundle())).classification.dominant_type_overall == "Other"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["err_503_overloaded", "err_500_internal", "err_503_deadline_expired"])
 def test_an_outage_past_the_budget_fails_the_task_not_the_document(fake, errors, key):
     """errors_from_issues.json[key] for longer than the (shrunk) budget: ServiceOutage leaves the
