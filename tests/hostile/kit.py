@@ -491,3 +491,19 @@ def copy_samples(dest: pathlib.Path, names: list[str]) -> None:
     for n in names:
         for f in SAMPLES.glob(f"{n}*"):
             shutil.copy(f, dest / f.name)
+
+
+def stand_in_airflow(tmp_path: pathlib.Path, script: str, **env: str) -> tuple[pathlib.Path, dict[str, str]]:
+    """An Airflow home and an environment whose ``airflow`` on PATH is ``script`` (a stand-in for the
+    components `make up` starts, scripts/up.sh): the home, and the environment to run up.sh in (``env`` added;
+    the operator's own DOCVERIFY_UP_HOST and simple auth manager users left out unless given)."""
+    home, bin_dir = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    bin_dir.mkdir()
+    (bin_dir / "airflow").write_text(script)
+    (bin_dir / "airflow").chmod(0o755)
+    full = {**os.environ, "AIRFLOW_HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
+    for k in ("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS", "DOCVERIFY_UP_HOST"):
+        if k not in env:
+            full.pop(k, None)
+    return home, full

@@ -13,6 +13,7 @@ import subprocess
 import time
 
 import pytest
+from tests.hostile.kit import stand_in_airflow
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -39,14 +40,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_up_binds_loopback_keeps_passwords_private_and_stops_every_process(tmp_path):
-    home, bin_dir = tmp_path / "home", tmp_path / "bin"
-    home.mkdir()
-    bin_dir.mkdir()
-    (bin_dir / "airflow").write_text(FAKE_AIRFLOW)
-    (bin_dir / "airflow").chmod(0o755)
-    env = {**os.environ, "AIRFLOW_HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}",
-           "DOCVERIFY_UP_GRACE_S": "3"}
-    env.pop("DOCVERIFY_UP_HOST", None)
+    home, env = stand_in_airflow(tmp_path, FAKE_AIRFLOW, DOCVERIFY_UP_GRACE_S="3")
     proc = subprocess.Popen([str(REPO / "scripts/up.sh")], env=env, cwd=REPO)
     children = home / "children"
     deadline = time.monotonic() + 30
@@ -113,13 +107,8 @@ def test_up_starts_a_component_that_exits_again_and_gives_up_on_one_that_cannot_
     that fails at once every time is given up after DOCVERIFY_UP_MAX_QUICK_EXITS tries, naming it; the
     others keep running, and SIGTERM still leaves nothing behind. (One that exits 0 was asked to stop: the
     users tests' stand-in exits 0 at once, and make up ends.)"""
-    home, bin_dir = tmp_path / "home", tmp_path / "bin"
-    home.mkdir()
-    bin_dir.mkdir()
-    (bin_dir / "airflow").write_text(FLAKY_AIRFLOW)
-    (bin_dir / "airflow").chmod(0o755)
-    env = {**os.environ, "AIRFLOW_HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}",
-           "DOCVERIFY_UP_GRACE_S": "3", "DOCVERIFY_UP_RESTART_S": "0.2", "DOCVERIFY_UP_MAX_QUICK_EXITS": "3"}
+    home, env = stand_in_airflow(tmp_path, FLAKY_AIRFLOW, DOCVERIFY_UP_GRACE_S="3", DOCVERIFY_UP_RESTART_S="0.2",
+                                 DOCVERIFY_UP_MAX_QUICK_EXITS="3")
     proc = subprocess.Popen([str(REPO / "scripts/up.sh")], env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
     seen = home / "seen_args"
 

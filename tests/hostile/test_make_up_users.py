@@ -5,11 +5,11 @@ api-server would have been given."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 
 import pytest
+from tests.hostile.kit import stand_in_airflow
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -22,16 +22,7 @@ exit 0
 
 
 def _up(tmp_path: pathlib.Path, **env: str) -> tuple[subprocess.CompletedProcess, pathlib.Path]:
-    home, bin_dir = tmp_path / "home", tmp_path / "bin"
-    home.mkdir()
-    bin_dir.mkdir()
-    (bin_dir / "airflow").write_text(FAKE_AIRFLOW)
-    (bin_dir / "airflow").chmod(0o755)
-    full = {**os.environ, "AIRFLOW_HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}",
-            "DOCVERIFY_UP_GRACE_S": "1", **env}
-    for k in ("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS", "DOCVERIFY_UP_HOST"):
-        if k not in env:
-            full.pop(k, None)
+    home, full = stand_in_airflow(tmp_path, FAKE_AIRFLOW, **{"DOCVERIFY_UP_GRACE_S": "1", **env})
     out = subprocess.run([str(REPO / "scripts/up.sh")], env=full, cwd=REPO, capture_output=True, text=True,
                          timeout=60)
     return out, home
