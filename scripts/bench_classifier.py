@@ -300,6 +300,43 @@ def hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int 
     return out
 
 
+#: the clinical types :func:`same_type_multidocs` puts two documents of side by side, in turn
+SAME_TYPES = ("Clinical Note", "Pathology Report", "Radiology Report", "Genomic Report")
+
+
+def same_type_multidocs(records: list[dict[str, Any]], n: int, seed: int,
+                        ) -> list[tuple[DocumentBundle, list[tuple[str, int, int]], list[str]]]:
+    """``n`` PDFs where two documents of one clinical type follow each other (two notes, two radiology reports:
+    intake often joins them), the types in turn; half of them with a third document of another type (a form
+    among them) before or after the pair. Each document's pages as :func:`report_pages` cuts them. Seeded; with
+    the true segments and the records' ids. No document of the others lies beside one of its type."""
+    rng = random.Random(seed)
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: str(r["id"])):
+        if (r.get("text") or "").strip():
+            by_type.setdefault(r["proposed_doc_type"], []).append(r)
+    types = [t for t in SAME_TYPES if len(by_type.get(t, [])) >= 2]
+    others = sorted(by_type)
+    out = []
+    for i in range(n):
+        t = types[i % len(types)]
+        chosen = [(t, r) for r in rng.sample(by_type[t], 2)]
+        if rng.random() < 0.5:
+            u = rng.choice([x for x in others if x != t])
+            chosen.insert(rng.choice((0, 2)), (u, rng.choice(by_type[u])))
+        pages: list[str] = []
+        truth: list[tuple[str, int, int]] = []
+        ids: list[str] = []
+        for kind, record in chosen:
+            short = [r for r in by_type[kind] if len(r["text"].strip()) <= SHORT_CHARS]
+            texts = report_pages(rng, record["text"], short)
+            truth.append((kind, len(pages) + 1, len(pages) + len(texts)))
+            ids.append(pages_record(texts, record, short))
+            pages += texts
+        out.append((_concatenated("same", i, pages), truth, ids))
+    return out
+
+
 def evaluate_multidocs(docs) -> dict[str, Any]:
     """Page accuracy (each page's type under the predicted segments) and exact split (the same
     segments: types and page ranges)."""

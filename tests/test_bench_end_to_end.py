@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import pathlib
 import sys
@@ -160,3 +161,30 @@ def test_a_hard_pdf_names_the_records_its_pages_come_from(corpora_dir, monkeypat
             assert words in " ".join(record["text"].split()), (rid, words)  # the pages are that record's text
             substituted += last == first and bundle.page_text(first).strip() == record["text"].strip()
     assert substituted  # some are one-page short reports put in a text's place
+
+
+def test_the_same_type_kind_puts_two_documents_of_one_type_side_by_side(corpora_dir, monkeypatch):
+    """``--kinds same``: every PDF holds two adjacent documents of one clinical type (the types in turn), some a
+    third of another type beside them; the records named are those whose text the pages hold. Not a default kind:
+    a run of it alone judges none of issue 39's targets."""
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import bench_classifier as bc
+    import bench_end_to_end as b
+
+    records = [r for r in b.part_records(corpora_dir, "tune") if (r.get("text") or "").strip()]
+    by_id = {str(r["id"]): r for r in records}
+    made = bc.same_type_multidocs(records, 12, 3)
+    thirds = 0
+    for i, (bundle, truth, ids) in enumerate(made):
+        types = [t for t, _, _ in truth]
+        pair = bc.SAME_TYPES[i % 4]
+        assert types.count(pair) == 2 and any(a == c == pair for a, c in itertools.pairwise(types))
+        assert truth[-1][2] == bundle.total_pages and len(ids) == len(truth) == len(set(ids))
+        assert all(by_id[rid]["proposed_doc_type"] == t for rid, (t, _, _) in zip(ids, truth, strict=True))
+        thirds += len(truth) == 3
+    assert 0 < thirds < 12
+    assert "same" not in b.KINDS and "same" in b.EXTRA_KINDS
+    merged = [b.Outcome(f"same-{i}", "same", "same", "mixed", False, False, "AUTO_ACCEPT", 0, records=[f"r{i}"])
+              for i in range(3)]
+    text = "\n".join(b.render([b.summarise("test", merged, 1.0)], {}, ("same",)))
+    assert "issue 39's targets not judged (only same run)" in text and "### Issue 39's targets" not in text
