@@ -13,10 +13,11 @@
 #    whole group gets SIGTERM, then SIGKILL after a grace period — no scheduler, dag-processor,
 #    triggerer, api-server or task process is left behind;
 #  * a component that fails (exits non-zero) is started again after DOCVERIFY_UP_RESTART_S seconds
-#    (default 5), as a deployment's supervisor (systemd's Restart=on-failure, Kubernetes) would: Airflow's scheduler exits on an error in its
-#    loop (on SQLite, a backfill whose creation hit a locked database deletes runs the scheduler had
-#    loaded), and nothing would be scheduled until someone noticed. It gives up on a component that
-#    exits DOCVERIFY_UP_MAX_QUICK_EXITS times in a row (default 5) within a minute of its start.
+#    (default 5), as a deployment's supervisor would (systemd's Restart=on-failure, Kubernetes):
+#    Airflow's scheduler exits on an error in its loop (on SQLite, a backfill whose creation hit a
+#    locked database deletes runs the scheduler had loaded), and nothing would be scheduled until
+#    someone noticed. It gives up on a component that fails DOCVERIFY_UP_MAX_QUICK_EXITS times in a
+#    row (default 5), each within a minute of its start.
 set -euo pipefail
 : "${AIRFLOW_HOME:?run through make up}"
 export AIRFLOW__API__HOST="${DOCVERIFY_UP_HOST:-127.0.0.1}"
@@ -52,7 +53,7 @@ setsid bash -c '
       (( rc == 0 )) && return 0  # it was asked to stop: as systemd'"'"'s Restart=on-failure
       if (( SECONDS - started < 60 )); then quick=$((quick + 1)); else quick=1; fi
       if (( quick >= DOCVERIFY_UP_MAX_QUICK_EXITS )); then
-        echo "make up: airflow $1 exited with $rc $quick times in a row within a minute of its start; not starting it again (its error is in the lines above)" >&2
+        echo "make up: airflow $1 failed $quick times in a row, each within a minute of its start (last exit code $rc); not starting it again (its error is in the lines above)" >&2
         return "$rc"
       fi
       echo "make up: airflow $1 exited with $rc; starting it again in ${DOCVERIFY_UP_RESTART_S} s" >&2

@@ -127,8 +127,8 @@ def test_up_starts_a_component_that_exits_again_and_gives_up_on_one_that_cannot_
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert "make up: airflow scheduler exited with 1; starting it again in 0.2 s" in err
-    assert "make up: airflow triggerer exited with 3 3 times in a row within a minute of its start; " \
-           "not starting it again" in err
+    assert "make up: airflow triggerer failed 3 times in a row, each within a minute of its start (last exit " \
+           "code 3); not starting it again" in err
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
