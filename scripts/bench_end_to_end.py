@@ -212,6 +212,21 @@ class Outcome:
     #: every labelled record the document is made of (a packet shares its records with other documents)
     records: list[str] = field(default_factory=list)
 
+    @property
+    def escalated(self) -> bool:
+        """A person is asked: the final decision is not AUTO_ACCEPT (a retry whose fix was accepted is not)."""
+        return self.decision != "AUTO_ACCEPT"
+
+    @property
+    def stopped(self) -> bool:
+        """The classifier was wrong and what is written is not: escalated, or made right by an automatic fix."""
+        return not self.right and (self.escalated or self.right_final)
+
+    @property
+    def false_accept(self) -> bool:
+        """Accepted, and wrong after the automatic fixes."""
+        return not self.escalated and not self.right_final
+
 
 def intake_details(doc: Doc, raw: dict[str, Any]) -> dict[str, Any]:
     """An intake packet's split scores, groups and forms found, of the classifier's own output."""
@@ -320,16 +335,16 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
 
     n = len(outcomes)
     wrong = [o for o in outcomes if not o.right]
-    escalated_wrong = [o for o in wrong if o.decision != "AUTO_ACCEPT"]
+    escalated_wrong = [o for o in wrong if o.escalated]
     # a wrong classification the verifiers' automatic fixes made right (a boundary moved) is stopped too:
-    # what is written is right
-    fixed = [o for o in wrong if o.decision == "AUTO_ACCEPT" and o.right_final]
+    # what is written is right (Outcome.stopped)
+    fixed = [o for o in wrong if not o.escalated and o.right_final]
     stopped = escalated_wrong + fixed
-    accepted = [o for o in outcomes if o.decision == "AUTO_ACCEPT"]
-    false_accepts = [o for o in accepted if not o.right_final]
+    accepted = [o for o in outcomes if not o.escalated]
+    false_accepts = [o for o in accepted if o.false_accept]
     right = [o for o in outcomes if o.right]
-    right_escalated = [o for o in right if o.decision != "AUTO_ACCEPT"]
-    escalations = [o for o in outcomes if o.decision != "AUTO_ACCEPT"]
+    right_escalated = [o for o in right if o.escalated]
+    escalations = [o for o in outcomes if o.escalated]
     by_code: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for o in escalations:
         for c in o.deciding_codes or [NO_CODE]:
@@ -346,7 +361,7 @@ def figures(outcomes: list[Outcome]) -> dict[str, Any]:
         "right_escalated_rate": _rate(len(right_escalated), len(right)),
         "escalated_by_code": dict(Counter(c for o in right_escalated for c in o.deciding_codes).most_common()),
         "stopping_codes": dict(Counter(c for o in stopped for c in o.deciding_codes).most_common()),
-        "missed": sorted(o.doc_id for o in wrong if o.decision == "AUTO_ACCEPT" and not o.right_final),
+        "missed": sorted(o.doc_id for o in wrong if o.false_accept),
         "right_escalated_records": _records(right_escalated),
         "false_accept_records": _records(false_accepts),
         "escalations": len(escalations), "escalated_wrong": len(escalated_wrong),
@@ -404,7 +419,7 @@ def intake_summary(outcomes: list[Outcome]) -> dict[str, Any] | None:
         return order.get(what, 9), pos_order.get(value, 9), value
 
     # the false accepts: which of their forms the classifier lost (absorbed, cut), per position
-    fa = [o for o in intake if o.decision == "AUTO_ACCEPT" and not o.right_final]
+    fa = [o for o in intake if o.false_accept]
     lost: Counter[str] = Counter()
     for o in fa:
         for position in {pos for pos, _, ok in o.forms if not ok}:
@@ -543,13 +558,10 @@ def targets_met(part: dict[str, Any]) -> bool | None:
 #: issue 39's figures as sums over documents: a document's (numerator, denominator) terms
 RATIO_TERMS: dict[str, Callable[[Outcome], tuple[float, float]]] = {
     "exact_merged": lambda o: (float(o.split["exact_merged"]), 1.0) if o.split is not None else (0.0, 0.0),
-    "false_accept_rate": lambda o: (float(o.decision == "AUTO_ACCEPT" and not o.right_final),
-                                    float(o.decision == "AUTO_ACCEPT")),
-    "stopped_rate": lambda o: (float(not o.right and (o.decision != "AUTO_ACCEPT" or o.right_final)),
-                               float(not o.right)),
-    "right_escalated_rate": lambda o: (float(o.right and o.decision != "AUTO_ACCEPT"), float(o.right)),
-    "escalation_precision": lambda o: (float(o.decision != "AUTO_ACCEPT" and not o.right),
-                                       float(o.decision != "AUTO_ACCEPT")),
+    "false_accept_rate": lambda o: (float(o.false_accept), float(not o.escalated)),
+    "stopped_rate": lambda o: (float(o.stopped), float(not o.right)),
+    "right_escalated_rate": lambda o: (float(o.right and o.escalated), float(o.right)),
+    "escalation_precision": lambda o: (float(o.escalated and not o.right), float(o.escalated)),
 }
 
 
@@ -568,16 +580,16 @@ def shared_record_interval(outcomes: list[Outcome], key: str) -> dict[str, Any] 
         return None
     rate = sum(a for a, _ in terms) / den
     resid = [a - rate * b for a, b in terms]
+    # each counted document's records (one of its own when it names none), and who holds each record
+    keys = {i: set(o.records) or {f"doc:{o.doc_id}"} for i, o in enumerate(outcomes) if terms[i][1]}
     holders: dict[str, list[int]] = defaultdict(list)
-    for i, o in enumerate(outcomes):
-        if terms[i][1]:
-            for r in set(o.records) or {f"doc:{o.doc_id}"}:
-                holders[r].append(i)
+    for i, rs in keys.items():
+        for r in rs:
+            holders[r].append(i)
     robust = 0.0
-    for i, o in enumerate(outcomes):
-        if terms[i][1]:
-            near = {j for r in set(o.records) or {f"doc:{o.doc_id}"} for j in holders[r]}
-            robust += resid[i] * sum(resid[j] for j in near)
+    for i, rs in keys.items():
+        near = {j for r in rs for j in holders[r]}
+        robust += resid[i] * sum(resid[j] for j in near)
     binomial = sum(e * e for e in resid)
     effect = max(1.0, robust / binomial) if binomial > 0 else 1.0
     n_eff = den / effect
@@ -597,7 +609,8 @@ def issue39_intervals(outcomes: list[Outcome]) -> list[dict[str, Any] | None]:
 def issue39_targets(part: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 39's targets on a part: each with its figure and whether it is met (None: not measured)."""
     out = []
-    for k, (scope, what, key, op, target) in enumerate(ISSUE39_TARGETS):
+    intervals = part.get("issue39_intervals") or [None] * len(ISSUE39_TARGETS)
+    for (scope, what, key, op, target), interval in zip(ISSUE39_TARGETS, intervals, strict=True):
         if scope == "intake":
             s = part.get("intake")
             value = None if s is None else (s["all"][key] if key in s["all"] else s["all"]["verifiers"][key])
@@ -607,7 +620,7 @@ def issue39_targets(part: dict[str, Any]) -> list[dict[str, Any]]:
             value = part["by_kind"].get(scope, {}).get(key)
         met = None if value is None else (value >= target if op == ">=" else value <= target)
         out.append({"scope": scope, "what": what, "key": key, "op": op, "target": target, "value": value,
-                    "met": met, "interval": (part.get("issue39_intervals") or [None] * len(ISSUE39_TARGETS))[k]})
+                    "met": met, "interval": interval})
     return out
 
 

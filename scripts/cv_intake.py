@@ -137,7 +137,7 @@ def run_fold(k: int, folds: int, records: list[dict[str, Any]], args: argparse.N
           f"{len(docs)} packets", file=sys.stderr)
     outcomes = asyncio.run(e2e.run_all(docs, classifier, deps))
     if args.details:
-        missed = {o.doc_id for o in outcomes if not o.right_final and o.decision == "AUTO_ACCEPT"}
+        missed = {o.doc_id for o in outcomes if o.false_accept}
         with args.details.open("a") as fh:
             for d in docs:
                 if d.bench.doc_id in missed:
