@@ -253,6 +253,24 @@ def pages_record(texts: Sequence[str], record: Mapping[str, Any], short: Sequenc
     return str(record["id"])
 
 
+def texts_by_type(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records that hold a text, per label, in id order: the pools the multi-document generators draw from."""
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: str(r["id"])):
+        if (r.get("text") or "").strip():
+            by_type.setdefault(r["proposed_doc_type"], []).append(r)
+    return by_type
+
+
+def report_part(rng: random.Random, record: Mapping[str, Any], pool: Sequence[Mapping[str, Any]],
+                ) -> tuple[list[str], str]:
+    """``record``'s pages as :func:`report_pages` cuts them (a short report of ``pool``, its type's records, in
+    its place a quarter of the time), and the id of the record they come from (:func:`pages_record`)."""
+    short = [r for r in pool if len(str(r["text"]).strip()) <= SHORT_CHARS]
+    texts = report_pages(rng, str(record["text"]), short)
+    return texts, pages_record(texts, record, short)
+
+
 def make_hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int = HARD_SEED,
                         ) -> list[tuple[DocumentBundle, list[tuple[str, int, int]]]]:
     """:func:`hard_multidocs` without the records' ids."""
@@ -270,10 +288,7 @@ def hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int 
     signature block, a disclaimer) for a third of them. Seeded; with the true segments and, per segment, the
     id of the labelled record its pages come from."""
     rng = random.Random(seed)
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for r in sorted(records, key=lambda r: r["id"]):
-        if (r.get("text") or "").strip():
-            by_type.setdefault(r["proposed_doc_type"], []).append(r)
+    by_type = texts_by_type(records)
     types = sorted(by_type)
     out = []
     for i in range(n):
@@ -291,10 +306,9 @@ def hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int 
                 ids.append(str(record["id"]))
                 pages += texts
                 continue
-            short = [r for r in by_type[t] if len(r["text"].strip()) <= SHORT_CHARS]
-            texts = report_pages(rng, text, short)
+            texts, rid = report_part(rng, record, by_type[t])
             truth.append((t, len(pages) + 1, len(pages) + len(texts)))
-            ids.append(pages_record(texts, record, short))
+            ids.append(rid)
             pages += texts
         out.append((_concatenated("hard", i, pages), truth, ids))
     return out
@@ -311,10 +325,7 @@ def same_type_multidocs(records: list[dict[str, Any]], n: int, seed: int,
     among them) before or after the pair. Each document's pages as :func:`report_pages` cuts them. Seeded; with
     the true segments and the records' ids. No document of the others lies beside one of its type."""
     rng = random.Random(seed)
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for r in sorted(records, key=lambda r: str(r["id"])):
-        if (r.get("text") or "").strip():
-            by_type.setdefault(r["proposed_doc_type"], []).append(r)
+    by_type = texts_by_type(records)
     types = [t for t in SAME_TYPES if len(by_type.get(t, [])) >= 2]
     others = sorted(by_type)
     out = []
@@ -328,10 +339,9 @@ def same_type_multidocs(records: list[dict[str, Any]], n: int, seed: int,
         truth: list[tuple[str, int, int]] = []
         ids: list[str] = []
         for kind, record in chosen:
-            short = [r for r in by_type[kind] if len(r["text"].strip()) <= SHORT_CHARS]
-            texts = report_pages(rng, record["text"], short)
+            texts, rid = report_part(rng, record, by_type[kind])
             truth.append((kind, len(pages) + 1, len(pages) + len(texts)))
-            ids.append(pages_record(texts, record, short))
+            ids.append(rid)
             pages += texts
         out.append((_concatenated("same", i, pages), truth, ids))
     return out

@@ -127,13 +127,6 @@ def form_real_pages(record: Mapping[str, Any]) -> list[tuple[int, str]]:
     return [(i, c.strip()) for i, c in enumerate(chunks) if c.strip()]
 
 
-def _report_pages(rng: random.Random, record: Mapping[str, Any], short: list[Mapping[str, Any]]) -> list[str]:
-    """A report's pages as :func:`bench_classifier.make_hard_multidocs` cuts a clinical text."""
-    from bench_classifier import report_pages
-
-    return report_pages(rng, str(record.get("text") or ""), short)
-
-
 def _pick_form(rng: random.Random, forms: list[Mapping[str, Any]], position: str,
                used: set[str]) -> Mapping[str, Any]:
     pool = [f for f in forms if str(f["id"]) not in used] or forms
@@ -165,7 +158,7 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
     """``n`` intake packets made of ``records`` (one part's records: its clinical texts and its
     ``forms_real`` forms, as :func:`labelled_corpus.part_records` gives them), seeded by ``seed``.
     ``ocr_pages``: ``(packet id, form record id, real page index)`` → OCR'd text of a scanned form page."""
-    from bench_classifier import SHORT_CHARS, pages_record
+    from bench_classifier import report_part
 
     recs = sorted(records, key=lambda r: str(r["id"]))
     forms = [r for r in recs if is_form(r) and form_real_pages(r)]
@@ -175,7 +168,6 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
             by_type.setdefault(str(r["proposed_doc_type"]), []).append(r)
     if not forms or not by_type:
         raise ValueError("intake packets need forms_real forms and clinical texts in the records")
-    short = {t: [r for r in rs if len(str(r["text"]).strip()) <= SHORT_CHARS] for t, rs in by_type.items()}
     types = sorted(by_type)
     ocr_pages = ocr_pages or {}
     rng = random.Random(seed)
@@ -194,7 +186,7 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
         slots += [rng.randint(0, k_reports) for _ in range(k_forms - 1)]
         # draw the documents in a fixed order, then lay them out
         reports = [(t, rng.choice(by_type[t])) for t in chosen]
-        report_pages = [_report_pages(rng, r, short[t]) for t, r in reports]
+        report_pages = [report_part(rng, r, by_type[t]) for t, r in reports]  # (pages, the record they are of)
         used: set[str] = set()
         placed: dict[int, list[tuple[Mapping[str, Any], list[int], bool, str]]] = {}
         for slot in slots:
@@ -216,10 +208,10 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
         for what, item in layout:
             start = len(pages) + 1
             if what == "report":
-                (t, rec), texts = item
+                (t, _), (texts, rid) = item
                 pages += texts
                 truth.append((t, start, len(pages)))
-                source_ids.append(pages_record(texts, rec, short[t]))
+                source_ids.append(rid)
                 continue
             form, real, whole, position = item
             form_texts = dict(form_real_pages(form))
