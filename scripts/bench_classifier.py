@@ -42,6 +42,7 @@ from scripts.support.labelled_corpus import (  # noqa: E402
     load_large_split,
     load_split,
     part_records,
+    texts_by_type,
 )
 
 from docverify.classify.calibration import calibrated, calibration  # noqa: E402
@@ -251,15 +252,6 @@ def pages_record(texts: Sequence[str], record: Mapping[str, Any], short: Sequenc
     if len(texts) == 1 and texts[0] != str(record.get("text") or "").strip():
         return next((str(r["id"]) for r in short if str(r["text"]).strip() == texts[0]), str(record["id"]))
     return str(record["id"])
-
-
-def texts_by_type(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The records that hold a text, per label, in id order: the pools the multi-document generators draw from."""
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for r in sorted(records, key=lambda r: str(r["id"])):
-        if (r.get("text") or "").strip():
-            by_type.setdefault(r["proposed_doc_type"], []).append(r)
-    return by_type
 
 
 def report_part(rng: random.Random, record: Mapping[str, Any], pool: Sequence[Mapping[str, Any]],

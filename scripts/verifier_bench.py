@@ -108,13 +108,12 @@ def single_docs(records: Iterable[dict[str, Any]]) -> list[BenchDoc]:
 def multi_docs(records: Iterable[dict[str, Any]], n: int, seed: int) -> list[BenchDoc]:
     """``n`` PDFs holding 2–3 documents of different types (texts of ``records`` concatenated as
     pages), with their true segments. Seeded."""
+    from scripts.support.labelled_corpus import texts_by_type
+
     from docverify.reporting.labelled_sample import split_pages
 
     rng = random.Random(seed)
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for r in sorted(records, key=lambda r: str(r["id"])):
-        if (r.get("text") or "").strip():
-            by_type.setdefault(r["proposed_doc_type"], []).append(r)
+    by_type = texts_by_type(records)
     types = sorted(by_type)
     out = []
     for i in range(n):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+from collections.abc import Iterable
 from typing import Any
 
 from docverify.reporting.labelled_sample import LabelledRecord, load_records
@@ -133,3 +134,13 @@ def load_large_split(repo: pathlib.Path | str) -> dict[str, Any]:
     """The committed split of ``text_labeled_large`` (``docs/benchmarks/classifier_split_large.json``)."""
     split: dict[str, Any] = json.loads((pathlib.Path(repo) / LARGE_SPLIT_FILE).read_text(encoding="utf-8"))
     return split
+
+
+def texts_by_type(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records that hold a text, per label, in id order: the pools the multi-document generators draw from
+    (``verifier_bench.multi_docs``, ``bench_classifier.hard_multidocs`` and ``same_type_multidocs``)."""
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: str(r["id"])):
+        if (r.get("text") or "").strip():
+            by_type.setdefault(r["proposed_doc_type"], []).append(r)
+    return by_type
