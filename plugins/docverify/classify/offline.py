@@ -143,7 +143,7 @@ from docverify.verify.v4_evidence import find_on_page
 #: (INSTRUCTED_FORMS), a form page too. offline-lexicon-v10 (ADR 0060): v9's with a lone first page (LONE_FIRST_*) a
 #: form page too. offline-lexicon-v11 (ADR 0066): v10's with a change of type into a page that starts mid-sentence
 #: costing more (MID_SENTENCE_SWITCH).
-IMPLEMENTATION = "offline-lexicon-v11"
+IMPLEMENTATION = "offline-lexicon-v12"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -161,6 +161,15 @@ SWITCH_PENALTY = 2.5
 WEAK_PAGE_CUES = 3
 WEAK_PAGE_FACTOR = 0.3
 WEAK_SWITCH = 1.5
+#: A weak page whose leading type is Other -- a report's last page with a fax footer, a page number, a phone line,
+#: a disclaimer -- and which shares at least WEAK_OTHER_MIN_CONT of its distinct words with the page before it
+#: supports every type: it continues the document before it as a page without any cue does (offline-lexicon-v12,
+#: ADR 0068). On the tuning part's PDFs such pages (no form page, after a page that is no form) continue their
+#: document 90 of 90 times; the 5 weak Other pages that begin a document there (one-page covers) share under
+#: 2 % of their words with the page before. Without the rule a report's last page of this kind became an Other
+#: segment of its own (a split the specification's reviewer would have to undo).
+WEAK_OTHER_CONTINUES = True
+WEAK_OTHER_MIN_CONT = 0.02
 #: A page supports a type (could continue a segment of it) when its score for the type is at
 #: least this fraction of its best score.
 CONTINUE_RATIO = 0.5
@@ -394,6 +403,12 @@ LONE_FIRST_SHARE = 0.02
 LONE_FIRST_MIN_WORDS = 3
 #: Confidence of an Other segment of form pages without any Other cue (its layout is the evidence).
 FORM_CONFIDENCE = 0.5
+#: Leaving a form page for a *faint* page -- no form page, with text, every type scoring under
+#: LONE_FIRST_MAX_SCORE -- costs the full penalty, not FORM_SWITCH x it (offline-lexicon-v12, ADR 0068): a page
+#: with nothing of its own after a form is the form's next page or another administrative page far more often
+#: than a report's first page (on the tuning part's PDFs 8 of 9 such pages; the ninth begins a radiology
+#: report). With the discount, the report after it took it as its first page.
+FAINT_AFTER_FORM = True
 #: the form rule of a lone first page (``_Page.form_rule``; :func:`form_rule` reads one page and never returns it)
 LONE = "lone first page"
 
@@ -511,6 +526,36 @@ def _mid_sentence(page: _Page) -> bool:
     return bool(text) and text[0].islower() and not page.form
 
 
+def _faint(page: _Page) -> bool:
+    """The page has text but no cue of any type (every score under LONE_FIRST_MAX_SCORE) and is no form page."""
+    return (page.analysis.has_text and not page.form
+            and max(page.score(t) for t in DOC_TYPES) < LONE_FIRST_MAX_SCORE)
+
+
+def _lead(page: _Page) -> str:
+    """The page's leading type (its best score; ties to the first of DOC_TYPES)."""
+    return max(DOC_TYPES, key=lambda t: page.score(t))
+
+
+def _weak_page(page: _Page) -> bool:
+    """A weak page: no form page, and its leading type has fewer than WEAK_PAGE_CUES distinct cues."""
+    lead = _lead(page)
+    distinct = len({h.entry.index for h in page.analysis.hits.get(lead, ()) if h.factor == 1.0})
+    return distinct < WEAK_PAGE_CUES and not page.form
+
+
+def _weak_other_continues(pages: list[_Page], i: int) -> bool:
+    """Page ``i`` is a weak page with text led by Other that shares at least WEAK_OTHER_MIN_CONT of its words
+    with the page before it, and that page is no form page (WEAK_OTHER_CONTINUES): it supports every type. After a
+    form page it supports Other alone, as before: it continues the form."""
+    if not (WEAK_OTHER_CONTINUES and i > 0) or pages[i - 1].form:
+        return False
+    page = pages[i]
+    if not page.analysis.has_text or _lead(page) != OTHER or not _weak_page(page):
+        return False
+    return (continuity(pages[i - 1], page) or 0.0) >= WEAK_OTHER_MIN_CONT
+
+
 def continuity(prev: _Page, page: _Page) -> float | None:
     """The continuity score of ``page`` after ``prev``: the Jaccard share of their distinct words
     (None when either has no word: no evidence either way)."""
@@ -538,9 +583,7 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
         # it joins its neighbours unless their type is absent from it
-        lead = max(DOC_TYPES, key=lambda t: p.score(t))
-        distinct = len({h.entry.index for h in p.analysis.hits.get(lead, ()) if h.factor == 1.0})
-        k = WEAK_PAGE_FACTOR if distinct < WEAK_PAGE_CUES and not p.form else 1.0
+        k = WEAK_PAGE_FACTOR if _weak_page(p) else 1.0
         weak.append(k < 1.0)
         # ... but only into a type the page itself supports (CONTINUE_RATIO of its best score):
         # a weak page whose few cues all belong to another type does not continue a segment
@@ -549,6 +592,8 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
         opens.append(_opens(p))
         headed.append(_headed_types(p))
         supports = {t: p.score(t) >= CONTINUE_RATIO * best for t in DOC_TYPES}
+        if _weak_other_continues(pages, len(emit)):
+            supports = dict.fromkeys(DOC_TYPES, True)
         support.append(supports)
         emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
     scores: list[float | None] = [None, *(continuity(pages[i - 1], pages[i]) for i in range(1, n))]
@@ -572,6 +617,7 @@ def _viterbi(pages: list[_Page]) -> list[str]:
     n = len(pages)
     emit, weak, support, opens, headed, conts = _emissions(pages)
     forms = [p.form for p in pages]
+    faint = [_faint(p) for p in pages]
     cost = [dict(emit[0])]
     back: list[dict[str, str]] = [{}]
     for i in range(1, n):
@@ -586,8 +632,9 @@ def _viterbi(pages: list[_Page]) -> list[str]:
                 # leaving u for a weak page costs more only when that page could continue u
                 sticky = weak[i] and support[i][u]
                 factor = (WEAK_SWITCH if sticky else 1.0) * (OPEN_SWITCH if opens[i] else 1.0) * conts[i]
-                if forms[i] != forms[i - 1]:
-                    factor *= FORM_SWITCH  # into a form page, or out of one into a page that is no form
+                if forms[i] != forms[i - 1] and not (FAINT_AFTER_FORM and forms[i - 1] and faint[i]):
+                    # into a form page, or out of one into a page that is no form (but holds a cue)
+                    factor *= FORM_SWITCH
                 if t in HEADER_REQUIRED and t not in headed[i]:
                     factor *= HEADERLESS_SWITCH
                 c = cost[i - 1][u] + SWITCH_PENALTY * factor
@@ -968,6 +1015,10 @@ def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> lis
             reason = f"continues {_SHORT[t]}: continuity {c}" + ("; starts mid-sentence" if _mid_sentence(page) else "")
             if best != t and page.score(best) > page.score(t):
                 reason += f"; reads as {_SHORT[best]} {page.score(best):.1f} against {page.score(t):.1f}"
+            if t != OTHER and _weak_other_continues(pages, i):
+                reason += "; a weak page led by Other that shares its words with the page before continues it"
+            if FAINT_AFTER_FORM and pages[i - 1].form and _faint(page):
+                reason += "; no cue of its own after a form page"
             if not page.analysis.has_text:
                 reason += "; no text"
         out.append(PageDecision(
