@@ -55,6 +55,11 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    and a change of type into it, or out of it into a page that is no form, costs :data:`FORM_SWITCH` x the
    penalty: a one-page form before, between or after reports opens its own Other segment. A segment of form
    pages only is Other (its reasoning and its page decisions say "form page" and why).
+   **Pages with next to nothing of their own** (offline-lexicon-v12, ADR 0068): leaving a form page for a page
+   without any cue costs the whole penalty (:data:`FAINT_AFTER_FORM`: it continues the form), and a weak page led
+   by Other that shares at least :data:`WEAK_OTHER_MIN_CONT` of its words with the page before, no form page,
+   supports every type (:data:`WEAK_OTHER_CONTINUES`: a report's last page with a "please call" line and a
+   CONFIDENTIAL stamp continues the report).
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
