@@ -614,7 +614,10 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "off the tuning part's pages. `offline-lexicon-v10` (ADR 0060): a document's first page with no cue of any "
         "type that shares under 2 % of its words with page 2 is a form page too (first page only: chosen on the "
         "tuning part). `offline-lexicon-v11` (ADR 0066): a change of type into a page that starts mid-sentence "
-        "(lower-case, no form page) costs twice the penalty (chosen on the tuning part).",
+        "(lower-case, no form page) costs twice the penalty (chosen on the tuning part). `offline-lexicon-v12` "
+        "(ADR 0068): a page without any cue after a form page continues the form, and a weak page led by Other that "
+        "shares at least 2 % of its words with the page before (no form page) continues it (chosen on the tuning "
+        "part).",
         "- texts are cut into pages of ~3000 characters (`docverify.reporting.labelled_sample.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
