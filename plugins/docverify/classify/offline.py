@@ -147,7 +147,9 @@ from docverify.verify.v4_evidence import find_on_page
 #: v8's with a page that addresses its reader ("you", "your": ADDRESS_*), or instructs and addresses them
 #: (INSTRUCTED_FORMS), a form page too. offline-lexicon-v10 (ADR 0060): v9's with a lone first page (LONE_FIRST_*) a
 #: form page too. offline-lexicon-v11 (ADR 0066): v10's with a change of type into a page that starts mid-sentence
-#: costing more (MID_SENTENCE_SWITCH).
+#: costing more (MID_SENTENCE_SWITCH). offline-lexicon-v12 (ADR 0068): v11's with a page without any cue after a form
+#: page continuing the form (FAINT_AFTER_FORM) and a weak page led by Other continuing the page before it when it
+#: shares its words (WEAK_OTHER_CONTINUES).
 IMPLEMENTATION = "offline-lexicon-v12"
 
 OTHER = DocType.OTHER.value

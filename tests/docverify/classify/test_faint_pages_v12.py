@@ -57,6 +57,7 @@ def test_a_cover_that_shares_no_word_with_the_report_is_still_its_own_segment():
 def test_after_a_form_page_a_weak_other_page_continues_the_form():
     pages = offline._pages(bundle([FORM, TAIL]))
     assert pages[0].form and not offline._weak_other_continues(pages, 1)
+    assert offline_segments(FORM, TAIL) == [("Other", 1, 2)]
 
 
 def test_a_page_without_cues_after_a_form_continues_the_form():
