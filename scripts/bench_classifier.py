@@ -183,14 +183,24 @@ def make_multidocs(records: list[dict[str, Any]], n: int = MULTI_DOCS, seed: int
     for i in range(n):
         k = rng.choice((2, 2, 3))
         chosen = rng.sample(types, min(k, len(types)))
-        pages: list[str] = []
-        truth: list[tuple[str, int, int]] = []
+        parts: list[tuple[str, list[str], str]] = []
         for t in chosen:
-            texts = split_pages(rng.choice(by_type[t]).get("text") or "", page_chars)
-            truth.append((t, len(pages) + 1, len(pages) + len(texts)))
-            pages += texts
+            record = rng.choice(by_type[t])
+            parts.append((t, split_pages(record.get("text") or "", page_chars), str(record["id"])))
+        pages, truth, _ = lay_out(parts)
         out.append((_concatenated("multi", i, pages), truth))
     return out
+
+
+def lay_out(parts: list[tuple[str, list[str], str]]) -> tuple[list[str], list[tuple[str, int, int]], list[str]]:
+    """The pages of documents laid out one after the other: ``parts`` are ``(type, page texts, record id)`` in
+    order; returns every page, the true segments ``(type, first page, last page)`` and the records' ids."""
+    pages: list[str] = []
+    truth: list[tuple[str, int, int]] = []
+    for t, texts, _ in parts:
+        truth.append((t, len(pages) + 1, len(pages) + len(texts)))
+        pages += texts
+    return pages, truth, [rid for _, _, rid in parts]
 
 
 HARD_SEED = 1313
@@ -286,22 +296,15 @@ def hard_multidocs(records: list[dict[str, Any]], n: int = HARD_DOCS, seed: int 
     for i in range(n):
         k = rng.choice((2, 3, 3, 4))
         chosen = rng.sample(types, min(k, len(types)))
-        pages: list[str] = []
-        truth: list[tuple[str, int, int]] = []
-        ids: list[str] = []
+        parts: list[tuple[str, list[str], str]] = []
         for t in chosen:
             record = rng.choice(by_type[t])
             text = record["text"]
             if t == "Other" and rng.random() < 0.5:
-                texts = [text[:_cut_before(text, rng.randint(*COVER_CHARS))].strip()]
-                truth.append((t, len(pages) + 1, len(pages) + 1))
-                ids.append(str(record["id"]))
-                pages += texts
-                continue
-            texts, rid = report_part(rng, record, by_type[t])
-            truth.append((t, len(pages) + 1, len(pages) + len(texts)))
-            ids.append(rid)
-            pages += texts
+                parts.append((t, [text[:_cut_before(text, rng.randint(*COVER_CHARS))].strip()], str(record["id"])))
+            else:
+                parts.append((t, *report_part(rng, record, by_type[t])))
+        pages, truth, ids = lay_out(parts)
         out.append((_concatenated("hard", i, pages), truth, ids))
     return out
 
@@ -327,14 +330,7 @@ def same_type_multidocs(records: list[dict[str, Any]], n: int, seed: int,
         if rng.random() < 0.5:
             u = rng.choice([x for x in others if x != t])
             chosen.insert(rng.choice((0, 2)), (u, rng.choice(by_type[u])))
-        pages: list[str] = []
-        truth: list[tuple[str, int, int]] = []
-        ids: list[str] = []
-        for kind, record in chosen:
-            texts, rid = report_part(rng, record, by_type[kind])
-            truth.append((kind, len(pages) + 1, len(pages) + len(texts)))
-            ids.append(rid)
-            pages += texts
+        pages, truth, ids = lay_out([(kind, *report_part(rng, record, by_type[kind])) for kind, record in chosen])
         out.append((_concatenated("same", i, pages), truth, ids))
     return out
 

@@ -586,7 +586,7 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
     support: list[dict[str, bool]] = []
     opens: list[bool] = []
     headed: list[frozenset[str]] = []
-    for p in pages:
+    for i, p in enumerate(pages):
         best = max(p.score(t) for t in DOC_TYPES)
         # a page whose leading type has fewer than WEAK_PAGE_CUES distinct cues speaks softly:
         # it joins its neighbours unless their type is absent from it
@@ -599,7 +599,7 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
         opens.append(_opens(p))
         headed.append(_headed_types(p))
         supports = {t: p.score(t) >= CONTINUE_RATIO * best for t in DOC_TYPES}
-        if _weak_other_continues(pages, len(emit)):
+        if _weak_other_continues(pages, i):
             supports = dict.fromkeys(DOC_TYPES, True)
         support.append(supports)
         emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
