@@ -60,6 +60,11 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    by Other that shares at least :data:`WEAK_OTHER_MIN_CONT` of its words with the page before, no form page,
    supports every type (:data:`WEAK_OTHER_CONTINUES`: a report's last page with a "please call" line and a
    CONFIDENTIAL stamp continues the report).
+   **Printed page numbers** (offline-lexicon-v13, ADR 0069; :mod:`docverify.domain.pagination`): a change of type
+   into a page numbered "k of n" right after "k-1 of n" costs :data:`NUMBERED_CONTINUE` x the penalty; into a page
+   numbered "1 of n", or after a page numbered "n of n", :data:`NUMBERED_START` x it; and a page numbered "1 of n"
+   right after one numbered "m of m" starts a segment even when both read as one type (:data:`NUMBERED_SPLIT`:
+   two documents of one type side by side). One counter over the whole PDF (a fax stamp) is no cue.
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -124,6 +129,7 @@ from docverify.domain.lexicon import (
     find_vendors,
     get_lexicon,
 )
+from docverify.domain.pagination import Cue, boundary_cues, page_mark
 from docverify.domain.models import (
     DOC_TYPES,
     PRESENCE_RANK,
@@ -149,8 +155,10 @@ from docverify.verify.v4_evidence import find_on_page
 #: form page too. offline-lexicon-v11 (ADR 0066): v10's with a change of type into a page that starts mid-sentence
 #: costing more (MID_SENTENCE_SWITCH). offline-lexicon-v12 (ADR 0068): v11's with a page without any cue after a form
 #: page continuing the form (FAINT_AFTER_FORM) and a weak page led by Other continuing the page before it when it
-#: shares its words (WEAK_OTHER_CONTINUES).
-IMPLEMENTATION = "offline-lexicon-v12"
+#: shares its words (WEAK_OTHER_CONTINUES). offline-lexicon-v13 (ADR 0069): v12's with printed page numbers read
+#: (NUMBERED_*): "Page k of n" after "Page k-1 of n" continues its document, "Page 1 of n" or the page after "n of n"
+#: may start one, and two numberings meeting split even two documents of one type.
+IMPLEMENTATION = "offline-lexicon-v13"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -416,6 +424,17 @@ FORM_CONFIDENCE = 0.5
 #: than a report's first page (on the tuning part's PDFs 8 of 9 such pages; the ninth begins a radiology
 #: report). With the discount, the report after it took it as its first page.
 FAINT_AFTER_FORM = True
+#: Printed page numbers ("Page 2 of 3", :mod:`docverify.domain.pagination`; offline-lexicon-v13, ADR 0069): a change
+#: of type into a page numbered k of n right after k-1 of n costs NUMBERED_CONTINUE x the penalty; into a page
+#: numbered 1 of n, or after a page numbered n of n, NUMBERED_START x it. A counter over the whole PDF (a fax
+#: stamp) is no cue. On the tuning part's PDFs: 270 "continues" cues, none at a true document start; 361 "starts"
+#: cues, 294 at a true start (the rest: OCR'd reports whose marks the benchmark's character cut puts mid-page).
+NUMBERED_PAGES = True
+NUMBERED_CONTINUE = 4.0
+NUMBERED_START = 0.5
+#: ... and a page numbered 1 of n right after a page numbered m of m starts a segment even when both pages read as
+#: one type: two documents of the same type side by side, which type runs alone cannot tell apart.
+NUMBERED_SPLIT = True
 #: the form rule of a lone first page (``_Page.form_rule``; :func:`form_rule` reads one page and never returns it)
 LONE = "lone first page"
 
@@ -563,6 +582,14 @@ def _weak_other_continues(pages: list[_Page], i: int) -> bool:
     return (continuity(pages[i - 1], page) or 0.0) >= WEAK_OTHER_MIN_CONT
 
 
+def _numbering(pages: list[_Page]) -> list[Cue]:
+    """What the pages' printed numbers say about the boundary before each page (NUMBERED_PAGES; all NONE when
+    off)."""
+    if not NUMBERED_PAGES:
+        return [Cue.NONE] * len(pages)
+    return boundary_cues([page_mark(p.text) for p in pages])
+
+
 def continuity(prev: _Page, page: _Page) -> float | None:
     """The continuity score of ``page`` after ``prev``: the Jaccard share of their distinct words
     (None when either has no word: no evidence either way)."""
@@ -604,8 +631,10 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
         support.append(supports)
         emit.append({t: (k if supports[t] else 1.0) * (best - p.score(t)) for t in DOC_TYPES})
     scores: list[float | None] = [None, *(continuity(pages[i - 1], pages[i]) for i in range(1, n))]
+    numbered = {Cue.CONTINUES: NUMBERED_CONTINUE, Cue.STARTS: NUMBERED_START, Cue.MEETS: NUMBERED_START,
+                Cue.NONE: 1.0}
     conts = [_continuity_factor(c) * (MID_SENTENCE_SWITCH if i and _mid_sentence(pages[i]) else 1.0)
-             for i, c in enumerate(scores)]
+             * numbered[cue] for i, (c, cue) in enumerate(zip(scores, _numbering(pages), strict=True))]
     for i, c in enumerate(scores):
         if c is not None and c >= CONT_HIGH:
             # a continuation page follows its neighbours, into a type it shows some of
@@ -663,9 +692,11 @@ def _segments(pages: list[_Page]) -> list[tuple[_Seg, str]]:
     """Runs of pages with the same Viterbi type, with their dominant types; neighbours whose
     dominant types coincide (the dominant type needs evidence) are merged until stable."""
     states = _viterbi(pages)
+    # two documents' printed numberings meet: a new segment, whatever the types (NUMBERED_SPLIT)
+    meets = {p.num for p, cue in zip(pages, _numbering(pages), strict=True) if NUMBERED_SPLIT and cue is Cue.MEETS}
     segs: list[_Seg] = []
     for i, page in enumerate(pages):
-        if i > 0 and states[i] == states[i - 1]:
+        if i > 0 and states[i] == states[i - 1] and page.num not in meets:
             segs[-1].pages.append(page)
         else:
             segs.append(_Seg([page]))
@@ -675,7 +706,7 @@ def _segments(pages: list[_Page]) -> list[tuple[_Seg, str]]:
         changed = False
         out: list[tuple[_Seg, str]] = []
         for seg, dom in merged:
-            if out and out[-1][1] == dom:
+            if out and out[-1][1] == dom and seg.start not in meets:
                 combined = _Seg(out[-1][0].pages + seg.pages)
                 out[-1] = (combined, combined.dominant())
                 changed = True
@@ -971,6 +1002,13 @@ _SHORT = {DocType.CLINICAL_NOTE.value: "Clinical", DocType.PATHOLOGY_REPORT.valu
           DocType.GENOMIC_REPORT.value: "Genomic", DocType.RADIOLOGY_REPORT.value: "Radiology", OTHER: "Other"}
 
 
+_NUMBERING_WHY = {
+    Cue.CONTINUES: "numbered as the next page of the page before it",
+    Cue.STARTS: "a document starts here (numbered page 1, or the page before it was the last of its numbering)",
+    Cue.MEETS: "two documents' numberings meet (page 1 after a last page)",
+}
+
+
 def _form_why(page: _Page) -> str:
     """Which rule makes a page a form page, in words (numbers only)."""
     lay = page.layout
@@ -996,6 +1034,7 @@ def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> lis
     labels only, never page text."""
     label = {p.num: dom for seg, dom in segments for p in seg.pages}
     starts = {seg.start for seg, _ in segments}
+    numbering = _numbering(pages)
     out: list[PageDecision] = []
     for i, page in enumerate(pages):
         cont = continuity(pages[i - 1], page) if i else None
@@ -1028,6 +1067,8 @@ def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> lis
                 reason += "; no cue of its own after a form page"
             if not page.analysis.has_text:
                 reason += "; no text"
+        if numbering[i] is not Cue.NONE:
+            reason += f"; printed page numbers: {_NUMBERING_WHY[numbering[i]]}"
         out.append(PageDecision(
             page=page.num, type_scores={d: round(page.score(d), 3) for d in DOC_TYPES},
             continuity=None if cont is None else round(cont, 4), opens_with_header=opens, label=t,
