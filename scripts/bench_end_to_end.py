@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as _dt
 import json
 import pathlib
@@ -154,6 +155,23 @@ def part_documents(records: list[dict[str, Any]], *, multi: int = MULTI_DOCS, ha
             docs.append(Doc(vb.BenchDoc(p.bundle, [vb.TruthSegment(*t) for t in p.truth], p.source_ids),
                             "intake", "intake", p))
     return docs
+
+
+def print_page_numbers(doc: Doc) -> Doc:
+    """``doc`` with every clinical report in it numbering its own pages, as a hospital system prints them: a line
+    "Page k of n" at the foot of each of its pages (``--page-numbers``; ADR 0069). Forms (Other) keep their own
+    text, with whatever numbers they print. What the classifier does with printed numbers; the benchmark's documents
+    have none of their own (their pages are cut by characters)."""
+    pages = {p.page_num: p for p in doc.bench.bundle.pages}
+    for seg in doc.bench.truth:
+        if seg.doc_type == "Other":
+            continue
+        n = seg.page_end - seg.page_start + 1
+        for k, num in enumerate(range(seg.page_start, seg.page_end + 1), start=1):
+            if num in pages:
+                pages[num] = pages[num].model_copy(update={"text": f"{pages[num].text or ''}\nPage {k} of {n}\n"})
+    bundle = doc.bench.bundle.model_copy(update={"pages": [pages[k] for k in sorted(pages)]})
+    return dataclasses.replace(doc, bench=dataclasses.replace(doc.bench, bundle=bundle))
 
 
 def scan_forms(records: list[dict[str, Any]], seed_offset: int = 0, pages: int = OCR_PAGES,
@@ -790,6 +808,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated kinds of documents to run (default: {','.join(KINDS)}; also "
                          f"{','.join(EXTRA_KINDS)}: two documents of one type side by side)")
     ap.add_argument("--no-ocr", action="store_true", help="intake packets without scanned (OCR'd) form pages")
+    ap.add_argument("--page-numbers", action="store_true",
+                    help="the reports of the PDFs of several documents print 'Page k of n' on their pages (a what-if "
+                         "reading, never written to the report; ADR 0069)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -833,6 +854,8 @@ def main(argv: list[str] | None = None) -> int:
                 scanned = {d.bench.doc_id: d for d in part_documents(records, seed_offset=offset, kinds=("intake",),
                                                                      ocr_pages=ocr_pages)}
                 docs = [scanned[d.bench.doc_id] if d.kind == "intake" else d for d in docs]
+        if args.page_numbers:
+            docs = [print_page_numbers(d) if d.kind != "single" else d for d in docs]
         t0 = time.perf_counter()
         outcomes = asyncio.run(run_all(docs, classifier, deps))
         parts.append(summarise(name, outcomes, time.perf_counter() - t0))
@@ -853,7 +876,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         write = (not args.no_write and not args.model and not args.judge_model and not args.limit
                  and args.part == "both" and policy == VerifyPolicy() and not args.no_independent_reading
-                 and kinds == KINDS and not args.no_ocr)
+                 and kinds == KINDS and not args.no_ocr and not args.page_numbers)
         publish(render(parts, meta, kinds), OUT_NAME, write=write)
     test = next((p for p in parts if p["part"] == "test"), None)
     if test is not None:

@@ -67,3 +67,13 @@ def test_the_cue_before_each_page():
 def test_a_page_skipped_or_a_total_changed_is_no_continuation():
     assert boundary_cues([PageMark(1, 3), PageMark(3, 3)]) == [Cue.NONE, Cue.NONE]
     assert boundary_cues([PageMark(1, 3), PageMark(2, 4)]) == [Cue.NONE, Cue.NONE]
+
+
+def test_only_a_pages_header_and_footer_lines_are_read():
+    body = [f"Line {i} of the findings." for i in range(10)]
+    middle = "\n".join(body[:5] + ["as printed on page 2 of 3 of the outside report"] + body[5:])
+    assert page_mark(middle) is None
+    assert page_mark("\n".join(["Page 2 of 3", *body])) == PageMark(2, 3)
+    assert page_mark("\n".join([*body, "Page 2 of 3", "CONFIDENTIAL"])) == PageMark(2, 3)
+    # a short page is all edges
+    assert page_mark("Findings.\nPage 3 of 3\nEnd.") == PageMark(3, 3)

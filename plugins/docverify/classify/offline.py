@@ -129,7 +129,6 @@ from docverify.domain.lexicon import (
     find_vendors,
     get_lexicon,
 )
-from docverify.domain.pagination import Cue, boundary_cues, page_mark
 from docverify.domain.models import (
     DOC_TYPES,
     PRESENCE_RANK,
@@ -145,6 +144,7 @@ from docverify.domain.models import (
     SelfEvaluation,
     TypeClassification,
 )
+from docverify.domain.pagination import Cue, boundary_cues, page_mark
 from docverify.verify.common import distinct_words, word_share
 from docverify.verify.v4_evidence import find_on_page
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 #: "Page 2 of 3", "PAGE 2 OF 3", "Page: 2 of 3", "Pg. 2 of 3", "Page 2/3", "page 2 / 3"; and a line that is only
 #: "2 of 3" (a footer printed alone). The total is at most MAX_TOTAL pages.
@@ -41,7 +41,7 @@ class PageMark:
         return self.number == self.total
 
 
-class Cue(str, Enum):
+class Cue(StrEnum):
     """What the printed numbers say about the boundary before a page."""
 
     NONE = "none"
@@ -54,11 +54,18 @@ class Cue(str, Enum):
     CONTINUES = "continues"
 
 
+#: A page number is printed in a page's header or footer: only its first and last EDGE_LINES lines with text are read.
+EDGE_LINES = 3
+
+
 def page_mark(text: str) -> PageMark | None:
-    """The page's printed page number, or None: no mark, a mark out of range (0, or above its total, or a total
-    above MAX_TOTAL), or marks that disagree (the same mark printed in a header and a footer is one mark)."""
-    found = {(int(a), int(b)) for a, b in _MARK.findall(text)}
-    found |= {(int(a), int(b)) for a, b in _LINE_MARK.findall(text)}
+    """The page's printed page number, or None: no mark in its first or last EDGE_LINES lines with text, a mark
+    out of range (0, or above its total, or a total above MAX_TOTAL), or marks that disagree (the same mark printed
+    in a header and a footer is one mark)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    edges = "\n".join(lines if len(lines) <= 2 * EDGE_LINES else lines[:EDGE_LINES] + lines[-EDGE_LINES:])
+    found = {(int(a), int(b)) for a, b in _MARK.findall(edges)}
+    found |= {(int(a), int(b)) for a, b in _LINE_MARK.findall(edges)}
     if len(found) != 1:
         return None
     number, total = found.pop()
