@@ -613,7 +613,10 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "(lower-case, no form page) costs twice the penalty (chosen on the tuning part). `offline-lexicon-v12` "
         "(ADR 0068): a page without any cue after a form page continues the form, and a weak page led by Other that "
         "shares at least 2 % of its words with the page before (no form page) continues it (chosen on the tuning "
-        "part).",
+        "part). `offline-lexicon-v13` (ADR 0069): printed page numbers in a page's header or footer lines: 'Page k "
+        "of n' after k-1 of n continues its document, 'Page 1 of n' or the page after 'n of n' may start one, and two "
+        "numberings meeting split even two documents of one type (chosen on the tuning part; this benchmark's "
+        "pages, cut by characters, rarely carry them).",
         "- texts are cut into pages of ~3000 characters (`docverify.reporting.labelled_sample.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "

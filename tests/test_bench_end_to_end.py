@@ -188,3 +188,39 @@ def test_the_same_type_kind_puts_two_documents_of_one_type_side_by_side(corpora_
               for i in range(3)]
     text = "\n".join(b.render([b.summarise("test", merged, 1.0)], {}, ("same",)))
     assert "issue 39's targets not judged (only same run)" in text and "### Issue 39's targets" not in text
+
+
+def test_the_page_numbers_what_if_numbers_each_report_and_leaves_forms_alone(corpora_dir, monkeypatch):
+    """``--page-numbers`` (ADR 0069): each clinical report of a PDF prints "Page k of n" (its own k and n) at the
+    foot of its pages; a form (Other) keeps its text; and the classifier then reads the reports' boundaries."""
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import bench_end_to_end as b
+    from docverify.domain.pagination import PageMark, page_mark
+
+    records = b.part_records(corpora_dir, "tune")
+    docs = b.part_documents(records, kinds=("same",), same=6)
+    for doc in docs:
+        numbered = b.print_page_numbers(doc)
+        assert numbered.bench.truth == doc.bench.truth and doc.bench.bundle.pages[0].text != \
+            numbered.bench.bundle.pages[0].text  # a copy: the document itself is untouched
+        for seg in doc.bench.truth:
+            n = seg.page_end - seg.page_start + 1
+            for k, num in enumerate(range(seg.page_start, seg.page_end + 1), start=1):
+                text = numbered.bench.bundle.page_text(num)
+                assert text.rstrip().endswith(f"Page {k} of {n}")
+                # the footer is the page's mark, unless the text prints another one at its edge too
+                assert page_mark(text) in (None, PageMark(k, n))
+    packets = b.part_documents(records, kinds=("intake",), intake=4)
+    for doc in packets:
+        numbered = b.print_page_numbers(doc)
+        for seg in doc.bench.truth:
+            for num in range(seg.page_start, seg.page_end + 1):
+                same = numbered.bench.bundle.page_text(num) == doc.bench.bundle.page_text(num)
+                assert same == (seg.doc_type == "Other")
+    # two reports of one type side by side, numbered: the classifier splits them
+    from docverify.classify.offline import classify_offline
+
+    split = sum(len(classify_offline(b.print_page_numbers(d).bench.bundle).segments) >= len(d.bench.truth)
+                for d in docs)
+    plain = sum(len(classify_offline(d.bench.bundle).segments) >= len(d.bench.truth) for d in docs)
+    assert split > plain

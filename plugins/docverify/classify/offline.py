@@ -427,8 +427,9 @@ FAINT_AFTER_FORM = True
 #: Printed page numbers ("Page 2 of 3", :mod:`docverify.domain.pagination`; offline-lexicon-v13, ADR 0069): a change
 #: of type into a page numbered k of n right after k-1 of n costs NUMBERED_CONTINUE x the penalty; into a page
 #: numbered 1 of n, or after a page numbered n of n, NUMBERED_START x it. A counter over the whole PDF (a fax
-#: stamp) is no cue. On the tuning part's PDFs: 270 "continues" cues, none at a true document start; 361 "starts"
-#: cues, 294 at a true start (the rest: OCR'd reports whose marks the benchmark's character cut puts mid-page).
+#: stamp) is no cue. On the tuning part's PDFs (header and footer lines read): 135 "continues" cues, none at a true
+#: document start; 7 "meets", all at one; 259 "starts", 227 at one (the rest: numberings that restart inside a
+#: document, and OCR'd reports whose marks the benchmark's character cut puts near a page's edge).
 NUMBERED_PAGES = True
 NUMBERED_CONTINUE = 4.0
 NUMBERED_START = 0.5
