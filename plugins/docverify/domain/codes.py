@@ -73,6 +73,9 @@ CATALOGUE: Mapping[str, CodeSpec] = MappingProxyType({
         CodeSpec("SEGMENT_EDGE_CONTINUES_NEIGHBOUR", "V2", _M, False, "IG-2",
                  "A segment's first or last page continues the report beside it (its words, its cues, its reading): "
                  "a section of that report labelled as another type?"),
+        CodeSpec("SEGMENT_SPANS_PRINTED_DOCUMENTS", "V2", _M, True, "IG-2",
+                 "A report segment holds a page printed 'Page 1 of n' right after one printed 'Page m of m': two "
+                 "printed documents in one segment; split it there"),
         CodeSpec("INDEPENDENT_READING_ABSTAINS", "V2", _m, False, "IG-10",
                  "The reading made without the classifier's labels leans to another type on a text unlike its "
                  "training material, and abstains"),

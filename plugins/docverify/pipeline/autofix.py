@@ -228,6 +228,39 @@ def split_at_boundary(cls: ClassificationOutput, issues: list[Issue]) -> str | N
     return f"Split at the boundary the independent reading found: {'; '.join(done)}"
 
 
+@fixer("SEGMENT_SPANS_PRINTED_DOCUMENTS")
+def split_printed_documents(cls: ClassificationOutput, issues: list[Issue]) -> str | None:
+    """Split a segment where a printed document begins (the issue's ``split_at`` pages: "Page 1 of n" right after
+    "Page m of m"): each piece keeps the segment's labels and the evidence on its own pages, and says in its
+    reasoning that the verifiers split it -- verifying again judges each piece on its own text (a form joined to a
+    report then reads as one). Segments are renumbered in page order, the mixture and the overall type derived
+    from them. Found by page range; idempotent (a page that already starts a segment is left)."""
+    done = []
+    for issue in issues:
+        d = issue.details or {}
+        at = d.get("split_at")
+        if not isinstance(at, list):
+            continue
+        for num in sorted(x for x in at if isinstance(x, int) and not isinstance(x, bool)):
+            seg = next((s for s in cls.segments if s.page_start < num <= s.page_end), None)
+            if seg is None:
+                continue
+            head, tail = _rest_of(seg, seg.page_start, num - 1), _rest_of(seg, num, seg.page_end)
+            tail.reasoning = (f"Split from segment {seg.segment_index} by the verifiers: page {num} begins a printed "
+                              f"document of its own (its page numbering starts again). {seg.reasoning}").strip()
+            i = cls.segments.index(seg)
+            cls.segments[i:i + 1] = [head, tail]
+            done.append(f"segment {seg.segment_index} at page {num}")
+    if not done:
+        return None
+    cls.segments.sort(key=lambda s: s.page_start)
+    for i, seg in enumerate(cls.segments, 1):
+        seg.segment_index = i
+    cls.number_of_segments = len(cls.segments)
+    cls.document_mixture = derive_mixture(cls)
+    return f"Split where a printed document begins: {'; '.join(done)}"
+
+
 def _split_segment(seg: Segment, a: int, b: int, doc_type: str, prob: float) -> Segment:
     entries = []
     for t in DOC_TYPES:

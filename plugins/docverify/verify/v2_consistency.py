@@ -30,6 +30,7 @@ from docverify.domain.models import (
     MixtureEntry,
     Segment,
 )
+from docverify.domain.pagination import Cue, boundary_cues, page_mark
 from docverify.domain.policy import VerifyPolicy
 from docverify.verify import independent, v2_blind
 from docverify.verify.common import (
@@ -87,6 +88,46 @@ def rule_phase(cls: ClassificationOutput, bundle: DocumentBundle | None = None,
         ))
     issues += _page_overlaps(cls)
     issues += field_consistency(cls)
+    if bundle is not None:
+        issues += printed_documents(bundle, cls)
+    return issues
+
+
+def printed_documents(bundle: DocumentBundle, cls: ClassificationOutput) -> list[Issue]:
+    """``SEGMENT_SPANS_PRINTED_DOCUMENTS`` (MAJOR, fixable: the segment is split there and verified again): a
+    segment of a report type holds a page printed "Page 1 of n" right after a page printed "Page m of m" -- two
+    documents' own numberings meet inside it (:mod:`docverify.domain.pagination`, ADR 0069; a counter over the whole
+    PDF is no cue). Other segments are left alone: two forms in a row are one Other segment as well as two."""
+    texts: dict[int, str] = {}
+    for page in bundle.pages:
+        texts.setdefault(page.page_num, page.text or "")
+    n = max([bundle.total_pages, *texts])
+    marks = [page_mark(texts.get(num, "")) for num in range(1, n + 1)]
+    cues = boundary_cues(marks)
+    issues: list[Issue] = []
+    for seg in cls.segments:
+        if seg.dominant_type == DocType.OTHER.value:
+            continue
+        lo, hi = min(seg.page_start, seg.page_end), max(seg.page_start, seg.page_end)
+        starts = [num for num in range(lo + 1, min(hi, n) + 1) if cues[num - 1] is Cue.MEETS]
+        if not starts:
+            continue
+        named = []
+        for num in starts:
+            mark, before = marks[num - 1], marks[num - 2]
+            if mark is not None and before is not None:  # a meeting is between two marks
+                named.append(f"page {num} (printed {mark.number} of {mark.total}, after {before.number} of "
+                             f"{before.total})")
+        issues.append(make_issue(
+            "SEGMENT_SPANS_PRINTED_DOCUMENTS",
+            f"Segment {seg.segment_index} ({seg.dominant_type}) holds {len(starts) + 1} printed documents: a new "
+            f"page numbering begins on {', '.join(named)}",
+            location=seg_loc(seg),
+            suggested_fix=f"Split segment {seg.segment_index} where each printed document begins and check what "
+                          "each one is",
+            auto_fixable=True,
+            details={"segment_index": seg.segment_index, "split_at": starts},
+        ))
     return issues
 
 
@@ -577,6 +618,7 @@ SPEC = VerifierSpec(
     codes=("SEGMENT_SHARE_SUM", "MIXTURE_SHARE_SUM", "PAGE_OVERLAP", "LABEL_TEXT_MISMATCH", "SEGMENT_HOLDS_OTHER_TYPE",
            "INDEPENDENT_READING_DISAGREES", "SEGMENT_BOUNDARY_MISPLACED", "INDEPENDENT_READING_ABSTAINS",
            "SEGMENT_EDGE_UNRELATED", "OTHER_EDGE_READS_AS_NEIGHBOUR", "SEGMENT_EDGE_CONTINUES_NEIGHBOUR",
+           "SEGMENT_SPANS_PRINTED_DOCUMENTS",
            "SEGMENT_TYPE_CONTRADICTS_PRESENCE", "PRIMARY_WITHOUT_SHARE", "MIXTURE_CONTRADICTS_SEGMENTS",
            "DOMINANT_OVERALL_CONTRADICTS_SEGMENTS", "PATIENT_IDENTITY_CONFLICT", "LOW_CONFIDENCE_PRIMARY"),
     rule_phase=_rule_phase,
