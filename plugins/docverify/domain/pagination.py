@@ -9,7 +9,8 @@ PDF's third page of seven); that counter says nothing of the documents inside an
 
 Only what is printed counts: a number in words, a page number without its total ("Page 2") or a mark the page
 prints twice with different values (two documents' footers cut into one page) is no mark. Pure functions of the
-page texts: the offline classifier reads them (ADR 0069); nothing here logs or returns page text.
+page texts: the offline classifier reads them, and V2's rule phase checks any classifier's segments against them
+(ADR 0069); nothing here logs or returns page text.
 """
 
 from __future__ import annotations
