@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from scripts.support.examples import bundle as example_bundle
+from tests.docverify.classify.test_numbered_pages_v13 import MARGINS, PATH1, PATH2
 from tests.docverify.segments import bundle as _bundle
 from tests.docverify.segments import classification as _classification
 
@@ -19,13 +20,6 @@ from docverify.pipeline.document import verify_document
 from docverify.verify.v2_consistency import printed_documents, rule_phase
 
 CODE = "SEGMENT_SPANS_PRINTED_DOCUMENTS"
-PATH1 = ("SURGICAL PATHOLOGY REPORT\nDIAGNOSIS: Right breast, core needle biopsy: invasive ductal carcinoma, grade 2.\n"
-         "GROSS DESCRIPTION: Received in formalin are three cores of tan tissue.\n"
-         "MICROSCOPIC DESCRIPTION: Sections show infiltrating glands and nests of tumor cells.")
-PATH2 = ("SURGICAL PATHOLOGY REPORT\nDIAGNOSIS: Colon, sigmoid, polypectomy: tubular adenoma, no high-grade dysplasia."
-         "\nGROSS DESCRIPTION: Received in formalin is a polyp measuring 0.8 cm.\n"
-         "MICROSCOPIC DESCRIPTION: Sections show adenomatous epithelium.")
-MARGINS = "Sections of the margin are free of tumor."
 TWO = [PATH1 + "\nPage 1 of 2", MARGINS + "\nPage 2 of 2", PATH2 + "\nPage 1 of 1"]
 
 

@@ -217,6 +217,13 @@ def split_at_boundary(cls: ClassificationOutput, issues: list[Issue]) -> str | N
         done.append(f"{pages_named} of segment {seg.segment_index} as {read_as}")
     if not done:
         return None
+    _renumber(cls)
+    return f"Split at the boundary the independent reading found: {'; '.join(done)}"
+
+
+def _renumber(cls: ClassificationOutput) -> None:
+    """After segments were split or moved: segments in page order numbered from 1, their count, the mixture
+    derived from them, and the overall type the one covering the most pages when no segment has it any more."""
     cls.segments.sort(key=lambda s: s.page_start)
     for i, seg in enumerate(cls.segments, 1):
         seg.segment_index = i
@@ -225,7 +232,6 @@ def split_at_boundary(cls: ClassificationOutput, issues: list[Issue]) -> str | N
     pages = pages_by_dominant_type(cls)
     if cls.dominant_type_overall not in pages:
         cls.dominant_type_overall = max(pages, key=lambda t: pages[t])
-    return f"Split at the boundary the independent reading found: {'; '.join(done)}"
 
 
 @fixer("SEGMENT_SPANS_PRINTED_DOCUMENTS")
@@ -233,8 +239,8 @@ def split_printed_documents(cls: ClassificationOutput, issues: list[Issue]) -> s
     """Split a segment where a printed document begins (the issue's ``split_at`` pages: "Page 1 of n" right after
     "Page m of m"): each piece keeps the segment's labels and the evidence on its own pages, and says in its
     reasoning that the verifiers split it -- verifying again judges each piece on its own text (a form joined to a
-    report then reads as one). Segments are renumbered in page order, the mixture and the overall type derived
-    from them. Found by page range; idempotent (a page that already starts a segment is left)."""
+    report then reads as one). Segments are renumbered (:func:`_renumber`). Found by page range; idempotent (a page
+    that already starts a segment is left)."""
     done = []
     for issue in issues:
         d = issue.details or {}
@@ -253,11 +259,7 @@ def split_printed_documents(cls: ClassificationOutput, issues: list[Issue]) -> s
             done.append(f"segment {seg.segment_index} at page {num}")
     if not done:
         return None
-    cls.segments.sort(key=lambda s: s.page_start)
-    for i, seg in enumerate(cls.segments, 1):
-        seg.segment_index = i
-    cls.number_of_segments = len(cls.segments)
-    cls.document_mixture = derive_mixture(cls)
+    _renumber(cls)
     return f"Split where a printed document begins: {'; '.join(done)}"
 
 
