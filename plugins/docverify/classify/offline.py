@@ -117,6 +117,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from docverify.classify.calibration import calibrated, calibration
 from docverify.classify.form_layout import FormLayout, form_layout
@@ -144,7 +145,7 @@ from docverify.domain.models import (
     SelfEvaluation,
     TypeClassification,
 )
-from docverify.domain.pagination import Cue, boundary_cues, page_mark
+from docverify.domain.pagination import Cue, PageMark, boundary_cues, page_mark
 from docverify.verify.common import distinct_words, word_share
 from docverify.verify.v4_evidence import find_on_page
 
@@ -294,6 +295,11 @@ class _Page:
         if self._scores is None:
             self._scores = page_scores(self.analysis, form=self.form)
         return self._scores[doc_type]
+
+    @cached_property
+    def mark(self) -> PageMark | None:
+        """The page's printed page number (:func:`~docverify.domain.pagination.page_mark`), read once."""
+        return page_mark(self.text)
 
     @property
     def layout(self) -> FormLayout:
@@ -588,7 +594,7 @@ def _numbering(pages: list[_Page]) -> list[Cue]:
     off)."""
     if not NUMBERED_PAGES:
         return [Cue.NONE] * len(pages)
-    return boundary_cues([page_mark(p.text) for p in pages])
+    return boundary_cues([p.mark for p in pages])
 
 
 def continuity(prev: _Page, page: _Page) -> float | None:
