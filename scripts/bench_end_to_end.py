@@ -131,7 +131,7 @@ def part_records(corpora: pathlib.Path, part: str) -> list[dict[str, Any]]:
 def part_documents(records: list[dict[str, Any]], *, multi: int = MULTI_DOCS, hard: int = HARD_DOCS,
                    intake: int = INTAKE_DOCS, same: int = SAME_DOCS, seed_offset: int = 0,
                    kinds: tuple[str, ...] = KINDS,
-                   ocr_pages: dict[ip.ScanKey, str] | None = None) -> list[Doc]:
+                   ocr_pages: dict[ip.ScanKey, ip.Scan] | None = None) -> list[Doc]:
     """The single documents, the multi-document PDFs, the hard ones and the intake packets of a part's
     records (``kinds`` of them). single, multi and hard leave the ``forms_real`` forms out (as before they
     joined the parts); ``ocr_pages``: the scanned form pages of the intake packets (:func:`scan_forms`)."""
@@ -175,15 +175,15 @@ def print_page_numbers(doc: Doc) -> Doc:
 
 
 def scan_forms(records: list[dict[str, Any]], seed_offset: int = 0, pages: int = OCR_PAGES,
-               ) -> tuple[dict[ip.ScanKey, str], dict[str, Any]]:
+               ) -> tuple[dict[ip.ScanKey, ip.Scan], dict[str, Any]]:
     """The scanned form pages of a part's intake packets: a seeded sample of ``pages`` of their form pages,
     rendered and OCR'd (:func:`intake_packets.ocr_pages_for`, cached); with what it took."""
     seed = INTAKE_SEED + seed_offset
     keys = ip.ocr_sample(ip.make_intake_packets(records, INTAKE_DOCS, seed), pages, seed)
-    cached = len(list(ip.OCR_CACHE.glob("*.txt"))) if ip.OCR_CACHE.is_dir() else 0
+    cached = len(list(ip.OCR_CACHE.glob("*.json"))) if ip.OCR_CACHE.is_dir() else 0
     t0 = time.perf_counter()
     ocr_pages = ip.ocr_pages_for(records, keys)
-    new = (len(list(ip.OCR_CACHE.glob("*.txt"))) if ip.OCR_CACHE.is_dir() else 0) - cached
+    new = (len(list(ip.OCR_CACHE.glob("*.json"))) if ip.OCR_CACHE.is_dir() else 0) - cached
     return ocr_pages, {"pages": len(ocr_pages), "read_now": new, "seconds": time.perf_counter() - t0}
 
 

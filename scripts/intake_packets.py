@@ -21,9 +21,10 @@ slots drawn at random. Which form goes where follows intake practice as a prefer
 rule, since a part may hold none of a kind): fax covers, requisitions, registration and claims are drawn
 first; consents, releases (``roi_authorization``), questionnaires between or after the reports.
 
-**Scanned forms**: ``ocr_pages`` maps ``(packet id, form record id, real page index)`` to the text OCR
-read on a rendering of that page (:mod:`intake_ocr`); that page of that packet takes the text and is marked
-``ocr``. A scan is of one packet's pages: the same form page in another packet keeps its text layer. The
+**Scanned forms**: ``ocr_pages`` maps ``(packet id, form record id, real page index)`` to what OCR read on a
+rendering of that page (:class:`Scan`: its text and the OCR's confidence); that page of that packet takes the
+text, carries the confidence as ``Page.ocr_confidence`` (as the local PDF parser records it on a page it OCR'd)
+and is marked ``ocr``. A scan is of one packet's pages: the same form page in another packet keeps its text layer. The
 packets' structure never depends on ``ocr_pages`` (the same seed gives the same packets, documents, page
 cuts and positions with and without it; only the texts of the OCR'd pages differ).
 
@@ -68,6 +69,15 @@ KIND_WEIGHTS: dict[str, dict[str, float]] = {
 
 #: a scanned form page: ``(packet id, form record id, real page index)``
 ScanKey = tuple[str, str, int]
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What the local OCR read on a scanned page: its text, and its confidence (the length-weighted mean score of
+    the lines kept, :attr:`docverify.layout.ocr.OCRPage.confidence`; 0 when it read nothing)."""
+
+    text: str
+    confidence: float
 
 
 @dataclass(frozen=True)
@@ -147,17 +157,20 @@ def _form_pages(rng: random.Random, form: Mapping[str, Any]) -> tuple[list[int],
     return [rng.choice(real[1:])], False
 
 
-def _bundle(doc_id: str, pages: list[str]) -> DocumentBundle:
+def _bundle(doc_id: str, pages: list[str], scans: Mapping[int, float] | None = None) -> DocumentBundle:
+    """The packet's bundle; ``scans``: page number → the OCR's confidence of a page read from its image."""
+    scans = scans or {}
     return DocumentBundle(doc_id=doc_id, file_path=f"corpus://intake/{doc_id}", total_pages=len(pages),
                           parser="bench:intake-packet",
-                          pages=[text_page(j, t) for j, t in enumerate(pages, 1)])
+                          pages=[text_page(j, t).model_copy(update={"ocr_confidence": scans.get(j)})
+                                 for j, t in enumerate(pages, 1)])
 
 
 def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int, *,
-                        ocr_pages: Mapping[ScanKey, str] | None = None) -> list[IntakePacket]:
+                        ocr_pages: Mapping[ScanKey, Scan] | None = None) -> list[IntakePacket]:
     """``n`` intake packets made of ``records`` (one part's records: its clinical texts and its
     ``forms_real`` forms, as :func:`labelled_corpus.part_records` gives them), seeded by ``seed``.
-    ``ocr_pages``: ``(packet id, form record id, real page index)`` → OCR'd text of a scanned form page."""
+    ``ocr_pages``: ``(packet id, form record id, real page index)`` → what OCR read on a scanned form page."""
     from bench_classifier import report_part
 
     recs = sorted(records, key=lambda r: str(r["id"]))
@@ -204,6 +217,7 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
         truth: list[tuple[str, int, int]] = []
         placements: list[FormPlacement] = []
         ocr_keys: set[tuple[str, int]] = set()
+        confidences: dict[int, float] = {}
         source_ids: list[str] = []
         for what, item in layout:
             start = len(pages) + 1
@@ -217,13 +231,15 @@ def make_intake_packets(records: Iterable[Mapping[str, Any]], n: int, seed: int,
             form_texts = dict(form_real_pages(form))
             keys = [(str(form["id"]), j) for j in real]
             scans = [ocr_pages.get((packet_id, *key)) for key in keys]
-            pages += [form_texts.get(key[1], "") if scan is None else scan for key, scan in zip(keys, scans, strict=True)]
+            confidences.update({len(pages) + j: scan.confidence for j, scan in enumerate(scans, 1) if scan is not None})
+            pages += [form_texts.get(key[1], "") if scan is None else scan.text
+                      for key, scan in zip(keys, scans, strict=True)]
             ocr_keys.update(key for key, scan in zip(keys, scans, strict=True) if scan is not None)
             truth.append((OTHER, start, len(pages)))
             source_ids.append(str(form["id"]))
             placements.append(FormPlacement(str(form["id"]), str((form.get("labels") or {}).get("kind")), position,
                                             start, len(pages), tuple(real), whole, all(s is not None for s in scans)))
-        out.append(IntakePacket(_bundle(packet_id, pages), truth, placements, source_ids,
+        out.append(IntakePacket(_bundle(packet_id, pages, confidences), truth, placements, source_ids,
                                 frozenset(ocr_keys)))
     return out
 
@@ -330,11 +346,12 @@ def ocr_input(text: str):
     return image.resize((round(image.size[0] * scale), round(image.size[1] * scale)), Image.Resampling.LANCZOS)
 
 
-def ocr_page_text(text: str, cache: pathlib.Path = OCR_CACHE) -> str:
+def ocr_page(text: str, cache: pathlib.Path = OCR_CACHE) -> Scan:
     """``text`` rendered as a scanned page (:func:`ocr_input`) and read back by the project's local OCR
-    (:func:`docverify.layout.ocr.read_image`), cached in ``cache/<sha256 of the OCR's settings and the image
-    read>.txt`` (another engine, version or setting reads the page again)."""
+    (:func:`docverify.layout.ocr.read_image`): its text and confidence, cached in ``cache/<sha256 of the OCR's
+    settings and the image read>.json`` (another engine, version or setting reads the page again)."""
     import hashlib
+    import json
 
     import numpy as np
 
@@ -342,17 +359,18 @@ def ocr_page_text(text: str, cache: pathlib.Path = OCR_CACHE) -> str:
 
     image = ocr_input(text)
     digest = hashlib.sha256(f"{engine_id()}|{image.size}|{image.mode}|".encode() + image.tobytes()).hexdigest()
-    path = cache / f"{digest}.txt"
+    path = cache / f"{digest}.json"
     if path.is_file():
-        return path.read_text(encoding="utf-8")
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        return Scan(kept["text"], float(kept["confidence"]))
     from docverify.layout.ocr import read_image
 
-    read = read_image(np.asarray(image)).text
+    read = read_image(np.asarray(image))
     cache.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(read, encoding="utf-8")
+    tmp.write_text(json.dumps({"text": read.text, "confidence": read.confidence}), encoding="utf-8")
     tmp.replace(path)
-    return read
+    return Scan(read.text, read.confidence)
 
 
 def ocr_sample(packets: Iterable[IntakePacket], k: int, seed: int) -> list[ScanKey]:
@@ -372,15 +390,15 @@ def ocr_sample(packets: Iterable[IntakePacket], k: int, seed: int) -> list[ScanK
 
 
 def ocr_pages_for(records: Iterable[Mapping[str, Any]], keys: Iterable[ScanKey],
-                  cache: pathlib.Path = OCR_CACHE) -> dict[ScanKey, str]:
-    """``(packet id, form record id, real page index)`` → the OCR'd text of that page (:func:`ocr_page_text`;
-    a page scanned in two packets is OCR'd once: the second takes the cached text)."""
+                  cache: pathlib.Path = OCR_CACHE) -> dict[ScanKey, Scan]:
+    """``(packet id, form record id, real page index)`` → what OCR read on that page (:func:`ocr_page`; a page
+    scanned in two packets is OCR'd once: the second takes the cached reading)."""
     by_id = {str(r["id"]): r for r in records}
-    out: dict[ScanKey, str] = {}
+    out: dict[ScanKey, Scan] = {}
     for pid, rid, j in keys:
         text = dict(form_real_pages(by_id[rid])).get(j)
         if text is not None:
-            out[(pid, rid, j)] = ocr_page_text(text, cache)
+            out[(pid, rid, j)] = ocr_page(text, cache)
     return out
 
 

@@ -75,11 +75,15 @@ def test_the_generator_is_deterministic_and_its_truth_tiles_the_pages(test_recor
 def test_scanned_pages_change_only_the_texts_they_replace(test_records):
     plain = ip.make_intake_packets(test_records, 12, 3)
     key = (plain[0].forms[0].record_id, plain[0].forms[0].real_pages[0])
-    scanned = ip.make_intake_packets(test_records, 12, 3, ocr_pages={(plain[0].doc_id, *key): "SCANNED"})
+    scanned = ip.make_intake_packets(test_records, 12, 3,
+                                     ocr_pages={(plain[0].doc_id, *key): ip.Scan("SCANNED", 0.87)})
     assert [(p.truth, p.source_ids) for p in plain] == [(p.truth, p.source_ids) for p in scanned]
     f = scanned[0].forms[0]
     assert scanned[0].ocr and key in scanned[0].ocr_keys
     assert scanned[0].bundle.pages[f.page_start - 1].text == "SCANNED"
+    # the scanned page carries the OCR's confidence, as the local PDF parser records it; the others none
+    assert [pg.ocr_confidence for pg in scanned[0].bundle.pages] == [
+        0.87 if pg.page_num == f.page_start else None for pg in scanned[0].bundle.pages]
     assert f.ocr == (len(f.real_pages) == 1)
     # a scan is of one packet: the same form page elsewhere keeps its text layer
     assert not any(p.ocr for p in scanned[1:])

@@ -65,6 +65,9 @@ every type that is not NO_EVIDENCE (taken verbatim from the page it names).
    numbered "1 of n", or after a page numbered "n of n", :data:`NUMBERED_START` x it; and a page numbered "1 of n"
    right after one numbered "m of m" starts a segment even when both read as one type (:data:`NUMBERED_SPLIT`:
    two documents of one type side by side). One counter over the whole PDF (a fax stamp) is no cue.
+   **Scan status** (offline-lexicon-v14, ADR 0070): a change of type into a page read otherwise than the page
+   before it -- one OCR'd from its image (``Page.ocr_confidence`` set), the other from its text layer -- costs
+   :data:`SCAN_CHANGE` x the penalty: a scanned form beside a report printed from the record system.
    Ties prefer the type with the larger total over the whole document, then "Other".
 3. **Per segment.** ``total[t]`` = sum of the page scores of t, ``peak[t]`` = its best page.
    The dominant type is the type with the largest total among those with at least one evidence
@@ -158,8 +161,10 @@ from docverify.verify.v4_evidence import find_on_page
 #: page continuing the form (FAINT_AFTER_FORM) and a weak page led by Other continuing the page before it when it
 #: shares its words (WEAK_OTHER_CONTINUES). offline-lexicon-v13 (ADR 0069): v12's with printed page numbers read
 #: (NUMBERED_*): "Page k of n" after "Page k-1 of n" continues its document, "Page 1 of n" or the page after "n of n"
-#: may start one, and two numberings meeting split even two documents of one type.
-IMPLEMENTATION = "offline-lexicon-v13"
+#: may start one, and two numberings meeting split even two documents of one type. offline-lexicon-v14 (ADR 0070):
+#: v13's with a change of type into a page read otherwise than the page before it (OCR'd beside a text layer)
+#: costing less (SCAN_STATUS).
+IMPLEMENTATION = "offline-lexicon-v14"
 
 OTHER = DocType.OTHER.value
 PRIMARY = PresenceLevel.PRIMARY.value
@@ -295,6 +300,11 @@ class _Page:
         if self._scores is None:
             self._scores = page_scores(self.analysis, form=self.form)
         return self._scores[doc_type]
+
+    @property
+    def scanned(self) -> bool:
+        """The page's text was read by OCR from its image (it has no text layer)."""
+        return self.bundle_page.ocr_confidence is not None
 
     @cached_property
     def mark(self) -> PageMark | None:
@@ -442,6 +452,12 @@ NUMBERED_START = 0.5
 #: ... and a page numbered 1 of n right after a page numbered m of m starts a segment even when both pages read as
 #: one type: two documents of the same type side by side, which type runs alone cannot tell apart.
 NUMBERED_SPLIT = True
+#: How a page was read ("scan status", offline-lexicon-v14, ADR 0070): a page OCR'd from its image (no text layer,
+#: ``Page.ocr_confidence`` set) beside a page with a text layer, or the reverse, came from another source -- a faxed
+#: or scanned form next to a report printed from the record system. A change of type into a page whose scan status
+#: differs from the page before's costs SCAN_CHANGE x the penalty. A PDF scanned as a whole gives no cue.
+SCAN_STATUS = True
+SCAN_CHANGE = 0.5
 #: the form rule of a lone first page (``_Page.form_rule``; :func:`form_rule` reads one page and never returns it)
 LONE = "lone first page"
 
@@ -597,6 +613,12 @@ def _numbering(pages: list[_Page]) -> list[Cue]:
     return boundary_cues([p.mark for p in pages])
 
 
+def _scan_changes(pages: list[_Page], i: int) -> bool:
+    """Page ``i`` was read otherwise than the page before it: one OCR'd, the other with a text layer
+    (SCAN_STATUS; False for the first page)."""
+    return SCAN_STATUS and i > 0 and pages[i].scanned != pages[i - 1].scanned
+
+
 def continuity(prev: _Page, page: _Page) -> float | None:
     """The continuity score of ``page`` after ``prev``: the Jaccard share of their distinct words
     (None when either has no word: no evidence either way)."""
@@ -641,7 +663,8 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
     numbered = {Cue.CONTINUES: NUMBERED_CONTINUE, Cue.STARTS: NUMBERED_START, Cue.MEETS: NUMBERED_START,
                 Cue.NONE: 1.0}
     conts = [_continuity_factor(c) * (MID_SENTENCE_SWITCH if i and _mid_sentence(pages[i]) else 1.0)
-             * numbered[cue] for i, (c, cue) in enumerate(zip(scores, _numbering(pages), strict=True))]
+             * numbered[cue] * (SCAN_CHANGE if _scan_changes(pages, i) else 1.0)
+             for i, (c, cue) in enumerate(zip(scores, _numbering(pages), strict=True))]
     for i, c in enumerate(scores):
         if c is not None and c >= CONT_HIGH:
             # a continuation page follows its neighbours, into a type it shows some of
@@ -1076,6 +1099,9 @@ def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> lis
                 reason += "; no text"
         if numbering[i] is not Cue.NONE:
             reason += f"; printed page numbers: {_NUMBERING_WHY[numbering[i]]}"
+        if _scan_changes(pages, i):
+            reason += ("; read from its image (OCR), the page before from its text layer" if page.scanned
+                       else "; read from its text layer, the page before from its image (OCR)")
         out.append(PageDecision(
             page=page.num, type_scores={d: round(page.score(d), 3) for d in DOC_TYPES},
             continuity=None if cont is None else round(cont, 4), opens_with_header=opens, label=t,

@@ -90,5 +90,5 @@ def test_a_report_that_shares_a_forms_words_does_not_join_the_form(monkeypatch):
 def test_the_v5_rules_are_on(constant):
     # v4 shipped both at 1.0 (off); the implementation id says which segmentation produced an output
     # (v6, ADR 0043, v7, ADR 0045, and v8, ADR 0048, keep v5's rules)
-    assert getattr(offline, constant) != 1.0 and offline.IMPLEMENTATION == "offline-lexicon-v13"
+    assert getattr(offline, constant) != 1.0 and offline.IMPLEMENTATION == "offline-lexicon-v14"
     assert offline.BREAK_SWITCH == 1.0  # the other half of ADR 0035's rule stays off (ADR 0042)

@@ -250,4 +250,4 @@ def test_a_multi_page_form_is_one_other_segment():
 
 
 def test_the_implementation_is_v8():
-    assert offline.IMPLEMENTATION == "offline-lexicon-v13"
+    assert offline.IMPLEMENTATION == "offline-lexicon-v14"

@@ -80,4 +80,4 @@ def test_the_page_decisions_say_what_the_numbers_said():
     assert "printed page numbers" not in reasons[0]
     assert reasons[1].endswith("printed page numbers: numbered as the next page of the page before it")
     assert reasons[2].startswith("new segment") and "two documents' numberings meet" in reasons[2]
-    assert out.classifier == offline.IMPLEMENTATION == "offline-lexicon-v13"
+    assert out.classifier == offline.IMPLEMENTATION == "offline-lexicon-v14"

@@ -98,7 +98,7 @@ def test_an_impression_header_does_not_start_a_radiology_report(monkeypatch):
 
 def test_the_v6_rules_are_on():
     # v7 (ADR 0045) keeps v6's rules over lexicon-v4, v8 (ADR 0048) adds form pages
-    assert offline.IMPLEMENTATION == "offline-lexicon-v13"
+    assert offline.IMPLEMENTATION == "offline-lexicon-v14"
     assert offline.STRUCTURE_MIN == 2 and offline.STRUCTURE_FACTOR < 1.0
     assert {"Radiology Report", "Other"} == offline.STRUCTURE_DAMPED
     assert "IMPRESSION" in offline.HEADER_IGNORED["Radiology Report"]
