@@ -616,7 +616,9 @@ def parts_markdown(parts: dict[str, Any]) -> str:
         "part). `offline-lexicon-v13` (ADR 0069): printed page numbers in a page's header or footer lines: 'Page k "
         "of n' after k-1 of n continues its document, 'Page 1 of n' or the page after 'n of n' may start one, and two "
         "numberings meeting split even two documents of one type (chosen on the tuning part; this benchmark's "
-        "pages, cut by characters, rarely carry them).",
+        "pages, cut by characters, rarely carry them). `offline-lexicon-v14` (ADR 0070): a change of type into a page "
+        "read otherwise than the page before it (OCR'd from its image beside a text layer) costs half the penalty "
+        "(a scanned form beside a printed report; this benchmark's documents are read one way throughout).",
         "- texts are cut into pages of ~3000 characters (`docverify.reporting.labelled_sample.split_pages`)",
         "",
         f"Targets on the test part: dominant ≥ {t['dominant']:.0%}, Other recall ≥ {t['other_recall']:.0%} with "
