@@ -1,7 +1,8 @@
 """offline-lexicon-v14 (ADR 0070): how a page was read (OCR'd from its image, or its text layer) as a boundary cue.
 
 A scanned form beside a report printed from the record system: a change of type where the scan status changes
-costs SCAN_CHANGE x the penalty. A PDF read one way throughout gives no cue, and the cue never splits one type.
+costs SCAN_CHANGE x the penalty, into a page that is no weak page and shares little of the page before's words. A
+PDF read one way throughout gives no cue, and the cue never splits one type.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from docverify.classify.offline import classify_offline
 from docverify.domain.models import DocumentBundle
 
 
+#: a lab's billing notice: a few Other cues and a few pathology words, none of them on PATH1
+NOTICE = ("Billing questions: contact the business office.\nPlease bring your insurance card.\n"
+          "Copay is due at the time of service.\nFrozen section.\nImmunohistochemistry panel.")
+
+
 def _scanned(pages: list[str], scanned: set[int], confidence: float = 0.83) -> DocumentBundle:
     """A bundle whose pages in ``scanned`` (1-based) were OCR'd, as the local PDF parser records them."""
     b = bundle(pages)
@@ -26,19 +32,33 @@ def _segments(b: DocumentBundle) -> list[tuple[str, int, int]]:
     return [(s.dominant_type, s.page_start, s.page_end) for s in classify_offline(b).segments]
 
 
-@pytest.mark.parametrize("after", [BILLING, APPOINTMENT])
-def test_a_scanned_page_with_few_cues_after_a_report_starts_its_own_document(after, monkeypatch):
-    b = _scanned([PATH1, after], {2})
+def test_a_scanned_page_after_a_report_starts_its_own_document(monkeypatch):
+    b = _scanned([PATH1, NOTICE], {2})
     assert _segments(b) == [("Pathology Report", 1, 1), ("Other", 2, 2)]
     monkeypatch.setattr(offline, "SCAN_STATUS", False)
     assert _segments(b) == [("Pathology Report", 1, 2)]
+
+
+@pytest.mark.parametrize("after", [BILLING, APPOINTMENT])
+def test_a_weak_page_gets_no_cue(after):
+    # a page with a few cues only (a report's short last page looks the same) joins the report as before v14
+    pages = offline._pages(_scanned([PATH1, after], {2}))
+    assert offline._weak_page(pages[1]) and not offline._scan_changes(pages, 1)
+    assert _segments(_scanned([PATH1, after], {2})) == [("Pathology Report", 1, 2)]
+
+
+def test_a_page_that_shares_the_words_of_the_page_before_gets_no_cue(monkeypatch):
+    pages = offline._pages(_scanned([PATH1, NOTICE], {2}))
+    assert offline._scan_changes(pages, 1)
+    monkeypatch.setattr(offline, "SCAN_MAX_CONT", offline.continuity(pages[0], pages[1]))
+    assert not offline._scan_changes(pages, 1)
 
 
 @pytest.mark.parametrize("scanned", [set(), {1, 2}])
 def test_a_pdf_read_one_way_throughout_gives_no_cue(scanned):
     # the same two pages, both from their text layer or both OCR'd (a fax of the whole packet): the page joins
     # the report as before v14
-    assert _segments(_scanned([PATH1, BILLING], scanned)) == [("Pathology Report", 1, 2)]
+    assert _segments(_scanned([PATH1, NOTICE], scanned)) == [("Pathology Report", 1, 2)]
 
 
 def test_a_report_page_scanned_inside_a_report_stays_with_it():
@@ -52,7 +72,7 @@ def test_two_reports_of_one_type_read_differently_are_not_split_by_it():
 
 
 def test_the_page_decision_says_how_the_page_was_read():
-    out = classify_offline(_scanned([PATH1, BILLING, APPOINTMENT], {2, 3}))
+    out = classify_offline(_scanned([PATH1, NOTICE, APPOINTMENT], {2, 3}))
     reasons = {d.page: d.reason for d in out.page_decisions}
     assert "read from its image (OCR), the page before from its text layer" in reasons[2]
     assert "OCR" not in reasons[1] and "OCR" not in reasons[3]
@@ -60,7 +80,7 @@ def test_the_page_decision_says_how_the_page_was_read():
 
 
 def test_the_switch_factor(monkeypatch):
-    pages = offline._pages(_scanned([PATH1, BILLING, APPOINTMENT], {2, 3}))
+    pages = offline._pages(_scanned([PATH1, NOTICE, APPOINTMENT], {2, 3}))
     conts = offline._emissions(pages)[-1]
     monkeypatch.setattr(offline, "SCAN_STATUS", False)
     plain = offline._emissions(pages)[-1]
