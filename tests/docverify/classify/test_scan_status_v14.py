@@ -15,7 +15,6 @@ from docverify.classify import offline
 from docverify.classify.offline import classify_offline
 from docverify.domain.models import DocumentBundle
 
-
 #: a lab's billing notice: a few Other cues and a few pathology words, none of them on PATH1
 NOTICE = ("Billing questions: contact the business office.\nPlease bring your insurance card.\n"
           "Copay is due at the time of service.\nFrozen section.\nImmunohistochemistry panel.")
