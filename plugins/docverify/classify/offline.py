@@ -619,13 +619,13 @@ def _numbering(pages: list[_Page]) -> list[Cue]:
     return boundary_cues([p.mark for p in pages])
 
 
-def _scan_changes(pages: list[_Page], i: int) -> bool:
+def _scan_changes(pages: list[_Page], i: int, cont: float | None) -> bool:
     """Page ``i`` was read otherwise than the page before it (one OCR'd, the other from its text layer), is no weak
-    page and shares under SCAN_MAX_CONT of its words with it (SCAN_STATUS; False for the first page)."""
+    page and shares under SCAN_MAX_CONT of its words with it (``cont``: its :func:`continuity` with the page before,
+    which the callers have; SCAN_STATUS; False for the first page)."""
     if not (SCAN_STATUS and i > 0 and pages[i].scanned != pages[i - 1].scanned) or _weak_page(pages[i]):
         return False
-    c = continuity(pages[i - 1], pages[i])
-    return c is None or c < SCAN_MAX_CONT
+    return cont is None or cont < SCAN_MAX_CONT
 
 
 def continuity(prev: _Page, page: _Page) -> float | None:
@@ -672,7 +672,7 @@ def _emissions(pages: list[_Page]) -> tuple[list[dict[str, float]], list[bool], 
     numbered = {Cue.CONTINUES: NUMBERED_CONTINUE, Cue.STARTS: NUMBERED_START, Cue.MEETS: NUMBERED_START,
                 Cue.NONE: 1.0}
     conts = [_continuity_factor(c) * (MID_SENTENCE_SWITCH if i and _mid_sentence(pages[i]) else 1.0)
-             * numbered[cue] * (SCAN_CHANGE if _scan_changes(pages, i) else 1.0)
+             * numbered[cue] * (SCAN_CHANGE if _scan_changes(pages, i, c) else 1.0)
              for i, (c, cue) in enumerate(zip(scores, _numbering(pages), strict=True))]
     for i, c in enumerate(scores):
         if c is not None and c >= CONT_HIGH:
@@ -1108,7 +1108,7 @@ def _page_decisions(pages: list[_Page], segments: list[tuple[_Seg, str]]) -> lis
                 reason += "; no text"
         if numbering[i] is not Cue.NONE:
             reason += f"; printed page numbers: {_NUMBERING_WHY[numbering[i]]}"
-        if _scan_changes(pages, i):
+        if _scan_changes(pages, i, cont):
             reason += ("; read from its image (OCR), the page before from its text layer" if page.scanned
                        else "; read from its text layer, the page before from its image (OCR)")
         out.append(PageDecision(

@@ -42,15 +42,17 @@ def test_a_scanned_page_after_a_report_starts_its_own_document(monkeypatch):
 def test_a_weak_page_gets_no_cue(after):
     # a page with a few cues only (a report's short last page looks the same) joins the report as before v14
     pages = offline._pages(_scanned([PATH1, after], {2}))
-    assert offline._weak_page(pages[1]) and not offline._scan_changes(pages, 1)
+    cont = offline.continuity(pages[0], pages[1])
+    assert offline._weak_page(pages[1]) and not offline._scan_changes(pages, 1, cont)
     assert _segments(_scanned([PATH1, after], {2})) == [("Pathology Report", 1, 2)]
 
 
 def test_a_page_that_shares_the_words_of_the_page_before_gets_no_cue(monkeypatch):
     pages = offline._pages(_scanned([PATH1, NOTICE], {2}))
-    assert offline._scan_changes(pages, 1)
-    monkeypatch.setattr(offline, "SCAN_MAX_CONT", offline.continuity(pages[0], pages[1]))
-    assert not offline._scan_changes(pages, 1)
+    cont = offline.continuity(pages[0], pages[1])
+    assert offline._scan_changes(pages, 1, cont)
+    monkeypatch.setattr(offline, "SCAN_MAX_CONT", cont)
+    assert not offline._scan_changes(pages, 1, cont)
 
 
 @pytest.mark.parametrize("scanned", [set(), {1, 2}])
